@@ -1,0 +1,1004 @@
+//! `Catalog`: the only writer of the schema. Each DDL operation validates against the current
+//! snapshot, persists its change in one atomic, synced store batch, and then publishes a new
+//! snapshot with the next version. The persisted layout is documented in the crate doc.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+
+use crate::ids::{CatalogVersion, IndexId, TableId};
+use crate::schema::{Column, ForeignKey, Index, Table};
+use crate::snapshot::Snapshot;
+use crate::store::{CatalogStore, MemStore, RocksStore};
+use crate::Error;
+
+/// The version of the persisted layout, stored under [`KEY_FORMAT`].
+pub(crate) const FORMAT_VERSION: u32 = 1;
+/// Key of the layout version (JSON number, [`FORMAT_VERSION`]).
+pub(crate) const KEY_FORMAT: &str = "meta/format";
+/// Key of the version of the last committed DDL (JSON number).
+pub(crate) const KEY_VERSION: &str = "meta/version";
+/// Key of the next `TableId` to assign (JSON number); ids are never reused.
+pub(crate) const KEY_NEXT_TABLE_ID: &str = "meta/next_table_id";
+/// Key of the next `IndexId` to assign (JSON number); ids are never reused.
+pub(crate) const KEY_NEXT_INDEX_ID: &str = "meta/next_index_id";
+/// Prefix of table keys: `table/` followed by the id in 10 zero-padded decimal digits, so that
+/// key order is id order. The value is the `Table` as JSON.
+pub(crate) const TABLE_PREFIX: &str = "table/";
+
+/// The first id assigned to a table and to an index. Zero is never a valid id.
+const FIRST_ID: u32 = 1;
+/// PostgreSQL's limit on the number of columns in a table.
+const MAX_COLUMNS: usize = 1600;
+
+/// The store key of table `id`.
+pub(crate) fn table_key(id: TableId) -> String {
+    format!("{TABLE_PREFIX}{:010}", id.0)
+}
+
+/// An index to create, before the catalog assigns its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexDef {
+    /// Name, already case-folded and chosen by the binder (e.g. `t_pkey`, `t_a_key`).
+    pub name: String,
+    /// Key columns by position, in key order.
+    pub columns: Vec<u16>,
+    /// Enforce uniqueness. Forced to true for a primary key.
+    pub unique: bool,
+    /// Is this the primary key? Its columns become `NOT NULL`.
+    pub primary: bool,
+}
+
+/// A table to create, before the catalog assigns its ids.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableDef {
+    /// Name, already case-folded.
+    pub name: String,
+    /// Columns in order. `Column::position` is ignored and assigned from the order.
+    pub columns: Vec<Column>,
+    /// Indexes, including the primary key if one is declared.
+    pub indexes: Vec<IndexDef>,
+    /// Foreign keys; `ref_table` is already resolved, so it names an existing table.
+    pub foreign_keys: Vec<ForeignKey>,
+    /// True exactly when no index is primary: rows are keyed by a hidden row id.
+    pub hidden_pk: bool,
+}
+
+/// The id counters. They only grow, and are persisted with every DDL batch.
+#[derive(Debug, Clone, Copy)]
+struct Counters {
+    next_table_id: u32,
+    next_index_id: u32,
+}
+
+impl Counters {
+    fn table_id(&mut self) -> Result<TableId, Error> {
+        let id = self.next_table_id;
+        self.next_table_id = id
+            .checked_add(1)
+            .ok_or_else(|| Error::InvalidDefinition("table ids exhausted".into()))?;
+        Ok(TableId(id))
+    }
+
+    fn index_id(&mut self) -> Result<IndexId, Error> {
+        let id = self.next_index_id;
+        self.next_index_id = id
+            .checked_add(1)
+            .ok_or_else(|| Error::InvalidDefinition("index ids exhausted".into()))?;
+        Ok(IndexId(id))
+    }
+}
+
+/// The tables a DDL operation writes (created or changed) and deletes.
+#[derive(Default)]
+struct Change {
+    put: Vec<Table>,
+    delete: Vec<TableId>,
+}
+
+/// The schema catalog: owns the store and publishes snapshots.
+///
+/// - Readers call [`Catalog::snapshot`], which is lock-free and never waits for DDL.
+/// - DDL operations are serialized by one writer lock. Each one is durable before it is
+///   visible: its batch is synced to the store before the new snapshot is published, so a
+///   snapshot never shows a change that a crash could lose. A failed operation (validation or
+///   store error) publishes nothing and consumes no ids.
+/// - Every successful DDL publishes a snapshot whose version is exactly one more than the
+///   previous one; the version is persisted, so it keeps growing across restarts.
+///
+/// `Catalog` is `Send + Sync`; share it as `Arc<Catalog>`.
+pub struct Catalog {
+    store: Box<dyn CatalogStore>,
+    current: ArcSwap<Snapshot>,
+    /// The writer lock. Held for the whole validate → persist → publish sequence.
+    writer: Mutex<Counters>,
+}
+
+impl Catalog {
+    /// Opens the catalog in the RocksDB database at `dir` (created if missing) and loads it.
+    pub fn open(dir: &Path) -> Result<Catalog, Error> {
+        Catalog::with_store(Box::new(RocksStore::open(dir)?))
+    }
+
+    /// An empty catalog over a fresh [`MemStore`]; for tests.
+    pub fn in_memory() -> Catalog {
+        Catalog::with_store(Box::new(MemStore::new())).expect("an empty MemStore always loads")
+    }
+
+    /// Opens the catalog over any store and loads it. An empty store is initialized with the
+    /// `meta/` keys; any other content must be a valid catalog in the current layout
+    /// (see the crate doc).
+    pub fn with_store(store: Box<dyn CatalogStore>) -> Result<Catalog, Error> {
+        let entries = store.load_all()?;
+        let (snapshot, counters) = if entries.is_empty() {
+            let counters = Counters { next_table_id: FIRST_ID, next_index_id: FIRST_ID };
+            let version = CatalogVersion(0);
+            store.write_batch(meta_puts(version, counters), Vec::new())?;
+            (Snapshot::empty(version), counters)
+        } else {
+            load(entries)?
+        };
+        tracing::debug!(version = snapshot.version().0, "catalog loaded");
+        Ok(Catalog {
+            store,
+            current: ArcSwap::from_pointee(snapshot),
+            writer: Mutex::new(counters),
+        })
+    }
+
+    /// The current snapshot. Lock-free; the snapshot stays valid (and unchanged) for as long
+    /// as it is held, whatever DDL runs meanwhile.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// Creates a table with its indexes and foreign keys, assigning its `TableId` and the
+    /// `IndexId`s (in the order of `def.indexes`).
+    ///
+    /// Errors: [`Error::DuplicateTable`] if a relation is named `def.name`;
+    /// [`Error::DuplicateIndexName`] if an index name is taken (by any relation, the new table
+    /// or another index of `def`); [`Error::DuplicateColumn`]; [`Error::UndefinedTable`] if a
+    /// foreign key references a table that does not exist; [`Error::InvalidForeignKey`] if the
+    /// referenced columns are not exactly the columns of a unique index;
+    /// [`Error::InvalidDefinition`] for anything else malformed (e.g. two primary keys).
+    pub fn create_table(&self, def: TableDef) -> Result<Arc<Table>, Error> {
+        let mut created = None;
+        let published = self.apply(|snapshot, counters| {
+            if snapshot.relation_exists(&def.name) {
+                return Err(Error::DuplicateTable(def.name));
+            }
+            check_name(&def.name, "table")?;
+            if def.hidden_pk == def.indexes.iter().any(|i| i.primary) {
+                return Err(Error::InvalidDefinition(format!(
+                    "table \"{}\": hidden_pk must be set exactly when no primary key is declared",
+                    def.name
+                )));
+            }
+            let mut columns = def.columns;
+            check_columns(&mut columns)?;
+            let mut table = Table {
+                id: counters.table_id()?,
+                name: def.name,
+                columns,
+                indexes: Vec::new(),
+                foreign_keys: Vec::new(),
+                hidden_pk: def.hidden_pk,
+            };
+            for index in def.indexes {
+                if snapshot.relation_exists(&index.name) || index.name == table.name {
+                    return Err(Error::DuplicateIndexName(index.name));
+                }
+                let id = counters.index_id()?;
+                add_index(&mut table, id, index)?;
+            }
+            for fk in def.foreign_keys {
+                add_foreign_key(snapshot, &mut table, fk)?;
+            }
+            created = Some(table.id);
+            Ok(Change { put: vec![table], delete: Vec::new() })
+        })?;
+        let id = created.expect("set by a successful apply");
+        Ok(published.table_by_id(id).expect("the new snapshot holds the new table").clone())
+    }
+
+    /// Drops table `id` and its indexes, and returns PostgreSQL-style notices.
+    ///
+    /// Without `cascade`, fails with [`Error::DependentObjects`] if a foreign key of another
+    /// table references it. With `cascade`, those foreign keys are removed in the same atomic
+    /// batch, and one notice `drop cascades to constraint <fk> on table <t>` is returned for
+    /// each. The id is never reused.
+    pub fn drop_table(&self, id: TableId, cascade: bool) -> Result<Vec<String>, Error> {
+        let mut notices = Vec::new();
+        self.apply(|snapshot, _| {
+            let table = must_get_table(snapshot, id)?;
+            let dependents: Vec<_> = snapshot
+                .referencing_fks(id)
+                .into_iter()
+                .filter(|(referencing, _)| referencing.id != id)
+                .collect();
+            let lines: Vec<String> = dependents
+                .iter()
+                .map(|(t, fk)| format!("constraint {} on table {}", fk.name, t.name))
+                .collect();
+            if !cascade && !lines.is_empty() {
+                let detail: Vec<String> =
+                    lines.iter().map(|l| format!("{l} depends on table {}", table.name)).collect();
+                return Err(Error::DependentObjects {
+                    message: format!(
+                        "cannot drop table {} because other objects depend on it",
+                        table.name
+                    ),
+                    detail: Some(detail.join("\n")),
+                });
+            }
+            let mut change = Change { put: Vec::new(), delete: vec![id] };
+            let mut referencing: BTreeMap<TableId, Table> = BTreeMap::new();
+            for (t, _) in &dependents {
+                referencing
+                    .entry(t.id)
+                    .or_insert_with(|| Table::clone(t))
+                    .foreign_keys
+                    .retain(|fk| fk.ref_table != id);
+            }
+            change.put.extend(referencing.into_values());
+            notices = lines.into_iter().map(|l| format!("drop cascades to {l}")).collect();
+            Ok(change)
+        })?;
+        Ok(notices)
+    }
+
+    /// Creates an index on `table` and returns it with its assigned id. A `def` with
+    /// `primary = true` behaves as [`Catalog::add_primary_key`].
+    ///
+    /// Errors: [`Error::UndefinedTable`], [`Error::DuplicateIndexName`],
+    /// [`Error::InvalidDefinition`].
+    pub fn create_index(&self, table: TableId, def: IndexDef) -> Result<Index, Error> {
+        let mut created = None;
+        self.apply(|snapshot, counters| {
+            let mut changed = Table::clone(must_get_table(snapshot, table)?);
+            if snapshot.relation_exists(&def.name) {
+                return Err(Error::DuplicateIndexName(def.name));
+            }
+            let id = counters.index_id()?;
+            created = Some(add_index(&mut changed, id, def)?);
+            Ok(Change { put: vec![changed], delete: Vec::new() })
+        })?;
+        Ok(created.expect("set by a successful apply"))
+    }
+
+    /// Adds the primary key `def` (its `primary` flag is forced on) to `table`, which then no
+    /// longer has a hidden primary key. Its columns become `NOT NULL`; checking that existing
+    /// rows have no NULLs or duplicates is the caller's job, before calling this.
+    ///
+    /// Errors as [`Catalog::create_index`], and [`Error::InvalidDefinition`] (`multiple primary
+    /// keys for table "t" are not allowed`) if the table already has one.
+    pub fn add_primary_key(&self, table: TableId, def: IndexDef) -> Result<Index, Error> {
+        self.create_index(table, IndexDef { primary: true, ..def })
+    }
+
+    /// Drops index `id`.
+    ///
+    /// Errors: [`Error::UndefinedObject`]; [`Error::DependentObjects`] if it is the primary
+    /// key (PostgreSQL: `cannot drop index x because constraint x on table t requires it`) or
+    /// if a foreign key needs it as the only unique index over its referenced columns.
+    pub fn drop_index(&self, id: IndexId) -> Result<(), Error> {
+        self.apply(|snapshot, _| {
+            let (table, index) = snapshot
+                .index_by_id(id)
+                .ok_or_else(|| Error::UndefinedObject(format!("index {} does not exist", id.0)))?;
+            if index.primary {
+                return Err(Error::DependentObjects {
+                    message: format!(
+                        "cannot drop index {0} because constraint {0} on table {1} requires it",
+                        index.name, table.name
+                    ),
+                    detail: None,
+                });
+            }
+            let mut changed = Table::clone(table);
+            changed.indexes.retain(|i| i.id != id);
+            let dependents: Vec<String> = snapshot
+                .referencing_fks(table.id)
+                .into_iter()
+                .filter(|(_, fk)| unique_index_for(&changed, &fk.ref_columns).is_none())
+                .map(|(t, fk)| {
+                    format!(
+                        "constraint {} on table {} depends on index {}",
+                        fk.name, t.name, index.name
+                    )
+                })
+                .collect();
+            if !dependents.is_empty() {
+                return Err(Error::DependentObjects {
+                    message: format!(
+                        "cannot drop index {} because other objects depend on it",
+                        index.name
+                    ),
+                    detail: Some(dependents.join("\n")),
+                });
+            }
+            Ok(Change { put: vec![changed], delete: Vec::new() })
+        })?;
+        Ok(())
+    }
+
+    /// Appends `column` to `table`; its position is assigned (the current column count).
+    /// Filling existing rows with its default is the caller's job.
+    ///
+    /// Errors: [`Error::UndefinedTable`], [`Error::DuplicateColumn`],
+    /// [`Error::InvalidDefinition`] (too many columns, empty name).
+    pub fn add_column(&self, table: TableId, column: Column) -> Result<(), Error> {
+        self.apply(|snapshot, _| {
+            let mut changed = Table::clone(must_get_table(snapshot, table)?);
+            changed.columns.push(column);
+            check_columns(&mut changed.columns)?;
+            Ok(Change { put: vec![changed], delete: Vec::new() })
+        })?;
+        Ok(())
+    }
+
+    /// Adds foreign key `fk` to `table` (`ALTER TABLE … ADD FOREIGN KEY`). Unlike
+    /// [`Catalog::create_table`], `fk.ref_table` may be `table` itself. Checking that existing
+    /// rows satisfy it is the caller's job.
+    ///
+    /// Errors: [`Error::UndefinedTable`], [`Error::InvalidForeignKey`],
+    /// [`Error::InvalidDefinition`].
+    pub fn add_foreign_key(&self, table: TableId, fk: ForeignKey) -> Result<(), Error> {
+        self.apply(|snapshot, _| {
+            let mut changed = Table::clone(must_get_table(snapshot, table)?);
+            add_foreign_key(snapshot, &mut changed, fk)?;
+            Ok(Change { put: vec![changed], delete: Vec::new() })
+        })?;
+        Ok(())
+    }
+
+    /// Runs one DDL operation: under the writer lock, `op` validates against the current
+    /// snapshot and returns its change; the change, the new version and the counters are
+    /// written in one batch; only then are the counters kept and the new snapshot published.
+    /// Returns the published snapshot.
+    fn apply(
+        &self,
+        op: impl FnOnce(&Snapshot, &mut Counters) -> Result<Change, Error>,
+    ) -> Result<Arc<Snapshot>, Error> {
+        let mut counters = self.writer.lock();
+        let current = self.current.load_full();
+        let mut next_counters = *counters;
+        let change = op(&current, &mut next_counters)?;
+        let version = CatalogVersion(current.version().0 + 1);
+
+        let mut tables = current.table_map().clone();
+        let mut puts = meta_puts(version, next_counters);
+        let mut deletes = Vec::new();
+        for id in change.delete {
+            tables.remove(&id);
+            deletes.push(table_key(id));
+        }
+        for table in change.put {
+            puts.push((table_key(table.id), encode_table(&table)));
+            tables.insert(table.id, Arc::new(table));
+        }
+        self.store.write_batch(puts, deletes)?;
+
+        *counters = next_counters;
+        let published = Arc::new(Snapshot::new(version, tables));
+        self.current.store(published.clone());
+        tracing::debug!(version = version.0, "catalog version published");
+        Ok(published)
+    }
+}
+
+/// The `meta/` puts written with every batch.
+fn meta_puts(version: CatalogVersion, counters: Counters) -> Vec<(String, Vec<u8>)> {
+    vec![
+        (KEY_FORMAT.into(), FORMAT_VERSION.to_string().into_bytes()),
+        (KEY_VERSION.into(), version.0.to_string().into_bytes()),
+        (KEY_NEXT_TABLE_ID.into(), counters.next_table_id.to_string().into_bytes()),
+        (KEY_NEXT_INDEX_ID.into(), counters.next_index_id.to_string().into_bytes()),
+    ]
+}
+
+fn encode_table(table: &Table) -> Vec<u8> {
+    serde_json::to_vec(table).expect("a Table has only string map keys and always serializes")
+}
+
+/// Rebuilds the snapshot and counters from the store's entries, checking what the DDL
+/// operations guarantee: known keys, matching ids, unique names, ids below the counters and
+/// foreign keys that reference existing tables.
+fn load(entries: Vec<(String, Vec<u8>)>) -> Result<(Snapshot, Counters), Error> {
+    fn number<T: std::str::FromStr>(key: &str, value: &[u8]) -> Result<T, Error> {
+        std::str::from_utf8(value)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| Error::Store(format!("{key}: not a number")))
+    }
+    let (mut format, mut version, mut next_table, mut next_index) = (None, None, None, None);
+    let mut tables = BTreeMap::new();
+    for (key, value) in entries {
+        match key.as_str() {
+            KEY_FORMAT => format = Some(number::<u32>(&key, &value)?),
+            KEY_VERSION => version = Some(number::<u64>(&key, &value)?),
+            KEY_NEXT_TABLE_ID => next_table = Some(number::<u32>(&key, &value)?),
+            KEY_NEXT_INDEX_ID => next_index = Some(number::<u32>(&key, &value)?),
+            _ if key.starts_with(TABLE_PREFIX) => {
+                let table: Table = serde_json::from_slice(&value)
+                    .map_err(|e| Error::Store(format!("{key}: {e}")))?;
+                if key != table_key(table.id) {
+                    return Err(Error::Store(format!("{key} holds table {}", table.id)));
+                }
+                tables.insert(table.id, Arc::new(table));
+            }
+            _ => return Err(Error::Store(format!("unknown key {key}"))),
+        }
+    }
+    match format {
+        Some(FORMAT_VERSION) => {}
+        Some(other) => return Err(Error::Store(format!("unsupported format version {other}"))),
+        None => return Err(Error::Store(format!("{KEY_FORMAT} is missing"))),
+    }
+    let missing = |key: &str| Error::Store(format!("{key} is missing"));
+    let version = CatalogVersion(version.ok_or_else(|| missing(KEY_VERSION))?);
+    let counters = Counters {
+        next_table_id: next_table.ok_or_else(|| missing(KEY_NEXT_TABLE_ID))?,
+        next_index_id: next_index.ok_or_else(|| missing(KEY_NEXT_INDEX_ID))?,
+    };
+    let mut names = HashSet::new();
+    for table in tables.values() {
+        if table.id.0 >= counters.next_table_id {
+            return Err(Error::Store(format!("table {} is not below the id counter", table.id)));
+        }
+        let index_names = table.indexes.iter().map(|i| &i.name);
+        for name in std::iter::once(&table.name).chain(index_names) {
+            if !names.insert(name.clone()) {
+                return Err(Error::Store(format!("relation name {name} is used twice")));
+            }
+        }
+        if let Some(index) = table.indexes.iter().find(|i| i.id.0 >= counters.next_index_id) {
+            return Err(Error::Store(format!("index {} is not below the id counter", index.id.0)));
+        }
+        if let Some(fk) = table.foreign_keys.iter().find(|fk| !tables.contains_key(&fk.ref_table)) {
+            return Err(Error::Store(format!(
+                "foreign key {} references a missing table",
+                fk.name
+            )));
+        }
+    }
+    Ok((Snapshot::new(version, tables), counters))
+}
+
+fn must_get_table(snapshot: &Snapshot, id: TableId) -> Result<&Arc<Table>, Error> {
+    snapshot.table_by_id(id).ok_or_else(|| Error::UndefinedTable(id.to_string()))
+}
+
+fn check_name(name: &str, what: &str) -> Result<(), Error> {
+    if name.is_empty() {
+        return Err(Error::InvalidDefinition(format!("{what} name must not be empty")));
+    }
+    Ok(())
+}
+
+/// Assigns column positions from their order and checks names and the column limit.
+fn check_columns(columns: &mut [Column]) -> Result<(), Error> {
+    if columns.len() > MAX_COLUMNS {
+        return Err(Error::InvalidDefinition(format!(
+            "tables can have at most {MAX_COLUMNS} columns"
+        )));
+    }
+    let mut names = HashSet::new();
+    for (position, column) in columns.iter_mut().enumerate() {
+        check_name(&column.name, "column")?;
+        if !names.insert(column.name.as_str()) {
+            return Err(Error::DuplicateColumn(column.name.clone()));
+        }
+        column.position = u16::try_from(position).expect("at most MAX_COLUMNS columns");
+    }
+    Ok(())
+}
+
+/// Checks that `columns` are valid, non-empty positions in `table`.
+fn check_positions(table: &Table, columns: &[u16], what: &str) -> Result<(), Error> {
+    if columns.is_empty() {
+        return Err(Error::InvalidDefinition(format!("{what} must have at least one column")));
+    }
+    if let Some(bad) = columns.iter().find(|&&c| usize::from(c) >= table.columns.len()) {
+        return Err(Error::InvalidDefinition(format!(
+            "{what}: column position {bad} does not exist in table \"{}\"",
+            table.name
+        )));
+    }
+    Ok(())
+}
+
+/// Adds index `def` to `table` with identity `id`. The caller has checked that the name is
+/// free in the snapshot; this checks it against the table's own indexes.
+fn add_index(table: &mut Table, id: IndexId, def: IndexDef) -> Result<Index, Error> {
+    check_name(&def.name, "index")?;
+    if table.indexes.iter().any(|i| i.name == def.name) {
+        return Err(Error::DuplicateIndexName(def.name));
+    }
+    check_positions(table, &def.columns, &format!("index \"{}\"", def.name))?;
+    if def.primary {
+        if table.primary_index().is_some() {
+            return Err(Error::InvalidDefinition(format!(
+                "multiple primary keys for table \"{}\" are not allowed",
+                table.name
+            )));
+        }
+        let mut seen = HashSet::new();
+        for &c in &def.columns {
+            let column = &mut table.columns[usize::from(c)];
+            if !seen.insert(c) {
+                return Err(Error::InvalidDefinition(format!(
+                    "column \"{}\" appears twice in primary key constraint",
+                    column.name
+                )));
+            }
+            column.not_null = true;
+        }
+        table.hidden_pk = false;
+    }
+    let index = Index {
+        id,
+        name: def.name,
+        columns: def.columns,
+        unique: def.unique || def.primary,
+        primary: def.primary,
+    };
+    table.indexes.push(index.clone());
+    Ok(index)
+}
+
+/// A unique index of `table` whose key columns are, as a set, exactly `columns` — what
+/// PostgreSQL requires of the columns a foreign key references.
+fn unique_index_for<'a>(table: &'a Table, columns: &[u16]) -> Option<&'a Index> {
+    let wanted: HashSet<u16> = columns.iter().copied().collect();
+    table.indexes.iter().find(|i| {
+        i.unique
+            && i.columns.len() == wanted.len()
+            && i.columns.iter().copied().collect::<HashSet<_>>() == wanted
+    })
+}
+
+/// Validates `fk` as a foreign key of `table` and adds it. The referenced table is looked up
+/// in `snapshot`, except that a reference to `table` itself uses `table` as it is now.
+fn add_foreign_key(snapshot: &Snapshot, table: &mut Table, fk: ForeignKey) -> Result<(), Error> {
+    check_name(&fk.name, "constraint")?;
+    if table.foreign_keys.iter().any(|f| f.name == fk.name) {
+        return Err(Error::InvalidDefinition(format!(
+            "constraint \"{}\" for relation \"{}\" already exists",
+            fk.name, table.name
+        )));
+    }
+    let what = format!("foreign key \"{}\"", fk.name);
+    check_positions(table, &fk.columns, &what)?;
+    let referenced: &Table =
+        if fk.ref_table == table.id { table } else { must_get_table(snapshot, fk.ref_table)? };
+    if fk.columns.len() != fk.ref_columns.len() {
+        return Err(Error::InvalidForeignKey(
+            "number of referencing and referenced columns for foreign key disagree".into(),
+        ));
+    }
+    check_positions(referenced, &fk.ref_columns, &what)?;
+    if unique_index_for(referenced, &fk.ref_columns).is_none() {
+        return Err(Error::InvalidForeignKey(format!(
+            "there is no unique constraint matching given keys for referenced table \"{}\"",
+            referenced.name
+        )));
+    }
+    table.foreign_keys.push(fk);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+    use crate::schema::{ColumnDefault, DataType, FkAction};
+
+    fn column(name: &str, data_type: DataType) -> Column {
+        Column { name: name.into(), position: 0, data_type, not_null: false, default: None }
+    }
+
+    fn index(name: &str, columns: &[u16], unique: bool, primary: bool) -> IndexDef {
+        IndexDef { name: name.into(), columns: columns.to_vec(), unique, primary }
+    }
+
+    /// `name(id int, v text)` with primary key `name_pkey (id)`.
+    fn simple(name: &str) -> TableDef {
+        TableDef {
+            name: name.into(),
+            columns: vec![column("id", DataType::Int32), column("v", DataType::Text)],
+            indexes: vec![index(&format!("{name}_pkey"), &[0], true, true)],
+            foreign_keys: Vec::new(),
+            hidden_pk: false,
+        }
+    }
+
+    fn fk(name: &str, columns: &[u16], ref_table: TableId, ref_columns: &[u16]) -> ForeignKey {
+        ForeignKey {
+            name: name.into(),
+            columns: columns.to_vec(),
+            ref_table,
+            ref_columns: ref_columns.to_vec(),
+            on_delete: FkAction::Cascade,
+        }
+    }
+
+    /// A store that wraps [`MemStore`] and fails writes while `fail` is set.
+    #[derive(Clone, Default)]
+    struct FailingStore {
+        inner: MemStore,
+        fail: Arc<AtomicBool>,
+    }
+
+    impl CatalogStore for FailingStore {
+        fn load_all(&self) -> Result<Vec<(String, Vec<u8>)>, Error> {
+            self.inner.load_all()
+        }
+
+        fn write_batch(
+            &self,
+            puts: Vec<(String, Vec<u8>)>,
+            deletes: Vec<String>,
+        ) -> Result<(), Error> {
+            if self.fail.load(Ordering::Relaxed) {
+                return Err(Error::Store("injected failure".into()));
+            }
+            self.inner.write_batch(puts, deletes)
+        }
+    }
+
+    #[test]
+    fn create_table_assigns_ids_and_bumps_version() {
+        let catalog = Catalog::in_memory();
+        let empty = catalog.snapshot();
+        assert_eq!(empty.version(), CatalogVersion(0));
+
+        let mut def = simple("a");
+        def.columns[0].position = 7; // ignored: positions come from the order
+        def.indexes.push(index("a_v_idx", &[1], false, false));
+        let a = catalog.create_table(def).unwrap();
+        assert_eq!(a.id, TableId(1));
+        assert_eq!(a.indexes.iter().map(|i| i.id).collect::<Vec<_>>(), [IndexId(1), IndexId(2)]);
+        assert_eq!(a.columns.iter().map(|c| c.position).collect::<Vec<_>>(), [0, 1]);
+        assert!(a.columns[0].not_null, "primary key columns are NOT NULL");
+        let b = catalog.create_table(simple("b")).unwrap();
+        assert_eq!((b.id, b.indexes[0].id), (TableId(2), IndexId(3)));
+
+        let snapshot = catalog.snapshot();
+        assert_eq!(snapshot.version(), CatalogVersion(2));
+        assert_eq!(snapshot.tables().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(snapshot.table_by_id(TableId(2)).unwrap().name, "b");
+        let (table, idx) = snapshot.index_by_name("a_v_idx").unwrap();
+        assert_eq!((table.id, idx.id), (TableId(1), IndexId(2)));
+        assert!(snapshot.table("a_v_idx").is_none(), "an index is not a table");
+        assert!(snapshot.index_by_name("a").is_none(), "a table is not an index");
+        assert!(snapshot.relation_exists("a_pkey"));
+        assert_eq!(snapshot.must_get_table("zz").unwrap_err(), Error::UndefinedTable("zz".into()));
+        // The old snapshot is unchanged.
+        assert_eq!(empty.tables().count(), 0);
+        assert!(empty.table("a").is_none());
+    }
+
+    #[test]
+    fn relation_names_share_one_namespace() {
+        let catalog = Catalog::in_memory();
+        catalog.create_table(simple("a")).unwrap();
+        let version = catalog.snapshot().version();
+
+        assert_eq!(
+            catalog.create_table(simple("a")).unwrap_err(),
+            Error::DuplicateTable("a".into())
+        );
+        assert_eq!(
+            catalog.create_table(simple("a_pkey")).unwrap_err(),
+            Error::DuplicateTable("a_pkey".into())
+        );
+        let mut def = simple("b");
+        def.indexes[0].name = "a".into();
+        assert_eq!(catalog.create_table(def).unwrap_err(), Error::DuplicateIndexName("a".into()));
+        let mut def = simple("b");
+        def.indexes[0].name = "b".into();
+        assert_eq!(catalog.create_table(def).unwrap_err(), Error::DuplicateIndexName("b".into()));
+        let mut def = simple("b");
+        def.indexes.push(index("b_pkey", &[1], false, false));
+        assert_eq!(
+            catalog.create_table(def).unwrap_err(),
+            Error::DuplicateIndexName("b_pkey".into())
+        );
+        assert_eq!(
+            catalog.create_index(TableId(1), index("a", &[1], false, false)).unwrap_err(),
+            Error::DuplicateIndexName("a".into())
+        );
+        assert_eq!(catalog.snapshot().version(), version, "failed DDL publishes nothing");
+        // No id was consumed by the failures.
+        assert_eq!(catalog.create_table(simple("b")).unwrap().id, TableId(2));
+    }
+
+    #[test]
+    fn invalid_table_definitions() {
+        let catalog = Catalog::in_memory();
+        let mut def = simple("t");
+        def.columns.push(column("v", DataType::Int64));
+        assert_eq!(catalog.create_table(def).unwrap_err(), Error::DuplicateColumn("v".into()));
+
+        let mut def = simple("t");
+        def.indexes.push(index("t_pkey2", &[1], true, true));
+        assert_eq!(
+            catalog.create_table(def).unwrap_err(),
+            Error::InvalidDefinition(
+                "multiple primary keys for table \"t\" are not allowed".into()
+            )
+        );
+
+        let mut def = simple("t");
+        def.hidden_pk = true;
+        assert!(matches!(catalog.create_table(def), Err(Error::InvalidDefinition(_))));
+        let mut def = simple("t");
+        def.indexes.clear();
+        assert!(matches!(catalog.create_table(def), Err(Error::InvalidDefinition(_))));
+
+        let mut def = simple("t");
+        def.indexes.push(index("t_x", &[2], false, false));
+        assert!(matches!(catalog.create_table(def), Err(Error::InvalidDefinition(_))));
+        let mut def = simple("t");
+        def.indexes.push(index("t_x", &[], false, false));
+        assert!(matches!(catalog.create_table(def), Err(Error::InvalidDefinition(_))));
+        let mut def = simple("t");
+        def.indexes[0].columns = vec![0, 0];
+        assert!(matches!(catalog.create_table(def), Err(Error::InvalidDefinition(_))));
+
+        assert_eq!(catalog.snapshot().version(), CatalogVersion(0));
+        assert!(catalog.snapshot().tables().next().is_none());
+    }
+
+    #[test]
+    fn foreign_keys_need_a_unique_index() {
+        let catalog = Catalog::in_memory();
+        let mut def = simple("parent");
+        def.indexes.push(index("parent_v_idx", &[1], false, false));
+        let parent = catalog.create_table(def).unwrap();
+
+        let child = |fks: Vec<ForeignKey>| TableDef { foreign_keys: fks, ..simple("child") };
+        assert_eq!(
+            catalog.create_table(child(vec![fk("f", &[1], TableId(99), &[0])])).unwrap_err(),
+            Error::UndefinedTable("t99".into())
+        );
+        assert_eq!(
+            catalog.create_table(child(vec![fk("f", &[1], parent.id, &[1])])).unwrap_err(),
+            Error::InvalidForeignKey(
+                "there is no unique constraint matching given keys for referenced table \"parent\""
+                    .into()
+            )
+        );
+        assert!(matches!(
+            catalog.create_table(child(vec![fk("f", &[0, 1], parent.id, &[0])])),
+            Err(Error::InvalidForeignKey(_))
+        ));
+        assert!(matches!(
+            catalog.create_table(child(vec![fk("f", &[5], parent.id, &[0])])),
+            Err(Error::InvalidDefinition(_))
+        ));
+        let twice = vec![fk("f", &[1], parent.id, &[0]), fk("f", &[0], parent.id, &[0])];
+        assert!(matches!(catalog.create_table(child(twice)), Err(Error::InvalidDefinition(_))));
+
+        let child = catalog.create_table(child(vec![fk("f", &[1], parent.id, &[0])])).unwrap();
+        let snapshot = catalog.snapshot();
+        let refs = snapshot.referencing_fks(parent.id);
+        assert_eq!(refs.len(), 1);
+        assert_eq!((refs[0].0.id, refs[0].1.name.as_str()), (child.id, "f"));
+        assert!(snapshot.referencing_fks(child.id).is_empty());
+    }
+
+    #[test]
+    fn drop_table_restrict_and_cascade() {
+        let catalog = Catalog::in_memory();
+        let parent = catalog.create_table(simple("parent")).unwrap();
+        let c1 = catalog
+            .create_table(TableDef {
+                foreign_keys: vec![fk("c1_fk", &[1], parent.id, &[0])],
+                ..simple("c1")
+            })
+            .unwrap();
+        catalog
+            .create_table(TableDef {
+                foreign_keys: vec![fk("c2_fk", &[1], parent.id, &[0])],
+                ..simple("c2")
+            })
+            .unwrap();
+        let version = catalog.snapshot().version();
+
+        assert_eq!(
+            catalog.drop_table(parent.id, false).unwrap_err(),
+            Error::DependentObjects {
+                message: "cannot drop table parent because other objects depend on it".into(),
+                detail: Some(
+                    "constraint c1_fk on table c1 depends on table parent\n\
+                     constraint c2_fk on table c2 depends on table parent"
+                        .into()
+                ),
+            }
+        );
+        assert_eq!(catalog.snapshot().version(), version);
+
+        // Dropping a referencing table needs no cascade.
+        assert!(catalog.drop_table(c1.id, false).unwrap().is_empty());
+        assert_eq!(
+            catalog.drop_table(parent.id, true).unwrap(),
+            ["drop cascades to constraint c2_fk on table c2"]
+        );
+        let snapshot = catalog.snapshot();
+        assert_eq!(snapshot.version(), CatalogVersion(version.0 + 2));
+        assert!(snapshot.table("parent").is_none());
+        assert!(snapshot.index_by_name("parent_pkey").is_none());
+        assert!(snapshot.table("c2").unwrap().foreign_keys.is_empty());
+        assert_eq!(
+            catalog.drop_table(parent.id, false).unwrap_err(),
+            Error::UndefinedTable(parent.id.to_string())
+        );
+        // Names are free again; ids are not reused.
+        assert_eq!(catalog.create_table(simple("parent")).unwrap().id, TableId(4));
+    }
+
+    #[test]
+    fn drop_index_rules() {
+        let catalog = Catalog::in_memory();
+        let mut def = simple("p");
+        def.indexes.push(index("p_v_key", &[1], true, false));
+        def.indexes.push(index("p_v_idx", &[1], false, false));
+        let p = catalog.create_table(def).unwrap();
+        let pkey = p.indexes[0].id;
+        catalog
+            .create_table(TableDef {
+                foreign_keys: vec![fk("c_fk", &[1], p.id, &[1])],
+                ..simple("c")
+            })
+            .unwrap();
+
+        assert_eq!(
+            catalog.drop_index(pkey).unwrap_err(),
+            Error::DependentObjects {
+                message:
+                    "cannot drop index p_pkey because constraint p_pkey on table p requires it"
+                        .into(),
+                detail: None,
+            }
+        );
+        assert_eq!(
+            catalog.drop_index(p.indexes[1].id).unwrap_err(),
+            Error::DependentObjects {
+                message: "cannot drop index p_v_key because other objects depend on it".into(),
+                detail: Some("constraint c_fk on table c depends on index p_v_key".into()),
+            }
+        );
+        catalog.drop_index(p.indexes[2].id).unwrap();
+        assert!(catalog.snapshot().index_by_name("p_v_idx").is_none());
+        assert!(matches!(catalog.drop_index(p.indexes[2].id), Err(Error::UndefinedObject(_))));
+
+        // A second unique index over the same columns releases the first.
+        let again = catalog.create_index(p.id, index("p_v_key2", &[1], true, false)).unwrap();
+        assert_eq!(again.id, IndexId(5));
+        catalog.drop_index(p.indexes[1].id).unwrap();
+    }
+
+    #[test]
+    fn alter_table_operations() {
+        let catalog = Catalog::in_memory();
+        let t = catalog
+            .create_table(TableDef { indexes: Vec::new(), hidden_pk: true, ..simple("t") })
+            .unwrap();
+        let mut c = column("w", DataType::Numeric(Some((10, 2))));
+        c.default = Some(ColumnDefault { sql: "0".into() });
+        catalog.add_column(t.id, c).unwrap();
+        assert_eq!(
+            catalog.add_column(t.id, column("v", DataType::Int32)).unwrap_err(),
+            Error::DuplicateColumn("v".into())
+        );
+        assert_eq!(
+            catalog.add_column(TableId(42), column("x", DataType::Int32)).unwrap_err(),
+            Error::UndefinedTable("t42".into())
+        );
+        let table = catalog.snapshot().table("t").unwrap().clone();
+        assert_eq!(table.columns[2].position, 2);
+        assert_eq!(table.columns[2].default.as_ref().unwrap().sql, "0");
+
+        let pk = catalog.add_primary_key(t.id, index("t_pkey", &[0, 2], false, false)).unwrap();
+        assert!(pk.primary && pk.unique);
+        let table = catalog.snapshot().table("t").unwrap().clone();
+        assert!(!table.hidden_pk);
+        assert!(
+            table.columns[0].not_null && !table.columns[1].not_null && table.columns[2].not_null
+        );
+        assert_eq!(
+            catalog.add_primary_key(t.id, index("t_pkey2", &[1], true, true)).unwrap_err(),
+            Error::InvalidDefinition(
+                "multiple primary keys for table \"t\" are not allowed".into()
+            )
+        );
+
+        // A self-referencing foreign key can be added once the table exists.
+        catalog.add_foreign_key(t.id, fk("t_self", &[1, 0], t.id, &[2, 0])).unwrap();
+        let snapshot = catalog.snapshot();
+        assert_eq!(snapshot.referencing_fks(t.id)[0].1.name, "t_self");
+        assert_eq!(snapshot.version(), CatalogVersion(4));
+        // Dropping a table that only references itself needs no cascade.
+        assert!(catalog.drop_table(t.id, false).unwrap().is_empty());
+    }
+
+    #[test]
+    fn failed_store_write_publishes_nothing() {
+        let store = FailingStore::default();
+        let catalog = Catalog::with_store(Box::new(store.clone())).unwrap();
+        catalog.create_table(simple("a")).unwrap();
+        store.fail.store(true, Ordering::Relaxed);
+        assert!(matches!(catalog.create_table(simple("b")), Err(Error::Store(_))));
+        assert!(matches!(catalog.drop_table(TableId(1), false), Err(Error::Store(_))));
+        let snapshot = catalog.snapshot();
+        assert_eq!(snapshot.version(), CatalogVersion(1));
+        assert!(snapshot.table("b").is_none() && snapshot.table("a").is_some());
+
+        store.fail.store(false, Ordering::Relaxed);
+        let b = catalog.create_table(simple("b")).unwrap();
+        assert_eq!((b.id, b.indexes[0].id), (TableId(2), IndexId(2)), "no id was consumed");
+    }
+
+    #[test]
+    fn reload_restores_snapshot_version_and_counters() {
+        let store = MemStore::new();
+        let catalog = Catalog::with_store(Box::new(store.clone())).unwrap();
+        catalog.create_table(simple("a")).unwrap();
+        let b = catalog.create_table(simple("b")).unwrap();
+        catalog.drop_table(b.id, false).unwrap();
+        let before = catalog.snapshot();
+        drop(catalog);
+
+        let catalog = Catalog::with_store(Box::new(store)).unwrap();
+        let after = catalog.snapshot();
+        assert_eq!(after.version(), before.version());
+        assert_eq!(after.tables().collect::<Vec<_>>(), before.tables().collect::<Vec<_>>());
+        let c = catalog.create_table(simple("c")).unwrap();
+        assert_eq!((c.id, c.indexes[0].id), (TableId(3), IndexId(3)));
+    }
+
+    /// The keys and values match the layout table in the crate doc.
+    #[test]
+    fn persisted_layout_matches_the_doc() {
+        let store = MemStore::new();
+        let catalog = Catalog::with_store(Box::new(store.clone())).unwrap();
+        let table = catalog.create_table(simple("a")).unwrap();
+        let entries = store.load_all().unwrap();
+        let keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "meta/format",
+                "meta/next_index_id",
+                "meta/next_table_id",
+                "meta/version",
+                "table/0000000001"
+            ]
+        );
+        let value = |key: &str| entries.iter().find(|(k, _)| k == key).unwrap().1.clone();
+        assert_eq!(value("meta/format"), b"1");
+        assert_eq!(value("meta/version"), b"1");
+        assert_eq!(value("meta/next_table_id"), b"2");
+        assert_eq!(value("meta/next_index_id"), b"2");
+        let stored: Table = serde_json::from_slice(&value("table/0000000001")).unwrap();
+        assert_eq!(stored, *table);
+    }
+
+    #[test]
+    fn load_rejects_foreign_content() {
+        let store = MemStore::new();
+        store.write_batch(vec![("other/key".into(), b"x".to_vec())], Vec::new()).unwrap();
+        assert!(matches!(Catalog::with_store(Box::new(store)), Err(Error::Store(_))));
+
+        let store = MemStore::new();
+        Catalog::with_store(Box::new(store.clone())).unwrap();
+        store.write_batch(vec![(KEY_FORMAT.into(), b"2".to_vec())], Vec::new()).unwrap();
+        assert!(matches!(Catalog::with_store(Box::new(store)), Err(Error::Store(_))));
+    }
+}

@@ -1,0 +1,191 @@
+//! The schema model: tables, columns, indexes, constraints and SQL data types.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{IndexId, TableId};
+
+/// A SQL data type as stored in the catalog. Type modifiers (length, precision) are part of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DataType {
+    /// `boolean` (OID 16)
+    Bool,
+    /// `smallint` / int2 (OID 21)
+    Int16,
+    /// `integer` / int4 (OID 23)
+    Int32,
+    /// `bigint` / int8 (OID 20)
+    Int64,
+    /// `real` / float4 (OID 700)
+    Float32,
+    /// `double precision` / float8 (OID 701)
+    Float64,
+    /// `numeric(p,s)` (OID 1700); `None` = unconstrained `numeric`.
+    Numeric(Option<(u8, u8)>),
+    /// `varchar(n)` (OID 1043); `None` = no length limit.
+    Varchar(Option<u32>),
+    /// `char(n)` / bpchar (OID 1042), blank-padded to n.
+    Char(u32),
+    /// `text` (OID 25)
+    Text,
+    /// `date` (OID 1082)
+    Date,
+    /// `timestamp` without time zone (OID 1114), microsecond precision.
+    Timestamp,
+    /// `bytea` (OID 17)
+    Bytea,
+}
+
+impl DataType {
+    /// PostgreSQL type OID.
+    pub fn oid(&self) -> u32 {
+        match self {
+            DataType::Bool => 16,
+            DataType::Int16 => 21,
+            DataType::Int32 => 23,
+            DataType::Int64 => 20,
+            DataType::Float32 => 700,
+            DataType::Float64 => 701,
+            DataType::Numeric(_) => 1700,
+            DataType::Varchar(_) => 1043,
+            DataType::Char(_) => 1042,
+            DataType::Text => 25,
+            DataType::Date => 1082,
+            DataType::Timestamp => 1114,
+            DataType::Bytea => 17,
+        }
+    }
+
+    /// PostgreSQL `atttypmod`: -1 when unconstrained; `n + 4` for varchar/char;
+    /// `((p << 16) | s) + 4` for numeric.
+    pub fn typmod(&self) -> i32 {
+        match self {
+            DataType::Numeric(Some((p, s))) => (((*p as i32) << 16) | *s as i32) + 4,
+            DataType::Varchar(Some(n)) | DataType::Char(n) => *n as i32 + 4,
+            _ => -1,
+        }
+    }
+
+    /// `typlen` as PostgreSQL reports it (-1 for variable length).
+    pub fn type_size(&self) -> i16 {
+        match self {
+            DataType::Bool => 1,
+            DataType::Int16 => 2,
+            DataType::Int32 | DataType::Float32 | DataType::Date => 4,
+            DataType::Int64 | DataType::Float64 | DataType::Timestamp => 8,
+            _ => -1,
+        }
+    }
+
+    /// The name PostgreSQL's `format_type` gives, e.g. `character varying(10)`.
+    pub fn sql_name(&self) -> String {
+        match self {
+            DataType::Bool => "boolean".into(),
+            DataType::Int16 => "smallint".into(),
+            DataType::Int32 => "integer".into(),
+            DataType::Int64 => "bigint".into(),
+            DataType::Float32 => "real".into(),
+            DataType::Float64 => "double precision".into(),
+            DataType::Numeric(None) => "numeric".into(),
+            DataType::Numeric(Some((p, s))) => format!("numeric({p},{s})"),
+            DataType::Varchar(None) => "character varying".into(),
+            DataType::Varchar(Some(n)) => format!("character varying({n})"),
+            DataType::Char(n) => format!("character({n})"),
+            DataType::Text => "text".into(),
+            DataType::Date => "date".into(),
+            DataType::Timestamp => "timestamp without time zone".into(),
+            DataType::Bytea => "bytea".into(),
+        }
+    }
+}
+
+/// A column default, kept as SQL text and re-parsed by the binder (so the catalog stays free of
+/// expression types), plus the common cases the binder can recognise quickly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnDefault {
+    /// The default expression as SQL text, e.g. `0`, `'abc'`, `CURRENT_TIMESTAMP`.
+    pub sql: String,
+}
+
+/// A column of a table. Columns are addressed by position (`Column::position`, 0-based).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Column {
+    /// Name, already case-folded.
+    pub name: String,
+    /// Position in the row, 0-based; `attnum` is `position + 1`.
+    pub position: u16,
+    /// The type, with its modifiers.
+    pub data_type: DataType,
+    /// `NOT NULL` (primary-key columns are always not null).
+    pub not_null: bool,
+    /// `DEFAULT …`, if any.
+    pub default: Option<ColumnDefault>,
+}
+
+/// An index on a table. The primary key is an index with `primary = true`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Index {
+    /// Identity.
+    pub id: IndexId,
+    /// Name, e.g. `t_pkey`, `t_a_key`, or the user's.
+    pub name: String,
+    /// Key columns by position, in key order.
+    pub columns: Vec<u16>,
+    /// Enforces uniqueness (NULLs never conflict, as in PostgreSQL).
+    pub unique: bool,
+    /// Is this the primary key?
+    pub primary: bool,
+}
+
+/// `ON DELETE` action of a foreign key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FkAction {
+    /// `NO ACTION` / `RESTRICT` (the default).
+    NoAction,
+    /// `CASCADE`.
+    Cascade,
+}
+
+/// A foreign key constraint, stored in the catalog.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForeignKey {
+    /// Constraint name, e.g. `t_a_fkey`.
+    pub name: String,
+    /// Referencing columns (positions in this table).
+    pub columns: Vec<u16>,
+    /// Referenced table.
+    pub ref_table: TableId,
+    /// Referenced columns (positions in the referenced table).
+    pub ref_columns: Vec<u16>,
+    /// `ON DELETE` action.
+    pub on_delete: FkAction,
+}
+
+/// A table. Every table has a primary index; a table declared without a primary key gets a
+/// hidden one over an internal row id (`Table::hidden_pk`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    /// Identity.
+    pub id: TableId,
+    /// Name, already case-folded.
+    pub name: String,
+    /// Columns in position order.
+    pub columns: Vec<Column>,
+    /// All indexes; the primary one (if declared) has `primary = true`.
+    pub indexes: Vec<Index>,
+    /// Foreign keys declared on this table.
+    pub foreign_keys: Vec<ForeignKey>,
+    /// True when no PRIMARY KEY was declared: rows are keyed by a hidden row id.
+    pub hidden_pk: bool,
+}
+
+impl Table {
+    /// Finds a column by (folded) name.
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// The primary index, if one was declared.
+    pub fn primary_index(&self) -> Option<&Index> {
+        self.indexes.iter().find(|i| i.primary)
+    }
+}

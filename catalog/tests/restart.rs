@@ -1,0 +1,112 @@
+//! The catalog survives a restart: after reopening its RocksDB directory, the snapshot (tables,
+//! columns with defaults, composite primary keys, unique indexes, ON DELETE CASCADE foreign
+//! keys), the version and the id counters are exactly as they were before.
+
+use catalog::{
+    Catalog, CatalogVersion, Column, ColumnDefault, DataType, FkAction, ForeignKey, IndexDef,
+    IndexId, TableDef, TableId,
+};
+
+fn column(name: &str, data_type: DataType, not_null: bool, default: Option<&str>) -> Column {
+    Column {
+        name: name.into(),
+        position: 0,
+        data_type,
+        not_null,
+        default: default.map(|sql| ColumnDefault { sql: sql.into() }),
+    }
+}
+
+fn index(name: &str, columns: &[u16], unique: bool, primary: bool) -> IndexDef {
+    IndexDef { name: name.into(), columns: columns.to_vec(), unique, primary }
+}
+
+#[test]
+fn catalog_survives_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = {
+        let catalog = Catalog::open(dir.path()).unwrap();
+        // warehouse(w_id int primary key, w_name varchar(10), w_tax numeric(4,4) default 0)
+        let warehouse = catalog
+            .create_table(TableDef {
+                name: "warehouse".into(),
+                columns: vec![
+                    column("w_id", DataType::Int32, false, None),
+                    column("w_name", DataType::Varchar(Some(10)), false, None),
+                    column("w_tax", DataType::Numeric(Some((4, 4))), false, Some("0")),
+                ],
+                indexes: vec![
+                    index("warehouse_pkey", &[0], true, true),
+                    index("warehouse_w_name_key", &[1], true, false),
+                ],
+                foreign_keys: Vec::new(),
+                hidden_pk: false,
+            })
+            .unwrap();
+        // district(d_w_id, d_id, d_ts default CURRENT_TIMESTAMP), primary key (d_w_id, d_id),
+        // foreign key (d_w_id) references warehouse on delete cascade.
+        let district = catalog
+            .create_table(TableDef {
+                name: "district".into(),
+                columns: vec![
+                    column("d_w_id", DataType::Int32, false, None),
+                    column("d_id", DataType::Int16, false, None),
+                    column("d_ts", DataType::Timestamp, true, Some("CURRENT_TIMESTAMP")),
+                ],
+                indexes: vec![index("district_pkey", &[0, 1], true, true)],
+                foreign_keys: vec![ForeignKey {
+                    name: "district_d_w_id_fkey".into(),
+                    columns: vec![0],
+                    ref_table: warehouse.id,
+                    ref_columns: vec![0],
+                    on_delete: FkAction::Cascade,
+                }],
+                hidden_pk: false,
+            })
+            .unwrap();
+        // A table without a primary key, then dropped.
+        let scratch = catalog
+            .create_table(TableDef {
+                name: "scratch".into(),
+                columns: vec![column("x", DataType::Text, false, Some("'none'"))],
+                indexes: vec![index("scratch_x_idx", &[0], false, false)],
+                foreign_keys: Vec::new(),
+                hidden_pk: true,
+            })
+            .unwrap();
+        assert!(catalog.drop_table(scratch.id, false).unwrap().is_empty());
+        assert_eq!(district.indexes[0].columns, [0, 1]);
+        catalog.snapshot()
+    };
+
+    let catalog = Catalog::open(dir.path()).unwrap();
+    let after = catalog.snapshot();
+    assert_eq!(after.version(), before.version());
+    assert_eq!(after.version(), CatalogVersion(4));
+    assert_eq!(after.tables().collect::<Vec<_>>(), before.tables().collect::<Vec<_>>());
+    assert!(after.table("scratch").is_none() && after.index_by_name("scratch_x_idx").is_none());
+
+    let district = after.table("district").unwrap();
+    assert!(district.columns[0].not_null && district.columns[1].not_null);
+    assert_eq!(district.columns[2].default.as_ref().unwrap().sql, "CURRENT_TIMESTAMP");
+    let warehouse = after.table("warehouse").unwrap();
+    let refs = after.referencing_fks(warehouse.id);
+    assert_eq!(refs.len(), 1);
+    assert_eq!(refs[0].0.id, district.id);
+    assert_eq!(refs[0].1.on_delete, FkAction::Cascade);
+    let (table, unique) = after.index_by_name("warehouse_w_name_key").unwrap();
+    assert_eq!((table.id, unique.unique, unique.primary), (warehouse.id, true, false));
+
+    // Ids of the dropped table and its index are not reused.
+    let next = catalog
+        .create_table(TableDef {
+            name: "scratch".into(),
+            columns: vec![column("x", DataType::Text, false, None)],
+            indexes: vec![index("scratch_pkey", &[0], true, true)],
+            foreign_keys: Vec::new(),
+            hidden_pk: false,
+        })
+        .unwrap();
+    assert_eq!((next.id, next.indexes[0].id), (TableId(4), IndexId(5)));
+    assert_eq!(catalog.snapshot().version(), CatalogVersion(5));
+}

@@ -1,0 +1,646 @@
+//! Binding utility statements: DDL, transaction control, SET / SHOW / RESET.
+
+use std::sync::Arc;
+
+use catalog::{
+    Column, ColumnDefault, DataType, FkAction, ForeignKey, IndexDef, Table, TableDef, TableId,
+};
+use sqlparser::ast::{self as ast, ColumnOption, Statement as S, TableConstraint};
+
+use super::{ident, Binder, Scope};
+use crate::error::{Error, Result};
+use crate::types::CastKind;
+
+/// The value of a SET.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetValue {
+    /// `SET x TO DEFAULT` / `RESET x`.
+    Default,
+    /// A value, as text.
+    Value(String),
+}
+
+/// A column to add (ALTER TABLE ADD COLUMN).
+pub type ColumnSpec = Column;
+
+/// A CREATE TABLE, resolved.
+#[derive(Debug, Clone)]
+pub struct CreateTable {
+    /// The definition for the catalog.
+    pub def: TableDef,
+    /// IF NOT EXISTS.
+    pub if_not_exists: bool,
+}
+
+/// A CREATE INDEX, resolved.
+#[derive(Debug, Clone)]
+pub struct IndexSpec {
+    /// Table to index.
+    pub table: Arc<Table>,
+    /// The index definition.
+    pub def: IndexDef,
+    /// IF NOT EXISTS.
+    pub if_not_exists: bool,
+}
+
+/// A bound utility statement.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// BEGIN / START TRANSACTION (the tag to report).
+    Begin(&'static str),
+    /// COMMIT / END.
+    Commit,
+    /// ROLLBACK / ABORT.
+    Rollback,
+    /// SET name = value.
+    Set {
+        /// Parameter name (folded).
+        name: String,
+        /// New value.
+        value: SetValue,
+    },
+    /// SET [SESSION CHARACTERISTICS AS] TRANSACTION ISOLATION LEVEL …: accepted, always
+    /// serializable.
+    SetTransaction,
+    /// SHOW name.
+    Show(String),
+    /// SHOW ALL.
+    ShowAll,
+    /// RESET name / RESET ALL (None).
+    Reset(Option<String>),
+    /// CREATE TABLE.
+    CreateTable(CreateTable),
+    /// DROP TABLE.
+    DropTable {
+        /// Table names.
+        names: Vec<String>,
+        /// IF EXISTS.
+        if_exists: bool,
+        /// CASCADE.
+        cascade: bool,
+    },
+    /// CREATE INDEX.
+    CreateIndex(IndexSpec),
+    /// DROP INDEX.
+    DropIndex {
+        /// Index names.
+        names: Vec<String>,
+        /// IF EXISTS.
+        if_exists: bool,
+    },
+    /// TRUNCATE.
+    Truncate(Vec<Arc<Table>>),
+    /// ALTER TABLE … ADD COLUMN.
+    AddColumn {
+        /// Table.
+        table: Arc<Table>,
+        /// The new column (position assigned by the catalog).
+        column: Column,
+        /// IF NOT EXISTS.
+        if_not_exists: bool,
+    },
+    /// ALTER TABLE … ADD PRIMARY KEY / UNIQUE (as an index).
+    AddIndex(IndexSpec),
+    /// ALTER TABLE … ADD FOREIGN KEY.
+    AddForeignKey {
+        /// Table.
+        table: Arc<Table>,
+        /// The foreign key.
+        fk: ForeignKey,
+    },
+    /// DISCARD ALL and other no-ops that only need a tag.
+    NoOp(&'static str),
+}
+
+impl Binder<'_> {
+    pub(crate) fn bind_command(&mut self, stmt: &S) -> Result<Command> {
+        Ok(match stmt {
+            S::StartTransaction { begin, modes, .. } => {
+                check_modes(modes)?;
+                Command::Begin(if *begin { "BEGIN" } else { "START TRANSACTION" })
+            }
+            S::Commit { chain: false, .. } => Command::Commit,
+            S::Rollback { chain: false, savepoint: None } => Command::Rollback,
+            S::Rollback { savepoint: Some(_), .. }
+            | S::Savepoint { .. }
+            | S::ReleaseSavepoint { .. } => return Err(Error::unsupported("savepoints")),
+            S::Set(set) => self.bind_set(set)?,
+            S::ShowVariable { variable } => {
+                let name = variable.iter().map(ident).collect::<Vec<_>>().join(" ");
+                match name.as_str() {
+                    "all" => Command::ShowAll,
+                    "transaction isolation level" => Command::Show("transaction_isolation".into()),
+                    "time zone" => Command::Show("timezone".into()),
+                    _ => Command::Show(name),
+                }
+            }
+            S::Reset(r) => match &r.reset {
+                ast::Reset::ALL => Command::Reset(None),
+                ast::Reset::ConfigurationParameter(name) => {
+                    Command::Reset(Some(self.object_name(name)?.1))
+                }
+                _ => return Err(Error::unsupported("RESET SESSION AUTHORIZATION")),
+            },
+            S::CreateTable(ct) => Command::CreateTable(self.bind_create_table(ct)?),
+            S::Drop { object_type, if_exists, names, cascade, .. } => {
+                let names = names
+                    .iter()
+                    .map(|n| self.object_name(n).map(|(_, t)| t))
+                    .collect::<Result<Vec<_>>>()?;
+                match object_type {
+                    ast::ObjectType::Table => {
+                        Command::DropTable { names, if_exists: *if_exists, cascade: *cascade }
+                    }
+                    ast::ObjectType::Index => Command::DropIndex { names, if_exists: *if_exists },
+                    other => return Err(Error::unsupported(format!("DROP {other}"))),
+                }
+            }
+            S::CreateIndex(ci) => Command::CreateIndex(self.bind_create_index(ci)?),
+            S::Truncate(t) => {
+                let mut tables = Vec::new();
+                for target in &t.table_names {
+                    tables.push(self.table(&target.name)?);
+                }
+                if matches!(t.cascade, Some(ast::CascadeOption::Cascade)) {
+                    return Err(Error::unsupported("TRUNCATE … CASCADE"));
+                }
+                Command::Truncate(tables)
+            }
+            S::AlterTable(at) => self.bind_alter_table(at)?,
+            S::Discard { .. } => Command::NoOp("DISCARD ALL"),
+            S::Query(_) | S::Insert(_) | S::Update(_) | S::Delete(_) => {
+                return Err(Error::internal("DML reached bind_command"))
+            }
+            other => {
+                let text = other.to_string();
+                let words: Vec<&str> = text.split_whitespace().take(2).collect();
+                return Err(Error::unsupported(words.join(" ")));
+            }
+        })
+    }
+
+    fn bind_set(&mut self, set: &ast::Set) -> Result<Command> {
+        use ast::Set as St;
+        Ok(match set {
+            St::SingleAssignment { variable, values, .. } => {
+                let (_, name) = self.object_name(variable)?;
+                let value = match values.as_slice() {
+                    [ast::Expr::Identifier(id)]
+                        if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default") =>
+                    {
+                        SetValue::Default
+                    }
+                    vals => SetValue::Value(
+                        vals.iter().map(set_value_text).collect::<Vec<_>>().join(", "),
+                    ),
+                };
+                Command::Set { name, value }
+            }
+            St::SetTransaction { modes, snapshot: None, .. } => {
+                check_modes(modes)?;
+                Command::SetTransaction
+            }
+            St::SetTimeZone { value, .. } => Command::Set {
+                name: "timezone".into(),
+                value: SetValue::Value(set_value_text(value)),
+            },
+            St::SetNames { charset_name, .. } => Command::Set {
+                name: "client_encoding".into(),
+                value: SetValue::Value(charset_name.to_string()),
+            },
+            other => return Err(Error::unsupported(format!("{other}"))),
+        })
+    }
+
+    /// Converts a SQL type name to ours.
+    pub(crate) fn data_type(&self, t: &ast::DataType) -> Result<DataType> {
+        use ast::DataType as D;
+        let len = |l: &Option<ast::CharacterLength>, default: Option<u32>| -> Result<Option<u32>> {
+            match l {
+                None => Ok(default),
+                Some(ast::CharacterLength::IntegerLength { length, .. }) => {
+                    if *length == 0 || *length > 10_485_760 {
+                        return Err(Error::InvalidParameterValue {
+                            message: format!("length for type varchar must be between 1 and 10485760, not {length}"),
+                        });
+                    }
+                    Ok(Some(*length as u32))
+                }
+                Some(ast::CharacterLength::Max) => Err(Error::unsupported("length MAX")),
+            }
+        };
+        Ok(match t {
+            D::SmallInt(_) | D::Int2(_) => DataType::Int16,
+            D::Int(_) | D::Integer(_) | D::Int4(_) => DataType::Int32,
+            D::BigInt(_) | D::Int8(_) => DataType::Int64,
+            D::Real | D::Float4 => DataType::Float32,
+            D::DoublePrecision | D::Float8 | D::Double(_) => DataType::Float64,
+            D::Float(info) => match info {
+                ast::ExactNumberInfo::Precision(p) if *p <= 24 => DataType::Float32,
+                _ => DataType::Float64,
+            },
+            D::Numeric(info) | D::Decimal(info) | D::Dec(info) => match info {
+                ast::ExactNumberInfo::None => DataType::Numeric(None),
+                ast::ExactNumberInfo::Precision(p) => {
+                    DataType::Numeric(Some((check_precision(*p)?, 0)))
+                }
+                ast::ExactNumberInfo::PrecisionAndScale(p, s) => {
+                    let p = check_precision(*p)?;
+                    if *s < 0 || *s as u64 > p as u64 {
+                        return Err(Error::InvalidParameterValue {
+                            message: format!(
+                                "NUMERIC scale {s} must be between 0 and precision {p}"
+                            ),
+                        });
+                    }
+                    DataType::Numeric(Some((p, *s as u8)))
+                }
+            },
+            D::Varchar(l) | D::CharacterVarying(l) => DataType::Varchar(len(l, None)?),
+            D::Char(l) | D::Character(l) => DataType::Char(len(l, Some(1))?.unwrap_or(1)),
+            D::Text => DataType::Text,
+            D::Bool | D::Boolean => DataType::Bool,
+            D::Date => DataType::Date,
+            D::Timestamp(_, tz) => match tz {
+                ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone => DataType::Timestamp,
+                _ => return Err(Error::unsupported("timestamp with time zone")),
+            },
+            D::Bytea => DataType::Bytea,
+            D::Custom(name, mods) if mods.is_empty() => {
+                let (_, n) = self.object_name(name)?;
+                match n.as_str() {
+                    "int2" => DataType::Int16,
+                    "int4" | "int" => DataType::Int32,
+                    "int8" => DataType::Int64,
+                    "float4" => DataType::Float32,
+                    "float8" => DataType::Float64,
+                    "bpchar" => DataType::Char(1),
+                    "bool" => DataType::Bool,
+                    "serial" | "bigserial" | "smallserial" => {
+                        return Err(Error::unsupported(format!("type {n} (sequences)")))
+                    }
+                    "timestamptz" => return Err(Error::unsupported("timestamp with time zone")),
+                    _ => {
+                        return Err(Error::UndefinedObject {
+                            message: format!("type \"{n}\" does not exist"),
+                        })
+                    }
+                }
+            }
+            other => return Err(Error::unsupported(format!("type {other}"))),
+        })
+    }
+
+    fn bind_create_table(&mut self, ct: &ast::CreateTable) -> Result<CreateTable> {
+        if ct.query.is_some() || ct.like.is_some() || ct.clone.is_some() {
+            return Err(Error::unsupported("CREATE TABLE AS / LIKE"));
+        }
+        if ct.temporary {
+            return Err(Error::unsupported("temporary tables"));
+        }
+        let (schema, name) = self.object_name(&ct.name)?;
+        if let Some(s) = schema {
+            if s != "public" {
+                return Err(Error::UndefinedObject {
+                    message: format!("schema \"{s}\" does not exist"),
+                });
+            }
+        }
+        let mut columns: Vec<Column> = Vec::new();
+        let mut indexes: Vec<IndexDef> = Vec::new();
+        let mut fks: Vec<ForeignKey> = Vec::new();
+        let mut pending_fk: Vec<(
+            Vec<String>,
+            ast::ObjectName,
+            Vec<String>,
+            Option<ast::ReferentialAction>,
+            Option<String>,
+        )> = Vec::new();
+        for (pos, cd) in ct.columns.iter().enumerate() {
+            let cname = ident(&cd.name);
+            if columns.iter().any(|c| c.name == cname) {
+                return Err(Error::DuplicateColumn { name: cname });
+            }
+            let data_type = self.data_type(&cd.data_type)?;
+            let mut column = Column {
+                name: cname.clone(),
+                position: pos as u16,
+                data_type,
+                not_null: false,
+                default: None,
+            };
+            for opt in &cd.options {
+                let cons_name = opt.name.as_ref().map(ident);
+                match &opt.option {
+                    ColumnOption::Null => {}
+                    ColumnOption::NotNull => column.not_null = true,
+                    ColumnOption::Default(e) => {
+                        // Check that the default binds and fits the column type now, as PostgreSQL does.
+                        let t = self.bind_expr(e, &Scope::default())?;
+                        self.coerce(t, data_type, CastKind::Assignment, e)?;
+                        column.default = Some(ColumnDefault { sql: e.to_string() });
+                    }
+                    ColumnOption::PrimaryKey(_) => {
+                        column.not_null = true;
+                        indexes.push(IndexDef {
+                            name: cons_name.unwrap_or_else(|| format!("{name}_pkey")),
+                            columns: vec![pos as u16],
+                            unique: true,
+                            primary: true,
+                        });
+                    }
+                    ColumnOption::Unique(_) => indexes.push(IndexDef {
+                        name: cons_name.unwrap_or_else(|| format!("{name}_{cname}_key")),
+                        columns: vec![pos as u16],
+                        unique: true,
+                        primary: false,
+                    }),
+                    ColumnOption::ForeignKey(fk) => pending_fk.push((
+                        vec![cname.clone()],
+                        fk.foreign_table.clone(),
+                        fk.referred_columns.iter().map(ident).collect(),
+                        fk.on_delete,
+                        cons_name,
+                    )),
+                    other => return Err(Error::unsupported(format!("column option {other}"))),
+                }
+            }
+            columns.push(column);
+        }
+        let col_pos = |n: &str, cols: &[Column]| -> Result<u16> {
+            cols.iter().find(|c| c.name == n).map(|c| c.position).ok_or_else(|| {
+                Error::UndefinedColumn { name: format!("\"{n}\" named in key"), span: None }
+            })
+        };
+        for c in &ct.constraints {
+            match c {
+                TableConstraint::PrimaryKey(pk) => {
+                    let cols = self.index_columns(&pk.columns)?;
+                    let mut positions = Vec::new();
+                    for n in &cols {
+                        let p = col_pos(n, &columns)?;
+                        columns[p as usize].not_null = true;
+                        positions.push(p);
+                    }
+                    indexes.push(IndexDef {
+                        name: pk.name.as_ref().map(ident).unwrap_or_else(|| format!("{name}_pkey")),
+                        columns: positions,
+                        unique: true,
+                        primary: true,
+                    });
+                }
+                TableConstraint::Unique(u) => {
+                    let cols = self.index_columns(&u.columns)?;
+                    let positions =
+                        cols.iter().map(|n| col_pos(n, &columns)).collect::<Result<Vec<_>>>()?;
+                    indexes.push(IndexDef {
+                        name: u
+                            .name
+                            .as_ref()
+                            .map(ident)
+                            .unwrap_or_else(|| format!("{name}_{}_key", cols.join("_"))),
+                        columns: positions,
+                        unique: true,
+                        primary: false,
+                    });
+                }
+                TableConstraint::ForeignKey(fk) => pending_fk.push((
+                    fk.columns.iter().map(ident).collect(),
+                    fk.foreign_table.clone(),
+                    fk.referred_columns.iter().map(ident).collect(),
+                    fk.on_delete,
+                    fk.name.as_ref().map(ident),
+                )),
+                TableConstraint::Check(_) => return Err(Error::unsupported("CHECK constraints")),
+                other => return Err(Error::unsupported(format!("table constraint {other}"))),
+            }
+        }
+        if indexes.iter().filter(|i| i.primary).count() > 1 {
+            return Err(Error::InvalidTableDefinition {
+                message: format!("multiple primary keys for table \"{name}\" are not allowed"),
+            });
+        }
+        for (cols, ref_name, ref_cols, on_delete, cons_name) in pending_fk {
+            let positions =
+                cols.iter().map(|n| col_pos(n, &columns)).collect::<Result<Vec<_>>>()?;
+            let (ref_id, ref_positions) = if self.object_name(&ref_name)?.1 == name {
+                // Self-reference.
+                let rc = if ref_cols.is_empty() {
+                    indexes
+                        .iter()
+                        .find(|i| i.primary)
+                        .map(|i| i.columns.clone())
+                        .unwrap_or_default()
+                } else {
+                    ref_cols.iter().map(|n| col_pos(n, &columns)).collect::<Result<Vec<_>>>()?
+                };
+                (None, rc)
+            } else {
+                let rt = self.table(&ref_name)?;
+                let rc = if ref_cols.is_empty() {
+                    rt.primary_index().map(|i| i.columns.clone()).ok_or_else(|| {
+                        Error::InvalidTableDefinition {
+                            message: format!(
+                                "there is no primary key for referenced table \"{}\"",
+                                rt.name
+                            ),
+                        }
+                    })?
+                } else {
+                    ref_cols
+                        .iter()
+                        .map(|n| {
+                            rt.column(n).map(|c| c.position).ok_or_else(|| Error::UndefinedColumn {
+                                name: format!("\"{n}\" referenced in foreign key constraint"),
+                                span: None,
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()?
+                };
+                (Some(rt.id), rc)
+            };
+            if ref_positions.len() != positions.len() {
+                return Err(Error::InvalidTableDefinition {
+                    message:
+                        "number of referencing and referenced columns for foreign key disagree"
+                            .into(),
+                });
+            }
+            let on_delete = match on_delete {
+                None
+                | Some(ast::ReferentialAction::NoAction)
+                | Some(ast::ReferentialAction::Restrict) => FkAction::NoAction,
+                Some(ast::ReferentialAction::Cascade) => FkAction::Cascade,
+                Some(other) => return Err(Error::unsupported(format!("ON DELETE {other}"))),
+            };
+            fks.push(ForeignKey {
+                name: cons_name.unwrap_or_else(|| format!("{name}_{}_fkey", cols.join("_"))),
+                columns: positions,
+                ref_table: ref_id.unwrap_or(TableId(u32::MAX)),
+                ref_columns: ref_positions,
+                on_delete,
+            });
+        }
+        let hidden_pk = !indexes.iter().any(|i| i.primary);
+        Ok(CreateTable {
+            def: TableDef { name, columns, indexes, foreign_keys: fks, hidden_pk },
+            if_not_exists: ct.if_not_exists,
+        })
+    }
+
+    fn index_columns(&self, cols: &[ast::IndexColumn]) -> Result<Vec<String>> {
+        cols.iter()
+            .map(|c| match &c.column.expr {
+                ast::Expr::Identifier(id) => Ok(ident(id)),
+                other => Err(Error::unsupported(format!("index on expression {other}"))),
+            })
+            .collect()
+    }
+
+    fn bind_create_index(&mut self, ci: &ast::CreateIndex) -> Result<IndexSpec> {
+        if ci.predicate.is_some() || !ci.include.is_empty() || ci.concurrently && false {
+            return Err(Error::unsupported("partial or covering indexes"));
+        }
+        if let Some(u) = &ci.using {
+            let using = u.to_string().to_lowercase();
+            if using != "btree" && using != "hash" {
+                return Err(Error::unsupported(format!("index method {using}")));
+            }
+        }
+        let table = self.table(&ci.table_name)?;
+        let cols = self.index_columns(&ci.columns)?;
+        let mut positions = Vec::new();
+        for n in &cols {
+            let c = table
+                .column(n)
+                .ok_or_else(|| Error::UndefinedColumn { name: format!("\"{n}\""), span: None })?;
+            positions.push(c.position);
+        }
+        let name = match &ci.name {
+            Some(n) => self.object_name(n)?.1,
+            None => format!("{}_{}_idx", table.name, cols.join("_")),
+        };
+        Ok(IndexSpec {
+            table,
+            def: IndexDef { name, columns: positions, unique: ci.unique, primary: false },
+            if_not_exists: ci.if_not_exists,
+        })
+    }
+
+    fn bind_alter_table(&mut self, at: &ast::AlterTable) -> Result<Command> {
+        let table = self.table(&at.name)?;
+        let [op] = at.operations.as_slice() else {
+            return Err(Error::unsupported("ALTER TABLE with several actions"));
+        };
+        match op {
+            ast::AlterTableOperation::AddColumn { column_def, if_not_exists, .. } => {
+                let data_type = self.data_type(&column_def.data_type)?;
+                let mut column = Column {
+                    name: ident(&column_def.name),
+                    position: table.columns.len() as u16,
+                    data_type,
+                    not_null: false,
+                    default: None,
+                };
+                for opt in &column_def.options {
+                    match &opt.option {
+                        ColumnOption::Null => {}
+                        ColumnOption::NotNull => column.not_null = true,
+                        ColumnOption::Default(e) => {
+                            let t = self.bind_expr(e, &Scope::default())?;
+                            self.coerce(t, data_type, CastKind::Assignment, e)?;
+                            column.default = Some(ColumnDefault { sql: e.to_string() });
+                        }
+                        other => {
+                            return Err(Error::unsupported(format!("ADD COLUMN with {other}")))
+                        }
+                    }
+                }
+                Ok(Command::AddColumn { table, column, if_not_exists: *if_not_exists })
+            }
+            ast::AlterTableOperation::AddConstraint { constraint, .. } => match constraint {
+                TableConstraint::PrimaryKey(pk) => {
+                    let cols = self.index_columns(&pk.columns)?;
+                    let positions = cols
+                        .iter()
+                        .map(|n| {
+                            table.column(n).map(|c| c.position).ok_or_else(|| {
+                                Error::UndefinedColumn { name: format!("\"{n}\""), span: None }
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    let name = pk
+                        .name
+                        .as_ref()
+                        .map(ident)
+                        .unwrap_or_else(|| format!("{}_pkey", table.name));
+                    Ok(Command::AddIndex(IndexSpec {
+                        table,
+                        def: IndexDef { name, columns: positions, unique: true, primary: true },
+                        if_not_exists: false,
+                    }))
+                }
+                TableConstraint::Unique(u) => {
+                    let cols = self.index_columns(&u.columns)?;
+                    let positions = cols
+                        .iter()
+                        .map(|n| {
+                            table.column(n).map(|c| c.position).ok_or_else(|| {
+                                Error::UndefinedColumn { name: format!("\"{n}\""), span: None }
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    let name = u
+                        .name
+                        .as_ref()
+                        .map(ident)
+                        .unwrap_or_else(|| format!("{}_{}_key", table.name, cols.join("_")));
+                    Ok(Command::AddIndex(IndexSpec {
+                        table,
+                        def: IndexDef { name, columns: positions, unique: true, primary: false },
+                        if_not_exists: false,
+                    }))
+                }
+                other => Err(Error::unsupported(format!("ALTER TABLE ADD {other}"))),
+            },
+            other => Err(Error::unsupported(format!("ALTER TABLE {other}"))),
+        }
+    }
+}
+
+fn check_precision(p: u64) -> Result<u8> {
+    if p == 0 || p > 1000 {
+        return Err(Error::InvalidParameterValue {
+            message: format!("NUMERIC precision {p} must be between 1 and 1000"),
+        });
+    }
+    if p > 28 {
+        return Err(Error::unsupported(format!(
+            "NUMERIC precision {p} (Aspen supports up to 28 digits)"
+        )));
+    }
+    Ok(p as u8)
+}
+
+fn check_modes(modes: &[ast::TransactionMode]) -> Result<()> {
+    for m in modes {
+        if let ast::TransactionMode::AccessMode(ast::TransactionAccessMode::ReadOnly) = m {
+            // Read-only transactions are accepted; writes in them are still checked by nothing
+            // here yet, so refuse rather than silently allow.
+            return Err(Error::unsupported("READ ONLY transactions"));
+        }
+    }
+    Ok(())
+}
+
+/// SET values as PostgreSQL receives them: identifiers and strings unquoted, numbers as text.
+fn set_value_text(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        ast::Expr::Identifier(id) => id.value.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,335 @@
+//! Binding INSERT, UPDATE and DELETE.
+
+use std::sync::Arc;
+
+use catalog::{DataType, Table};
+use sqlparser::ast::{self as ast, Expr as AstExpr, SelectItem, SetExpr};
+
+use super::expr::Typed;
+use super::select::{scan_with, split_conjuncts, width_of, DEFAULT_MARKER};
+use super::{ident, Binder, Scope};
+use crate::error::{Error, Result};
+use crate::plan::{Expr, InsertValue, OutColumn, Plan, Statement};
+use crate::types::CastKind;
+
+impl Binder<'_> {
+    /// The bound default of a column (NULL when it has none), as an expression of its type.
+    pub(crate) fn column_default(&mut self, table: &Table, col: usize) -> Result<Expr> {
+        let column = &table.columns[col];
+        let Some(default) = &column.default else {
+            return Ok(Expr::Literal(crate::types::Value::Null));
+        };
+        let stmts = crate::parse::parse(&format!("SELECT {}", default.sql))?;
+        let Some(ast::Statement::Query(q)) = stmts.first() else {
+            return Err(Error::internal(format!("bad default expression {}", default.sql)));
+        };
+        let SetExpr::Select(s) = q.body.as_ref() else {
+            return Err(Error::internal(format!("bad default expression {}", default.sql)));
+        };
+        let Some(SelectItem::UnnamedExpr(e)) = s.projection.first() else {
+            return Err(Error::internal(format!("bad default expression {}", default.sql)));
+        };
+        // Bind with a throwaway text so spans do not point into the user's statement.
+        let t = self.bind_expr(e, &Scope::default())?;
+        self.coerce(t, column.data_type, CastKind::Assignment, e)
+    }
+
+    pub(crate) fn bind_insert(&mut self, ins: &ast::Insert) -> Result<Statement> {
+        if ins.on.is_some() {
+            return Err(Error::unsupported("INSERT … ON CONFLICT"));
+        }
+        if ins.or.is_some()
+            || ins.ignore
+            || ins.overwrite
+            || !ins.assignments.is_empty()
+            || ins.partitioned.is_some()
+        {
+            return Err(Error::unsupported("this form of INSERT"));
+        }
+        let ast::TableObject::TableName(name) = &ins.table else {
+            return Err(Error::unsupported("INSERT INTO TABLE FUNCTION"));
+        };
+        let table = self.table(name)?;
+        let alias =
+            ins.table_alias.as_ref().map(|a| ident(&a.alias)).unwrap_or_else(|| table.name.clone());
+        // Target columns.
+        let targets: Vec<usize> = if ins.columns.is_empty() {
+            (0..table.columns.len()).collect()
+        } else {
+            let mut out: Vec<usize> = Vec::new();
+            for c in &ins.columns {
+                let cname = match c.0.last() {
+                    Some(ast::ObjectNamePart::Identifier(id)) => ident(id),
+                    _ => return Err(Error::unsupported("column name form")),
+                };
+                let Some(col) = table.column(&cname) else {
+                    return Err(Error::UndefinedColumn {
+                        name: format!("\"{cname}\" of relation \"{}\"", table.name),
+                        span: self.span_of(c),
+                    });
+                };
+                let pos = col.position as usize;
+                if out.contains(&pos) {
+                    return Err(Error::DuplicateColumn { name: cname });
+                }
+                out.push(pos);
+            }
+            out
+        };
+        let explicit_columns = !ins.columns.is_empty();
+        let source_plan = match &ins.source {
+            None => Plan::Values { rows: vec![vec![]], width: 0 },
+            Some(q) => {
+                let plain_values =
+                    q.order_by.is_none() && q.limit_clause.is_none() && q.with.is_none();
+                match q.body.as_ref() {
+                    SetExpr::Values(values) if plain_values => {
+                        let width = values.rows.first().map(|r| r.len()).unwrap_or(0);
+                        self.check_insert_width(width, targets.len(), explicit_columns, q)?;
+                        let types: Vec<DataType> =
+                            targets[..width].iter().map(|c| table.columns[*c].data_type).collect();
+                        let (plan, _) = self.bind_values(values, Some(&types))?;
+                        // Replace DEFAULT markers by the column defaults.
+                        match plan {
+                            Plan::Values { rows, width } => {
+                                let mut out_rows = Vec::with_capacity(rows.len());
+                                for row in rows {
+                                    let mut out = Vec::with_capacity(row.len());
+                                    for (i, e) in row.into_iter().enumerate() {
+                                        if matches!(&e, Expr::Literal(v) if *v == *DEFAULT_MARKER) {
+                                            out.push(self.column_default(&table, targets[i])?);
+                                        } else {
+                                            out.push(e);
+                                        }
+                                    }
+                                    out_rows.push(out);
+                                }
+                                Plan::Values { rows: out_rows, width }
+                            }
+                            other => other,
+                        }
+                    }
+                    _ => {
+                        let query = self.bind_query(q)?;
+                        let width = query.columns.len();
+                        self.check_insert_width(width, targets.len(), explicit_columns, q)?;
+                        // Assignment casts to the target column types.
+                        let mut exprs = Vec::with_capacity(width);
+                        for (i, c) in query.columns.iter().enumerate() {
+                            let to = table.columns[targets[i]].data_type;
+                            let t =
+                                Typed { expr: Expr::Column(i), ty: c.data_type, unknown: false };
+                            let node = AstExpr::Value(ast::Value::Null.into());
+                            exprs.push(self.coerce(t, to, CastKind::Assignment, &node).map_err(
+                                |e| match e {
+                                    Error::DatatypeMismatch { .. } => Error::DatatypeMismatch {
+                                        message: format!(
+                                        "column \"{}\" is of type {} but expression is of type {}",
+                                        table.columns[targets[i]].name,
+                                        to.sql_name(),
+                                        c.data_type.sql_name()
+                                    ),
+                                        span: None,
+                                    },
+                                    other => other,
+                                },
+                            )?);
+                        }
+                        Plan::Project { input: Box::new(query.plan), exprs }
+                    }
+                }
+            }
+        };
+        let width = width_of(&source_plan);
+        let mut values = Vec::with_capacity(table.columns.len());
+        for col in 0..table.columns.len() {
+            match targets[..width].iter().position(|t| *t == col) {
+                Some(i) => values.push(InsertValue::Source(i)),
+                None => values.push(InsertValue::Default(self.column_default(&table, col)?)),
+            }
+        }
+        let returning = self.bind_returning(ins.returning.as_deref(), &table, &alias)?;
+        Ok(Statement::Insert { table, source: source_plan, targets: values, returning })
+    }
+
+    fn check_insert_width(
+        &self,
+        width: usize,
+        targets: usize,
+        explicit: bool,
+        q: &ast::Query,
+    ) -> Result<()> {
+        if width > targets {
+            return Err(Error::SyntaxMisuse {
+                message: "INSERT has more expressions than target columns".into(),
+                span: self.span_of(q),
+            });
+        }
+        if explicit && width < targets {
+            return Err(Error::SyntaxMisuse {
+                message: "INSERT has more target columns than expressions".into(),
+                span: self.span_of(q),
+            });
+        }
+        Ok(())
+    }
+
+    fn bind_returning(
+        &mut self,
+        items: Option<&[SelectItem]>,
+        table: &Arc<Table>,
+        alias: &str,
+    ) -> Result<Option<Vec<(Expr, OutColumn)>>> {
+        let Some(items) = items else { return Ok(None) };
+        let scope = Scope::from_table(table, alias);
+        let saved = self.aggs.take();
+        let bound = self.bind_returning_items(items, &scope);
+        self.aggs = saved;
+        Ok(Some(bound?))
+    }
+
+    fn bind_returning_items(
+        &mut self,
+        items: &[SelectItem],
+        scope: &Scope,
+    ) -> Result<Vec<(Expr, OutColumn)>> {
+        let mut out = Vec::new();
+        for item in items {
+            match item {
+                SelectItem::Wildcard(_) => {
+                    for (i, c) in scope.columns.iter().enumerate() {
+                        out.push((
+                            Expr::Column(i),
+                            OutColumn {
+                                name: c.name.clone(),
+                                data_type: c.data_type,
+                                source: c.source,
+                            },
+                        ));
+                    }
+                }
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                    let t = self.bind_expr(e, scope)?;
+                    let name = match item {
+                        SelectItem::ExprWithAlias { alias, .. } => ident(alias),
+                        _ => super::expr::column_name(e),
+                    };
+                    let source = match &t.expr {
+                        Expr::Column(i) => scope.columns[*i].source,
+                        _ => None,
+                    };
+                    let ty = t.ty;
+                    let expr = if t.unknown {
+                        self.coerce(t, DataType::Text, CastKind::Implicit, e)?
+                    } else {
+                        t.expr
+                    };
+                    out.push((expr, OutColumn { name, data_type: ty, source }));
+                }
+                _ => return Err(Error::unsupported("this RETURNING item")),
+            }
+        }
+        Ok(out)
+    }
+
+    fn single_table(&self, twj: &ast::TableWithJoins) -> Result<(Arc<Table>, String)> {
+        if !twj.joins.is_empty() {
+            return Err(Error::unsupported("joins in UPDATE/DELETE"));
+        }
+        match &twj.relation {
+            ast::TableFactor::Table { name, alias, args: None, .. } => {
+                let table = self.table(name)?;
+                let alias =
+                    alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| table.name.clone());
+                Ok((table, alias))
+            }
+            other => Err(Error::unsupported(format!("UPDATE/DELETE target {other}"))),
+        }
+    }
+
+    pub(crate) fn bind_update(&mut self, up: &ast::Update) -> Result<Statement> {
+        if up.from.is_some() {
+            return Err(Error::unsupported("UPDATE … FROM"));
+        }
+        if up.or.is_some() || !up.order_by.is_empty() || up.limit.is_some() {
+            return Err(Error::unsupported("this form of UPDATE"));
+        }
+        let (table, alias) = self.single_table(&up.table)?;
+        let scope = Scope::from_table(&table, &alias);
+        let mut sets: Vec<(usize, Expr)> = Vec::new();
+        for a in &up.assignments {
+            let ast::AssignmentTarget::ColumnName(name) = &a.target else {
+                return Err(Error::unsupported("tuple assignment in UPDATE"));
+            };
+            let cname = match name.0.last() {
+                Some(ast::ObjectNamePart::Identifier(id)) => ident(id),
+                _ => return Err(Error::unsupported("column name form")),
+            };
+            let Some(col) = table.column(&cname) else {
+                return Err(Error::UndefinedColumn {
+                    name: format!("\"{cname}\" of relation \"{}\"", table.name),
+                    span: self.span_of(name),
+                });
+            };
+            let pos = col.position as usize;
+            if sets.iter().any(|(p, _)| *p == pos) {
+                return Err(Error::SyntaxMisuse {
+                    message: format!("multiple assignments to same column \"{cname}\""),
+                    span: None,
+                });
+            }
+            let ty = col.data_type;
+            let value = if matches!(&a.value, AstExpr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"))
+            {
+                self.column_default(&table, pos)?
+            } else {
+                let t = self.bind_expr(&a.value, &scope)?;
+                self.coerce(t, ty, CastKind::Assignment, &a.value).map_err(|e| match e {
+                    Error::DatatypeMismatch { span, .. } => Error::DatatypeMismatch {
+                        message: format!(
+                            "column \"{cname}\" is of type {} but expression is of another type",
+                            ty.sql_name()
+                        ),
+                        span,
+                    },
+                    other => other,
+                })?
+            };
+            sets.push((pos, value));
+        }
+        let mut conjuncts = Vec::new();
+        if let Some(w) = &up.selection {
+            let c = self.bind_condition(w, &scope, "WHERE")?;
+            split_conjuncts(c, &mut conjuncts);
+        }
+        let scan = scan_with(table.clone(), conjuncts);
+        let returning = self.bind_returning(up.returning.as_deref(), &table, &alias)?;
+        Ok(Statement::Update { table, scan, sets, returning })
+    }
+
+    pub(crate) fn bind_delete(&mut self, del: &ast::Delete) -> Result<Statement> {
+        if del.using.is_some()
+            || !del.order_by.is_empty()
+            || del.limit.is_some()
+            || !del.tables.is_empty()
+        {
+            return Err(Error::unsupported("this form of DELETE"));
+        }
+        let from = match &del.from {
+            ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+        };
+        let [twj] = from.as_slice() else {
+            return Err(Error::unsupported("DELETE from several tables"));
+        };
+        let (table, alias) = self.single_table(twj)?;
+        let scope = Scope::from_table(&table, &alias);
+        let mut conjuncts = Vec::new();
+        if let Some(w) = &del.selection {
+            let c = self.bind_condition(w, &scope, "WHERE")?;
+            split_conjuncts(c, &mut conjuncts);
+        }
+        let scan = scan_with(table.clone(), conjuncts);
+        let returning = self.bind_returning(del.returning.as_deref(), &table, &alias)?;
+        Ok(Statement::Delete { table, scan, returning })
+    }
+}

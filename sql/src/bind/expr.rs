@@ -1,0 +1,1119 @@
+//! Binding scalar expressions: name resolution, literal typing, implicit casts, parameter type
+//! inference, and PostgreSQL's result column names.
+
+use catalog::DataType;
+use sqlparser::ast::{
+    self as ast, BinaryOperator, Expr as AstExpr, UnaryOperator, Value as AstValue,
+};
+
+use super::{ident, Binder, Scope};
+use crate::error::{Error, Result};
+use crate::plan::{AggCall, AggFunc, CmpOp, Expr, Func};
+use crate::types::{self, ArithOp, CastKind, Value};
+
+/// A bound expression with its type. `unknown` marks an untyped string literal, a bare NULL or
+/// a parameter whose type is not yet known: its type is decided by the context.
+#[derive(Debug, Clone)]
+pub(crate) struct Typed {
+    pub expr: Expr,
+    pub ty: DataType,
+    pub unknown: bool,
+}
+
+impl Typed {
+    fn known(expr: Expr, ty: DataType) -> Typed {
+        Typed { expr, ty, unknown: false }
+    }
+}
+
+fn type_name(t: &DataType) -> String {
+    t.sql_name()
+}
+
+impl Binder<'_> {
+    /// Binds `e` and coerces it to `ty` with the given cast context (e.g. a WHERE clause to
+    /// boolean, an assignment to the column type).
+    pub(crate) fn bind_expr_as(
+        &mut self,
+        e: &AstExpr,
+        scope: &Scope,
+        ty: DataType,
+        kind: CastKind,
+    ) -> Result<Expr> {
+        let t = self.bind_expr(e, scope)?;
+        self.coerce(t, ty, kind, e)
+    }
+
+    /// Binds a boolean condition (WHERE, HAVING, ON, CASE WHEN).
+    pub(crate) fn bind_condition(
+        &mut self,
+        e: &AstExpr,
+        scope: &Scope,
+        clause: &str,
+    ) -> Result<Expr> {
+        let t = self.bind_expr(e, scope)?;
+        if t.unknown {
+            return self.coerce(t, DataType::Bool, CastKind::Implicit, e);
+        }
+        if t.ty != DataType::Bool {
+            return Err(Error::DatatypeMismatch {
+                message: format!(
+                    "argument of {clause} must be type boolean, not type {}",
+                    type_name(&t.ty)
+                ),
+                span: self.span_of(e),
+            });
+        }
+        Ok(t.expr)
+    }
+
+    /// Coerces a bound expression to `to`.
+    pub(crate) fn coerce(
+        &mut self,
+        t: Typed,
+        to: DataType,
+        kind: CastKind,
+        node: &AstExpr,
+    ) -> Result<Expr> {
+        if t.unknown {
+            return match t.expr {
+                Expr::Literal(Value::Text(s)) => Ok(Expr::Literal(types::parse_text(&s, &to)?)),
+                Expr::Literal(Value::Null) => Ok(Expr::Literal(Value::Null)),
+                Expr::Param(i) => {
+                    self.params[i] = Some(to);
+                    Ok(Expr::Param(i))
+                }
+                other => Ok(other),
+            };
+        }
+        if t.ty == to {
+            return Ok(t.expr);
+        }
+        if types::cast_allowed(&t.ty, &to, kind) {
+            return Ok(fold_cast(t.expr, t.ty, to, kind)?);
+        }
+        let message = match kind {
+            CastKind::Assignment => format!(
+                "expression is of type {} but the target is of type {}",
+                type_name(&t.ty),
+                type_name(&to)
+            ),
+            _ => format!("cannot cast type {} to {}", type_name(&t.ty), type_name(&to)),
+        };
+        let span = self.span_of(node);
+        Err(match kind {
+            CastKind::Explicit => Error::CannotCoerce { message, span },
+            _ => Error::DatatypeMismatch { message, span },
+        })
+    }
+
+    /// Brings two operands to a common type (unknowns take the other side's type).
+    fn unify(
+        &mut self,
+        l: Typed,
+        r: Typed,
+        node: &AstExpr,
+        op: &str,
+    ) -> Result<(Expr, Expr, DataType)> {
+        match (l.unknown, r.unknown) {
+            (true, true) => {
+                let l = self.coerce(l, DataType::Text, CastKind::Implicit, node)?;
+                let r = self.coerce(r, DataType::Text, CastKind::Implicit, node)?;
+                Ok((l, r, DataType::Text))
+            }
+            (true, false) => {
+                let ty = r.ty;
+                Ok((self.coerce(l, ty, CastKind::Implicit, node)?, r.expr, ty))
+            }
+            (false, true) => {
+                let ty = l.ty;
+                Ok((l.expr, self.coerce(r, ty, CastKind::Implicit, node)?, ty))
+            }
+            (false, false) => {
+                if l.ty == r.ty {
+                    let ty = l.ty;
+                    return Ok((l.expr, r.expr, ty));
+                }
+                let Some(ty) = types::common_type(&l.ty, &r.ty) else {
+                    return Err(Error::UndefinedFunction {
+                        name: format!(
+                            "operator {}: {} {op} {}",
+                            "",
+                            type_name(&l.ty),
+                            type_name(&r.ty)
+                        )
+                        .replacen("operator : ", "operator ", 1),
+                        span: self.span_of(node),
+                    });
+                };
+                let (lt, rt) = (l.ty, r.ty);
+                let le =
+                    if lt == ty { l.expr } else { fold_cast(l.expr, lt, ty, CastKind::Implicit)? };
+                let re =
+                    if rt == ty { r.expr } else { fold_cast(r.expr, rt, ty, CastKind::Implicit)? };
+                Ok((le, re, ty))
+            }
+        }
+    }
+
+    /// Binds an expression.
+    pub(crate) fn bind_expr(&mut self, e: &AstExpr, scope: &Scope) -> Result<Typed> {
+        match e {
+            AstExpr::Identifier(id) => self.resolve_column(None, &ident(id), scope, e),
+            AstExpr::CompoundIdentifier(ids) => {
+                let names: Vec<String> = ids.iter().map(ident).collect();
+                match names.as_slice() {
+                    [t, c] => self.resolve_column(Some(t), c, scope, e),
+                    [_, t, c] => self.resolve_column(Some(t), c, scope, e),
+                    _ => Err(Error::unsupported(format!("column reference {e}"))),
+                }
+            }
+            AstExpr::Value(v) => self.bind_value(&v.value, e),
+            AstExpr::Nested(inner) => self.bind_expr(inner, scope),
+            AstExpr::TypedString(ts) => {
+                let ty = self.data_type(&ts.data_type)?;
+                let text = match &ts.value.value {
+                    AstValue::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                Ok(Typed::known(Expr::Literal(types::parse_text(&text, &ty)?), ty))
+            }
+            AstExpr::Cast { kind, expr, data_type, format } => {
+                if format.is_some()
+                    || !matches!(kind, ast::CastKind::Cast | ast::CastKind::DoubleColon)
+                {
+                    return Err(Error::unsupported(format!("{kind:?} cast")));
+                }
+                let ty = self.data_type(data_type)?;
+                let t = self.bind_expr(expr, scope)?;
+                let out = self.coerce(t, ty, CastKind::Explicit, e)?;
+                Ok(Typed::known(out, ty))
+            }
+            AstExpr::UnaryOp { op, expr } => match op {
+                UnaryOperator::Minus => {
+                    if let AstExpr::Value(v) = expr.as_ref() {
+                        if let AstValue::Number(n, _) = &v.value {
+                            return self.number(&format!("-{n}"));
+                        }
+                    }
+                    let t = self.bind_expr(expr, scope)?;
+                    let t = if t.unknown {
+                        let ty = DataType::Numeric(None);
+                        Typed::known(self.coerce(t, ty, CastKind::Implicit, e)?, ty)
+                    } else {
+                        t
+                    };
+                    if !is_numeric(&t.ty) {
+                        return Err(Error::UndefinedFunction {
+                            name: format!("operator - {}", type_name(&t.ty)),
+                            span: self.span_of(e),
+                        });
+                    }
+                    Ok(Typed::known(Expr::Neg(Box::new(t.expr)), t.ty))
+                }
+                UnaryOperator::Plus => self.bind_expr(expr, scope),
+                UnaryOperator::Not => {
+                    let c = self.bind_condition(expr, scope, "NOT")?;
+                    Ok(Typed::known(Expr::Not(Box::new(c)), DataType::Bool))
+                }
+                other => Err(Error::unsupported(format!("unary operator {other}"))),
+            },
+            AstExpr::BinaryOp { left, op, right } => self.bind_binary(left, op, right, scope, e),
+            AstExpr::IsNull(x) | AstExpr::IsNotNull(x) => {
+                let t = self.bind_expr(x, scope)?;
+                let x = if t.unknown {
+                    self.coerce(t, DataType::Text, CastKind::Implicit, e)?
+                } else {
+                    t.expr
+                };
+                Ok(Typed::known(
+                    Expr::IsNull(Box::new(x), matches!(e, AstExpr::IsNotNull(_))),
+                    DataType::Bool,
+                ))
+            }
+            AstExpr::IsTrue(x)
+            | AstExpr::IsNotTrue(x)
+            | AstExpr::IsFalse(x)
+            | AstExpr::IsNotFalse(x) => {
+                let c = self.bind_condition(x, scope, "IS TRUE")?;
+                let (value, negated) = match e {
+                    AstExpr::IsTrue(_) => (true, false),
+                    AstExpr::IsNotTrue(_) => (true, true),
+                    AstExpr::IsFalse(_) => (false, false),
+                    _ => (false, true),
+                };
+                Ok(Typed::known(Expr::IsBool(Box::new(c), value, negated), DataType::Bool))
+            }
+            AstExpr::IsDistinctFrom(a, b) | AstExpr::IsNotDistinctFrom(a, b) => {
+                let l = self.bind_expr(a, scope)?;
+                let r = self.bind_expr(b, scope)?;
+                let (l, r, _) = self.unify(l, r, e, "IS DISTINCT FROM")?;
+                let negated = matches!(e, AstExpr::IsNotDistinctFrom(..));
+                Ok(Typed::known(
+                    Expr::IsDistinct(Box::new(l), Box::new(r), negated),
+                    DataType::Bool,
+                ))
+            }
+            AstExpr::InList { expr, list, negated } => {
+                let mut t = self.bind_expr(expr, scope)?;
+                let items: Vec<Typed> =
+                    list.iter().map(|i| self.bind_expr(i, scope)).collect::<Result<_>>()?;
+                let mut ty = if t.unknown { None } else { Some(t.ty) };
+                for i in &items {
+                    if !i.unknown {
+                        ty = Some(match ty {
+                            None => i.ty,
+                            Some(cur) => types::common_type(&cur, &i.ty).ok_or_else(|| {
+                                Error::DatatypeMismatch {
+                                    message: format!(
+                                        "IN types {} and {} cannot be matched",
+                                        type_name(&cur),
+                                        type_name(&i.ty)
+                                    ),
+                                    span: self.span_of(e),
+                                }
+                            })?,
+                        });
+                    }
+                }
+                let ty = ty.unwrap_or(DataType::Text);
+                t = Typed::known(self.coerce(t, ty, CastKind::Implicit, e)?, ty);
+                let items = items
+                    .into_iter()
+                    .map(|i| self.coerce(i, ty, CastKind::Implicit, e))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Typed::known(Expr::InList(Box::new(t.expr), items, *negated), DataType::Bool))
+            }
+            AstExpr::Between { expr, negated, low, high } => {
+                let x = self.bind_expr(expr, scope)?;
+                let lo = self.bind_expr(low, scope)?;
+                let hi = self.bind_expr(high, scope)?;
+                let (x1, lo, _) = self.unify(x.clone(), lo, e, ">=")?;
+                let (x2, hi, _) = self.unify(x, hi, e, "<=")?;
+                let both = Expr::And(
+                    Box::new(Expr::Cmp(CmpOp::GtEq, Box::new(x1), Box::new(lo))),
+                    Box::new(Expr::Cmp(CmpOp::LtEq, Box::new(x2), Box::new(hi))),
+                );
+                let out = if *negated { Expr::Not(Box::new(both)) } else { both };
+                Ok(Typed::known(out, DataType::Bool))
+            }
+            AstExpr::Like { negated, any, expr, pattern, escape_char }
+            | AstExpr::ILike { negated, any, expr, pattern, escape_char } => {
+                if *any || escape_char.is_some() {
+                    return Err(Error::unsupported("LIKE with ESCAPE or ANY"));
+                }
+                let x = self.bind_expr(expr, scope)?;
+                let x = self.to_text(x, e)?;
+                let p = self.bind_expr(pattern, scope)?;
+                let p = self.to_text(p, e)?;
+                let ci = matches!(e, AstExpr::ILike { .. });
+                Ok(Typed::known(Expr::Like(Box::new(x), Box::new(p), ci, *negated), DataType::Bool))
+            }
+            AstExpr::Case { operand, conditions, else_result, .. } => {
+                self.bind_case(operand.as_deref(), conditions, else_result.as_deref(), scope, e)
+            }
+            AstExpr::Function(f) => self.bind_function(f, scope, e),
+            AstExpr::Ceil { expr, field } | AstExpr::Floor { expr, field } => {
+                if !matches!(
+                    field,
+                    ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime)
+                ) {
+                    return Err(Error::unsupported("CEIL/FLOOR with a field or scale"));
+                }
+                let func = if matches!(e, AstExpr::Ceil { .. }) { Func::Ceil } else { Func::Floor };
+                let t = self.bind_expr(expr, scope)?;
+                self.numeric_func(func, vec![t], e)
+            }
+            AstExpr::Substring { expr, substring_from, substring_for, .. } => {
+                let x = self.bind_expr(expr, scope)?;
+                let mut args = vec![self.to_text(x, e)?];
+                for a in [substring_from, substring_for].into_iter().flatten() {
+                    args.push(self.bind_expr_as(a, scope, DataType::Int32, CastKind::Implicit)?);
+                }
+                if args.len() == 1 {
+                    args.push(Expr::Literal(Value::Int32(1)));
+                }
+                Ok(Typed::known(Expr::Func(Func::Substring, args), DataType::Text))
+            }
+            AstExpr::Trim { trim_where, trim_what, expr, trim_characters } => {
+                if trim_characters.is_some() {
+                    return Err(Error::unsupported("TRIM with a character list"));
+                }
+                let func = match trim_where {
+                    None | Some(ast::TrimWhereField::Both) => Func::Trim,
+                    Some(ast::TrimWhereField::Leading) => Func::LTrim,
+                    Some(ast::TrimWhereField::Trailing) => Func::RTrim,
+                };
+                let x = self.bind_expr(expr, scope)?;
+                let mut args = vec![self.to_text(x, e)?];
+                if let Some(w) = trim_what {
+                    let w = self.bind_expr(w, scope)?;
+                    args.push(self.to_text(w, e)?);
+                }
+                Ok(Typed::known(Expr::Func(func, args), DataType::Text))
+            }
+            AstExpr::Subquery(q) => {
+                let (plan, cols) = self.bind_subquery(q, scope)?;
+                if cols.len() != 1 {
+                    return Err(Error::SyntaxMisuse {
+                        message: "subquery must return only one column".into(),
+                        span: self.span_of(e),
+                    });
+                }
+                Ok(Typed::known(Expr::Subquery(Box::new(plan)), cols[0].data_type))
+            }
+            AstExpr::Exists { subquery, negated } => {
+                let (plan, _) = self.bind_subquery(subquery, scope)?;
+                Ok(Typed::known(Expr::Exists(Box::new(plan), *negated), DataType::Bool))
+            }
+            AstExpr::InSubquery { expr, subquery, negated } => {
+                let x = self.bind_expr(expr, scope)?;
+                let (plan, cols) = self.bind_subquery(subquery, scope)?;
+                if cols.len() != 1 {
+                    return Err(Error::SyntaxMisuse {
+                        message: "subquery has too many columns".into(),
+                        span: self.span_of(e),
+                    });
+                }
+                let sub_ty = cols[0].data_type;
+                let x = if x.unknown {
+                    self.coerce(x, sub_ty, CastKind::Implicit, e)?
+                } else if x.ty == sub_ty {
+                    x.expr
+                } else {
+                    let ty = types::common_type(&x.ty, &sub_ty).ok_or_else(|| {
+                        Error::UndefinedFunction {
+                            name: format!(
+                                "operator does not exist: {} = {}",
+                                type_name(&x.ty),
+                                type_name(&sub_ty)
+                            ),
+                            span: self.span_of(e),
+                        }
+                    })?;
+                    // Compare in the common type: cast the left side; the subquery's values are
+                    // compared with `types::compare`, which handles mixed numeric widths.
+                    fold_cast(x.expr, x.ty, ty, CastKind::Implicit)?
+                };
+                Ok(Typed::known(
+                    Expr::InSubquery(Box::new(x), Box::new(plan), *negated),
+                    DataType::Bool,
+                ))
+            }
+            AstExpr::Tuple(_) => Err(Error::unsupported("row constructors")),
+            AstExpr::Collate { .. } => Err(Error::unsupported("COLLATE")),
+            AstExpr::AtTimeZone { .. } => Err(Error::unsupported("AT TIME ZONE")),
+            AstExpr::Extract { .. } => Err(Error::unsupported("EXTRACT")),
+            AstExpr::Position { .. } => Err(Error::unsupported("POSITION")),
+            AstExpr::SimilarTo { .. } => Err(Error::unsupported("SIMILAR TO")),
+            AstExpr::AnyOp { .. } | AstExpr::AllOp { .. } => Err(Error::unsupported("ANY/ALL")),
+            AstExpr::Interval(_) => Err(Error::unsupported("interval")),
+            AstExpr::Array(_) => Err(Error::unsupported("arrays")),
+            other => Err(Error::Unsupported {
+                feature: format!("expression {other}"),
+                span: self.span_of(other),
+            }),
+        }
+    }
+
+    fn to_text(&mut self, t: Typed, node: &AstExpr) -> Result<Expr> {
+        if t.unknown {
+            return self.coerce(t, DataType::Text, CastKind::Implicit, node);
+        }
+        match t.ty {
+            DataType::Text | DataType::Varchar(_) => Ok(t.expr),
+            DataType::Char(_) => Ok(Expr::Func(
+                Func::RTrim,
+                vec![fold_cast(t.expr, t.ty, DataType::Text, CastKind::Implicit)?],
+            )),
+            other => Ok(fold_cast(t.expr, other, DataType::Text, CastKind::Explicit)?),
+        }
+    }
+
+    fn bind_value(&mut self, v: &AstValue, node: &AstExpr) -> Result<Typed> {
+        match v {
+            AstValue::Number(n, _) => self.number(n),
+            AstValue::SingleQuotedString(s)
+            | AstValue::EscapedStringLiteral(s)
+            | AstValue::UnicodeStringLiteral(s) => Ok(Typed {
+                expr: Expr::Literal(Value::Text(s.clone())),
+                ty: DataType::Text,
+                unknown: true,
+            }),
+            AstValue::DollarQuotedString(d) => Ok(Typed {
+                expr: Expr::Literal(Value::Text(d.value.clone())),
+                ty: DataType::Text,
+                unknown: true,
+            }),
+            AstValue::Boolean(b) => {
+                Ok(Typed::known(Expr::Literal(Value::Bool(*b)), DataType::Bool))
+            }
+            AstValue::Null => {
+                Ok(Typed { expr: Expr::Literal(Value::Null), ty: DataType::Text, unknown: true })
+            }
+            AstValue::Placeholder(p) => {
+                let n: usize = p
+                    .strip_prefix('$')
+                    .and_then(|n| n.parse().ok())
+                    .filter(|n| *n >= 1 && *n <= 65535)
+                    .ok_or_else(|| Error::Syntax {
+                        message: format!("syntax error at or near \"{p}\""),
+                        span: self.span_of(node),
+                    })?;
+                let i = n - 1;
+                if self.params.len() <= i {
+                    self.params.resize(i + 1, None);
+                }
+                match self.params[i] {
+                    Some(ty) => Ok(Typed::known(Expr::Param(i), ty)),
+                    None => Ok(Typed { expr: Expr::Param(i), ty: DataType::Text, unknown: true }),
+                }
+            }
+            AstValue::HexStringLiteral(h) => Ok(Typed {
+                expr: Expr::Literal(Value::Text(format!("\\x{h}"))),
+                ty: DataType::Text,
+                unknown: true,
+            }),
+            other => Err(Error::unsupported(format!("literal {other}"))),
+        }
+    }
+
+    /// Types a numeric literal as PostgreSQL does: int4, then int8, then numeric.
+    fn number(&self, n: &str) -> Result<Typed> {
+        if !n.contains(['.', 'e', 'E']) {
+            if let Ok(i) = n.parse::<i32>() {
+                return Ok(Typed::known(Expr::Literal(Value::Int32(i)), DataType::Int32));
+            }
+            if let Ok(i) = n.parse::<i64>() {
+                return Ok(Typed::known(Expr::Literal(Value::Int64(i)), DataType::Int64));
+            }
+        }
+        let ty = DataType::Numeric(None);
+        Ok(Typed::known(Expr::Literal(types::parse_text(n, &ty)?), ty))
+    }
+
+    fn resolve_column(
+        &mut self,
+        rel: Option<&str>,
+        name: &str,
+        scope: &Scope,
+        node: &AstExpr,
+    ) -> Result<Typed> {
+        let find = |s: &Scope| -> Result<Option<usize>> {
+            let mut found = None;
+            for (i, c) in s.columns.iter().enumerate() {
+                let rel_ok = match rel {
+                    None => true,
+                    Some(r) => c.relation.as_deref() == Some(r),
+                };
+                if rel_ok && c.name == name {
+                    if found.is_some() {
+                        return Err(Error::AmbiguousColumn { name: name.to_string(), span: None });
+                    }
+                    found = Some(i);
+                }
+            }
+            Ok(found)
+        };
+        let with_span = |e: Error| match e {
+            Error::AmbiguousColumn { name, .. } => {
+                Error::AmbiguousColumn { name, span: self.span_of(node) }
+            }
+            other => other,
+        };
+        if let Some(i) = find(scope).map_err(with_span)? {
+            return Ok(Typed::known(Expr::Column(i), scope.columns[i].data_type));
+        }
+        for (depth, outer) in self.outer.iter().rev().enumerate() {
+            if let Some(i) = find(outer).map_err(with_span)? {
+                return Ok(Typed::known(
+                    Expr::Outer { depth, index: i },
+                    outer.columns[i].data_type,
+                ));
+            }
+        }
+        if let Some(r) = rel {
+            let known = scope.columns.iter().any(|c| c.relation.as_deref() == Some(r))
+                || self
+                    .outer
+                    .iter()
+                    .any(|s| s.columns.iter().any(|c| c.relation.as_deref() == Some(r)));
+            if !known {
+                return Err(Error::MissingFromEntry {
+                    table: r.to_string(),
+                    span: self.span_of(node),
+                });
+            }
+            return Err(Error::UndefinedColumn {
+                name: format!("{r}.{name}"),
+                span: self.span_of(node),
+            });
+        }
+        Err(Error::UndefinedColumn { name: format!("\"{name}\""), span: self.span_of(node) })
+    }
+
+    fn bind_binary(
+        &mut self,
+        left: &AstExpr,
+        op: &BinaryOperator,
+        right: &AstExpr,
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        use BinaryOperator as B;
+        match op {
+            B::And | B::Or => {
+                let l = self.bind_condition(
+                    left,
+                    scope,
+                    if matches!(op, B::And) { "AND" } else { "OR" },
+                )?;
+                let r = self.bind_condition(
+                    right,
+                    scope,
+                    if matches!(op, B::And) { "AND" } else { "OR" },
+                )?;
+                let out = if matches!(op, B::And) {
+                    Expr::And(Box::new(l), Box::new(r))
+                } else {
+                    Expr::Or(Box::new(l), Box::new(r))
+                };
+                Ok(Typed::known(out, DataType::Bool))
+            }
+            B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq => {
+                let cmp = match op {
+                    B::Eq => CmpOp::Eq,
+                    B::NotEq => CmpOp::NotEq,
+                    B::Lt => CmpOp::Lt,
+                    B::LtEq => CmpOp::LtEq,
+                    B::Gt => CmpOp::Gt,
+                    _ => CmpOp::GtEq,
+                };
+                let l = self.bind_expr(left, scope)?;
+                let r = self.bind_expr(right, scope)?;
+                let (l, r, _) = self.unify(l, r, e, &op.to_string())?;
+                Ok(Typed::known(Expr::Cmp(cmp, Box::new(l), Box::new(r)), DataType::Bool))
+            }
+            B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo => {
+                let aop = match op {
+                    B::Plus => ArithOp::Add,
+                    B::Minus => ArithOp::Sub,
+                    B::Multiply => ArithOp::Mul,
+                    B::Divide => ArithOp::Div,
+                    _ => ArithOp::Mod,
+                };
+                let l = self.bind_expr(left, scope)?;
+                let r = self.bind_expr(right, scope)?;
+                self.arith(aop, l, r, e, &op.to_string())
+            }
+            B::StringConcat => {
+                let l = self.bind_expr(left, scope)?;
+                let r = self.bind_expr(right, scope)?;
+                let l = self.to_text(l, e)?;
+                let r = self.to_text(r, e)?;
+                Ok(Typed::known(Expr::Concat(Box::new(l), Box::new(r)), DataType::Text))
+            }
+            other => Err(Error::Unsupported {
+                feature: format!("operator {other}"),
+                span: self.span_of(e),
+            }),
+        }
+    }
+
+    pub(crate) fn arith(
+        &mut self,
+        op: ArithOp,
+        l: Typed,
+        r: Typed,
+        e: &AstExpr,
+        sym: &str,
+    ) -> Result<Typed> {
+        // Unknown operands take the other side's type; two unknowns are numeric.
+        let (l, r) = match (l.unknown, r.unknown) {
+            (true, true) => {
+                let ty = DataType::Numeric(None);
+                let l = Typed::known(self.coerce(l, ty, CastKind::Implicit, e)?, ty);
+                let r = Typed::known(self.coerce(r, ty, CastKind::Implicit, e)?, ty);
+                (l, r)
+            }
+            (true, false) => {
+                let ty = if matches!(r.ty, DataType::Date) { DataType::Int32 } else { r.ty };
+                (Typed::known(self.coerce(l, ty, CastKind::Implicit, e)?, ty), r)
+            }
+            (false, true) => {
+                let ty = if matches!(l.ty, DataType::Date) { DataType::Int32 } else { l.ty };
+                let r2 = Typed::known(self.coerce(r, ty, CastKind::Implicit, e)?, ty);
+                (l, r2)
+            }
+            (false, false) => (l, r),
+        };
+        let Some(result) = types::arith_result_type(op, &l.ty, &r.ty) else {
+            return Err(Error::UndefinedFunction {
+                name: format!(
+                    "operator does not exist: {} {sym} {}",
+                    type_name(&l.ty),
+                    type_name(&r.ty)
+                ),
+                span: self.span_of(e),
+            });
+        };
+        // Bring both operands to the operation type (dates keep their own representation).
+        let op_ty = if matches!(l.ty, DataType::Date) || matches!(r.ty, DataType::Date) {
+            None
+        } else {
+            Some(result)
+        };
+        let (le, re) = match op_ty {
+            Some(t) => (
+                if l.ty == t { l.expr } else { fold_cast(l.expr, l.ty, t, CastKind::Implicit)? },
+                if r.ty == t { r.expr } else { fold_cast(r.expr, r.ty, t, CastKind::Implicit)? },
+            ),
+            None => (l.expr, r.expr),
+        };
+        Ok(Typed::known(Expr::Arith(op, Box::new(le), Box::new(re)), result))
+    }
+
+    fn bind_case(
+        &mut self,
+        operand: Option<&AstExpr>,
+        conditions: &[ast::CaseWhen],
+        else_result: Option<&AstExpr>,
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        let mut whens = Vec::new();
+        let mut results = Vec::new();
+        for cw in conditions {
+            let cond = match operand {
+                Some(op) => {
+                    let l = self.bind_expr(op, scope)?;
+                    let r = self.bind_expr(&cw.condition, scope)?;
+                    let (l, r, _) = self.unify(l, r, e, "=")?;
+                    Expr::Cmp(CmpOp::Eq, Box::new(l), Box::new(r))
+                }
+                None => self.bind_condition(&cw.condition, scope, "CASE/WHEN")?,
+            };
+            whens.push(cond);
+            results.push(self.bind_expr(&cw.result, scope)?);
+        }
+        let else_t = else_result.map(|x| self.bind_expr(x, scope)).transpose()?;
+        let all: Vec<&Typed> = results.iter().chain(else_t.iter()).collect();
+        let ty = self.common_of(&all, e, "CASE")?;
+        let mut arms = Vec::new();
+        for (w, r) in whens.into_iter().zip(results) {
+            arms.push((w, self.coerce(r, ty, CastKind::Implicit, e)?));
+        }
+        let else_e = else_t.map(|t| self.coerce(t, ty, CastKind::Implicit, e)).transpose()?;
+        Ok(Typed::known(Expr::Case(arms, else_e.map(Box::new)), ty))
+    }
+
+    fn common_of(&self, items: &[&Typed], e: &AstExpr, what: &str) -> Result<DataType> {
+        let mut ty: Option<DataType> = None;
+        for t in items.iter().filter(|t| !t.unknown) {
+            ty = Some(match ty {
+                None => t.ty,
+                Some(cur) if cur == t.ty => cur,
+                Some(cur) => {
+                    types::common_type(&cur, &t.ty).ok_or_else(|| Error::DatatypeMismatch {
+                        message: format!(
+                            "{what} types {} and {} cannot be matched",
+                            type_name(&cur),
+                            type_name(&t.ty)
+                        ),
+                        span: self.span_of(e),
+                    })?
+                }
+            });
+        }
+        Ok(ty.unwrap_or(DataType::Text))
+    }
+
+    fn numeric_func(&mut self, func: Func, mut args: Vec<Typed>, e: &AstExpr) -> Result<Typed> {
+        let first = args.remove(0);
+        let first = if first.unknown {
+            let ty = if matches!(func, Func::Round | Func::Floor | Func::Ceil) {
+                DataType::Float64
+            } else {
+                DataType::Numeric(None)
+            };
+            Typed::known(self.coerce(first, ty, CastKind::Implicit, e)?, ty)
+        } else {
+            first
+        };
+        if !is_numeric(&first.ty) {
+            return Err(Error::UndefinedFunction {
+                name: format!("function {}({})", func_name(func), type_name(&first.ty)),
+                span: self.span_of(e),
+            });
+        }
+        // floor/ceil/round of an integer go through numeric (PostgreSQL picks numeric or float8).
+        let ty = match (func, first.ty) {
+            (
+                Func::Round | Func::Floor | Func::Ceil,
+                DataType::Int16 | DataType::Int32 | DataType::Int64,
+            ) => DataType::Float64,
+            (Func::Round | Func::Floor | Func::Ceil, DataType::Float32) => DataType::Float64,
+            (Func::Round | Func::Floor | Func::Ceil, DataType::Numeric(_)) => {
+                DataType::Numeric(None)
+            }
+            (_, t) => t,
+        };
+        let x = if first.ty == ty {
+            first.expr
+        } else {
+            fold_cast(first.expr, first.ty, ty, CastKind::Implicit)?
+        };
+        let mut out = vec![x];
+        for a in args {
+            out.push(self.coerce(a, DataType::Int32, CastKind::Implicit, e)?);
+        }
+        if func == Func::Round && out.len() == 2 && !matches!(ty, DataType::Numeric(_)) {
+            let x = out.remove(0);
+            out.insert(0, fold_cast(x, ty, DataType::Numeric(None), CastKind::Implicit)?);
+            return Ok(Typed::known(Expr::Func(func, out), DataType::Numeric(None)));
+        }
+        Ok(Typed::known(Expr::Func(func, out), ty))
+    }
+
+    fn bind_function(&mut self, f: &ast::Function, scope: &Scope, e: &AstExpr) -> Result<Typed> {
+        let (_, name) = self.object_name(&f.name)?;
+        if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+            return Err(Error::Unsupported {
+                feature: format!("{name} with FILTER, OVER or WITHIN GROUP (window functions)"),
+                span: self.span_of(e),
+            });
+        }
+        let (distinct, star, arg_exprs): (bool, bool, Vec<&AstExpr>) = match &f.args {
+            ast::FunctionArguments::None => (false, false, vec![]),
+            ast::FunctionArguments::Subquery(_) => {
+                return Err(Error::unsupported("subquery as function argument"))
+            }
+            ast::FunctionArguments::List(list) => {
+                if !list.clauses.is_empty() {
+                    return Err(Error::unsupported(format!(
+                        "{name} with ORDER BY or other clauses"
+                    )));
+                }
+                let distinct =
+                    matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+                let mut star = false;
+                let mut args = Vec::new();
+                for a in &list.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(x),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                        _ => return Err(Error::unsupported(format!("argument form in {name}()"))),
+                    }
+                }
+                (distinct, star, args)
+            }
+        };
+        let agg = match name.as_str() {
+            "count" => Some(if star { AggFunc::CountStar } else { AggFunc::Count }),
+            "sum" => Some(AggFunc::Sum),
+            "avg" => Some(AggFunc::Avg),
+            "min" => Some(AggFunc::Min),
+            "max" => Some(AggFunc::Max),
+            _ => None,
+        };
+        if let Some(func) = agg {
+            return self.bind_aggregate(func, distinct, &arg_exprs, scope, e, &name);
+        }
+        if star || distinct {
+            return Err(Error::UndefinedFunction {
+                name: format!("function {name}"),
+                span: self.span_of(e),
+            });
+        }
+        let args: Vec<Typed> =
+            arg_exprs.iter().map(|a| self.bind_expr(a, scope)).collect::<Result<_>>()?;
+        let arity_err = |b: &Self| Error::UndefinedFunction {
+            name: format!(
+                "function {name}({})",
+                args.iter()
+                    .map(|a| if a.unknown { "unknown".to_string() } else { type_name(&a.ty) })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            span: b.span_of(e),
+        };
+        let text_fn = |b: &mut Self, func: Func, args: Vec<Typed>, ty: DataType| -> Result<Typed> {
+            let args = args.into_iter().map(|a| b.to_text(a, e)).collect::<Result<Vec<_>>>()?;
+            Ok(Typed::known(Expr::Func(func, args), ty))
+        };
+        match (name.as_str(), args.len()) {
+            ("lower", 1) => text_fn(self, Func::Lower, args, DataType::Text),
+            ("upper", 1) => text_fn(self, Func::Upper, args, DataType::Text),
+            ("length" | "char_length" | "character_length", 1) => {
+                text_fn(self, Func::Length, args, DataType::Int32)
+            }
+            ("btrim" | "trim", 1 | 2) => text_fn(self, Func::Trim, args, DataType::Text),
+            ("ltrim", 1 | 2) => text_fn(self, Func::LTrim, args, DataType::Text),
+            ("rtrim", 1 | 2) => text_fn(self, Func::RTrim, args, DataType::Text),
+            ("substring" | "substr", 2 | 3) => {
+                let mut it = args.into_iter();
+                let s = it
+                    .next()
+                    .map(|a| self.to_text(a, e))
+                    .transpose()?
+                    .unwrap_or(Expr::Literal(Value::Null));
+                let mut out = vec![s];
+                for a in it {
+                    out.push(self.coerce(a, DataType::Int32, CastKind::Implicit, e)?);
+                }
+                Ok(Typed::known(Expr::Func(Func::Substring, out), DataType::Text))
+            }
+            ("concat", _) => text_fn(self, Func::Concat, args, DataType::Text),
+            ("abs", 1) => self.numeric_func(Func::Abs, args, e),
+            ("round", 1 | 2) => self.numeric_func(Func::Round, args, e),
+            ("floor", 1) => self.numeric_func(Func::Floor, args, e),
+            ("ceil" | "ceiling", 1) => self.numeric_func(Func::Ceil, args, e),
+            ("mod", 2) => {
+                let mut it = args.into_iter();
+                let (a, b) = (it.next().expect("two args"), it.next().expect("two args"));
+                let t = self.arith(ArithOp::Mod, a, b, e, "%")?;
+                Ok(t)
+            }
+            ("coalesce", n) if n >= 1 => {
+                let refs: Vec<&Typed> = args.iter().collect();
+                let ty = self.common_of(&refs, e, "COALESCE")?;
+                let out = args
+                    .into_iter()
+                    .map(|a| self.coerce(a, ty, CastKind::Implicit, e))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Typed::known(Expr::Coalesce(out), ty))
+            }
+            ("nullif", 2) => {
+                let mut it = args.into_iter();
+                let (a, b) = (it.next().expect("two args"), it.next().expect("two args"));
+                let ty = if a.unknown {
+                    if b.unknown {
+                        DataType::Text
+                    } else {
+                        b.ty
+                    }
+                } else {
+                    a.ty
+                };
+                let a = self.coerce(a, ty, CastKind::Implicit, e)?;
+                let b = self.coerce(b, ty, CastKind::Implicit, e)?;
+                Ok(Typed::known(Expr::NullIf(Box::new(a), Box::new(b)), ty))
+            }
+            (
+                "now"
+                | "current_timestamp"
+                | "localtimestamp"
+                | "transaction_timestamp"
+                | "statement_timestamp",
+                0,
+            ) => Ok(Typed::known(Expr::Func(Func::Now, vec![]), DataType::Timestamp)),
+            ("current_date", 0) => {
+                Ok(Typed::known(Expr::Func(Func::CurrentDate, vec![]), DataType::Date))
+            }
+            ("version", 0) => Ok(Typed::known(Expr::Func(Func::Version, vec![]), DataType::Text)),
+            ("current_schema", 0) => {
+                Ok(Typed::known(Expr::Func(Func::CurrentSchema, vec![]), DataType::Text))
+            }
+            ("current_database", 0) => {
+                Ok(Typed::known(Expr::Func(Func::CurrentDatabase, vec![]), DataType::Text))
+            }
+            ("current_user" | "session_user" | "user", 0) => {
+                Ok(Typed::known(Expr::Func(Func::CurrentUser, vec![]), DataType::Text))
+            }
+            (
+                "lower" | "upper" | "length" | "abs" | "round" | "floor" | "ceil" | "mod"
+                | "nullif" | "substring" | "now" | "version",
+                _,
+            ) => Err(arity_err(self)),
+            _ => Err(arity_err(self)),
+        }
+    }
+
+    fn bind_aggregate(
+        &mut self,
+        func: AggFunc,
+        distinct: bool,
+        args: &[&AstExpr],
+        scope: &Scope,
+        e: &AstExpr,
+        name: &str,
+    ) -> Result<Typed> {
+        if self.aggs.is_none() {
+            return Err(Error::Grouping {
+                message: format!("aggregate functions are not allowed here ({name})"),
+                span: self.span_of(e),
+            });
+        }
+        let (arg, data_type) = match func {
+            AggFunc::CountStar => (None, DataType::Int64),
+            _ => {
+                if args.len() != 1 {
+                    return Err(Error::UndefinedFunction {
+                        name: format!("function {name}"),
+                        span: self.span_of(e),
+                    });
+                }
+                // Aggregates may not nest: bind the argument with aggregation switched off.
+                let saved = self.aggs.take();
+                let t = self.bind_expr(args[0], scope);
+                self.aggs = saved;
+                let t = t?;
+                let t = if t.unknown {
+                    let ty = if func == AggFunc::Count {
+                        DataType::Text
+                    } else {
+                        DataType::Numeric(None)
+                    };
+                    Typed::known(self.coerce(t, ty, CastKind::Implicit, e)?, ty)
+                } else {
+                    t
+                };
+                let ty = match func {
+                    AggFunc::Count => DataType::Int64,
+                    AggFunc::Sum => match t.ty {
+                        DataType::Int16 | DataType::Int32 => DataType::Int64,
+                        DataType::Int64 | DataType::Numeric(_) => DataType::Numeric(None),
+                        DataType::Float32 => DataType::Float32,
+                        DataType::Float64 => DataType::Float64,
+                        other => {
+                            return Err(Error::UndefinedFunction {
+                                name: format!("function sum({})", type_name(&other)),
+                                span: self.span_of(e),
+                            })
+                        }
+                    },
+                    AggFunc::Avg => match t.ty {
+                        DataType::Int16
+                        | DataType::Int32
+                        | DataType::Int64
+                        | DataType::Numeric(_) => DataType::Numeric(None),
+                        DataType::Float32 | DataType::Float64 => DataType::Float64,
+                        other => {
+                            return Err(Error::UndefinedFunction {
+                                name: format!("function avg({})", type_name(&other)),
+                                span: self.span_of(e),
+                            })
+                        }
+                    },
+                    AggFunc::Min | AggFunc::Max => match t.ty {
+                        DataType::Bool | DataType::Bytea => {
+                            return Err(Error::UndefinedFunction {
+                                name: format!("function {name}({})", type_name(&t.ty)),
+                                span: self.span_of(e),
+                            })
+                        }
+                        DataType::Char(_) | DataType::Varchar(_) => DataType::Text,
+                        other => other,
+                    },
+                    AggFunc::CountStar => DataType::Int64,
+                };
+                // Sums and averages accumulate in the result type.
+                let arg = match func {
+                    AggFunc::Sum | AggFunc::Avg if t.ty != ty => {
+                        let acc = if func == AggFunc::Avg && matches!(ty, DataType::Numeric(_)) {
+                            DataType::Numeric(None)
+                        } else {
+                            ty
+                        };
+                        fold_cast(t.expr, t.ty, acc, CastKind::Implicit)?
+                    }
+                    _ => t.expr,
+                };
+                (Some(arg), ty)
+            }
+        };
+        let aggs = self.aggs.as_mut().expect("checked above");
+        let call = AggCall { func, arg, distinct, data_type };
+        let index = match aggs.iter().position(|a| *a == call) {
+            Some(i) => i,
+            None => {
+                aggs.push(call);
+                aggs.len() - 1
+            }
+        };
+        Ok(Typed::known(Expr::Agg(index), data_type))
+    }
+}
+
+fn is_numeric(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Numeric(_)
+    )
+}
+
+fn func_name(f: Func) -> &'static str {
+    match f {
+        Func::Abs => "abs",
+        Func::Round => "round",
+        Func::Floor => "floor",
+        Func::Ceil => "ceil",
+        Func::Mod => "mod",
+        _ => "function",
+    }
+}
+
+/// A cast, evaluated right away when the operand is a constant.
+pub(crate) fn fold_cast(e: Expr, from: DataType, to: DataType, kind: CastKind) -> Result<Expr> {
+    match e {
+        Expr::Literal(v) => Ok(Expr::Literal(types::cast(v, &from, &to, kind)?)),
+        other => Ok(Expr::Cast(Box::new(other), to, kind)),
+    }
+}
+
+/// The name PostgreSQL gives a result column for this expression.
+pub(crate) fn column_name(e: &AstExpr) -> String {
+    match e {
+        AstExpr::Identifier(id) => ident(id),
+        AstExpr::CompoundIdentifier(ids) => {
+            ids.last().map(ident).unwrap_or_else(|| "?column?".into())
+        }
+        AstExpr::Nested(inner) => column_name(inner),
+        AstExpr::Function(f) => f
+            .name
+            .0
+            .last()
+            .map(|p| match p {
+                ast::ObjectNamePart::Identifier(id) => ident(id),
+                _ => "?column?".to_string(),
+            })
+            .unwrap_or_else(|| "?column?".into()),
+        AstExpr::Cast { expr, data_type, .. } => match column_name(expr).as_str() {
+            "?column?" => cast_type_name(data_type),
+            name => name.to_string(),
+        },
+        AstExpr::Case { .. } => "case".into(),
+        AstExpr::Exists { .. } => "exists".into(),
+        AstExpr::Ceil { .. } => "ceil".into(),
+        AstExpr::Floor { .. } => "floor".into(),
+        AstExpr::Substring { .. } => "substring".into(),
+        AstExpr::Trim { .. } => "btrim".into(),
+        AstExpr::TypedString(ts) => cast_type_name(&ts.data_type),
+        _ => "?column?".into(),
+    }
+}
+
+fn cast_type_name(t: &ast::DataType) -> String {
+    use ast::DataType as D;
+    match t {
+        D::Int(_) | D::Integer(_) | D::Int4(_) => "int4".into(),
+        D::BigInt(_) | D::Int8(_) => "int8".into(),
+        D::SmallInt(_) | D::Int2(_) => "int2".into(),
+        D::Real | D::Float4 => "float4".into(),
+        D::DoublePrecision | D::Float8 | D::Double(_) | D::Float(_) => "float8".into(),
+        D::Numeric(_) | D::Decimal(_) | D::Dec(_) => "numeric".into(),
+        D::Varchar(_) | D::CharacterVarying(_) => "varchar".into(),
+        D::Char(_) | D::Character(_) => "bpchar".into(),
+        D::Text => "text".into(),
+        D::Bool | D::Boolean => "bool".into(),
+        D::Date => "date".into(),
+        D::Timestamp(..) => "timestamp".into(),
+        D::Bytea => "bytea".into(),
+        other => other.to_string().to_lowercase(),
+    }
+}

@@ -1,0 +1,157 @@
+//! The binder: sqlparser AST → our typed IR (`plan::Statement` or a utility `Command`).
+//!
+//! Names are resolved against one immutable catalog snapshot; identifiers fold to lower case
+//! unless quoted; every expression gets a type; parameters get their types from the client
+//! (declared OIDs) or by inference from their context (`col = $1` gives `$1` the column's type).
+//! Only this module and `parse` may name sqlparser types.
+
+mod ddl;
+mod dml;
+mod expr;
+mod select;
+
+use std::sync::Arc;
+
+use catalog::{DataType, Snapshot, Table};
+use sqlparser::ast::{self as ast, Ident, ObjectName, ObjectNamePart, Spanned};
+
+pub use ddl::{ColumnSpec, Command, CreateTable, IndexSpec, SetValue};
+pub(crate) use select::walk as walk_expr;
+
+use crate::error::{Error, Result, Span};
+use crate::plan::Statement as PlanStatement;
+
+/// The result of binding one statement.
+#[derive(Debug, Clone)]
+pub enum Bound {
+    /// A query or DML statement, planned.
+    Plan(PlanStatement),
+    /// A utility statement (DDL, transaction control, SET/SHOW).
+    Command(Command),
+}
+
+/// One column visible in a scope.
+#[derive(Debug, Clone)]
+pub(crate) struct ScopeColumn {
+    /// Table name or alias it belongs to.
+    pub relation: Option<String>,
+    /// Column name.
+    pub name: String,
+    /// Type.
+    pub data_type: DataType,
+    /// Source (table oid, attnum) for RowDescription.
+    pub source: Option<(u32, i16)>,
+}
+
+/// The columns of the current FROM clause (a concatenated row).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Scope {
+    pub columns: Vec<ScopeColumn>,
+}
+
+impl Scope {
+    pub fn from_table(table: &Table, alias: &str) -> Scope {
+        Scope {
+            columns: table
+                .columns
+                .iter()
+                .map(|c| ScopeColumn {
+                    relation: Some(alias.to_string()),
+                    name: c.name.clone(),
+                    data_type: c.data_type,
+                    source: Some((table.id.0, c.position as i16 + 1)),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Binds statements against one catalog snapshot.
+pub struct Binder<'a> {
+    pub(crate) snapshot: &'a Snapshot,
+    pub(crate) sql: &'a str,
+    /// Parameter types: declared by the client, or inferred (None until known).
+    pub(crate) params: Vec<Option<DataType>>,
+    /// Enclosing scopes, innermost last (for correlated subqueries).
+    pub(crate) outer: Vec<Scope>,
+    /// Aggregate calls collected while binding a grouped SELECT list.
+    pub(crate) aggs: Option<Vec<crate::plan::AggCall>>,
+}
+
+/// Folds an identifier as PostgreSQL does: lower case unless quoted.
+pub(crate) fn ident(id: &Ident) -> String {
+    if id.quote_style.is_some() {
+        id.value.clone()
+    } else {
+        id.value.to_lowercase()
+    }
+}
+
+impl<'a> Binder<'a> {
+    /// A binder for `sql` with the client's declared parameter types (None = infer).
+    pub fn new(snapshot: &'a Snapshot, sql: &'a str, params: Vec<Option<DataType>>) -> Self {
+        Binder { snapshot, sql, params, outer: Vec::new(), aggs: None }
+    }
+
+    /// Binds one statement.
+    pub fn bind(&mut self, stmt: &ast::Statement) -> Result<Bound> {
+        use ast::Statement as S;
+        Ok(match stmt {
+            S::Query(q) => {
+                let query = self.bind_query(q)?;
+                Bound::Plan(PlanStatement::Query(query))
+            }
+            S::Insert(insert) => Bound::Plan(self.bind_insert(insert)?),
+            S::Update(update) => Bound::Plan(self.bind_update(update)?),
+            S::Delete(delete) => Bound::Plan(self.bind_delete(delete)?),
+            other => Bound::Command(self.bind_command(other)?),
+        })
+    }
+
+    /// Final parameter types; an unknown parameter defaults to `text` as PostgreSQL's
+    /// `unknown` literal would.
+    pub fn param_types(&self) -> Vec<DataType> {
+        self.params.iter().map(|p| p.unwrap_or(DataType::Text)).collect()
+    }
+
+    pub(crate) fn span_of(&self, node: &impl Spanned) -> Option<Span> {
+        let loc = node.span().start;
+        crate::parse::offset_of(self.sql, loc).map(|start| Span { start })
+    }
+
+    /// Resolves a (possibly schema-qualified) table name.
+    pub(crate) fn table(&self, name: &ObjectName) -> Result<Arc<Table>> {
+        let (schema, table) = self.object_name(name)?;
+        let span = self.span_of(name);
+        if let Some(s) = &schema {
+            if s != "public" {
+                return Err(Error::UndefinedTable { name: format!("{s}.{table}"), span });
+            }
+        }
+        self.snapshot.table(&table).cloned().ok_or(Error::UndefinedTable { name: table, span })
+    }
+
+    /// Splits `[schema.]name`; only the `public` schema exists.
+    pub(crate) fn object_name(&self, name: &ObjectName) -> Result<(Option<String>, String)> {
+        let parts: Vec<String> = name
+            .0
+            .iter()
+            .map(|p| match p {
+                ObjectNamePart::Identifier(id) => Ok(ident(id)),
+                other => Err(Error::Unsupported {
+                    feature: format!("object name {other}"),
+                    span: self.span_of(name),
+                }),
+            })
+            .collect::<Result<_>>()?;
+        match parts.as_slice() {
+            [t] => Ok((None, t.clone())),
+            [s, t] => Ok((Some(s.clone()), t.clone())),
+            [_, s, t] => Ok((Some(s.clone()), t.clone())),
+            _ => Err(Error::Syntax {
+                message: format!("improper qualified name (too many dotted names): {name}"),
+                span: self.span_of(name),
+            }),
+        }
+    }
+}

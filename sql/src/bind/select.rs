@@ -1,0 +1,1331 @@
+//! Binding queries: FROM (tables, joins, generate_series, derived tables), WHERE with predicate
+//! pushdown into nested-loop joins and key/range access paths, GROUP BY / aggregates / HAVING,
+//! projection, DISTINCT, ORDER BY, LIMIT / OFFSET and FOR UPDATE.
+
+use std::sync::Arc;
+
+use catalog::{DataType, Table};
+use sqlparser::ast::{self as ast, Expr as AstExpr, SelectItem, SetExpr, TableFactor};
+
+use super::expr::column_name;
+use super::{ident, Binder, Scope, ScopeColumn};
+use crate::error::{Error, Result};
+use crate::plan::{Access, CmpOp, Expr, JoinKind, OutColumn, Plan, Query, SortKey};
+use crate::types::CastKind;
+
+/// One FROM item while building the join tree.
+struct FromItem {
+    plan: Plan,
+    width: usize,
+    kind: JoinKind,
+    /// ON condition, bound against the combined scope up to and including this item.
+    on: Vec<Expr>,
+}
+
+impl Binder<'_> {
+    /// Binds a full query (SELECT / VALUES with ORDER BY, LIMIT, FOR UPDATE).
+    pub(crate) fn bind_query(&mut self, q: &ast::Query) -> Result<Query> {
+        if q.with.is_some() {
+            return Err(Error::unsupported("WITH (common table expressions)"));
+        }
+        if q.fetch.is_some() {
+            return Err(Error::unsupported("FETCH FIRST"));
+        }
+        let for_update = match q.locks.as_slice() {
+            [] => false,
+            [l] if l.of.is_none() && l.nonblock.is_none() => match l.lock_type {
+                ast::LockType::Update => true,
+                ast::LockType::Share => true,
+            },
+            _ => return Err(Error::unsupported("FOR UPDATE OF / NOWAIT / SKIP LOCKED")),
+        };
+        let (limit, offset) = match &q.limit_clause {
+            None => (None, None),
+            Some(ast::LimitClause::LimitOffset { limit, offset, limit_by }) => {
+                if !limit_by.is_empty() {
+                    return Err(Error::unsupported("LIMIT BY"));
+                }
+                (limit.as_ref(), offset.as_ref().map(|o| &o.value))
+            }
+            Some(ast::LimitClause::OffsetCommaLimit { .. }) => {
+                return Err(Error::unsupported("LIMIT a, b"))
+            }
+        };
+        let order_by: Vec<&ast::OrderByExpr> = match &q.order_by {
+            None => vec![],
+            Some(ob) => match &ob.kind {
+                ast::OrderByKind::Expressions(list) => list.iter().collect(),
+                ast::OrderByKind::All(_) => return Err(Error::unsupported("ORDER BY ALL")),
+            },
+        };
+        let limit = limit.map(|l| self.bind_limit(l)).transpose()?;
+        let offset = offset.map(|o| self.bind_limit(o)).transpose()?;
+        match q.body.as_ref() {
+            SetExpr::Select(select) => {
+                self.bind_select(select, &order_by, limit, offset, for_update)
+            }
+            SetExpr::Values(values) => {
+                if for_update {
+                    return Err(Error::unsupported("FOR UPDATE on VALUES"));
+                }
+                let (plan, columns) = self.bind_values(values, None)?;
+                let scope = Scope {
+                    columns: columns
+                        .iter()
+                        .map(|c| ScopeColumn {
+                            relation: None,
+                            name: c.name.clone(),
+                            data_type: c.data_type,
+                            source: None,
+                        })
+                        .collect(),
+                };
+                self.finish_query(plan, columns, scope, &order_by, limit, offset)
+            }
+            SetExpr::Query(inner) => {
+                if !order_by.is_empty() || limit.is_some() || offset.is_some() || for_update {
+                    let inner = self.bind_query(inner)?;
+                    let scope = Scope {
+                        columns: inner
+                            .columns
+                            .iter()
+                            .map(|c| ScopeColumn {
+                                relation: None,
+                                name: c.name.clone(),
+                                data_type: c.data_type,
+                                source: c.source,
+                            })
+                            .collect(),
+                    };
+                    return self.finish_query(
+                        inner.plan,
+                        inner.columns,
+                        scope,
+                        &order_by,
+                        limit,
+                        offset,
+                    );
+                }
+                self.bind_query(inner)
+            }
+            SetExpr::SetOperation { op, .. } => {
+                Err(Error::unsupported(format!("{op} (set operations)")))
+            }
+            other => Err(Error::unsupported(format!("query body {other}"))),
+        }
+    }
+
+    fn bind_limit(&mut self, e: &AstExpr) -> Result<Expr> {
+        self.bind_expr_as(e, &Scope::default(), DataType::Int64, CastKind::Implicit)
+    }
+
+    /// Binds a subquery with `scope` as its nearest enclosing scope.
+    pub(crate) fn bind_subquery(
+        &mut self,
+        q: &ast::Query,
+        scope: &Scope,
+    ) -> Result<(Plan, Vec<OutColumn>)> {
+        self.outer.push(scope.clone());
+        let saved = self.aggs.take();
+        let result = self.bind_query(q);
+        self.aggs = saved;
+        self.outer.pop();
+        let query = result?;
+        Ok((query.plan, query.columns))
+    }
+
+    /// VALUES lists; `targets` gives the column types to coerce to (INSERT), else the common type
+    /// of each column.
+    pub(crate) fn bind_values(
+        &mut self,
+        values: &ast::Values,
+        targets: Option<&[DataType]>,
+    ) -> Result<(Plan, Vec<OutColumn>)> {
+        let width = values.rows.first().map(|r| r.len()).unwrap_or(0);
+        let empty = Scope::default();
+        let mut typed_rows = Vec::with_capacity(values.rows.len());
+        for row in &values.rows {
+            if row.len() != width {
+                return Err(Error::SyntaxMisuse {
+                    message: "VALUES lists must all be the same length".into(),
+                    span: row.first().and_then(|e| self.span_of(e)),
+                });
+            }
+            let mut typed = Vec::with_capacity(width);
+            for (i, e) in row.iter().enumerate() {
+                if targets.is_some() && is_default(e) {
+                    typed.push(None);
+                    continue;
+                }
+                let _ = i;
+                typed.push(Some((self.bind_expr(e, &empty)?, e)));
+            }
+            typed_rows.push(typed);
+        }
+        let mut types = Vec::with_capacity(width);
+        for col in 0..width {
+            let ty = match targets {
+                Some(t) => t[col],
+                None => {
+                    let mut ty: Option<DataType> = None;
+                    for row in &typed_rows {
+                        if let Some((t, e)) = &row[col] {
+                            if !t.unknown {
+                                ty = Some(match ty {
+                                    None => t.ty,
+                                    Some(cur) if cur == t.ty => cur,
+                                    Some(cur) => crate::types::common_type(&cur, &t.ty)
+                                        .ok_or_else(|| Error::DatatypeMismatch {
+                                            message: format!(
+                                                "VALUES types {} and {} cannot be matched",
+                                                cur.sql_name(),
+                                                t.ty.sql_name()
+                                            ),
+                                            span: self.span_of(*e),
+                                        })?,
+                                });
+                            }
+                        }
+                    }
+                    ty.unwrap_or(DataType::Text)
+                }
+            };
+            types.push(ty);
+        }
+        let kind = if targets.is_some() { CastKind::Assignment } else { CastKind::Implicit };
+        let mut rows = Vec::with_capacity(typed_rows.len());
+        for row in typed_rows {
+            let mut out = Vec::with_capacity(width);
+            for (col, cell) in row.into_iter().enumerate() {
+                out.push(match cell {
+                    None => Expr::Literal(DEFAULT_MARKER.clone()),
+                    Some((t, e)) => self.coerce(t, types[col], kind, e)?,
+                });
+            }
+            rows.push(out);
+        }
+        let columns = (0..width)
+            .map(|i| OutColumn {
+                name: format!("column{}", i + 1),
+                data_type: types[i],
+                source: None,
+            })
+            .collect();
+        Ok((Plan::Values { rows, width }, columns))
+    }
+
+    /// Binds FROM: returns the items and the combined scope.
+    fn bind_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(Vec<FromItem>, Scope)> {
+        let mut items = Vec::new();
+        let mut scope = Scope::default();
+        for twj in from {
+            let (plan, s) = self.bind_table_factor(&twj.relation)?;
+            let width = s.columns.len();
+            scope.columns.extend(s.columns);
+            items.push(FromItem { plan, width, kind: JoinKind::Inner, on: vec![] });
+            for join in &twj.joins {
+                let (plan, s) = self.bind_table_factor(&join.relation)?;
+                let width = s.columns.len();
+                scope.columns.extend(s.columns);
+                use ast::JoinOperator as J;
+                let (kind, constraint) = match &join.join_operator {
+                    J::Join(c) | J::Inner(c) => (JoinKind::Inner, Some(c)),
+                    J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, Some(c)),
+                    J::CrossJoin(c) => (JoinKind::Inner, Some(c)),
+                    other => {
+                        return Err(Error::unsupported(
+                            format!("join type {other:?}")
+                                .split('(')
+                                .next()
+                                .unwrap_or("join")
+                                .to_string(),
+                        ))
+                    }
+                };
+                let mut on = vec![];
+                match constraint {
+                    Some(ast::JoinConstraint::On(e)) => {
+                        let c = self.bind_condition(e, &scope, "JOIN/ON")?;
+                        split_conjuncts(c, &mut on);
+                    }
+                    Some(ast::JoinConstraint::None) | None => {
+                        if kind == JoinKind::Left {
+                            return Err(Error::Syntax {
+                                message: "syntax error: LEFT JOIN needs ON".into(),
+                                span: None,
+                            });
+                        }
+                    }
+                    Some(ast::JoinConstraint::Using(_)) => {
+                        return Err(Error::unsupported("JOIN … USING"))
+                    }
+                    Some(ast::JoinConstraint::Natural) => {
+                        return Err(Error::unsupported("NATURAL JOIN"))
+                    }
+                }
+                items.push(FromItem { plan, width, kind, on });
+            }
+        }
+        Ok((items, scope))
+    }
+
+    fn bind_table_factor(&mut self, tf: &TableFactor) -> Result<(Plan, Scope)> {
+        match tf {
+            TableFactor::Table { name, alias, args, .. } => {
+                let (_, tname) = self.object_name(name)?;
+                if let Some(args) = args {
+                    return self.bind_table_function(&tname, &args.args, alias.as_ref());
+                }
+                let table = self.table(name)?;
+                let alias_name =
+                    alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| table.name.clone());
+                let mut scope = Scope::from_table(&table, &alias_name);
+                if let Some(a) = alias {
+                    for (i, c) in a.columns.iter().enumerate() {
+                        if let Some(col) = scope.columns.get_mut(i) {
+                            col.name = ident(&c.name);
+                        }
+                    }
+                }
+                let plan = Plan::Scan {
+                    table,
+                    access: Access::Full,
+                    filter: None,
+                    reverse: false,
+                    limit: None,
+                    for_update: false,
+                };
+                Ok((plan, scope))
+            }
+            TableFactor::Derived { lateral, subquery, alias, .. } => {
+                if *lateral {
+                    return Err(Error::unsupported("LATERAL"));
+                }
+                // A derived table sees only the enclosing query's outer scopes, not its siblings.
+                let saved = self.aggs.take();
+                let q = self.bind_query(subquery);
+                self.aggs = saved;
+                let q = q?;
+                let rel = alias.as_ref().map(|a| ident(&a.name));
+                let mut columns: Vec<ScopeColumn> = q
+                    .columns
+                    .iter()
+                    .map(|c| ScopeColumn {
+                        relation: rel.clone(),
+                        name: c.name.clone(),
+                        data_type: c.data_type,
+                        source: None,
+                    })
+                    .collect();
+                if let Some(a) = alias {
+                    for (i, c) in a.columns.iter().enumerate() {
+                        if let Some(col) = columns.get_mut(i) {
+                            col.name = ident(&c.name);
+                        }
+                    }
+                }
+                Ok((q.plan, Scope { columns }))
+            }
+            TableFactor::Function { name, args, alias, .. } => {
+                let (_, tname) = self.object_name(name)?;
+                self.bind_table_function(&tname, args, alias.as_ref())
+            }
+            other => Err(Error::unsupported(format!("FROM item {other}"))),
+        }
+    }
+
+    fn bind_table_function(
+        &mut self,
+        name: &str,
+        args: &[ast::FunctionArg],
+        alias: Option<&ast::TableAlias>,
+    ) -> Result<(Plan, Scope)> {
+        if name != "generate_series" {
+            return Err(Error::UndefinedFunction { name: format!("function {name}"), span: None });
+        }
+        if !(2..=3).contains(&args.len()) {
+            return Err(Error::UndefinedFunction {
+                name: "function generate_series".into(),
+                span: None,
+            });
+        }
+        let empty = Scope::default();
+        let mut typed = Vec::new();
+        for a in args {
+            match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                    typed.push((self.bind_expr(e, &empty)?, e))
+                }
+                _ => return Err(Error::unsupported("named arguments")),
+            }
+        }
+        let mut ty = DataType::Int32;
+        for (t, _) in &typed {
+            if !t.unknown {
+                ty = match (ty, t.ty) {
+                    (DataType::Int32, DataType::Int16 | DataType::Int32) => DataType::Int32,
+                    (DataType::Int32 | DataType::Int64, DataType::Int64)
+                    | (DataType::Int64, DataType::Int16 | DataType::Int32) => DataType::Int64,
+                    (_, DataType::Numeric(_)) | (DataType::Numeric(_), _) => {
+                        DataType::Numeric(None)
+                    }
+                    (_, other) => {
+                        return Err(Error::UndefinedFunction {
+                            name: format!("function generate_series({})", other.sql_name()),
+                            span: None,
+                        })
+                    }
+                };
+            }
+        }
+        let args = typed
+            .into_iter()
+            .map(|(t, e)| self.coerce(t, ty, CastKind::Implicit, e))
+            .collect::<Result<Vec<_>>>()?;
+        let rel = alias.map(|a| ident(&a.name)).unwrap_or_else(|| "generate_series".into());
+        let col = alias
+            .and_then(|a| a.columns.first())
+            .map(|c| ident(&c.name))
+            .unwrap_or_else(|| rel.clone());
+        let scope = Scope {
+            columns: vec![ScopeColumn {
+                relation: Some(rel),
+                name: col,
+                data_type: ty,
+                source: None,
+            }],
+        };
+        Ok((Plan::GenerateSeries { args, data_type: ty }, scope))
+    }
+
+    fn bind_select(
+        &mut self,
+        select: &ast::Select,
+        order_by: &[&ast::OrderByExpr],
+        limit: Option<Expr>,
+        offset: Option<Expr>,
+        for_update: bool,
+    ) -> Result<Query> {
+        if select.having.is_some()
+            && matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+        {
+            // HAVING without GROUP BY is a grouped query over one group; handled below.
+        }
+        if select.into.is_some() {
+            return Err(Error::unsupported("SELECT INTO"));
+        }
+        if !select.lateral_views.is_empty()
+            || select.qualify.is_some()
+            || !select.named_window.is_empty()
+        {
+            return Err(Error::unsupported("window clauses"));
+        }
+        let (items, scope) = self.bind_from(&select.from)?;
+        let mut conjuncts = Vec::new();
+        if let Some(w) = &select.selection {
+            let c = self.bind_condition(w, &scope, "WHERE")?;
+            split_conjuncts(c, &mut conjuncts);
+        }
+        let mut plan = build_join_tree(items, conjuncts, &scope)?;
+
+        // Grouping.
+        let group_exprs: Vec<&AstExpr> = match &select.group_by {
+            ast::GroupByExpr::Expressions(g, mods) => {
+                if !mods.is_empty() {
+                    return Err(Error::unsupported("GROUP BY modifiers"));
+                }
+                g.iter().collect()
+            }
+            ast::GroupByExpr::All(_) => return Err(Error::unsupported("GROUP BY ALL")),
+        };
+        self.aggs = Some(Vec::new());
+        // Bind the select list (aggregates are collected into self.aggs).
+        let mut exprs = Vec::new();
+        let mut columns = Vec::new();
+        let bound_items = self.bind_select_items(&select.projection, &scope);
+        let bound_items = match bound_items {
+            Ok(b) => b,
+            Err(e) => {
+                self.aggs = None;
+                return Err(e);
+            }
+        };
+        let having = match &select.having {
+            Some(h) => match self.bind_condition(h, &scope, "HAVING") {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    self.aggs = None;
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
+        // ORDER BY expressions are bound now too, so that aggregates in them are collected.
+        let mut order_keys: Vec<(OrderTarget, bool, bool)> = Vec::new();
+        for ob in order_by {
+            let desc = matches!(ob.options.sort, Some(ast::OrderBySort::Desc));
+            let nulls_first = ob.options.nulls_first.unwrap_or(desc);
+            let target = match self.order_target(&ob.expr, &bound_items, &scope) {
+                Ok(t) => t,
+                Err(e) => {
+                    self.aggs = None;
+                    return Err(e);
+                }
+            };
+            order_keys.push((target, desc, nulls_first));
+        }
+        let aggs = self.aggs.take().unwrap_or_default();
+        let grouped = !group_exprs.is_empty() || !aggs.is_empty() || having.is_some();
+
+        let mut group_by = Vec::new();
+        for g in &group_exprs {
+            // GROUP BY 1 / GROUP BY alias / GROUP BY expression.
+            let bound = match g {
+                AstExpr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
+                    let n: usize = v.value.to_string().parse().unwrap_or(0);
+                    if n == 0 || n > bound_items.len() {
+                        return Err(Error::InvalidColumnReference {
+                            message: format!("GROUP BY position {n} is not in select list"),
+                            span: self.span_of(*g),
+                        });
+                    }
+                    bound_items[n - 1].0.clone()
+                }
+                AstExpr::Identifier(id)
+                    if !scope.columns.iter().any(|c| c.name == ident(id))
+                        && bound_items.iter().any(|(_, c)| c.name == ident(id)) =>
+                {
+                    bound_items
+                        .iter()
+                        .find(|(_, c)| c.name == ident(id))
+                        .map(|(e, _)| e.clone())
+                        .expect("checked")
+                }
+                other => {
+                    let t = self.bind_expr(other, &scope)?;
+                    t.expr
+                }
+            };
+            if contains_agg(&bound) {
+                return Err(Error::Grouping {
+                    message: "aggregate functions are not allowed in GROUP BY".into(),
+                    span: self.span_of(*g),
+                });
+            }
+            group_by.push(bound);
+        }
+
+        let mut scope_after = scope.clone();
+        if grouped {
+            if for_update {
+                return Err(Error::unsupported("FOR UPDATE with GROUP BY or aggregate functions"));
+            }
+            let ng = group_by.len();
+            let rewrite =
+                |e: &Expr, binder: &Self| rewrite_grouped(e, &group_by, ng, &scope, binder);
+            let mut new_items = Vec::new();
+            for (e, c) in &bound_items {
+                new_items.push((rewrite(e, self)?, c.clone()));
+            }
+            let having = having.as_ref().map(|h| rewrite(h, self)).transpose()?;
+            let mut new_keys = Vec::new();
+            for (t, d, n) in order_keys {
+                new_keys.push((
+                    match t {
+                        OrderTarget::Output(i) => OrderTarget::Output(i),
+                        OrderTarget::Input(e) => OrderTarget::Input(rewrite(&e, self)?),
+                    },
+                    d,
+                    n,
+                ));
+            }
+            order_keys = new_keys;
+            plan = Plan::Aggregate { input: Box::new(plan), group_by: group_by.clone(), aggs };
+            if let Some(h) = having {
+                plan = Plan::Filter { input: Box::new(plan), predicate: h };
+            }
+            scope_after = Scope::default();
+            for (e, c) in new_items {
+                exprs.push(e);
+                columns.push(c);
+            }
+        } else {
+            for (e, c) in bound_items {
+                exprs.push(e);
+                columns.push(c);
+            }
+        }
+        let _ = scope_after;
+
+        if for_update {
+            mark_for_update(&mut plan)?;
+        }
+
+        let distinct = match &select.distinct {
+            None => false,
+            Some(ast::Distinct::Distinct) => true,
+            Some(ast::Distinct::All) => false,
+            Some(ast::Distinct::On(_)) => return Err(Error::unsupported("DISTINCT ON")),
+        };
+
+        // Order-by expressions not in the select list become hidden trailing columns.
+        let width = exprs.len();
+        let mut keys = Vec::new();
+        for (t, desc, nulls_first) in order_keys {
+            let expr = match t {
+                OrderTarget::Output(i) => Expr::Column(i),
+                OrderTarget::Input(e) => match exprs.iter().position(|x| *x == e) {
+                    Some(i) => Expr::Column(i),
+                    None => {
+                        if distinct {
+                            return Err(Error::InvalidColumnReference {
+                                message: "for SELECT DISTINCT, ORDER BY expressions must appear in select list".into(),
+                                span: None,
+                            });
+                        }
+                        exprs.push(e);
+                        Expr::Column(exprs.len() - 1)
+                    }
+                },
+            };
+            keys.push(SortKey { expr, desc, nulls_first });
+        }
+        let ordered_by_index = !grouped
+            && !distinct
+            && try_order_by_index(&mut plan, &exprs, &keys, limit.as_ref(), offset.as_ref());
+        plan = Plan::Project { input: Box::new(plan), exprs };
+        if distinct {
+            plan = Plan::Distinct { input: Box::new(plan) };
+        }
+        if !keys.is_empty() && !ordered_by_index {
+            plan = Plan::Sort { input: Box::new(plan), keys };
+        }
+        if limit.is_some() || offset.is_some() {
+            plan = Plan::Limit { input: Box::new(plan), limit, offset };
+        }
+        let total = match &plan {
+            Plan::Limit { input, .. } | Plan::Sort { input, .. } | Plan::Distinct { input } => {
+                width_of(input)
+            }
+            other => width_of(other),
+        };
+        if total != width {
+            plan = Plan::Truncate { input: Box::new(plan), width };
+        }
+        Ok(Query { plan, columns })
+    }
+
+    /// Applies ORDER BY / LIMIT / OFFSET to a plan whose output columns are `columns`.
+    fn finish_query(
+        &mut self,
+        mut plan: Plan,
+        columns: Vec<OutColumn>,
+        scope: Scope,
+        order_by: &[&ast::OrderByExpr],
+        limit: Option<Expr>,
+        offset: Option<Expr>,
+    ) -> Result<Query> {
+        let mut keys = Vec::new();
+        for ob in order_by {
+            let desc = matches!(ob.options.sort, Some(ast::OrderBySort::Desc));
+            let nulls_first = ob.options.nulls_first.unwrap_or(desc);
+            let items: Vec<(Expr, OutColumn)> =
+                columns.iter().enumerate().map(|(i, c)| (Expr::Column(i), c.clone())).collect();
+            let expr = match self.order_target(&ob.expr, &items, &scope)? {
+                OrderTarget::Output(i) => Expr::Column(i),
+                OrderTarget::Input(e) => e,
+            };
+            keys.push(SortKey { expr, desc, nulls_first });
+        }
+        if !keys.is_empty() {
+            plan = Plan::Sort { input: Box::new(plan), keys };
+        }
+        if limit.is_some() || offset.is_some() {
+            plan = Plan::Limit { input: Box::new(plan), limit, offset };
+        }
+        Ok(Query { plan, columns })
+    }
+
+    fn order_target(
+        &mut self,
+        e: &AstExpr,
+        items: &[(Expr, OutColumn)],
+        scope: &Scope,
+    ) -> Result<OrderTarget> {
+        if let AstExpr::Value(v) = e {
+            if let ast::Value::Number(n, _) = &v.value {
+                let i: usize = n.parse().unwrap_or(0);
+                if i == 0 || i > items.len() {
+                    return Err(Error::InvalidColumnReference {
+                        message: format!("ORDER BY position {n} is not in select list"),
+                        span: self.span_of(e),
+                    });
+                }
+                return Ok(OrderTarget::Output(i - 1));
+            }
+        }
+        if let AstExpr::Identifier(id) = e {
+            let name = ident(id);
+            let matches: Vec<usize> = items
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, c))| c.name == name)
+                .map(|(i, _)| i)
+                .collect();
+            if matches.len() == 1 {
+                return Ok(OrderTarget::Output(matches[0]));
+            }
+        }
+        let t = self.bind_expr(e, scope)?;
+        let expr =
+            if t.unknown { self.coerce(t, DataType::Text, CastKind::Implicit, e)? } else { t.expr };
+        Ok(OrderTarget::Input(expr))
+    }
+
+    fn bind_select_items(
+        &mut self,
+        items: &[SelectItem],
+        scope: &Scope,
+    ) -> Result<Vec<(Expr, OutColumn)>> {
+        let mut out = Vec::new();
+        for item in items {
+            match item {
+                SelectItem::UnnamedExpr(e) => {
+                    let t = self.bind_expr(e, scope)?;
+                    let source = match &t.expr {
+                        Expr::Column(i) => scope.columns[*i].source,
+                        _ => None,
+                    };
+                    let name = column_name(e);
+                    let expr = if t.unknown {
+                        self.coerce(t.clone(), DataType::Text, CastKind::Implicit, e)?
+                    } else {
+                        t.expr
+                    };
+                    out.push((expr, OutColumn { name, data_type: t.ty, source }));
+                }
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    let t = self.bind_expr(expr, scope)?;
+                    let source = match &t.expr {
+                        Expr::Column(i) => scope.columns[*i].source,
+                        _ => None,
+                    };
+                    let e = if t.unknown {
+                        self.coerce(t.clone(), DataType::Text, CastKind::Implicit, expr)?
+                    } else {
+                        t.expr
+                    };
+                    out.push((e, OutColumn { name: ident(alias), data_type: t.ty, source }));
+                }
+                SelectItem::Wildcard(opts) => {
+                    reject_wildcard_options(opts)?;
+                    if scope.columns.is_empty() {
+                        return Err(Error::SyntaxMisuse {
+                            message: "SELECT * with no tables specified is not valid".into(),
+                            span: None,
+                        });
+                    }
+                    for (i, c) in scope.columns.iter().enumerate() {
+                        out.push((
+                            Expr::Column(i),
+                            OutColumn {
+                                name: c.name.clone(),
+                                data_type: c.data_type,
+                                source: c.source,
+                            },
+                        ));
+                    }
+                }
+                SelectItem::QualifiedWildcard(kind, opts) => {
+                    reject_wildcard_options(opts)?;
+                    let rel = match kind {
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                            self.object_name(n)?.1
+                        }
+                        ast::SelectItemQualifiedWildcardKind::Expr(_) => {
+                            return Err(Error::unsupported("expression.*"))
+                        }
+                    };
+                    let mut any = false;
+                    for (i, c) in scope.columns.iter().enumerate() {
+                        if c.relation.as_deref() == Some(rel.as_str()) {
+                            any = true;
+                            out.push((
+                                Expr::Column(i),
+                                OutColumn {
+                                    name: c.name.clone(),
+                                    data_type: c.data_type,
+                                    source: c.source,
+                                },
+                            ));
+                        }
+                    }
+                    if !any {
+                        return Err(Error::MissingFromEntry { table: rel, span: None });
+                    }
+                }
+                SelectItem::ExprWithAliases { .. } => {
+                    return Err(Error::unsupported("multiple aliases"))
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The literal the binder puts where an INSERT's VALUES row says DEFAULT; replaced by the
+/// column default during INSERT binding.
+pub(crate) static DEFAULT_MARKER: std::sync::LazyLock<crate::types::Value> =
+    std::sync::LazyLock::new(|| crate::types::Value::Text("\u{0}aspen-default\u{0}".into()));
+
+fn is_default(e: &AstExpr) -> bool {
+    matches!(e, AstExpr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"))
+}
+
+fn reject_wildcard_options(o: &ast::WildcardAdditionalOptions) -> Result<()> {
+    if o.opt_exclude.is_some()
+        || o.opt_except.is_some()
+        || o.opt_replace.is_some()
+        || o.opt_rename.is_some()
+        || o.opt_ilike.is_some()
+    {
+        return Err(Error::unsupported("wildcard options"));
+    }
+    Ok(())
+}
+
+enum OrderTarget {
+    /// A select-list position.
+    Output(usize),
+    /// An expression over the input row.
+    Input(Expr),
+}
+
+/// Splits a condition into its AND-ed parts.
+pub(crate) fn split_conjuncts(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::And(a, b) => {
+            split_conjuncts(*a, out);
+            split_conjuncts(*b, out);
+        }
+        other => out.push(other),
+    }
+}
+
+fn and_all(mut parts: Vec<Expr>) -> Option<Expr> {
+    let first = if parts.is_empty() { return None } else { parts.remove(0) };
+    Some(parts.into_iter().fold(first, |acc, e| Expr::And(Box::new(acc), Box::new(e))))
+}
+
+/// Visits every sub-expression (not descending into subquery plans).
+pub(crate) fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    match e {
+        Expr::Literal(_) | Expr::Column(_) | Expr::Outer { .. } | Expr::Param(_) | Expr::Agg(_) => {
+        }
+        Expr::Arith(_, a, b)
+        | Expr::Cmp(_, a, b)
+        | Expr::And(a, b)
+        | Expr::Or(a, b)
+        | Expr::IsDistinct(a, b, _)
+        | Expr::Like(a, b, _, _)
+        | Expr::NullIf(a, b)
+        | Expr::Concat(a, b) => {
+            walk(a, f);
+            walk(b, f);
+        }
+        Expr::Neg(a)
+        | Expr::Not(a)
+        | Expr::IsNull(a, _)
+        | Expr::IsBool(a, _, _)
+        | Expr::Cast(a, _, _) => walk(a, f),
+        Expr::InList(a, list, _) => {
+            walk(a, f);
+            list.iter().for_each(|x| walk(x, f));
+        }
+        Expr::Case(arms, els) => {
+            for (w, t) in arms {
+                walk(w, f);
+                walk(t, f);
+            }
+            if let Some(e) = els {
+                walk(e, f);
+            }
+        }
+        Expr::Coalesce(list) | Expr::Func(_, list) => list.iter().for_each(|x| walk(x, f)),
+        Expr::Subquery(_) | Expr::Exists(_, _) => {}
+        Expr::InSubquery(a, _, _) => walk(a, f),
+    }
+}
+
+/// Rewrites every sub-expression bottom-up (not descending into subquery plans).
+pub(crate) fn map_expr(e: Expr, f: &mut dyn FnMut(Expr) -> Expr) -> Expr {
+    let b = |x: Box<Expr>, f: &mut dyn FnMut(Expr) -> Expr| Box::new(map_expr(*x, f));
+    let mapped = match e {
+        Expr::Arith(op, a, c) => Expr::Arith(op, b(a, f), b(c, f)),
+        Expr::Cmp(op, a, c) => Expr::Cmp(op, b(a, f), b(c, f)),
+        Expr::And(a, c) => Expr::And(b(a, f), b(c, f)),
+        Expr::Or(a, c) => Expr::Or(b(a, f), b(c, f)),
+        Expr::IsDistinct(a, c, n) => Expr::IsDistinct(b(a, f), b(c, f), n),
+        Expr::Like(a, c, ci, n) => Expr::Like(b(a, f), b(c, f), ci, n),
+        Expr::NullIf(a, c) => Expr::NullIf(b(a, f), b(c, f)),
+        Expr::Concat(a, c) => Expr::Concat(b(a, f), b(c, f)),
+        Expr::Neg(a) => Expr::Neg(b(a, f)),
+        Expr::Not(a) => Expr::Not(b(a, f)),
+        Expr::IsNull(a, n) => Expr::IsNull(b(a, f), n),
+        Expr::IsBool(a, v, n) => Expr::IsBool(b(a, f), v, n),
+        Expr::Cast(a, t, k) => Expr::Cast(b(a, f), t, k),
+        Expr::InList(a, list, n) => {
+            Expr::InList(b(a, f), list.into_iter().map(|x| map_expr(x, f)).collect(), n)
+        }
+        Expr::Case(arms, els) => Expr::Case(
+            arms.into_iter().map(|(w, t)| (map_expr(w, f), map_expr(t, f))).collect(),
+            els.map(|x| b(x, f)),
+        ),
+        Expr::Coalesce(list) => Expr::Coalesce(list.into_iter().map(|x| map_expr(x, f)).collect()),
+        Expr::Func(func, list) => {
+            Expr::Func(func, list.into_iter().map(|x| map_expr(x, f)).collect())
+        }
+        Expr::InSubquery(a, p, n) => Expr::InSubquery(b(a, f), p, n),
+        leaf => leaf,
+    };
+    f(mapped)
+}
+
+fn contains_agg(e: &Expr) -> bool {
+    let mut found = false;
+    walk(e, &mut |x| found |= matches!(x, Expr::Agg(_)));
+    found
+}
+
+fn contains_subquery(e: &Expr) -> bool {
+    let mut found = false;
+    walk(e, &mut |x| {
+        found |= matches!(x, Expr::Subquery(_) | Expr::Exists(..) | Expr::InSubquery(..))
+    });
+    found
+}
+
+/// Largest column index referenced (None if the expression references no column of this row).
+fn max_column(e: &Expr) -> Option<usize> {
+    let mut max = None;
+    walk(e, &mut |x| {
+        if let Expr::Column(i) = x {
+            max = Some(max.map_or(*i, |m: usize| m.max(*i)));
+        }
+    });
+    max
+}
+
+/// Rewrites an expression over the combined row for use on the inner side of a nested loop
+/// whose inner item starts at `offset`: columns left of it become outer references.
+fn shift_to_inner(e: Expr, offset: usize) -> Expr {
+    map_expr(e, &mut |x| match x {
+        Expr::Column(i) if i < offset => Expr::Outer { depth: 0, index: i },
+        Expr::Column(i) => Expr::Column(i - offset),
+        Expr::Outer { depth, index } => Expr::Outer { depth: depth + 1, index },
+        other => other,
+    })
+}
+
+/// Builds a left-deep nested-loop tree, pushing each conjunct down to the first item where all
+/// its columns are available, and choosing key or range access for each table scan.
+fn build_join_tree(items: Vec<FromItem>, conjuncts: Vec<Expr>, _scope: &Scope) -> Result<Plan> {
+    if items.is_empty() {
+        let plan = Plan::Values { rows: vec![vec![]], width: 0 };
+        return Ok(match and_all(conjuncts) {
+            Some(p) => Plan::Filter { input: Box::new(plan), predicate: p },
+            None => plan,
+        });
+    }
+    let mut offsets = Vec::new();
+    let mut off = 0;
+    for it in &items {
+        offsets.push(off);
+        off += it.width;
+    }
+    let item_of = |col: usize| offsets.iter().rposition(|o| *o <= col).unwrap_or(0);
+    let mut pushed: Vec<Vec<Expr>> = vec![Vec::new(); items.len()];
+    let mut after: Vec<Vec<Expr>> = vec![Vec::new(); items.len()];
+    let mut top = Vec::new();
+    for c in conjuncts {
+        if contains_subquery(&c) {
+            top.push(c);
+            continue;
+        }
+        let target = max_column(&c).map(item_of).unwrap_or(0);
+        if items[target].kind == JoinKind::Left {
+            after[target].push(c);
+        } else {
+            pushed[target].push(c);
+        }
+    }
+    let mut plan: Option<Plan> = None;
+    for (i, item) in items.into_iter().enumerate() {
+        let mut preds = std::mem::take(&mut pushed[i]);
+        let mut on_top = Vec::new();
+        for c in item.on {
+            if contains_subquery(&c) {
+                on_top.push(c);
+            } else {
+                preds.push(c);
+            }
+        }
+        if !on_top.is_empty() && item.kind == JoinKind::Left {
+            return Err(Error::unsupported("subqueries in LEFT JOIN … ON"));
+        }
+        let offset = offsets[i];
+        // The first item runs at this query's own level; later items run as the inner side of a
+        // nested loop, one level deeper.
+        let preds: Vec<Expr> = if i == 0 {
+            preds
+        } else {
+            preds.into_iter().map(|p| shift_to_inner(p, offset)).collect()
+        };
+        let right = attach_filter(item.plan, preds);
+        plan = Some(match plan {
+            None => right,
+            Some(left) => Plan::NestedLoop {
+                left: Box::new(left),
+                right: Box::new(right),
+                kind: item.kind,
+                on: None,
+                right_width: item.width,
+            },
+        });
+        let post: Vec<Expr> = std::mem::take(&mut after[i]).into_iter().chain(on_top).collect();
+        if let Some(p) = and_all(post) {
+            plan = Some(Plan::Filter { input: Box::new(plan.expect("set above")), predicate: p });
+        }
+    }
+    let plan = plan.expect("at least one item");
+    Ok(match and_all(top) {
+        Some(p) => Plan::Filter { input: Box::new(plan), predicate: p },
+        None => plan,
+    })
+}
+
+/// Adds predicates to a plan: into a Scan's filter (choosing its access path), else a Filter.
+fn attach_filter(plan: Plan, preds: Vec<Expr>) -> Plan {
+    if preds.is_empty() {
+        return plan;
+    }
+    match plan {
+        Plan::Scan { table, filter, reverse, limit, for_update, .. } => {
+            let mut all = Vec::new();
+            if let Some(f) = filter {
+                split_conjuncts(f, &mut all);
+            }
+            all.extend(preds);
+            let access = choose_access(&table, &all);
+            Plan::Scan { table, access, filter: and_all(all), reverse, limit, for_update }
+        }
+        other => {
+            Plan::Filter { input: Box::new(other), predicate: and_all(preds).expect("non-empty") }
+        }
+    }
+}
+
+/// If `e` is a column of the scanned row (possibly behind a widening integer cast or a cast
+/// between string types), returns its index.
+fn key_column(e: &Expr, table: &Table) -> Option<usize> {
+    match e {
+        Expr::Column(i) => Some(*i),
+        Expr::Cast(inner, to, _) => {
+            let Expr::Column(i) = inner.as_ref() else { return None };
+            let from = table.columns.get(*i)?.data_type;
+            let ints =
+                |t: &DataType| matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64);
+            let strings = |t: &DataType| matches!(t, DataType::Text | DataType::Varchar(_));
+            ((ints(&from) && ints(to)) || (strings(&from) && strings(to))).then_some(*i)
+        }
+        _ => None,
+    }
+}
+
+/// Row-independent: no reference to the scanned row and no subquery.
+fn row_independent(e: &Expr) -> bool {
+    let mut ok = true;
+    walk(e, &mut |x| {
+        ok &= !matches!(
+            x,
+            Expr::Column(_)
+                | Expr::Agg(_)
+                | Expr::Subquery(_)
+                | Expr::Exists(..)
+                | Expr::InSubquery(..)
+        )
+    });
+    ok
+}
+
+/// Picks the access path for a scan of `table` filtered by `conjuncts`: a point get on the full
+/// primary key, else the index with the longest equality prefix (plus a range on the next
+/// column), else a full scan. The conjuncts all stay in the residual filter.
+fn choose_access(table: &Table, conjuncts: &[Expr]) -> Access {
+    let ncols = table.columns.len();
+    let mut eq: Vec<Option<Expr>> = vec![None; ncols];
+    let mut lo: Vec<Option<(Expr, bool)>> = vec![None; ncols];
+    let mut hi: Vec<Option<(Expr, bool)>> = vec![None; ncols];
+    for c in conjuncts {
+        let Expr::Cmp(op, a, b) = c else { continue };
+        let (col, value, op) = if let (Some(i), true) = (key_column(a, table), row_independent(b)) {
+            (i, b.as_ref().clone(), *op)
+        } else if let (Some(i), true) = (key_column(b, table), row_independent(a)) {
+            (i, a.as_ref().clone(), flip(*op))
+        } else {
+            continue;
+        };
+        match op {
+            CmpOp::Eq => eq[col] = Some(value),
+            CmpOp::Gt => lo[col] = Some((value, false)),
+            CmpOp::GtEq => lo[col] = Some((value, true)),
+            CmpOp::Lt => hi[col] = Some((value, false)),
+            CmpOp::LtEq => hi[col] = Some((value, true)),
+            CmpOp::NotEq => {}
+        }
+    }
+    let mut best: Option<(usize, bool, Access)> = None;
+    for index in &table.indexes {
+        let cols: Vec<usize> = index.columns.iter().map(|c| *c as usize).collect();
+        let prefix = cols.iter().take_while(|c| eq[**c].is_some()).count();
+        if index.primary && prefix == cols.len() {
+            return Access::PointGet(
+                cols.iter().map(|c| eq[*c].clone().expect("prefix")).collect(),
+            );
+        }
+        let next = cols.get(prefix).copied();
+        let range = next.map(|n| lo[n].is_some() || hi[n].is_some()).unwrap_or(false);
+        if prefix == 0 && !range {
+            continue;
+        }
+        let better = match &best {
+            None => true,
+            Some((p, r, _)) => (prefix, range) > (*p, *r),
+        };
+        if better {
+            let access = Access::Range {
+                index: if index.primary { None } else { Some(index.id) },
+                eq: cols[..prefix].iter().map(|c| eq[*c].clone().expect("prefix")).collect(),
+                lo: next.and_then(|n| lo[n].clone()),
+                hi: next.and_then(|n| hi[n].clone()),
+            };
+            best = Some((prefix, range, access));
+        }
+    }
+    best.map(|(_, _, a)| a).unwrap_or(Access::Full)
+}
+
+fn flip(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Lt => CmpOp::Gt,
+        CmpOp::LtEq => CmpOp::GtEq,
+        CmpOp::Gt => CmpOp::Lt,
+        CmpOp::GtEq => CmpOp::LtEq,
+        other => other,
+    }
+}
+
+/// When the query is a single scan and ORDER BY names the index columns that follow the
+/// equality prefix (all ascending or all descending), scan in index order instead of sorting,
+/// and push LIMIT (+ OFFSET) into the scan so it stops early.
+fn try_order_by_index(
+    plan: &mut Plan,
+    exprs: &[Expr],
+    keys: &[SortKey],
+    limit: Option<&Expr>,
+    offset: Option<&Expr>,
+) -> bool {
+    if keys.is_empty() {
+        return false;
+    }
+    let Plan::Scan { table, access, reverse, limit: scan_limit, .. } = plan else { return false };
+    let desc = keys[0].desc;
+    if keys.iter().any(|k| k.desc != desc || k.nulls_first != desc) {
+        return false;
+    }
+    let mut key_cols = Vec::new();
+    for k in keys {
+        let Expr::Column(out) = k.expr else { return false };
+        let Some(Expr::Column(c)) = exprs.get(out) else { return false };
+        key_cols.push(*c);
+    }
+    let (index_cols, prefix): (Vec<usize>, usize) = match access {
+        Access::PointGet(_) => return true,
+        Access::Full => match table.primary_index() {
+            Some(pk) => (pk.columns.iter().map(|c| *c as usize).collect(), 0),
+            None => return false,
+        },
+        Access::Range { index, eq, .. } => {
+            let idx = match index {
+                None => table.primary_index(),
+                Some(id) => table.indexes.iter().find(|i| i.id == *id),
+            };
+            let Some(idx) = idx else { return false };
+            (idx.columns.iter().map(|c| *c as usize).collect(), eq.len())
+        }
+    };
+    // Nullable key columns would sort NULLs differently from the index; require NOT NULL.
+    if key_cols.iter().any(|c| !table.columns[*c].not_null) {
+        return false;
+    }
+    let rest = &index_cols[prefix..];
+    if rest.len() < key_cols.len() || rest[..key_cols.len()] != key_cols[..] {
+        return false;
+    }
+    *reverse = desc;
+    if let Some(l) = limit {
+        *scan_limit = Some(match offset {
+            None => l.clone(),
+            Some(o) => {
+                Expr::Arith(crate::types::ArithOp::Add, Box::new(l.clone()), Box::new(o.clone()))
+            }
+        });
+    }
+    true
+}
+
+fn mark_for_update(plan: &mut Plan) -> Result<()> {
+    match plan {
+        Plan::Scan { for_update, .. } => {
+            *for_update = true;
+            Ok(())
+        }
+        Plan::Filter { input, .. } => mark_for_update(input),
+        Plan::NestedLoop { left, right, kind, .. } => {
+            if *kind == JoinKind::Left {
+                return Err(Error::unsupported("FOR UPDATE on the nullable side of an outer join"));
+            }
+            mark_for_update(left)?;
+            mark_for_update(right)
+        }
+        Plan::Values { .. } | Plan::GenerateSeries { .. } => Ok(()),
+        _ => Err(Error::unsupported("FOR UPDATE on this query")),
+    }
+}
+
+/// Rewrites an expression of a grouped query over the Aggregate node's output.
+fn rewrite_grouped(
+    e: &Expr,
+    group_by: &[Expr],
+    ng: usize,
+    scope: &Scope,
+    binder: &Binder<'_>,
+) -> Result<Expr> {
+    if let Some(i) = group_by.iter().position(|g| g == e) {
+        return Ok(Expr::Column(i));
+    }
+    let _ = binder;
+    let mut err = None;
+    let out = map_expr_top_down(e, &mut |x| {
+        if let Some(i) = group_by.iter().position(|g| g == x) {
+            return Some(Expr::Column(i));
+        }
+        match x {
+            Expr::Agg(j) => Some(Expr::Column(ng + j)),
+            Expr::Column(i) => {
+                if err.is_none() {
+                    let c = &scope.columns[*i];
+                    let name = match &c.relation {
+                        Some(r) => format!("{r}.{}", c.name),
+                        None => c.name.clone(),
+                    };
+                    err = Some(Error::Grouping {
+                        message: format!("column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function"),
+                        span: None,
+                    });
+                }
+                Some(Expr::Column(*i))
+            }
+            Expr::Subquery(p) | Expr::Exists(p, _) | Expr::InSubquery(_, p, _)
+                if plan_has_outer(p) =>
+            {
+                if err.is_none() {
+                    err = Some(Error::unsupported("correlated subqueries in a grouped query"));
+                }
+                None
+            }
+            _ => None,
+        }
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// Top-down rewrite: `f` may replace a node (and stop descent) by returning Some.
+fn map_expr_top_down(e: &Expr, f: &mut dyn FnMut(&Expr) -> Option<Expr>) -> Expr {
+    if let Some(r) = f(e) {
+        return r;
+    }
+    let b = |x: &Expr, f: &mut dyn FnMut(&Expr) -> Option<Expr>| Box::new(map_expr_top_down(x, f));
+    match e {
+        Expr::Arith(op, a, c) => Expr::Arith(*op, b(a, f), b(c, f)),
+        Expr::Cmp(op, a, c) => Expr::Cmp(*op, b(a, f), b(c, f)),
+        Expr::And(a, c) => Expr::And(b(a, f), b(c, f)),
+        Expr::Or(a, c) => Expr::Or(b(a, f), b(c, f)),
+        Expr::IsDistinct(a, c, n) => Expr::IsDistinct(b(a, f), b(c, f), *n),
+        Expr::Like(a, c, ci, n) => Expr::Like(b(a, f), b(c, f), *ci, *n),
+        Expr::NullIf(a, c) => Expr::NullIf(b(a, f), b(c, f)),
+        Expr::Concat(a, c) => Expr::Concat(b(a, f), b(c, f)),
+        Expr::Neg(a) => Expr::Neg(b(a, f)),
+        Expr::Not(a) => Expr::Not(b(a, f)),
+        Expr::IsNull(a, n) => Expr::IsNull(b(a, f), *n),
+        Expr::IsBool(a, v, n) => Expr::IsBool(b(a, f), *v, *n),
+        Expr::Cast(a, t, k) => Expr::Cast(b(a, f), *t, *k),
+        Expr::InList(a, list, n) => {
+            Expr::InList(b(a, f), list.iter().map(|x| map_expr_top_down(x, f)).collect(), *n)
+        }
+        Expr::Case(arms, els) => Expr::Case(
+            arms.iter().map(|(w, t)| (map_expr_top_down(w, f), map_expr_top_down(t, f))).collect(),
+            els.as_ref().map(|x| b(x, f)),
+        ),
+        Expr::Coalesce(list) => {
+            Expr::Coalesce(list.iter().map(|x| map_expr_top_down(x, f)).collect())
+        }
+        Expr::Func(func, list) => {
+            Expr::Func(*func, list.iter().map(|x| map_expr_top_down(x, f)).collect())
+        }
+        Expr::InSubquery(a, p, n) => Expr::InSubquery(b(a, f), p.clone(), *n),
+        leaf => leaf.clone(),
+    }
+}
+
+/// Does a subquery plan reference its enclosing row (depth 0 from its own top level)?
+fn plan_has_outer(_p: &Plan) -> bool {
+    // Conservative: any subquery in a grouped query's output is treated as possibly
+    // correlated only if it mentions an outer reference anywhere.
+    let s = format!("{_p:?}");
+    s.contains("Outer {")
+}
+
+/// Output width of a plan.
+pub(crate) fn width_of(p: &Plan) -> usize {
+    match p {
+        Plan::Values { width, .. } => *width,
+        Plan::Scan { table, .. } => table.columns.len(),
+        Plan::GenerateSeries { .. } => 1,
+        Plan::Filter { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Distinct { input }
+        | Plan::Limit { input, .. } => width_of(input),
+        Plan::Project { exprs, .. } => exprs.len(),
+        Plan::NestedLoop { left, right_width, .. } => width_of(left) + right_width,
+        Plan::Aggregate { group_by, aggs, .. } => group_by.len() + aggs.len(),
+        Plan::Truncate { width, .. } => *width,
+    }
+}
+
+/// Returns a table's scan plan with `preds` attached (used by UPDATE / DELETE).
+pub(crate) fn scan_with(table: Arc<Table>, preds: Vec<Expr>) -> Plan {
+    let plan = Plan::Scan {
+        table,
+        access: Access::Full,
+        filter: None,
+        reverse: false,
+        limit: None,
+        for_update: false,
+    };
+    attach_filter(plan, preds)
+}

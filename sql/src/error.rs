@@ -1,0 +1,373 @@
+//! Errors of the SQL layer, and the one place where a SQLSTATE is chosen (`Error::sqlstate`).
+//!
+//! Every error a client can act on has its own variant; the message text follows PostgreSQL 15
+//! where PostgreSQL has the same error. `sqlstate()` is an exhaustive match with no catch-all arm,
+//! so adding a variant forces a decision about its code.
+
+use std::fmt;
+
+/// Result alias for the SQL layer.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A byte offset range into the statement text (0-based), for the ErrorResponse `position`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// Byte offset of the first character of the offending construct.
+    pub start: usize,
+}
+
+/// An error of the SQL layer. Boxed payloads keep `Result<T>` small. Field meanings are given
+/// by each variant's doc (message text, source span, names).
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// `42601`: the text does not parse.
+    Syntax { message: String, span: Option<Span> },
+    /// `0A000`: valid SQL we do not support; `feature` names the construct.
+    Unsupported { feature: String, span: Option<Span> },
+    /// `42P01`: relation "x" does not exist.
+    UndefinedTable { name: String, span: Option<Span> },
+    /// `42P01`: missing FROM-clause entry for table "x".
+    MissingFromEntry { table: String, span: Option<Span> },
+    /// `42703`: column "x" does not exist.
+    UndefinedColumn { name: String, span: Option<Span> },
+    /// `42702`: column reference "x" is ambiguous.
+    AmbiguousColumn { name: String, span: Option<Span> },
+    /// `42883`: function / operator does not exist.
+    UndefinedFunction { name: String, span: Option<Span> },
+    /// `42704`: undefined object (index, type, …).
+    UndefinedObject { message: String },
+    /// `42P07`: relation "x" already exists.
+    DuplicateTable { name: String },
+    /// `42701`: column "x" specified more than once / already exists.
+    DuplicateColumn { name: String },
+    /// `42P16`: invalid table definition (e.g. multiple primary keys).
+    InvalidTableDefinition { message: String },
+    /// `42804`: datatype mismatch (e.g. argument of WHERE must be type boolean).
+    DatatypeMismatch { message: String, span: Option<Span> },
+    /// `42846`: cannot cast type x to y.
+    CannotCoerce { message: String, span: Option<Span> },
+    /// `42803`: grouping error (column must appear in GROUP BY).
+    Grouping { message: String, span: Option<Span> },
+    /// `42P10`: invalid column reference (e.g. ORDER BY position out of range).
+    InvalidColumnReference { message: String, span: Option<Span> },
+    /// `42P02`: there is no parameter $n.
+    UndefinedParameter { message: String },
+    /// `42P08`: could not determine data type of parameter $n.
+    IndeterminateDatatype { message: String },
+    /// `42601`-class misuse that PostgreSQL reports as syntax error with a message (e.g. INSERT
+    /// has more expressions than target columns).
+    SyntaxMisuse { message: String, span: Option<Span> },
+    /// `42809`: wrong object type.
+    WrongObjectType { message: String },
+    /// `2BP01`: cannot drop because other objects depend on it.
+    DependentObjects { message: String, detail: String },
+    /// `22003`: numeric value out of range.
+    NumericOutOfRange { message: String },
+    /// `22012`: division by zero.
+    DivisionByZero,
+    /// `22P02`: invalid input syntax for type x: "v".
+    InvalidTextRepresentation { message: String },
+    /// `22P03`: invalid binary representation.
+    InvalidBinaryRepresentation { message: String },
+    /// `22001`: value too long for type character varying(n).
+    StringDataRightTruncation { message: String },
+    /// `22007`: invalid datetime format.
+    InvalidDatetimeFormat { message: String },
+    /// `22008`: date/time field value out of range.
+    DatetimeFieldOverflow { message: String },
+    /// `22023`: invalid parameter value (e.g. unknown SET value).
+    InvalidParameterValue { message: String },
+    /// `22021`: invalid byte sequence for encoding "UTF8".
+    CharacterNotInRepertoire { message: String },
+    /// `2201W`/`2201X`: invalid LIMIT / OFFSET.
+    InvalidRowCount { message: String, sqlstate: &'static str },
+    /// `21000`: more than one row returned by a subquery used as an expression.
+    CardinalityViolation { message: String },
+    /// `22004`/`22000`-class: other data exceptions with a PostgreSQL code.
+    DataException { message: String, sqlstate: &'static str },
+    /// `23505`: duplicate key value violates unique constraint "c".
+    UniqueViolation { constraint: String, detail: String, table: String },
+    /// `23505` while building a unique index over existing rows.
+    UniqueIndexBuild { index: String, detail: String },
+    /// `42701`: column "x" of relation "t" already exists.
+    DuplicateColumnExists { name: String },
+    /// `42830`: invalid foreign key (no unique constraint matching the referenced columns).
+    InvalidForeignKey { message: String },
+    /// `55P02`: parameter "x" cannot be changed.
+    CantChangeRuntimeParam { name: String },
+    /// `0A000` with a full PostgreSQL message (e.g. cannot truncate a referenced table).
+    UnsupportedMessage { message: String },
+    /// `23502`: null value in column "c" of relation "t" violates not-null constraint.
+    NotNullViolation { column: String, table: String },
+    /// `23503`: foreign key violation.
+    ForeignKeyViolation { constraint: String, detail: String, table: String },
+    /// `40001`: could not serialize access (OCC validation failed or a conflict).
+    SerializationFailure { message: String },
+    /// `25P02`: current transaction is aborted, commands ignored until end of transaction block.
+    InFailedTransaction,
+    /// `25001`: active SQL transaction (e.g. SET TRANSACTION ISOLATION after a query).
+    ActiveTransaction { message: String },
+    /// `25P01`: no transaction in progress (a warning in PostgreSQL; used for notices).
+    NoActiveTransaction { message: String },
+    /// `42704` for `SHOW x` / `SET x` of an unknown parameter: unrecognized configuration
+    /// parameter.
+    UnrecognizedParameter { name: String },
+    /// `54001`: statement too complex (e.g. nesting too deep).
+    StatementTooComplex { message: String },
+    /// `54000`: program limit exceeded (e.g. too many parameters or columns).
+    ProgramLimitExceeded { message: String },
+    /// `08P01`: protocol violation reported through the SQL layer (bad parameter count …).
+    ProtocolViolation { message: String },
+    /// `57014`: canceling statement due to user request.
+    QueryCanceled,
+    /// `58030`: I/O error (e.g. failed log device).
+    IoError { message: String },
+    /// `XX001`: data corrupted.
+    DataCorrupted { message: String },
+    /// `XX000`: internal error — a bug in Aspen. Never used for user mistakes.
+    Internal { message: String },
+}
+
+impl Error {
+    /// The PostgreSQL SQLSTATE for this error. Exhaustive: no catch-all arm.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            Error::Syntax { .. } => "42601",
+            Error::SyntaxMisuse { .. } => "42601",
+            Error::Unsupported { .. } => "0A000",
+            Error::UndefinedTable { .. } => "42P01",
+            Error::MissingFromEntry { .. } => "42P01",
+            Error::UndefinedColumn { .. } => "42703",
+            Error::AmbiguousColumn { .. } => "42702",
+            Error::UndefinedFunction { .. } => "42883",
+            Error::UndefinedObject { .. } => "42704",
+            Error::DuplicateTable { .. } => "42P07",
+            Error::DuplicateColumn { .. } => "42701",
+            Error::InvalidTableDefinition { .. } => "42P16",
+            Error::DatatypeMismatch { .. } => "42804",
+            Error::CannotCoerce { .. } => "42846",
+            Error::Grouping { .. } => "42803",
+            Error::InvalidColumnReference { .. } => "42P10",
+            Error::UndefinedParameter { .. } => "42P02",
+            Error::IndeterminateDatatype { .. } => "42P08",
+            Error::WrongObjectType { .. } => "42809",
+            Error::DependentObjects { .. } => "2BP01",
+            Error::NumericOutOfRange { .. } => "22003",
+            Error::DivisionByZero => "22012",
+            Error::InvalidTextRepresentation { .. } => "22P02",
+            Error::InvalidBinaryRepresentation { .. } => "22P03",
+            Error::StringDataRightTruncation { .. } => "22001",
+            Error::InvalidDatetimeFormat { .. } => "22007",
+            Error::DatetimeFieldOverflow { .. } => "22008",
+            Error::InvalidParameterValue { .. } => "22023",
+            Error::CharacterNotInRepertoire { .. } => "22021",
+            Error::InvalidRowCount { sqlstate, .. } => sqlstate,
+            Error::CardinalityViolation { .. } => "21000",
+            Error::DataException { sqlstate, .. } => sqlstate,
+            Error::UniqueViolation { .. } => "23505",
+            Error::NotNullViolation { .. } => "23502",
+            Error::UniqueIndexBuild { .. } => "23505",
+            Error::DuplicateColumnExists { .. } => "42701",
+            Error::InvalidForeignKey { .. } => "42830",
+            Error::CantChangeRuntimeParam { .. } => "55P02",
+            Error::UnsupportedMessage { .. } => "0A000",
+            Error::ForeignKeyViolation { .. } => "23503",
+            Error::SerializationFailure { .. } => "40001",
+            Error::InFailedTransaction => "25P02",
+            Error::ActiveTransaction { .. } => "25001",
+            Error::NoActiveTransaction { .. } => "25P01",
+            Error::UnrecognizedParameter { .. } => "42704",
+            Error::StatementTooComplex { .. } => "54001",
+            Error::ProgramLimitExceeded { .. } => "54000",
+            Error::ProtocolViolation { .. } => "08P01",
+            Error::QueryCanceled => "57014",
+            Error::IoError { .. } => "58030",
+            Error::DataCorrupted { .. } => "XX001",
+            Error::Internal { .. } => "XX000",
+        }
+    }
+
+    /// Whether retrying the same statement or transaction may succeed (serialization failures).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::SerializationFailure { .. })
+    }
+
+    /// The error position (1-based character offset into the statement, as the PostgreSQL
+    /// ErrorResponse `P` field), if the error points at a construct.
+    pub fn position(&self, sql: &str) -> Option<usize> {
+        let span = match self {
+            Error::Syntax { span, .. }
+            | Error::Unsupported { span, .. }
+            | Error::UndefinedTable { span, .. }
+            | Error::UndefinedColumn { span, .. }
+            | Error::MissingFromEntry { span, .. }
+            | Error::AmbiguousColumn { span, .. }
+            | Error::UndefinedFunction { span, .. }
+            | Error::DatatypeMismatch { span, .. }
+            | Error::CannotCoerce { span, .. }
+            | Error::Grouping { span, .. }
+            | Error::InvalidColumnReference { span, .. }
+            | Error::SyntaxMisuse { span, .. } => *span,
+            _ => None,
+        }?;
+        let start = span.start.min(sql.len());
+        // PostgreSQL counts characters, not bytes, and starts at 1.
+        Some(sql.get(..start).map(|s| s.chars().count()).unwrap_or(start) + 1)
+    }
+
+    /// Extra detail line (ErrorResponse `D`), if any.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Error::UniqueViolation { detail, .. }
+            | Error::UniqueIndexBuild { detail, .. }
+            | Error::ForeignKeyViolation { detail, .. }
+            | Error::DependentObjects { detail, .. } => Some(detail),
+            _ => None,
+        }
+    }
+
+    /// Severity for the ErrorResponse; everything here is `ERROR`.
+    pub fn severity(&self) -> &'static str {
+        "ERROR"
+    }
+
+    /// Shorthand for an internal error (a bug).
+    pub fn internal(message: impl Into<String>) -> Error {
+        Error::Internal { message: message.into() }
+    }
+
+    /// Shorthand for `0A000` naming the construct.
+    pub fn unsupported(feature: impl Into<String>) -> Error {
+        Error::Unsupported { feature: feature.into(), span: None }
+    }
+
+    /// `0A000` with a complete message.
+    pub fn unsupported_msg(message: impl Into<String>) -> Error {
+        Error::UnsupportedMessage { message: message.into() }
+    }
+
+    /// Turns a unique violation found while building an index into PostgreSQL's
+    /// "could not create unique index" form.
+    pub fn with_create_index_message(self) -> Error {
+        match self {
+            Error::UniqueViolation { constraint, detail, .. } => {
+                Error::UniqueIndexBuild { index: constraint, detail }
+            }
+            other => other,
+        }
+    }
+
+    /// Shorthand for `22003` with PostgreSQL's usual message.
+    pub fn out_of_range(type_name: &str) -> Error {
+        Error::NumericOutOfRange { message: format!("{type_name} out of range") }
+    }
+
+    /// Shorthand for `22P02`: invalid input syntax for type {ty}: "{value}".
+    pub fn invalid_input(type_name: &str, value: &str) -> Error {
+        Error::InvalidTextRepresentation {
+            message: format!("invalid input syntax for type {type_name}: \"{value}\""),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Syntax { message, .. } => write!(f, "{message}"),
+            Error::SyntaxMisuse { message, .. } => write!(f, "{message}"),
+            Error::Unsupported { feature, .. } => write!(f, "{feature} is not supported"),
+            Error::UndefinedTable { name, .. } => write!(f, "relation \"{name}\" does not exist"),
+            Error::MissingFromEntry { table, .. } => {
+                write!(f, "missing FROM-clause entry for table \"{table}\"")
+            }
+            Error::UndefinedColumn { name, .. } => write!(f, "column {name} does not exist"),
+            Error::AmbiguousColumn { name, .. } => {
+                write!(f, "column reference \"{name}\" is ambiguous")
+            }
+            Error::UndefinedFunction { name, .. } => write!(f, "{name} does not exist"),
+            Error::UndefinedObject { message } => write!(f, "{message}"),
+            Error::DuplicateTable { name } => write!(f, "relation \"{name}\" already exists"),
+            Error::DuplicateColumn { name } => {
+                write!(f, "column \"{name}\" specified more than once")
+            }
+            Error::InvalidTableDefinition { message } => write!(f, "{message}"),
+            Error::DatatypeMismatch { message, .. } => write!(f, "{message}"),
+            Error::CannotCoerce { message, .. } => write!(f, "{message}"),
+            Error::Grouping { message, .. } => write!(f, "{message}"),
+            Error::InvalidColumnReference { message, .. } => write!(f, "{message}"),
+            Error::UndefinedParameter { message } => write!(f, "{message}"),
+            Error::IndeterminateDatatype { message } => write!(f, "{message}"),
+            Error::WrongObjectType { message } => write!(f, "{message}"),
+            Error::DependentObjects { message, .. } => write!(f, "{message}"),
+            Error::NumericOutOfRange { message } => write!(f, "{message}"),
+            Error::DivisionByZero => write!(f, "division by zero"),
+            Error::InvalidTextRepresentation { message } => write!(f, "{message}"),
+            Error::InvalidBinaryRepresentation { message } => write!(f, "{message}"),
+            Error::StringDataRightTruncation { message } => write!(f, "{message}"),
+            Error::InvalidDatetimeFormat { message } => write!(f, "{message}"),
+            Error::DatetimeFieldOverflow { message } => write!(f, "{message}"),
+            Error::InvalidParameterValue { message } => write!(f, "{message}"),
+            Error::CharacterNotInRepertoire { message } => write!(f, "{message}"),
+            Error::InvalidRowCount { message, .. } => write!(f, "{message}"),
+            Error::CardinalityViolation { message } => write!(f, "{message}"),
+            Error::DataException { message, .. } => write!(f, "{message}"),
+            Error::UniqueViolation { constraint, .. } => {
+                write!(f, "duplicate key value violates unique constraint \"{constraint}\"")
+            }
+            Error::UniqueIndexBuild { index, .. } => {
+                write!(f, "could not create unique index \"{index}\"")
+            }
+            Error::DuplicateColumnExists { name } => write!(f, "column \"{name}\" already exists"),
+            Error::InvalidForeignKey { message } => write!(f, "{message}"),
+            Error::CantChangeRuntimeParam { name } => {
+                write!(f, "parameter \"{name}\" cannot be changed")
+            }
+            Error::UnsupportedMessage { message } => write!(f, "{message}"),
+            Error::NotNullViolation { column, table } => write!(
+                f,
+                "null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"
+            ),
+            Error::ForeignKeyViolation { constraint, table, .. } => write!(
+                f,
+                "insert or update on table \"{table}\" violates foreign key constraint \"{constraint}\""
+            ),
+            Error::SerializationFailure { message } => write!(f, "{message}"),
+            Error::InFailedTransaction => write!(
+                f,
+                "current transaction is aborted, commands ignored until end of transaction block"
+            ),
+            Error::ActiveTransaction { message } => write!(f, "{message}"),
+            Error::NoActiveTransaction { message } => write!(f, "{message}"),
+            Error::UnrecognizedParameter { name } => {
+                write!(f, "unrecognized configuration parameter \"{name}\"")
+            }
+            Error::StatementTooComplex { message } => write!(f, "{message}"),
+            Error::ProgramLimitExceeded { message } => write!(f, "{message}"),
+            Error::ProtocolViolation { message } => write!(f, "{message}"),
+            Error::QueryCanceled => write!(f, "canceling statement due to user request"),
+            Error::IoError { message } => write!(f, "{message}"),
+            Error::DataCorrupted { message } => write!(f, "{message}"),
+            Error::Internal { message } => write!(f, "internal error: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_stays_small() {
+        assert!(std::mem::size_of::<Error>() <= 80, "{}", std::mem::size_of::<Error>());
+    }
+
+    #[test]
+    fn position_counts_characters_from_one() {
+        let e = Error::UndefinedTable { name: "t".into(), span: Some(Span { start: 16 }) };
+        assert_eq!(e.position("SELECT 'é' FROM t"), Some(16));
+        assert_eq!(e.sqlstate(), "42P01");
+    }
+}

@@ -1,0 +1,1147 @@
+//! The executor: runs plans against a transaction. Every node materialises its rows (OLTP
+//! results are small and OCC reads everything before commit anyway).
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+use std::ops::Bound;
+
+use catalog::{DataType, Table};
+use chrono::NaiveDateTime;
+
+use crate::error::{Error, Result};
+use crate::plan::{Access, AggCall, AggFunc, CmpOp, Expr, Func, JoinKind, Plan, SortKey};
+use crate::types::{self, ArithOp, CastKind, Value};
+
+/// Maximum rows a single generate_series may produce (keeps one statement's memory bounded).
+pub const MAX_SERIES_ROWS: i64 = 10_000_000;
+
+/// Per-statement execution context.
+pub struct Ctx<'a> {
+    /// The transaction.
+    pub txn: &'a mut txn::Transaction,
+    /// The engine (hidden row ids).
+    pub engine: &'a txn::Engine,
+    /// Bound parameter values.
+    pub params: &'a [Value],
+    /// Enclosing rows, innermost last.
+    pub outer: Vec<Vec<Value>>,
+    /// Transaction timestamp (now()).
+    pub now: NaiveDateTime,
+    /// current_user.
+    pub user: &'a str,
+    /// current_database().
+    pub database: &'a str,
+}
+
+/// The engine's id for a catalog table.
+pub fn tid(table: &Table) -> txn::TableId {
+    txn::TableId(table.id.0)
+}
+
+/// Column types of a table.
+pub fn column_types(table: &Table) -> Vec<DataType> {
+    table.columns.iter().map(|c| c.data_type).collect()
+}
+
+/// Encodes the primary key of `row` (or a fresh hidden row id).
+pub fn primary_key(table: &Table, row: &[Value], engine: &txn::Engine) -> Vec<u8> {
+    let mut key = Vec::with_capacity(16);
+    match table.primary_index() {
+        Some(pk) => {
+            let vals: Vec<Value> = pk.columns.iter().map(|c| row[*c as usize].clone()).collect();
+            types::encode_key(&vals, &mut key);
+        }
+        None => types::encode_key(&[Value::Int64(engine.next_row_id(tid(table)) as i64)], &mut key),
+    }
+    key
+}
+
+/// The SQL type of a value (for casts whose source type the plan does not carry).
+pub fn value_type(v: &Value) -> DataType {
+    match v {
+        Value::Null | Value::Text(_) => DataType::Text,
+        Value::Bool(_) => DataType::Bool,
+        Value::Int16(_) => DataType::Int16,
+        Value::Int32(_) => DataType::Int32,
+        Value::Int64(_) => DataType::Int64,
+        Value::Float32(_) => DataType::Float32,
+        Value::Float64(_) => DataType::Float64,
+        Value::Numeric(_) => DataType::Numeric(None),
+        Value::Date(_) => DataType::Date,
+        Value::Timestamp(_) => DataType::Timestamp,
+        Value::Bytea(_) => DataType::Bytea,
+    }
+}
+
+impl Ctx<'_> {
+    /// Runs a plan to completion.
+    pub fn run(&mut self, plan: &Plan) -> Result<Vec<Vec<Value>>> {
+        match plan {
+            Plan::Values { rows, .. } => {
+                let mut out = Vec::with_capacity(rows.len());
+                for r in rows {
+                    let mut row = Vec::with_capacity(r.len());
+                    for e in r {
+                        row.push(self.eval(e, &[])?);
+                    }
+                    out.push(row);
+                }
+                Ok(out)
+            }
+            Plan::Scan { .. } => Ok(self.scan(plan)?.into_iter().map(|(_, r)| r).collect()),
+            Plan::GenerateSeries { args, data_type } => self.generate_series(args, *data_type),
+            Plan::Filter { input, predicate } => {
+                let rows = self.run(input)?;
+                let mut out = Vec::with_capacity(rows.len());
+                for r in rows {
+                    if self.eval(predicate, &r)? == Value::Bool(true) {
+                        out.push(r);
+                    }
+                }
+                Ok(out)
+            }
+            Plan::Project { input, exprs } => {
+                let rows = self.run(input)?;
+                let mut out = Vec::with_capacity(rows.len());
+                for r in rows {
+                    let mut row = Vec::with_capacity(exprs.len());
+                    for e in exprs {
+                        row.push(self.eval(e, &r)?);
+                    }
+                    out.push(row);
+                }
+                Ok(out)
+            }
+            Plan::NestedLoop { left, right, kind, on, right_width } => {
+                let lrows = self.run(left)?;
+                let mut out = Vec::new();
+                for l in lrows {
+                    self.outer.push(l.clone());
+                    let rrows = self.run(right);
+                    self.outer.pop();
+                    let mut matched = false;
+                    for r in rrows? {
+                        let mut row = l.clone();
+                        row.extend(r);
+                        if let Some(p) = on {
+                            if self.eval(p, &row)? != Value::Bool(true) {
+                                continue;
+                            }
+                        }
+                        matched = true;
+                        out.push(row);
+                    }
+                    if !matched && *kind == JoinKind::Left {
+                        let mut row = l;
+                        row.extend(std::iter::repeat_n(Value::Null, *right_width));
+                        out.push(row);
+                    }
+                }
+                Ok(out)
+            }
+            Plan::Aggregate { input, group_by, aggs } => {
+                let rows = self.run(input)?;
+                self.aggregate(rows, group_by, aggs)
+            }
+            Plan::Sort { input, keys } => {
+                let rows = self.run(input)?;
+                self.sort(rows, keys)
+            }
+            Plan::Distinct { input } => {
+                let rows = self.run(input)?;
+                let mut seen = HashSet::new();
+                let mut out = Vec::new();
+                for r in rows {
+                    let mut k = Vec::new();
+                    types::encode_key(&r, &mut k);
+                    if seen.insert(k) {
+                        out.push(r);
+                    }
+                }
+                Ok(out)
+            }
+            Plan::Limit { input, limit, offset } => {
+                let limit = self.count_arg(limit.as_ref(), "LIMIT", "2201W")?;
+                let offset = self.count_arg(offset.as_ref(), "OFFSET", "2201X")?.unwrap_or(0);
+                let rows = self.run(input)?;
+                Ok(rows
+                    .into_iter()
+                    .skip(offset as usize)
+                    .take(limit.map(|l| l as usize).unwrap_or(usize::MAX))
+                    .collect())
+            }
+            Plan::Truncate { input, width } => {
+                let mut rows = self.run(input)?;
+                for r in &mut rows {
+                    r.truncate(*width);
+                }
+                Ok(rows)
+            }
+        }
+    }
+
+    fn count_arg(
+        &mut self,
+        e: Option<&Expr>,
+        what: &str,
+        sqlstate: &'static str,
+    ) -> Result<Option<i64>> {
+        let Some(e) = e else { return Ok(None) };
+        match self.eval(e, &[])? {
+            Value::Null => Ok(None),
+            Value::Int64(n) if n < 0 => Err(Error::InvalidRowCount {
+                message: format!("{what} must not be negative"),
+                sqlstate,
+            }),
+            Value::Int64(n) => Ok(Some(n)),
+            other => Err(Error::internal(format!("{what} evaluated to {other:?}"))),
+        }
+    }
+
+    /// Runs a Scan node, returning (primary key, row) pairs.
+    pub fn scan(&mut self, plan: &Plan) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
+        let Plan::Scan { table, access, filter, reverse, limit, for_update } = plan else {
+            return Err(Error::internal("scan() of a non-scan plan"));
+        };
+        let limit = self.count_arg(limit.as_ref(), "LIMIT", "2201W")?.map(|l| l as usize);
+        let types = column_types(table);
+        let t = tid(table);
+        let mut out: Vec<(Vec<u8>, Vec<Value>)> = Vec::new();
+        match access {
+            Access::PointGet(keys) => {
+                let Some(key) = self.key_values(
+                    table,
+                    keys,
+                    table.primary_index().map(|i| &i.columns[..]).unwrap_or(&[]),
+                )?
+                else {
+                    return Ok(out);
+                };
+                let mut k = Vec::with_capacity(16);
+                types::encode_key(&key, &mut k);
+                let row =
+                    if *for_update { self.txn.get_for_update(t, &k) } else { self.txn.get(t, &k) }
+                        .map_err(txn_error)?;
+                if let Some(bytes) = row {
+                    let row = types::decode_row(&bytes, &types)?;
+                    if self.passes(filter.as_ref(), &row)? {
+                        out.push((k, row));
+                    }
+                }
+                return Ok(out);
+            }
+            Access::Full | Access::Range { .. } => {
+                let (index, lo, hi) = match access {
+                    Access::Full => (None, Bound::Unbounded, Bound::Unbounded),
+                    Access::Range { index, eq, lo, hi } => {
+                        let cols: Vec<u16> = match index {
+                            None => {
+                                table.primary_index().map(|i| i.columns.clone()).unwrap_or_default()
+                            }
+                            Some(id) => table
+                                .indexes
+                                .iter()
+                                .find(|i| i.id == *id)
+                                .map(|i| i.columns.clone())
+                                .unwrap_or_default(),
+                        };
+                        let Some(prefix_vals) = self.key_values(table, eq, &cols)? else {
+                            return Ok(out);
+                        };
+                        let mut prefix = Vec::new();
+                        types::encode_key(&prefix_vals, &mut prefix);
+                        let next_col = cols.get(eq.len()).copied();
+                        let bound_key = |this: &mut Self, e: &Expr| -> Result<Option<Vec<u8>>> {
+                            let Some(col) = next_col else { return Ok(None) };
+                            let Some(v) =
+                                this.key_values(table, std::slice::from_ref(e), &[col])?
+                            else {
+                                return Ok(None);
+                            };
+                            let mut k = prefix.clone();
+                            types::encode_key(&v, &mut k);
+                            Ok(Some(k))
+                        };
+                        let lo_b = match lo {
+                            None => Bound::Included(prefix.clone()),
+                            Some((e, inclusive)) => match bound_key(self, e)? {
+                                None => return Ok(out),
+                                Some(k) if *inclusive => Bound::Included(k),
+                                Some(k) => match successor(&k) {
+                                    Some(s) => Bound::Included(s),
+                                    None => return Ok(out),
+                                },
+                            },
+                        };
+                        let hi_b = match hi {
+                            None => match successor(&prefix) {
+                                Some(s) if !prefix.is_empty() => Bound::Excluded(s),
+                                _ => Bound::Unbounded,
+                            },
+                            Some((e, inclusive)) => match bound_key(self, e)? {
+                                None => return Ok(out),
+                                Some(k) if *inclusive => match successor(&k) {
+                                    Some(s) => Bound::Excluded(s),
+                                    None => Bound::Unbounded,
+                                },
+                                Some(k) => Bound::Excluded(k),
+                            },
+                        };
+                        (*index, lo_b, hi_b)
+                    }
+                    Access::PointGet(_) => unreachable!("handled above"),
+                };
+                let index = index.map(|i| txn::IndexId(i.0));
+                let mut err = None;
+                let filter = filter.as_ref();
+                let lo_ref = match &lo {
+                    Bound::Included(k) => Bound::Included(k.as_slice()),
+                    Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+                    Bound::Unbounded => Bound::Unbounded,
+                };
+                let hi_ref = match &hi {
+                    Bound::Included(k) => Bound::Included(k.as_slice()),
+                    Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+                    Bound::Unbounded => Bound::Unbounded,
+                };
+                // The callback cannot borrow `self` mutably (the txn is borrowed by scan), so the
+                // filter is evaluated with a restricted evaluator that needs no txn.
+                let params = self.params;
+                let outer = &self.outer;
+                let now = self.now;
+                let (user, database) = (self.user, self.database);
+                let mut pending_filter_rows: Vec<(Vec<u8>, Vec<Value>)> = Vec::new();
+                let needs_txn_filter = filter.map(needs_txn).unwrap_or(false);
+                self.txn
+                    .scan(t, index, lo_ref, hi_ref, *reverse, &mut |pk: &[u8], bytes: &txn::Row| {
+                        let row = match types::decode_row(bytes, &types) {
+                            Ok(r) => r,
+                            Err(e) => {
+                                err = Some(e);
+                                return false;
+                            }
+                        };
+                        if needs_txn_filter {
+                            pending_filter_rows.push((pk.to_vec(), row));
+                            return true;
+                        }
+                        let keep = match filter {
+                            None => true,
+                            Some(f) => match eval_pure(f, &row, params, outer, now, user, database)
+                            {
+                                Ok(v) => v == Value::Bool(true),
+                                Err(e) => {
+                                    err = Some(e);
+                                    return false;
+                                }
+                            },
+                        };
+                        if keep {
+                            out.push((pk.to_vec(), row));
+                        }
+                        limit.map(|l| out.len() < l).unwrap_or(true)
+                    })
+                    .map_err(txn_error)?;
+                if let Some(e) = err {
+                    return Err(e);
+                }
+                if needs_txn_filter {
+                    for (k, row) in pending_filter_rows {
+                        if self.passes(filter, &row)? {
+                            out.push((k, row));
+                            if limit.map(|l| out.len() >= l).unwrap_or(false) {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if *for_update {
+            for (k, _) in &out {
+                self.txn.get_for_update(t, k).map_err(txn_error)?;
+            }
+        }
+        Ok(out)
+    }
+
+    fn passes(&mut self, filter: Option<&Expr>, row: &[Value]) -> Result<bool> {
+        match filter {
+            None => Ok(true),
+            Some(f) => Ok(self.eval(f, row)? == Value::Bool(true)),
+        }
+    }
+
+    /// Evaluates key expressions and casts them to the key columns' types. `None` when a value
+    /// is NULL or cannot be represented in the column type (then nothing can match).
+    fn key_values(
+        &mut self,
+        table: &Table,
+        exprs: &[Expr],
+        cols: &[u16],
+    ) -> Result<Option<Vec<Value>>> {
+        let mut out = Vec::with_capacity(exprs.len());
+        for (e, c) in exprs.iter().zip(cols) {
+            let v = self.eval(e, &[])?;
+            if v.is_null() {
+                return Ok(None);
+            }
+            let ty = table.columns[*c as usize].data_type;
+            let from = value_type(&v);
+            let v = if from == ty
+                || (matches!(ty, DataType::Varchar(None)) && matches!(v, Value::Text(_)))
+            {
+                v
+            } else {
+                match types::cast(v, &from, &ty, CastKind::Explicit) {
+                    Ok(v) => v,
+                    Err(_) => return Ok(None),
+                }
+            };
+            out.push(v);
+        }
+        Ok(Some(out))
+    }
+
+    fn generate_series(&mut self, args: &[Expr], ty: DataType) -> Result<Vec<Vec<Value>>> {
+        let vals: Vec<Value> = args.iter().map(|a| self.eval(a, &[])).collect::<Result<_>>()?;
+        if vals.iter().any(|v| v.is_null()) {
+            return Ok(vec![]);
+        }
+        let step = vals.get(2).cloned().unwrap_or(match ty {
+            DataType::Int64 => Value::Int64(1),
+            DataType::Numeric(_) => Value::Numeric(1.into()),
+            _ => Value::Int32(1),
+        });
+        let zero = match ty {
+            DataType::Int64 => Value::Int64(0),
+            DataType::Numeric(_) => Value::Numeric(0.into()),
+            _ => Value::Int32(0),
+        };
+        let sign = types::compare(&step, &zero).unwrap_or(Ordering::Equal);
+        if sign == Ordering::Equal {
+            return Err(Error::InvalidParameterValue {
+                message: "step size cannot equal zero".into(),
+            });
+        }
+        let mut out = Vec::new();
+        let mut cur = vals[0].clone();
+        loop {
+            let c = types::compare(&cur, &vals[1]).unwrap_or(Ordering::Greater);
+            if (sign == Ordering::Greater && c == Ordering::Greater)
+                || (sign == Ordering::Less && c == Ordering::Less)
+            {
+                break;
+            }
+            if out.len() as i64 >= MAX_SERIES_ROWS {
+                return Err(Error::ProgramLimitExceeded {
+                    message: format!(
+                        "generate_series would produce more than {MAX_SERIES_ROWS} rows"
+                    ),
+                });
+            }
+            out.push(vec![cur.clone()]);
+            cur = match types::arith(ArithOp::Add, &cur, &step) {
+                Ok(v) => v,
+                Err(_) => break,
+            };
+        }
+        Ok(out)
+    }
+
+    fn aggregate(
+        &mut self,
+        rows: Vec<Vec<Value>>,
+        group_by: &[Expr],
+        aggs: &[AggCall],
+    ) -> Result<Vec<Vec<Value>>> {
+        let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut groups: Vec<(Vec<Value>, Vec<Acc>)> = Vec::new();
+        for r in rows {
+            let keys: Vec<Value> =
+                group_by.iter().map(|g| self.eval(g, &r)).collect::<Result<_>>()?;
+            let mut kb = Vec::new();
+            types::encode_key(&keys, &mut kb);
+            let gi = match index.get(&kb) {
+                Some(i) => *i,
+                None => {
+                    groups.push((keys, aggs.iter().map(Acc::new).collect()));
+                    index.insert(kb, groups.len() - 1);
+                    groups.len() - 1
+                }
+            };
+            for (j, call) in aggs.iter().enumerate() {
+                let v = match &call.arg {
+                    None => Value::Bool(true),
+                    Some(a) => self.eval(a, &r)?,
+                };
+                groups[gi].1[j].add(call, v)?;
+            }
+        }
+        if groups.is_empty() && group_by.is_empty() {
+            groups.push((vec![], aggs.iter().map(Acc::new).collect()));
+        }
+        let mut out = Vec::with_capacity(groups.len());
+        for (keys, accs) in groups {
+            let mut row = keys;
+            for (acc, call) in accs.into_iter().zip(aggs) {
+                row.push(acc.finish(call)?);
+            }
+            out.push(row);
+        }
+        Ok(out)
+    }
+
+    fn sort(&mut self, rows: Vec<Vec<Value>>, keys: &[SortKey]) -> Result<Vec<Vec<Value>>> {
+        let mut keyed: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(rows.len());
+        for r in rows {
+            let k: Vec<Value> =
+                keys.iter().map(|k| self.eval(&k.expr, &r)).collect::<Result<_>>()?;
+            keyed.push((k, r));
+        }
+        keyed.sort_by(|(a, _), (b, _)| {
+            for (i, key) in keys.iter().enumerate() {
+                let (x, y) = (&a[i], &b[i]);
+                let ord = match (x.is_null(), y.is_null()) {
+                    (true, true) => Ordering::Equal,
+                    (true, false) => {
+                        if key.nulls_first {
+                            Ordering::Less
+                        } else {
+                            Ordering::Greater
+                        }
+                    }
+                    (false, true) => {
+                        if key.nulls_first {
+                            Ordering::Greater
+                        } else {
+                            Ordering::Less
+                        }
+                    }
+                    (false, false) => {
+                        let o = types::sort_cmp(x, y);
+                        if key.desc {
+                            o.reverse()
+                        } else {
+                            o
+                        }
+                    }
+                };
+                if ord != Ordering::Equal {
+                    return ord;
+                }
+            }
+            Ordering::Equal
+        });
+        Ok(keyed.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// Evaluates an expression over `row`.
+    pub fn eval(&mut self, e: &Expr, row: &[Value]) -> Result<Value> {
+        match e {
+            Expr::Subquery(plan) => {
+                self.outer.push(row.to_vec());
+                let rows = self.run(plan);
+                self.outer.pop();
+                let rows = rows?;
+                if rows.len() > 1 {
+                    return Err(Error::CardinalityViolation {
+                        message: "more than one row returned by a subquery used as an expression"
+                            .into(),
+                    });
+                }
+                Ok(rows
+                    .into_iter()
+                    .next()
+                    .and_then(|r| r.into_iter().next())
+                    .unwrap_or(Value::Null))
+            }
+            Expr::Exists(plan, negated) => {
+                self.outer.push(row.to_vec());
+                let rows = self.run(plan);
+                self.outer.pop();
+                Ok(Value::Bool(rows?.is_empty() == *negated))
+            }
+            Expr::InSubquery(x, plan, negated) => {
+                let v = self.eval(x, row)?;
+                self.outer.push(row.to_vec());
+                let rows = self.run(plan);
+                self.outer.pop();
+                let rows = rows?;
+                let candidates: Vec<Value> =
+                    rows.into_iter().filter_map(|r| r.into_iter().next()).collect();
+                Ok(in_list(&v, candidates.iter(), *negated))
+            }
+            other => {
+                if needs_txn(other) {
+                    // A subquery nested inside: evaluate children through self.
+                    return self.eval_composite(other, row);
+                }
+                eval_pure(other, row, self.params, &self.outer, self.now, self.user, self.database)
+            }
+        }
+    }
+
+    /// Evaluation of a non-subquery node that has a subquery somewhere below it.
+    fn eval_composite(&mut self, e: &Expr, row: &[Value]) -> Result<Value> {
+        // Evaluate every direct child that needs the txn, substitute literals, then evaluate
+        // the node purely.
+        let mut sub =
+            |x: &Expr, this: &mut Self| -> Result<Expr> { Ok(Expr::Literal(this.eval(x, row)?)) };
+        let b = |x: &Expr,
+                 this: &mut Self,
+                 sub: &mut dyn FnMut(&Expr, &mut Self) -> Result<Expr>|
+         -> Result<Box<Expr>> { Ok(Box::new(sub(x, this)?)) };
+        let lowered = match e {
+            Expr::And(a, c) => {
+                // Short-circuit as PostgreSQL may: false AND x = false.
+                let l = self.eval(a, row)?;
+                if l == Value::Bool(false) {
+                    return Ok(l);
+                }
+                Expr::And(Box::new(Expr::Literal(l)), b(c, self, &mut sub)?)
+            }
+            Expr::Or(a, c) => {
+                let l = self.eval(a, row)?;
+                if l == Value::Bool(true) {
+                    return Ok(l);
+                }
+                Expr::Or(Box::new(Expr::Literal(l)), b(c, self, &mut sub)?)
+            }
+            Expr::Arith(op, a, c) => Expr::Arith(*op, b(a, self, &mut sub)?, b(c, self, &mut sub)?),
+            Expr::Cmp(op, a, c) => Expr::Cmp(*op, b(a, self, &mut sub)?, b(c, self, &mut sub)?),
+            Expr::IsDistinct(a, c, n) => {
+                Expr::IsDistinct(b(a, self, &mut sub)?, b(c, self, &mut sub)?, *n)
+            }
+            Expr::Like(a, c, ci, n) => {
+                Expr::Like(b(a, self, &mut sub)?, b(c, self, &mut sub)?, *ci, *n)
+            }
+            Expr::NullIf(a, c) => Expr::NullIf(b(a, self, &mut sub)?, b(c, self, &mut sub)?),
+            Expr::Concat(a, c) => Expr::Concat(b(a, self, &mut sub)?, b(c, self, &mut sub)?),
+            Expr::Neg(a) => Expr::Neg(b(a, self, &mut sub)?),
+            Expr::Not(a) => Expr::Not(b(a, self, &mut sub)?),
+            Expr::IsNull(a, n) => Expr::IsNull(b(a, self, &mut sub)?, *n),
+            Expr::IsBool(a, v, n) => Expr::IsBool(b(a, self, &mut sub)?, *v, *n),
+            Expr::Cast(a, t, k) => Expr::Cast(b(a, self, &mut sub)?, *t, *k),
+            Expr::InList(a, list, n) => {
+                let list = list.iter().map(|x| sub(x, self)).collect::<Result<Vec<_>>>()?;
+                Expr::InList(b(a, self, &mut sub)?, list, *n)
+            }
+            Expr::Case(arms, els) => {
+                for (w, t) in arms {
+                    if self.eval(w, row)? == Value::Bool(true) {
+                        return self.eval(t, row);
+                    }
+                }
+                return match els {
+                    Some(x) => self.eval(x, row),
+                    None => Ok(Value::Null),
+                };
+            }
+            Expr::Coalesce(list) => {
+                for x in list {
+                    let v = self.eval(x, row)?;
+                    if !v.is_null() {
+                        return Ok(v);
+                    }
+                }
+                return Ok(Value::Null);
+            }
+            Expr::Func(f, list) => {
+                Expr::Func(*f, list.iter().map(|x| sub(x, self)).collect::<Result<Vec<_>>>()?)
+            }
+            other => {
+                return eval_pure(
+                    other,
+                    row,
+                    self.params,
+                    &self.outer,
+                    self.now,
+                    self.user,
+                    self.database,
+                )
+            }
+        };
+        eval_pure(&lowered, row, self.params, &self.outer, self.now, self.user, self.database)
+    }
+}
+
+/// Does evaluating this expression need the transaction (a subquery somewhere inside)?
+fn needs_txn(e: &Expr) -> bool {
+    let mut found = false;
+    crate::bind::walk_expr(e, &mut |x| {
+        found |= matches!(x, Expr::Subquery(_) | Expr::Exists(..) | Expr::InSubquery(..))
+    });
+    found
+}
+
+/// The smallest key greater than every key that starts with `k` (None if there is none).
+fn successor(k: &[u8]) -> Option<Vec<u8>> {
+    let mut s = k.to_vec();
+    while let Some(last) = s.last_mut() {
+        if *last < 0xFF {
+            *last += 1;
+            return Some(s);
+        }
+        s.pop();
+    }
+    None
+}
+
+fn in_list<'a>(v: &Value, items: impl Iterator<Item = &'a Value>, negated: bool) -> Value {
+    if v.is_null() {
+        return Value::Null;
+    }
+    let mut saw_null = false;
+    for i in items {
+        match types::compare(v, i) {
+            Some(Ordering::Equal) => return Value::Bool(!negated),
+            None => saw_null = true,
+            _ => {}
+        }
+    }
+    if saw_null {
+        Value::Null
+    } else {
+        Value::Bool(negated)
+    }
+}
+
+fn truth(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        _ => None,
+    }
+}
+
+/// Evaluates an expression that contains no subquery.
+pub(crate) fn eval_pure(
+    e: &Expr,
+    row: &[Value],
+    params: &[Value],
+    outer: &[Vec<Value>],
+    now: NaiveDateTime,
+    user: &str,
+    database: &str,
+) -> Result<Value> {
+    let ev = |x: &Expr| eval_pure(x, row, params, outer, now, user, database);
+    Ok(match e {
+        Expr::Literal(v) => v.clone(),
+        Expr::Column(i) => row
+            .get(*i)
+            .cloned()
+            .ok_or_else(|| Error::internal(format!("column {i} out of range")))?,
+        Expr::Outer { depth, index } => outer
+            .len()
+            .checked_sub(1 + depth)
+            .and_then(|d| outer[d].get(*index))
+            .cloned()
+            .ok_or_else(|| {
+                Error::internal(format!("outer reference {depth}/{index} out of range"))
+            })?,
+        Expr::Param(i) => params.get(*i).cloned().ok_or_else(|| Error::UndefinedParameter {
+            message: format!("there is no parameter ${}", i + 1),
+        })?,
+        Expr::Arith(op, a, b) => {
+            let (l, r) = (ev(a)?, ev(b)?);
+            arith(*op, &l, &r)?
+        }
+        Expr::Neg(a) => types::negate(&ev(a)?)?,
+        Expr::Cmp(op, a, b) => {
+            let (l, r) = (ev(a)?, ev(b)?);
+            match types::compare(&l, &r) {
+                None => Value::Null,
+                Some(o) => Value::Bool(match op {
+                    CmpOp::Eq => o == Ordering::Equal,
+                    CmpOp::NotEq => o != Ordering::Equal,
+                    CmpOp::Lt => o == Ordering::Less,
+                    CmpOp::LtEq => o != Ordering::Greater,
+                    CmpOp::Gt => o == Ordering::Greater,
+                    CmpOp::GtEq => o != Ordering::Less,
+                }),
+            }
+        }
+        Expr::And(a, b) => {
+            let l = ev(a)?;
+            if truth(&l) == Some(false) {
+                return Ok(Value::Bool(false));
+            }
+            let r = ev(b)?;
+            match (truth(&l), truth(&r)) {
+                (_, Some(false)) => Value::Bool(false),
+                (Some(true), Some(true)) => Value::Bool(true),
+                _ => Value::Null,
+            }
+        }
+        Expr::Or(a, b) => {
+            let l = ev(a)?;
+            if truth(&l) == Some(true) {
+                return Ok(Value::Bool(true));
+            }
+            let r = ev(b)?;
+            match (truth(&l), truth(&r)) {
+                (_, Some(true)) => Value::Bool(true),
+                (Some(false), Some(false)) => Value::Bool(false),
+                _ => Value::Null,
+            }
+        }
+        Expr::Not(a) => match truth(&ev(a)?) {
+            Some(b) => Value::Bool(!b),
+            None => Value::Null,
+        },
+        Expr::IsNull(a, negated) => Value::Bool(ev(a)?.is_null() != *negated),
+        Expr::IsDistinct(a, b, negated) => {
+            let (l, r) = (ev(a)?, ev(b)?);
+            let distinct = match (l.is_null(), r.is_null()) {
+                (true, true) => false,
+                (true, false) | (false, true) => true,
+                _ => types::compare(&l, &r) != Some(Ordering::Equal),
+            };
+            Value::Bool(distinct != *negated)
+        }
+        Expr::IsBool(a, value, negated) => {
+            let v = truth(&ev(a)?);
+            Value::Bool((v == Some(*value)) != *negated)
+        }
+        Expr::Like(a, p, ci, negated) => match (ev(a)?, ev(p)?) {
+            (Value::Text(s), Value::Text(p)) => Value::Bool(types::like(&s, &p, *ci) != *negated),
+            _ => Value::Null,
+        },
+        Expr::InList(a, list, negated) => {
+            let v = ev(a)?;
+            let items = list.iter().map(ev).collect::<Result<Vec<_>>>()?;
+            in_list(&v, items.iter(), *negated)
+        }
+        Expr::Case(arms, els) => {
+            for (w, t) in arms {
+                if ev(w)? == Value::Bool(true) {
+                    return ev(t);
+                }
+            }
+            match els {
+                Some(x) => ev(x)?,
+                None => Value::Null,
+            }
+        }
+        Expr::Coalesce(list) => {
+            for x in list {
+                let v = ev(x)?;
+                if !v.is_null() {
+                    return Ok(v);
+                }
+            }
+            Value::Null
+        }
+        Expr::NullIf(a, b) => {
+            let (l, r) = (ev(a)?, ev(b)?);
+            if types::compare(&l, &r) == Some(Ordering::Equal) {
+                Value::Null
+            } else {
+                l
+            }
+        }
+        Expr::Cast(a, to, kind) => {
+            let v = ev(a)?;
+            if v.is_null() {
+                return Ok(Value::Null);
+            }
+            let from = value_type(&v);
+            types::cast(v, &from, to, *kind)?
+        }
+        Expr::Concat(a, b) => match (ev(a)?, ev(b)?) {
+            (Value::Text(mut l), Value::Text(r)) => {
+                l.push_str(&r);
+                Value::Text(l)
+            }
+            _ => Value::Null,
+        },
+        Expr::Func(f, args) => {
+            let vals = args.iter().map(ev).collect::<Result<Vec<_>>>()?;
+            func(*f, vals, now, user, database)?
+        }
+        Expr::Agg(_) => return Err(Error::internal("aggregate reference outside aggregation")),
+        Expr::Subquery(_) | Expr::Exists(..) | Expr::InSubquery(..) => {
+            return Err(Error::internal("subquery in pure evaluation"))
+        }
+    })
+}
+
+/// Arithmetic including the date cases (date ± integer, date − date).
+fn arith(op: ArithOp, l: &Value, r: &Value) -> Result<Value> {
+    if l.is_null() || r.is_null() {
+        return Ok(Value::Null);
+    }
+    let days = |v: &Value| -> Option<i64> {
+        match v {
+            Value::Int16(i) => Some(*i as i64),
+            Value::Int32(i) => Some(*i as i64),
+            Value::Int64(i) => Some(*i),
+            _ => None,
+        }
+    };
+    match (op, l, r) {
+        (ArithOp::Add, Value::Date(d), n) | (ArithOp::Add, n, Value::Date(d))
+            if days(n).is_some() =>
+        {
+            let n = days(n).expect("checked");
+            d.checked_add_signed(chrono::Duration::days(n))
+                .map(Value::Date)
+                .ok_or_else(|| Error::DatetimeFieldOverflow { message: "date out of range".into() })
+        }
+        (ArithOp::Sub, Value::Date(d), n) if days(n).is_some() => {
+            let n = days(n).expect("checked");
+            d.checked_sub_signed(chrono::Duration::days(n))
+                .map(Value::Date)
+                .ok_or_else(|| Error::DatetimeFieldOverflow { message: "date out of range".into() })
+        }
+        (ArithOp::Sub, Value::Date(a), Value::Date(b)) => {
+            Ok(Value::Int32((*a - *b).num_days() as i32))
+        }
+        _ => types::arith(op, l, r),
+    }
+}
+
+fn text_arg(v: &Value) -> Option<&str> {
+    match v {
+        Value::Text(s) => Some(s),
+        _ => None,
+    }
+}
+
+fn int_arg(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int16(i) => Some(*i as i64),
+        Value::Int32(i) => Some(*i as i64),
+        Value::Int64(i) => Some(*i),
+        _ => None,
+    }
+}
+
+/// The `version()` string: reads as PostgreSQL 15 for drivers that parse it.
+pub const VERSION: &str = concat!(
+    "PostgreSQL 15.0 (Aspen ",
+    env!("CARGO_PKG_VERSION"),
+    ") on x86_64-pc-linux-gnu, compiled by rustc, 64-bit"
+);
+
+fn func(
+    f: Func,
+    args: Vec<Value>,
+    now: NaiveDateTime,
+    user: &str,
+    database: &str,
+) -> Result<Value> {
+    use rust_decimal::prelude::*;
+    let strict = !matches!(
+        f,
+        Func::Concat
+            | Func::Now
+            | Func::CurrentDate
+            | Func::Version
+            | Func::CurrentSchema
+            | Func::CurrentDatabase
+            | Func::CurrentUser
+    );
+    if strict && args.iter().any(|a| a.is_null()) {
+        return Ok(Value::Null);
+    }
+    Ok(match f {
+        Func::Lower => Value::Text(text_arg(&args[0]).unwrap_or_default().to_lowercase()),
+        Func::Upper => Value::Text(text_arg(&args[0]).unwrap_or_default().to_uppercase()),
+        Func::Length => Value::Int32(text_arg(&args[0]).unwrap_or_default().chars().count() as i32),
+        Func::Substring => {
+            let s: Vec<char> = text_arg(&args[0]).unwrap_or_default().chars().collect();
+            let start = int_arg(&args[1]).unwrap_or(1);
+            let (from, to) = match args.get(2).and_then(int_arg) {
+                Some(len) => {
+                    if len < 0 {
+                        return Err(Error::DataException {
+                            message: "negative substring length not allowed".into(),
+                            sqlstate: "22011",
+                        });
+                    }
+                    (start, start.saturating_add(len))
+                }
+                None => (start, i64::MAX),
+            };
+            let from = from.max(1) as usize - 1;
+            let to = (to.max(1) as usize - 1).min(s.len());
+            Value::Text(if from >= to { String::new() } else { s[from..to].iter().collect() })
+        }
+        Func::Trim | Func::LTrim | Func::RTrim => {
+            let s = text_arg(&args[0]).unwrap_or_default();
+            let set: Vec<char> = args
+                .get(1)
+                .and_then(text_arg)
+                .map(|c| c.chars().collect())
+                .unwrap_or_else(|| vec![' ']);
+            let t = match f {
+                Func::Trim => s.trim_matches(|c| set.contains(&c)),
+                Func::LTrim => s.trim_start_matches(|c| set.contains(&c)),
+                _ => s.trim_end_matches(|c| set.contains(&c)),
+            };
+            Value::Text(t.to_string())
+        }
+        Func::Concat => {
+            let mut out = String::new();
+            for a in &args {
+                if let Value::Text(s) = a {
+                    out.push_str(s);
+                } else if !a.is_null() {
+                    out.push_str(&types::format_text(a, &value_type(a)));
+                }
+            }
+            Value::Text(out)
+        }
+        Func::Abs => match &args[0] {
+            Value::Int16(i) => {
+                Value::Int16(i.checked_abs().ok_or_else(|| Error::out_of_range("smallint"))?)
+            }
+            Value::Int32(i) => {
+                Value::Int32(i.checked_abs().ok_or_else(|| Error::out_of_range("integer"))?)
+            }
+            Value::Int64(i) => {
+                Value::Int64(i.checked_abs().ok_or_else(|| Error::out_of_range("bigint"))?)
+            }
+            Value::Float32(x) => Value::Float32(x.abs()),
+            Value::Float64(x) => Value::Float64(x.abs()),
+            Value::Numeric(d) => Value::Numeric(d.abs()),
+            other => return Err(Error::internal(format!("abs({other:?})"))),
+        },
+        Func::Round => match (&args[0], args.get(1).and_then(int_arg)) {
+            (Value::Numeric(d), None) => {
+                Value::Numeric(d.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero))
+            }
+            (Value::Numeric(d), Some(s)) => {
+                if s >= 0 {
+                    Value::Numeric(d.round_dp_with_strategy(
+                        s.min(28) as u32,
+                        RoundingStrategy::MidpointAwayFromZero,
+                    ))
+                } else {
+                    let p =
+                        Decimal::from(10i64.checked_pow((-s).min(18) as u32).unwrap_or(i64::MAX));
+                    let r = (d / p)
+                        .round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero)
+                        * p;
+                    Value::Numeric(r.trunc())
+                }
+            }
+            (Value::Float64(x), None) => Value::Float64(x.round_ties_even()),
+            (other, _) => return Err(Error::internal(format!("round({other:?})"))),
+        },
+        Func::Floor => match &args[0] {
+            Value::Numeric(d) => Value::Numeric(d.floor()),
+            Value::Float64(x) => Value::Float64(x.floor()),
+            other => return Err(Error::internal(format!("floor({other:?})"))),
+        },
+        Func::Ceil => match &args[0] {
+            Value::Numeric(d) => Value::Numeric(d.ceil()),
+            Value::Float64(x) => Value::Float64(x.ceil()),
+            other => return Err(Error::internal(format!("ceil({other:?})"))),
+        },
+        Func::Mod => types::arith(ArithOp::Mod, &args[0], &args[1])?,
+        Func::Now => Value::Timestamp(now),
+        Func::CurrentDate => Value::Date(now.date()),
+        Func::Version => Value::Text(VERSION.into()),
+        Func::CurrentSchema => Value::Text("public".into()),
+        Func::CurrentDatabase => Value::Text(database.into()),
+        Func::CurrentUser => Value::Text(user.into()),
+    })
+}
+
+/// An aggregate's running state.
+enum Acc {
+    Count(i64, Option<HashSet<Vec<u8>>>),
+    Sum(Value, i64, Option<HashSet<Vec<u8>>>),
+    MinMax(Value),
+}
+
+impl Acc {
+    fn new(call: &AggCall) -> Acc {
+        let seen = call.distinct.then(HashSet::new);
+        match call.func {
+            AggFunc::CountStar | AggFunc::Count => Acc::Count(0, seen),
+            AggFunc::Sum | AggFunc::Avg => Acc::Sum(Value::Null, 0, seen),
+            AggFunc::Min | AggFunc::Max => Acc::MinMax(Value::Null),
+        }
+    }
+
+    fn first_time(seen: &mut Option<HashSet<Vec<u8>>>, v: &Value) -> bool {
+        match seen {
+            None => true,
+            Some(s) => {
+                let mut k = Vec::new();
+                types::encode_key(std::slice::from_ref(v), &mut k);
+                s.insert(k)
+            }
+        }
+    }
+
+    fn add(&mut self, call: &AggCall, v: Value) -> Result<()> {
+        if v.is_null() && call.func != AggFunc::CountStar {
+            return Ok(());
+        }
+        match self {
+            Acc::Count(n, seen) => {
+                if call.func == AggFunc::CountStar || Self::first_time(seen, &v) {
+                    *n += 1;
+                }
+            }
+            Acc::Sum(sum, n, seen) => {
+                if Self::first_time(seen, &v) {
+                    *sum = if sum.is_null() { v } else { types::arith(ArithOp::Add, sum, &v)? };
+                    *n += 1;
+                }
+            }
+            Acc::MinMax(cur) => {
+                let replace = cur.is_null() || {
+                    let o = types::sort_cmp(&v, cur);
+                    (call.func == AggFunc::Min && o == Ordering::Less)
+                        || (call.func == AggFunc::Max && o == Ordering::Greater)
+                };
+                if replace {
+                    *cur = v;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self, call: &AggCall) -> Result<Value> {
+        Ok(match self {
+            Acc::Count(n, _) => Value::Int64(n),
+            Acc::Sum(sum, n, _) => {
+                if call.func == AggFunc::Avg && !sum.is_null() {
+                    let count = match sum {
+                        Value::Float64(_) => Value::Float64(n as f64),
+                        _ => Value::Numeric(n.into()),
+                    };
+                    types::arith(ArithOp::Div, &sum, &count)?
+                } else {
+                    sum
+                }
+            }
+            Acc::MinMax(v) => match (v, call.data_type) {
+                (Value::Text(s), DataType::Text) => Value::Text(s),
+                (v, _) => v,
+            },
+        })
+    }
+}
+
+/// Maps an engine error to a SQL error (unique violations are mapped by the DML executor, which
+/// knows the constraint name and the key).
+pub fn txn_error(e: txn::Error) -> Error {
+    match e {
+        txn::Error::Conflict { .. } => Error::SerializationFailure {
+            message: "could not serialize access due to concurrent update".into(),
+        },
+        txn::Error::UniqueViolation { .. } => Error::UniqueViolation {
+            constraint: String::new(),
+            detail: String::new(),
+            table: String::new(),
+        },
+        other => Error::internal(other.to_string()),
+    }
+}

@@ -1,0 +1,15 @@
+//! sql: the life of a statement (parse → bind → plan → execute). See `session`.
+
+pub mod bind;
+pub mod error;
+pub mod exec;
+pub mod parse;
+pub mod plan;
+pub mod session;
+pub mod types;
+
+pub use error::{Error, Result};
+pub use session::{
+    ColumnInfo, Database, DatabaseConfig, Notice, Output, Prepared, Session, Tag, TxnStatus,
+};
+pub use types::Value;

@@ -1,0 +1,128 @@
+//! The one place that runs sqlparser (PostgreSqlDialect) and turns its errors into ours.
+
+use sqlparser::ast::Statement;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Location;
+
+use crate::error::{Error, Result, Span};
+
+/// Maximum expression nesting accepted by the parser. Deeper input gets `54001` instead of
+/// exhausting the stack.
+pub const MAX_NESTING: usize = 64;
+
+/// Maximum statement text length in bytes (PostgreSQL's limit is 1 GB; ours keeps parse time
+/// and memory bounded per connection).
+pub const MAX_SQL_BYTES: usize = 64 << 20;
+
+/// Parses `sql` into statements (possibly none, for an empty string or only `;`).
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    if sql.len() > MAX_SQL_BYTES {
+        return Err(Error::ProgramLimitExceeded {
+            message: format!("statement text of {} bytes is too long", sql.len()),
+        });
+    }
+    let dialect = PostgreSqlDialect {};
+    let parser = Parser::new(&dialect).with_recursion_limit(MAX_NESTING);
+    let result = parser.try_with_sql(sql).and_then(|mut p| p.parse_statements());
+    result.map_err(|e| convert_error(sql, e))
+}
+
+fn convert_error(sql: &str, e: ParserError) -> Error {
+    match e {
+        ParserError::RecursionLimitExceeded => {
+            Error::StatementTooComplex { message: "stack depth limit exceeded".into() }
+        }
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => {
+            let (message, span) = split_location(sql, &m);
+            Error::Syntax { message, span }
+        }
+    }
+}
+
+/// sqlparser appends " at Line: L, Column: C" to messages; turn that into a span and a message
+/// in PostgreSQL's style (`syntax error at or near "x"`).
+fn split_location(sql: &str, m: &str) -> (String, Option<Span>) {
+    let Some(at) = m.rfind(" at Line: ") else {
+        return (format!("syntax error: {m}"), None);
+    };
+    let loc = &m[at + " at Line: ".len()..];
+    let mut parts = loc.split(", Column: ");
+    let line = parts.next().and_then(|l| l.trim().parse::<u64>().ok());
+    let column = parts.next().and_then(|c| c.trim().parse::<u64>().ok());
+    let span = match (line, column) {
+        (Some(line), Some(column)) => {
+            offset_of(sql, Location { line, column }).map(|start| Span { start })
+        }
+        _ => None,
+    };
+    let near = span.and_then(|s| token_at(sql, s.start));
+    let message = match near {
+        Some(tok) if !tok.is_empty() => format!("syntax error at or near \"{tok}\""),
+        _ if span.map(|s| s.start >= sql.trim_end().len()).unwrap_or(false) => {
+            "syntax error at end of input".to_string()
+        }
+        _ => format!("syntax error: {}", &m[..at]),
+    };
+    (message, span)
+}
+
+fn token_at(sql: &str, start: usize) -> Option<String> {
+    let rest = sql.get(start..)?;
+    let tok: String = if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+        rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+    } else {
+        rest.chars().take(1).collect()
+    };
+    Some(tok)
+}
+
+/// Converts a 1-based (line, column) location into a byte offset into `sql`.
+pub fn offset_of(sql: &str, loc: Location) -> Option<usize> {
+    if loc.line == 0 {
+        return None;
+    }
+    let mut line = 1;
+    let mut line_start = 0;
+    for (i, c) in sql.char_indices() {
+        if line == loc.line {
+            break;
+        }
+        if c == '\n' {
+            line += 1;
+            line_start = i + 1;
+        }
+    }
+    if line != loc.line {
+        return None;
+    }
+    let col = loc.column.saturating_sub(1) as usize;
+    let offset = sql[line_start..].char_indices().nth(col).map(|(i, _)| line_start + i);
+    Some(offset.unwrap_or(sql.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syntax_error_has_position_and_token() {
+        let err = parse("SELECT * FRM t").unwrap_err();
+        assert_eq!(err.sqlstate(), "42601");
+        assert!(err.to_string().contains("syntax error"), "{err}");
+        assert!(err.position("SELECT * FRM t").is_some());
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let sql = format!("SELECT {}1{}", "(".repeat(10_000), ")".repeat(10_000));
+        let err = parse(&sql).unwrap_err();
+        assert_eq!(err.sqlstate(), "54001");
+    }
+
+    #[test]
+    fn empty_input_has_no_statements() {
+        assert!(parse("").unwrap().is_empty());
+        assert!(parse(" ; ;").unwrap().is_empty());
+    }
+}

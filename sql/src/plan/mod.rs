@@ -1,0 +1,386 @@
+//! Plans: the bound, typed form of a statement. Plain enums that print as trees.
+//!
+//! Column references are indexes into the input row (`Expr::Column`); references to an
+//! enclosing query's row (correlated subqueries, the inner side of a nested-loop join) are
+//! `Expr::Outer { depth, index }`, where depth 0 is the nearest enclosing row.
+
+mod display;
+
+use std::sync::Arc;
+
+use catalog::{DataType, IndexId, Table};
+
+use crate::types::{ArithOp, Value};
+
+/// Comparison operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    /// `=`
+    Eq,
+    /// `<>`
+    NotEq,
+    /// `<`
+    Lt,
+    /// `<=`
+    LtEq,
+    /// `>`
+    Gt,
+    /// `>=`
+    GtEq,
+}
+
+/// Built-in scalar functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    /// lower(text)
+    Lower,
+    /// upper(text)
+    Upper,
+    /// length(text) / char_length
+    Length,
+    /// substring(text, from [, for])
+    Substring,
+    /// btrim / trim(both)
+    Trim,
+    /// ltrim / trim(leading)
+    LTrim,
+    /// rtrim / trim(trailing)
+    RTrim,
+    /// concat(any...) — NULLs ignored
+    Concat,
+    /// abs(x)
+    Abs,
+    /// round(x [, s])
+    Round,
+    /// floor(x)
+    Floor,
+    /// ceil(x)
+    Ceil,
+    /// mod(a, b)
+    Mod,
+    /// now() / current_timestamp (transaction timestamp)
+    Now,
+    /// current_date
+    CurrentDate,
+    /// version()
+    Version,
+    /// current_schema()
+    CurrentSchema,
+    /// current_database()
+    CurrentDatabase,
+    /// current_user / session_user
+    CurrentUser,
+}
+
+/// Aggregate functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    /// count(*)
+    CountStar,
+    /// count(x)
+    Count,
+    /// sum(x)
+    Sum,
+    /// avg(x)
+    Avg,
+    /// min(x)
+    Min,
+    /// max(x)
+    Max,
+}
+
+/// A bound scalar expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// A constant.
+    Literal(Value),
+    /// A column of the current input row.
+    Column(usize),
+    /// A column of an enclosing row (0 = nearest).
+    Outer {
+        /// How many levels up.
+        depth: usize,
+        /// Column index in that row.
+        index: usize,
+    },
+    /// `$n` (0-based here).
+    Param(usize),
+    /// Arithmetic on two values of the same type.
+    Arith(ArithOp, Box<Expr>, Box<Expr>),
+    /// Unary minus.
+    Neg(Box<Expr>),
+    /// Comparison.
+    Cmp(CmpOp, Box<Expr>, Box<Expr>),
+    /// Three-valued AND.
+    And(Box<Expr>, Box<Expr>),
+    /// Three-valued OR.
+    Or(Box<Expr>, Box<Expr>),
+    /// Three-valued NOT.
+    Not(Box<Expr>),
+    /// IS NULL (or IS NOT NULL when negated).
+    IsNull(Box<Expr>, bool),
+    /// IS [NOT] DISTINCT FROM (negated = IS NOT DISTINCT FROM).
+    IsDistinct(Box<Expr>, Box<Expr>, bool),
+    /// IS [NOT] TRUE / FALSE: (expr, value, negated).
+    IsBool(Box<Expr>, bool, bool),
+    /// [NOT] LIKE / ILIKE: (expr, pattern, case_insensitive, negated).
+    Like(Box<Expr>, Box<Expr>, bool, bool),
+    /// [NOT] IN (list).
+    InList(Box<Expr>, Vec<Expr>, bool),
+    /// CASE WHEN … THEN … ELSE … END (operand already folded into the conditions).
+    Case(Vec<(Expr, Expr)>, Option<Box<Expr>>),
+    /// COALESCE(a, b, …).
+    Coalesce(Vec<Expr>),
+    /// NULLIF(a, b).
+    NullIf(Box<Expr>, Box<Expr>),
+    /// Cast to a type.
+    Cast(Box<Expr>, DataType, crate::types::CastKind),
+    /// `a || b` on text.
+    Concat(Box<Expr>, Box<Expr>),
+    /// A built-in function.
+    Func(Func, Vec<Expr>),
+    /// A scalar subquery (one column; error if more than one row).
+    Subquery(Box<Plan>),
+    /// [NOT] EXISTS (subquery).
+    Exists(Box<Plan>, bool),
+    /// expr [NOT] IN (subquery).
+    InSubquery(Box<Expr>, Box<Plan>, bool),
+    /// The result of aggregate call `j` of the enclosing aggregation. Exists only while binding;
+    /// the binder rewrites it to a `Column` over the Aggregate node's output.
+    Agg(usize),
+}
+
+/// How a table scan finds its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Access {
+    /// Every row, in primary key order.
+    Full,
+    /// One row by its full primary key (expressions in key column order).
+    PointGet(Vec<Expr>),
+    /// A range of an index (`None` = primary): an equality prefix, then an optional range on the
+    /// next key column.
+    Range {
+        /// Index, or `None` for the primary key.
+        index: Option<IndexId>,
+        /// Values of the leading key columns.
+        eq: Vec<Expr>,
+        /// Lower bound on the next key column: (expr, inclusive).
+        lo: Option<(Expr, bool)>,
+        /// Upper bound on the next key column: (expr, inclusive).
+        hi: Option<(Expr, bool)>,
+    },
+}
+
+/// Sort key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortKey {
+    /// Expression over the input row.
+    pub expr: Expr,
+    /// Descending?
+    pub desc: bool,
+    /// NULLs first?
+    pub nulls_first: bool,
+}
+
+/// One aggregate call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggCall {
+    /// Which aggregate.
+    pub func: AggFunc,
+    /// Argument (none for count(*)).
+    pub arg: Option<Expr>,
+    /// DISTINCT?
+    pub distinct: bool,
+    /// Result type.
+    pub data_type: DataType,
+}
+
+/// Join kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    /// INNER / CROSS / comma.
+    Inner,
+    /// LEFT OUTER.
+    Left,
+}
+
+/// A query plan node. Every node produces rows of `Vec<Value>`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// Literal rows (VALUES, or a SELECT without FROM: one empty row).
+    Values {
+        /// Row expressions.
+        rows: Vec<Vec<Expr>>,
+        /// Output width.
+        width: usize,
+    },
+    /// Read a table.
+    Scan {
+        /// The table (as bound; its `id` is the engine's table id).
+        table: Arc<Table>,
+        /// How rows are found.
+        access: Access,
+        /// Residual predicate, evaluated per row.
+        filter: Option<Expr>,
+        /// Scan backwards (for ORDER BY … DESC satisfied by the index).
+        reverse: bool,
+        /// Stop after this many rows that pass the filter (ORDER BY … LIMIT pushed down).
+        limit: Option<Expr>,
+        /// SELECT … FOR UPDATE: lock the rows at commit.
+        for_update: bool,
+    },
+    /// generate_series(start, stop [, step]).
+    GenerateSeries {
+        /// start, stop, step
+        args: Vec<Expr>,
+        /// int4 or int8 or numeric
+        data_type: DataType,
+    },
+    /// Keep rows where the predicate is true.
+    Filter {
+        /// Input.
+        input: Box<Plan>,
+        /// Predicate.
+        predicate: Expr,
+    },
+    /// Compute output expressions.
+    Project {
+        /// Input.
+        input: Box<Plan>,
+        /// Output expressions.
+        exprs: Vec<Expr>,
+    },
+    /// Nested-loop join: the right side is re-run for every left row, with the left row as its
+    /// nearest outer row (so key lookups on the right can use left columns).
+    NestedLoop {
+        /// Left (outer) input.
+        left: Box<Plan>,
+        /// Right (inner) input; may reference the left row via `Expr::Outer { depth: 0 }`.
+        right: Box<Plan>,
+        /// Join kind.
+        kind: JoinKind,
+        /// Join predicate over the concatenated row.
+        on: Option<Expr>,
+        /// Width of the right side (for NULL padding in LEFT joins).
+        right_width: usize,
+    },
+    /// Group and aggregate: output = group keys ++ aggregate values.
+    Aggregate {
+        /// Input.
+        input: Box<Plan>,
+        /// Group-by expressions.
+        group_by: Vec<Expr>,
+        /// Aggregate calls.
+        aggs: Vec<AggCall>,
+    },
+    /// Sort.
+    Sort {
+        /// Input.
+        input: Box<Plan>,
+        /// Keys.
+        keys: Vec<SortKey>,
+    },
+    /// Remove duplicate rows.
+    Distinct {
+        /// Input.
+        input: Box<Plan>,
+    },
+    /// LIMIT / OFFSET.
+    Limit {
+        /// Input.
+        input: Box<Plan>,
+        /// Row limit.
+        limit: Option<Expr>,
+        /// Rows to skip.
+        offset: Option<Expr>,
+    },
+    /// Drop trailing hidden columns (sort keys not in the select list).
+    Truncate {
+        /// Input.
+        input: Box<Plan>,
+        /// Columns to keep.
+        width: usize,
+    },
+}
+
+/// Output column of a query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutColumn {
+    /// Name as PostgreSQL names it.
+    pub name: String,
+    /// Type.
+    pub data_type: DataType,
+    /// Source table id and attnum, for plain column references.
+    pub source: Option<(u32, i16)>,
+}
+
+/// A bound query with its output schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    /// The plan.
+    pub plan: Plan,
+    /// Output columns.
+    pub columns: Vec<OutColumn>,
+}
+
+/// Where each target column's value comes from in an INSERT.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InsertValue {
+    /// Column `i` of the source row, cast to the column type.
+    Source(usize),
+    /// The column default (or NULL).
+    Default(Expr),
+}
+
+/// A bound DML or query statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    /// SELECT / VALUES.
+    Query(Query),
+    /// INSERT.
+    Insert {
+        /// Target table.
+        table: Arc<Table>,
+        /// Source rows; each source row has one value per listed target column.
+        source: Plan,
+        /// For each table column: where its value comes from. A `Source` index refers to the
+        /// source row; source values have already been cast to the column type.
+        targets: Vec<InsertValue>,
+        /// RETURNING expressions over the inserted row.
+        returning: Option<Vec<(Expr, OutColumn)>>,
+    },
+    /// UPDATE.
+    Update {
+        /// Target table.
+        table: Arc<Table>,
+        /// Rows to update (a Scan producing full table rows).
+        scan: Plan,
+        /// New value expressions by column position (over the old row).
+        sets: Vec<(usize, Expr)>,
+        /// RETURNING expressions over the new row.
+        returning: Option<Vec<(Expr, OutColumn)>>,
+    },
+    /// DELETE.
+    Delete {
+        /// Target table.
+        table: Arc<Table>,
+        /// Rows to delete (a Scan producing full table rows).
+        scan: Plan,
+        /// RETURNING expressions over the deleted row.
+        returning: Option<Vec<(Expr, OutColumn)>>,
+    },
+}
+
+impl Statement {
+    /// Output columns, if the statement returns rows.
+    pub fn columns(&self) -> Option<Vec<OutColumn>> {
+        match self {
+            Statement::Query(q) => Some(q.columns.clone()),
+            Statement::Insert { returning, .. }
+            | Statement::Update { returning, .. }
+            | Statement::Delete { returning, .. } => {
+                returning.as_ref().map(|r| r.iter().map(|(_, c)| c.clone()).collect())
+            }
+        }
+    }
+}

@@ -1,0 +1,1631 @@
+//! Sessions: one per connection. Transaction control, prepare / bind / execute, SET / SHOW.
+//!
+//! Transaction model (DESIGN.md §2): every transaction is SERIALIZABLE. Outside a transaction
+//! block each statement runs in its own transaction and commits at once; a statement that fails
+//! OCC validation is retried up to `AUTOCOMMIT_RETRIES` times before the client sees `40001`.
+//! Inside a block (BEGIN … COMMIT) an error puts the block into the failed state: every
+//! statement gets `25P02` until ROLLBACK (or COMMIT, which then reports ROLLBACK).
+//! DDL takes effect immediately and is not rolled back with the block.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use catalog::{Catalog, DataType, Snapshot, Table, TableId};
+use chrono::NaiveDateTime;
+use parking_lot::RwLock;
+
+use crate::bind::{Binder, Bound, Command, SetValue};
+use crate::error::{Error, Result};
+use crate::exec::{self, Ctx};
+use crate::plan::{InsertValue, OutColumn, Statement};
+use crate::types::{self, Value};
+
+/// How many times an autocommit statement that fails validation is retried by the server.
+pub const AUTOCOMMIT_RETRIES: usize = 8;
+
+/// Plan cache capacity (entries); the cache is cleared when it fills.
+pub const PLAN_CACHE_CAPACITY: usize = 4096;
+
+/// How to open a database.
+#[derive(Debug, Clone)]
+pub struct DatabaseConfig {
+    /// Data directory (holds `catalog/`); `None` = everything in memory (tests).
+    pub data_dir: Option<PathBuf>,
+    /// Number of log buffers (sessions are spread over them round robin).
+    pub log_buffers: usize,
+}
+
+/// A bound statement cached for reuse.
+#[derive(Debug)]
+struct Cached {
+    bound: Bound,
+    param_types: Vec<DataType>,
+    columns: Option<Arc<Vec<ColumnInfo>>>,
+    version: u64,
+}
+
+/// The shared database: catalog, engine, plan cache. One per server.
+pub struct Database {
+    catalog: Catalog,
+    engine: txn::Engine,
+    plans: RwLock<std::collections::HashMap<(String, Vec<u32>), Arc<Cached>>>,
+    next_buffer: AtomicUsize,
+    log_buffers: usize,
+}
+
+impl Database {
+    /// Opens (or creates) the database described by `config`.
+    pub fn open(config: &DatabaseConfig) -> Result<Arc<Database>> {
+        let catalog = match &config.data_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| Error::IoError {
+                    message: format!("could not create data directory \"{}\": {e}", dir.display()),
+                })?;
+                Catalog::open(&dir.join("catalog")).map_err(catalog_error)?
+            }
+            None => Catalog::in_memory(),
+        };
+        let buffers = config.log_buffers.max(1);
+        let log = Arc::new(wal::Log::new(buffers));
+        let engine = txn::Engine::new(log);
+        let db = Database {
+            catalog,
+            engine,
+            plans: RwLock::new(Default::default()),
+            next_buffer: AtomicUsize::new(0),
+            log_buffers: buffers,
+        };
+        let snapshot = db.catalog.snapshot();
+        for table in snapshot.tables() {
+            db.engine.create_table(exec::tid(table), index_specs(table));
+        }
+        Ok(Arc::new(db))
+    }
+
+    /// The current catalog snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.catalog.snapshot()
+    }
+
+    /// The transaction engine (for benchmarks and tests).
+    pub fn engine(&self) -> &txn::Engine {
+        &self.engine
+    }
+}
+
+/// The engine's secondary-index specs for a table: each computes its key from row bytes.
+fn index_specs(table: &Table) -> Vec<txn::IndexSpec> {
+    let types = exec::column_types(table);
+    table
+        .indexes
+        .iter()
+        .filter(|i| !i.primary)
+        .map(|i| {
+            let cols: Vec<usize> = i.columns.iter().map(|c| *c as usize).collect();
+            let types = types.clone();
+            let key_of = move |row: &[u8]| -> (Vec<u8>, bool) {
+                let values = types::decode_row(row, &types).unwrap_or_default();
+                let key_vals: Vec<Value> =
+                    cols.iter().map(|c| values.get(*c).cloned().unwrap_or(Value::Null)).collect();
+                let has_null = key_vals.iter().any(|v| v.is_null());
+                let mut k = Vec::new();
+                types::encode_key(&key_vals, &mut k);
+                (k, has_null)
+            };
+            txn::IndexSpec { id: txn::IndexId(i.id.0), unique: i.unique, key_of: Arc::new(key_of) }
+        })
+        .collect()
+}
+
+fn catalog_error(e: catalog::Error) -> Error {
+    use catalog::Error as C;
+    match e {
+        C::UndefinedTable(name) => Error::UndefinedTable { name, span: None },
+        C::DuplicateTable(name) | C::DuplicateIndexName(name) => Error::DuplicateTable { name },
+        C::DuplicateColumn(name) => Error::DuplicateColumnExists { name },
+        C::UndefinedObject(message) => Error::UndefinedObject { message },
+        C::DependentObjects { message, detail } => {
+            Error::DependentObjects { message, detail: detail.unwrap_or_default() }
+        }
+        C::InvalidDefinition(message) => Error::InvalidTableDefinition { message },
+        C::InvalidForeignKey(message) => Error::InvalidForeignKey { message },
+        C::Store(message) => Error::IoError { message: format!("catalog store: {message}") },
+    }
+}
+
+/// Transaction status as reported in ReadyForQuery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnStatus {
+    /// `I`: not in a transaction block.
+    Idle,
+    /// `T`: in a transaction block.
+    InBlock,
+    /// `E`: in a failed transaction block (statements get 25P02 until ROLLBACK).
+    Failed,
+}
+
+/// A result column, as described in RowDescription.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnInfo {
+    /// Column name as PostgreSQL names it (`?column?`, `count`, alias, …).
+    pub name: String,
+    /// The SQL type (gives OID, typmod, typlen).
+    pub data_type: DataType,
+    /// Source table OID, if the column is a plain table column.
+    pub table_oid: Option<u32>,
+    /// Source column number (attnum), if the column is a plain table column.
+    pub column_id: Option<i16>,
+}
+
+impl From<&OutColumn> for ColumnInfo {
+    fn from(c: &OutColumn) -> Self {
+        ColumnInfo {
+            name: c.name.clone(),
+            data_type: c.data_type,
+            table_oid: c.source.map(|s| s.0),
+            column_id: c.source.map(|s| s.1),
+        }
+    }
+}
+
+/// The command tag of a finished statement (CommandComplete). An empty `command` means the
+/// statement text was empty (EmptyQueryResponse).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tag {
+    /// e.g. `INSERT`, `SELECT`, `CREATE TABLE`.
+    pub command: String,
+    /// Row count, for commands that report one.
+    pub rows: Option<u64>,
+}
+
+impl Tag {
+    fn new(command: &str) -> Tag {
+        Tag { command: command.to_string(), rows: None }
+    }
+
+    fn rows(command: &str, n: usize) -> Tag {
+        Tag { command: command.to_string(), rows: Some(n as u64) }
+    }
+}
+
+impl std::fmt::Display for Tag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.command.as_str(), self.rows) {
+            ("INSERT", Some(n)) => write!(f, "INSERT 0 {n}"),
+            (c, Some(n)) => write!(f, "{c} {n}"),
+            (c, None) => write!(f, "{c}"),
+        }
+    }
+}
+
+/// A notice to send before the statement's result (e.g. `NOTICE: table "t" does not exist,
+/// skipping`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    /// `NOTICE` or `WARNING`.
+    pub severity: &'static str,
+    /// SQLSTATE, e.g. `00000`, `25P01`.
+    pub code: &'static str,
+    /// Message text.
+    pub message: String,
+}
+
+/// The outcome of one statement.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// CommandComplete tag.
+    pub tag: Tag,
+    /// Result columns; `None` for statements that return no rows (NoData).
+    pub columns: Option<Arc<Vec<ColumnInfo>>>,
+    /// Result rows (already materialised; values match `columns`).
+    pub rows: Vec<Vec<Value>>,
+    /// Notices to send before the result.
+    pub notices: Vec<Notice>,
+    /// ParameterStatus messages to send (after SET of a reported parameter).
+    pub parameter_status: Vec<(String, String)>,
+}
+
+impl Output {
+    fn tag(tag: Tag) -> Output {
+        Output { tag, columns: None, rows: vec![], notices: vec![], parameter_status: vec![] }
+    }
+
+    fn with_notice(
+        mut self,
+        severity: &'static str,
+        code: &'static str,
+        message: String,
+    ) -> Output {
+        self.notices.push(Notice { severity, code, message });
+        self
+    }
+}
+
+/// A prepared statement: parsed, bound and planned; cheap to clone (`Arc`).
+#[derive(Debug)]
+pub struct Prepared {
+    /// The statement text.
+    pub sql: String,
+    /// Parameter types ($1 … $n), inferred where the client sent OID 0.
+    pub param_types: Vec<DataType>,
+    /// Result columns, or `None` if the statement returns no rows.
+    pub columns: Option<Arc<Vec<ColumnInfo>>>,
+    oids: Vec<u32>,
+    plan: Option<Arc<Cached>>,
+}
+
+struct OpenTxn {
+    /// `None` once the block has failed (the engine transaction was aborted).
+    txn: Option<txn::Transaction>,
+    now: NaiveDateTime,
+}
+
+/// A server parameter (GUC) known to Aspen.
+struct Guc {
+    name: &'static str,
+    default: &'static str,
+    /// Sent as ParameterStatus when it changes (GUC_REPORT).
+    report: bool,
+    description: &'static str,
+}
+
+/// The parameters Aspen knows. `SET` of anything else is `42704`, as in PostgreSQL.
+const GUCS: &[Guc] = &[
+    Guc {
+        name: "application_name",
+        default: "",
+        report: true,
+        description: "Sets the application name to be reported in statistics and logs.",
+    },
+    Guc {
+        name: "client_encoding",
+        default: "UTF8",
+        report: true,
+        description: "Sets the client's character set encoding.",
+    },
+    Guc {
+        name: "client_min_messages",
+        default: "notice",
+        report: false,
+        description: "Sets the message levels that are sent to the client.",
+    },
+    Guc {
+        name: "DateStyle",
+        default: "ISO, MDY",
+        report: true,
+        description: "Sets the display format for date and time values.",
+    },
+    Guc {
+        name: "default_transaction_isolation",
+        default: "serializable",
+        report: false,
+        description: "Aspen runs every transaction SERIALIZABLE.",
+    },
+    Guc {
+        name: "default_transaction_read_only",
+        default: "off",
+        report: true,
+        description: "Sets the default read-only status of new transactions.",
+    },
+    Guc {
+        name: "extra_float_digits",
+        default: "1",
+        report: false,
+        description: "Sets the number of digits displayed for floating-point values.",
+    },
+    Guc {
+        name: "in_hot_standby",
+        default: "off",
+        report: true,
+        description: "Shows whether hot standby is currently active.",
+    },
+    Guc {
+        name: "integer_datetimes",
+        default: "on",
+        report: true,
+        description: "Shows whether datetimes are integer based.",
+    },
+    Guc {
+        name: "IntervalStyle",
+        default: "postgres",
+        report: true,
+        description: "Sets the display format for interval values.",
+    },
+    Guc {
+        name: "is_superuser",
+        default: "on",
+        report: true,
+        description: "Shows whether the current user is a superuser.",
+    },
+    Guc {
+        name: "lc_messages",
+        default: "C",
+        report: false,
+        description: "Sets the language in which messages are displayed.",
+    },
+    Guc {
+        name: "lock_timeout",
+        default: "0",
+        report: false,
+        description: "Accepted; Aspen's OCC never waits for locks.",
+    },
+    Guc {
+        name: "max_connections",
+        default: "1000",
+        report: false,
+        description: "Sets the maximum number of concurrent connections.",
+    },
+    Guc {
+        name: "search_path",
+        default: "\"$user\", public",
+        report: false,
+        description: "Sets the schema search order for names that are not schema-qualified.",
+    },
+    Guc {
+        name: "server_encoding",
+        default: "UTF8",
+        report: true,
+        description: "Shows the server (database) character set encoding.",
+    },
+    Guc {
+        name: "server_version",
+        default: "15.0",
+        report: true,
+        description: "Shows the server version.",
+    },
+    Guc {
+        name: "server_version_num",
+        default: "150000",
+        report: false,
+        description: "Shows the server version as an integer.",
+    },
+    Guc {
+        name: "session_authorization",
+        default: "postgres",
+        report: true,
+        description: "Sets the session user name.",
+    },
+    Guc {
+        name: "standard_conforming_strings",
+        default: "on",
+        report: true,
+        description: "Causes '...' strings to treat backslashes literally.",
+    },
+    Guc {
+        name: "statement_timeout",
+        default: "0",
+        report: false,
+        description: "Sets the maximum allowed duration of any statement.",
+    },
+    Guc {
+        name: "synchronous_commit",
+        default: "on",
+        report: false,
+        description: "Sets the current transaction's synchronization level.",
+    },
+    Guc {
+        name: "TimeZone",
+        default: "UTC",
+        report: true,
+        description: "Sets the time zone for displaying and interpreting time stamps.",
+    },
+    Guc {
+        name: "transaction_isolation",
+        default: "serializable",
+        report: false,
+        description: "Aspen runs every transaction SERIALIZABLE.",
+    },
+    Guc {
+        name: "transaction_read_only",
+        default: "off",
+        report: false,
+        description: "Shows whether the current transaction is read-only.",
+    },
+    Guc {
+        name: "idle_in_transaction_session_timeout",
+        default: "0",
+        report: false,
+        description: "Sets the maximum allowed idle time between queries, when in a transaction.",
+    },
+];
+
+/// Parameters that cannot be changed with SET.
+const READ_ONLY_GUCS: &[&str] = &[
+    "server_version",
+    "server_version_num",
+    "server_encoding",
+    "integer_datetimes",
+    "in_hot_standby",
+    "is_superuser",
+    "max_connections",
+    "transaction_isolation",
+];
+
+fn guc(name: &str) -> Option<&'static Guc> {
+    GUCS.iter().find(|g| g.name.eq_ignore_ascii_case(name))
+}
+
+/// One client session.
+pub struct Session {
+    db: Arc<Database>,
+    txn: Option<OpenTxn>,
+    /// Session values that differ from the defaults, by canonical name.
+    settings: BTreeMap<&'static str, String>,
+    user: String,
+    database: String,
+    log_buffer: usize,
+}
+
+impl Session {
+    /// A new session on `db`. `params` are the startup parameters (user, database,
+    /// application_name, …).
+    pub fn new(db: Arc<Database>, params: &[(String, String)]) -> Session {
+        let log_buffer = db.next_buffer.fetch_add(1, Ordering::Relaxed) % db.log_buffers;
+        let mut s = Session {
+            db,
+            txn: None,
+            settings: BTreeMap::new(),
+            user: "postgres".into(),
+            database: "postgres".into(),
+            log_buffer,
+        };
+        for (k, v) in params {
+            match k.as_str() {
+                "user" => s.user = v.clone(),
+                "database" => s.database = v.clone(),
+                _ => {
+                    if let Some(g) = guc(k) {
+                        if !READ_ONLY_GUCS.contains(&g.name) {
+                            s.settings.insert(g.name, v.clone());
+                        }
+                    }
+                }
+            }
+        }
+        if !params.iter().any(|(k, _)| k == "database") {
+            s.database = s.user.clone();
+        }
+        s.settings.insert("session_authorization", s.user.clone());
+        s
+    }
+
+    /// The value of a server parameter for this session.
+    pub fn setting(&self, name: &str) -> Option<String> {
+        let g = guc(name)?;
+        Some(self.settings.get(g.name).cloned().unwrap_or_else(|| g.default.to_string()))
+    }
+
+    /// Simple query protocol: runs every statement of `sql` in order and stops after the first
+    /// error (which is the last element). An empty string gives an empty vector.
+    pub fn execute_simple(&mut self, sql: &str) -> Vec<Result<Output>> {
+        let stmts = match crate::parse::parse(sql) {
+            Ok(s) => s,
+            Err(e) => return vec![Err(self.fail(e))],
+        };
+        let mut out = Vec::with_capacity(stmts.len());
+        for stmt in &stmts {
+            let result = self.run_ast(sql, stmt, &[], &[]);
+            let failed = result.is_err();
+            out.push(result.map_err(|e| self.fail(e)));
+            if failed {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Extended protocol Parse: `param_oids[i]` is the client's declared OID (0 = infer).
+    pub fn prepare(&mut self, sql: &str, param_oids: &[u32]) -> Result<Arc<Prepared>> {
+        let cached = self.plan(sql, param_oids)?;
+        Ok(Arc::new(Prepared {
+            sql: sql.to_string(),
+            param_types: cached.as_ref().map(|c| c.param_types.clone()).unwrap_or_default(),
+            columns: cached.as_ref().and_then(|c| c.columns.clone()),
+            oids: param_oids.to_vec(),
+            plan: cached,
+        }))
+    }
+
+    /// Extended protocol Execute of a bound portal. `params` are already decoded to
+    /// `stmt.param_types`. The full result is returned.
+    pub fn execute_prepared(&mut self, stmt: &Prepared, params: Vec<Value>) -> Result<Output> {
+        let Some(cached) = &stmt.plan else {
+            return Ok(Output::tag(Tag::new("")));
+        };
+        if params.len() != stmt.param_types.len() {
+            return Err(Error::ProtocolViolation {
+                message: format!(
+                    "bind message supplies {} parameters, but prepared statement requires {}",
+                    params.len(),
+                    stmt.param_types.len()
+                ),
+            });
+        }
+        let cached = if cached.version == self.db.catalog.snapshot().version().0 {
+            cached.clone()
+        } else {
+            // The catalog changed since Parse: bind again.
+            match self.plan(&stmt.sql, &stmt.oids) {
+                Ok(Some(c)) => c,
+                Ok(None) => return Ok(Output::tag(Tag::new(""))),
+                Err(e) => return Err(self.fail(e)),
+            }
+        };
+        let result = self.run_bound(&cached, &params);
+        result.map_err(|e| self.fail(e))
+    }
+
+    /// Extended protocol Sync. Autocommit statements have already committed, so there is
+    /// nothing to finish.
+    pub fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// The status for ReadyForQuery.
+    pub fn status(&self) -> TxnStatus {
+        match &self.txn {
+            None => TxnStatus::Idle,
+            Some(OpenTxn { txn: None, .. }) => TxnStatus::Failed,
+            Some(_) => TxnStatus::InBlock,
+        }
+    }
+
+    /// Called when the connection ends: aborts any open transaction.
+    pub fn close(&mut self) {
+        self.txn = None;
+    }
+
+    /// Records a statement error: inside a block the block fails (its transaction is aborted).
+    fn fail(&mut self, e: Error) -> Error {
+        if let Some(open) = &mut self.txn {
+            open.txn = None;
+        }
+        e
+    }
+
+    /// Parses and binds (through the plan cache). `None` for an empty statement.
+    fn plan(&mut self, sql: &str, oids: &[u32]) -> Result<Option<Arc<Cached>>> {
+        let snapshot = self.db.catalog.snapshot();
+        let key = (sql.to_string(), oids.to_vec());
+        if let Some(c) = self.db.plans.read().get(&key) {
+            if c.version == snapshot.version().0 {
+                return Ok(Some(c.clone()));
+            }
+        }
+        let stmts = crate::parse::parse(sql)?;
+        let stmt = match stmts.as_slice() {
+            [] => return Ok(None),
+            [s] => s,
+            _ => {
+                return Err(Error::SyntaxMisuse {
+                    message: "cannot insert multiple commands into a prepared statement".into(),
+                    span: None,
+                })
+            }
+        };
+        let cached = Arc::new(self.bind(&snapshot, sql, stmt, oids)?);
+        let mut plans = self.db.plans.write();
+        if plans.len() >= PLAN_CACHE_CAPACITY {
+            plans.clear();
+        }
+        plans.insert(key, cached.clone());
+        Ok(Some(cached))
+    }
+
+    fn bind(
+        &self,
+        snapshot: &Snapshot,
+        sql: &str,
+        stmt: &sqlparser::ast::Statement,
+        oids: &[u32],
+    ) -> Result<Cached> {
+        let declared: Vec<Option<DataType>> =
+            oids.iter().map(|o| oid_type(*o)).collect::<Result<_>>()?;
+        let mut binder = Binder::new(snapshot, sql, declared);
+        let bound = binder.bind(stmt)?;
+        let columns = match &bound {
+            Bound::Plan(p) => {
+                p.columns().map(|cols| Arc::new(cols.iter().map(ColumnInfo::from).collect()))
+            }
+            Bound::Command(Command::Show(name)) => {
+                let name = guc(name).map(|g| g.name.to_string()).unwrap_or_else(|| name.clone());
+                let name =
+                    if name.eq_ignore_ascii_case("timezone") { "TimeZone".into() } else { name };
+                Some(Arc::new(vec![text_column(&name)]))
+            }
+            Bound::Command(Command::ShowAll) => Some(Arc::new(vec![
+                text_column("name"),
+                text_column("setting"),
+                text_column("description"),
+            ])),
+            Bound::Command(_) => None,
+        };
+        Ok(Cached {
+            param_types: binder.param_types(),
+            bound,
+            columns,
+            version: snapshot.version().0,
+        })
+    }
+
+    fn run_ast(
+        &mut self,
+        sql: &str,
+        stmt: &sqlparser::ast::Statement,
+        oids: &[u32],
+        params: &[Value],
+    ) -> Result<Output> {
+        let snapshot = self.db.catalog.snapshot();
+        let cached = self.bind(&snapshot, sql, stmt, oids)?;
+        self.run_bound(&cached, params)
+    }
+
+    fn run_bound(&mut self, cached: &Cached, params: &[Value]) -> Result<Output> {
+        match &cached.bound {
+            Bound::Command(cmd) => self.run_command(cmd),
+            Bound::Plan(stmt) => {
+                if let Some(OpenTxn { txn: None, .. }) = &self.txn {
+                    return Err(Error::InFailedTransaction);
+                }
+                if self.txn.is_some() {
+                    return self.run_in_block(stmt, cached, params);
+                }
+                // Autocommit: run, commit; retry a bounded number of times on conflicts.
+                let mut attempt = 0;
+                loop {
+                    let now = now();
+                    let mut t = self.db.engine.begin(self.log_buffer);
+                    let result = self.run_plan(&mut t, now, stmt, cached, params);
+                    let result = match result {
+                        Ok(out) => t.commit().map(|_| out).map_err(exec::txn_error),
+                        Err(e) => {
+                            t.abort();
+                            Err(e)
+                        }
+                    };
+                    match result {
+                        Err(e) if e.is_retryable() && attempt < AUTOCOMMIT_RETRIES => {
+                            attempt += 1;
+                            std::thread::yield_now();
+                        }
+                        other => return other,
+                    }
+                }
+            }
+        }
+    }
+
+    fn run_in_block(
+        &mut self,
+        stmt: &Statement,
+        cached: &Cached,
+        params: &[Value],
+    ) -> Result<Output> {
+        let open = self.txn.as_mut().expect("checked by caller");
+        let now = open.now;
+        let mut t = open.txn.take().expect("checked by caller");
+        let result = self.run_plan(&mut t, now, stmt, cached, params);
+        if result.is_ok() {
+            if let Some(open) = &mut self.txn {
+                open.txn = Some(t);
+            }
+        } else {
+            t.abort();
+        }
+        result
+    }
+
+    fn run_plan(
+        &self,
+        t: &mut txn::Transaction,
+        now: NaiveDateTime,
+        stmt: &Statement,
+        cached: &Cached,
+        params: &[Value],
+    ) -> Result<Output> {
+        let mut ctx = Ctx {
+            txn: t,
+            engine: &self.db.engine,
+            params,
+            outer: vec![],
+            now,
+            user: &self.user,
+            database: &self.database,
+        };
+        match stmt {
+            Statement::Query(q) => {
+                let rows = ctx.run(&q.plan)?;
+                Ok(Output {
+                    tag: Tag::rows("SELECT", rows.len()),
+                    columns: cached.columns.clone(),
+                    rows,
+                    notices: vec![],
+                    parameter_status: vec![],
+                })
+            }
+            Statement::Insert { table, source, targets, returning } => {
+                let rows = ctx.run(source)?;
+                let mut out_rows = Vec::new();
+                let n = rows.len();
+                for src in rows {
+                    let mut row = Vec::with_capacity(targets.len());
+                    for t in targets {
+                        row.push(match t {
+                            InsertValue::Source(i) => src[*i].clone(),
+                            InsertValue::Default(e) => ctx.eval(e, &[])?,
+                        });
+                    }
+                    let row = check_row(table, row)?;
+                    let key = exec::primary_key(table, &row, &self.db.engine);
+                    check_foreign_keys(&mut ctx, &self.db.catalog.snapshot(), table, &row)?;
+                    let mut bytes = Vec::with_capacity(64);
+                    types::encode_row(&row, &mut bytes);
+                    ctx.txn
+                        .insert(exec::tid(table), key, bytes)
+                        .map_err(|e| unique_error(e, table, &row))?;
+                    if let Some(r) = returning {
+                        out_rows.push(
+                            r.iter().map(|(e, _)| ctx.eval(e, &row)).collect::<Result<Vec<_>>>()?,
+                        );
+                    }
+                }
+                Ok(dml_output("INSERT", n, returning.is_some(), cached, out_rows))
+            }
+            Statement::Update { table, scan, sets, returning } => {
+                let rows = ctx.scan(scan)?;
+                let n = rows.len();
+                let mut out_rows = Vec::new();
+                let pk_cols: Vec<usize> = table
+                    .primary_index()
+                    .map(|i| i.columns.iter().map(|c| *c as usize).collect())
+                    .unwrap_or_default();
+                let snapshot = self.db.catalog.snapshot();
+                for (key, old) in rows {
+                    let mut new = old.clone();
+                    for (col, e) in sets {
+                        new[*col] = ctx.eval(e, &old)?;
+                    }
+                    let new = check_row(table, new)?;
+                    let key_changed = pk_cols.iter().any(|c| {
+                        types::compare(&old[*c], &new[*c]) != Some(std::cmp::Ordering::Equal)
+                    });
+                    if sets.iter().any(|(c, _)| {
+                        table.foreign_keys.iter().any(|fk| fk.columns.contains(&(*c as u16)))
+                    }) {
+                        check_foreign_keys(&mut ctx, &snapshot, table, &new)?;
+                    }
+                    if key_changed {
+                        check_referencing(&mut ctx, &snapshot, table, &old, false)?;
+                    }
+                    let mut bytes = Vec::with_capacity(64);
+                    types::encode_row(&new, &mut bytes);
+                    let t = exec::tid(table);
+                    if key_changed {
+                        ctx.txn.delete(t, &key).map_err(exec::txn_error)?;
+                        let new_key = exec::primary_key(table, &new, &self.db.engine);
+                        ctx.txn
+                            .insert(t, new_key, bytes)
+                            .map_err(|e| unique_error(e, table, &new))?;
+                    } else {
+                        ctx.txn.update(t, &key, bytes).map_err(|e| unique_error(e, table, &new))?;
+                    }
+                    if let Some(r) = returning {
+                        out_rows.push(
+                            r.iter().map(|(e, _)| ctx.eval(e, &new)).collect::<Result<Vec<_>>>()?,
+                        );
+                    }
+                }
+                Ok(dml_output("UPDATE", n, returning.is_some(), cached, out_rows))
+            }
+            Statement::Delete { table, scan, returning } => {
+                let rows = ctx.scan(scan)?;
+                let n = rows.len();
+                let mut out_rows = Vec::new();
+                let snapshot = self.db.catalog.snapshot();
+                for (key, old) in rows {
+                    check_referencing(&mut ctx, &snapshot, table, &old, true)?;
+                    ctx.txn.delete(exec::tid(table), &key).map_err(exec::txn_error)?;
+                    if let Some(r) = returning {
+                        out_rows.push(
+                            r.iter().map(|(e, _)| ctx.eval(e, &old)).collect::<Result<Vec<_>>>()?,
+                        );
+                    }
+                }
+                Ok(dml_output("DELETE", n, returning.is_some(), cached, out_rows))
+            }
+        }
+    }
+
+    fn run_command(&mut self, cmd: &Command) -> Result<Output> {
+        let failed = matches!(self.txn, Some(OpenTxn { txn: None, .. }));
+        match cmd {
+            Command::Begin(tag) => {
+                if self.txn.is_some() {
+                    if failed {
+                        return Err(Error::InFailedTransaction);
+                    }
+                    return Ok(Output::tag(Tag::new(tag)).with_notice(
+                        "WARNING",
+                        "25001",
+                        "there is already a transaction in progress".into(),
+                    ));
+                }
+                let t = self.db.engine.begin(self.log_buffer);
+                self.txn = Some(OpenTxn { txn: Some(t), now: now() });
+                Ok(Output::tag(Tag::new(tag)))
+            }
+            Command::Commit => match self.txn.take() {
+                None => Ok(Output::tag(Tag::new("COMMIT")).with_notice(
+                    "WARNING",
+                    "25P01",
+                    "there is no transaction in progress".into(),
+                )),
+                Some(OpenTxn { txn: None, .. }) => Ok(Output::tag(Tag::new("ROLLBACK"))),
+                Some(OpenTxn { txn: Some(t), .. }) => {
+                    t.commit().map_err(exec::txn_error)?;
+                    Ok(Output::tag(Tag::new("COMMIT")))
+                }
+            },
+            Command::Rollback => match self.txn.take() {
+                None => Ok(Output::tag(Tag::new("ROLLBACK")).with_notice(
+                    "WARNING",
+                    "25P01",
+                    "there is no transaction in progress".into(),
+                )),
+                Some(_) => Ok(Output::tag(Tag::new("ROLLBACK"))),
+            },
+            _ if failed => Err(Error::InFailedTransaction),
+            Command::SetTransaction => Ok(Output::tag(Tag::new("SET"))),
+            Command::Set { name, value } => self.set(name, value),
+            Command::Reset(name) => match name {
+                None => {
+                    let user = self.user.clone();
+                    self.settings.clear();
+                    self.settings.insert("session_authorization", user);
+                    Ok(Output::tag(Tag::new("RESET")))
+                }
+                Some(n) => {
+                    let out = self.set(n, &SetValue::Default)?;
+                    Ok(Output { tag: Tag::new("RESET"), ..out })
+                }
+            },
+            Command::Show(name) => {
+                let lname = name.to_lowercase();
+                let value = match lname.as_str() {
+                    "timezone" | "time zone" => self.setting("TimeZone"),
+                    _ => self.setting(&lname),
+                }
+                .ok_or_else(|| Error::UnrecognizedParameter { name: name.clone() })?;
+                let col = guc(&lname).map(|g| g.name).unwrap_or("TimeZone");
+                Ok(Output {
+                    tag: Tag::new("SHOW"),
+                    columns: Some(Arc::new(vec![text_column(col)])),
+                    rows: vec![vec![Value::Text(value)]],
+                    notices: vec![],
+                    parameter_status: vec![],
+                })
+            }
+            Command::ShowAll => {
+                let mut rows: Vec<Vec<Value>> = GUCS
+                    .iter()
+                    .map(|g| {
+                        vec![
+                            Value::Text(g.name.to_string()),
+                            Value::Text(self.setting(g.name).unwrap_or_default()),
+                            Value::Text(g.description.to_string()),
+                        ]
+                    })
+                    .collect();
+                rows.sort_by_key(|r| match &r[0] {
+                    Value::Text(s) => s.to_lowercase(),
+                    _ => String::new(),
+                });
+                Ok(Output {
+                    tag: Tag::new("SHOW"),
+                    columns: Some(Arc::new(vec![
+                        text_column("name"),
+                        text_column("setting"),
+                        text_column("description"),
+                    ])),
+                    rows,
+                    notices: vec![],
+                    parameter_status: vec![],
+                })
+            }
+            Command::NoOp(tag) => Ok(Output::tag(Tag::new(tag))),
+            ddl => self.run_ddl(ddl),
+        }
+    }
+
+    fn set(&mut self, name: &str, value: &SetValue) -> Result<Output> {
+        // Custom placeholder parameters (`a.b`) are accepted as in PostgreSQL but not stored.
+        let Some(g) = guc(name) else {
+            if name.contains('.') {
+                return Ok(Output::tag(Tag::new("SET")));
+            }
+            return Err(Error::UnrecognizedParameter { name: name.to_string() });
+        };
+        if READ_ONLY_GUCS.contains(&g.name) {
+            return Err(Error::CantChangeRuntimeParam { name: g.name.to_string() });
+        }
+        match value {
+            SetValue::Default => {
+                self.settings.remove(g.name);
+            }
+            SetValue::Value(v) => {
+                let v = validate_setting(g.name, v)?;
+                self.settings.insert(g.name, v);
+            }
+        }
+        let mut out = Output::tag(Tag::new("SET"));
+        if g.report {
+            out.parameter_status
+                .push((g.name.to_string(), self.setting(g.name).unwrap_or_default()));
+        }
+        Ok(out)
+    }
+
+    fn run_ddl(&mut self, cmd: &Command) -> Result<Output> {
+        let catalog = &self.db.catalog;
+        let engine = &self.db.engine;
+        match cmd {
+            Command::CreateTable(ct) => {
+                let snapshot = catalog.snapshot();
+                if snapshot.table(&ct.def.name).is_some() && ct.if_not_exists {
+                    return Ok(Output::tag(Tag::new("CREATE TABLE")).with_notice(
+                        "NOTICE",
+                        "42P07",
+                        format!("relation \"{}\" already exists, skipping", ct.def.name),
+                    ));
+                }
+                let mut def = ct.def.clone();
+                let self_refs: Vec<catalog::ForeignKey> = def
+                    .foreign_keys
+                    .iter()
+                    .filter(|f| f.ref_table == TableId(u32::MAX))
+                    .cloned()
+                    .collect();
+                def.foreign_keys.retain(|f| f.ref_table != TableId(u32::MAX));
+                let table = catalog.create_table(def).map_err(catalog_error)?;
+                engine.create_table(exec::tid(&table), index_specs(&table));
+                for mut fk in self_refs {
+                    fk.ref_table = table.id;
+                    if let Err(e) = catalog.add_foreign_key(table.id, fk) {
+                        let _ = catalog.drop_table(table.id, true);
+                        engine.drop_table(exec::tid(&table));
+                        return Err(catalog_error(e));
+                    }
+                }
+                Ok(Output::tag(Tag::new("CREATE TABLE")))
+            }
+            Command::DropTable { names, if_exists, cascade } => {
+                let snapshot = catalog.snapshot();
+                let mut out = Output::tag(Tag::new("DROP TABLE"));
+                let mut tables = Vec::new();
+                for n in names {
+                    match snapshot.table(n) {
+                        Some(t) => tables.push(t.clone()),
+                        None if *if_exists => {
+                            out = out.with_notice(
+                                "NOTICE",
+                                "00000",
+                                format!("table \"{n}\" does not exist, skipping"),
+                            );
+                        }
+                        None => return Err(Error::UndefinedTable { name: n.clone(), span: None }),
+                    }
+                }
+                for t in tables {
+                    let notices = catalog.drop_table(t.id, *cascade).map_err(|e| match catalog_error(e) {
+                        Error::DependentObjects { message, detail } => Error::DependentObjects {
+                            message,
+                            detail: format!("{detail}\nHINT:  Use DROP ... CASCADE to drop the dependent objects too.").trim().to_string(),
+                        },
+                        other => other,
+                    })?;
+                    for n in notices {
+                        out = out.with_notice("NOTICE", "00000", n);
+                    }
+                    engine.drop_table(exec::tid(&t));
+                }
+                Ok(out)
+            }
+            Command::CreateIndex(spec) | Command::AddIndex(spec) => {
+                let is_alter = matches!(cmd, Command::AddIndex(_));
+                let tag = if is_alter { "ALTER TABLE" } else { "CREATE INDEX" };
+                let snapshot = catalog.snapshot();
+                if spec.if_not_exists && snapshot.index_by_name(&spec.def.name).is_some() {
+                    return Ok(Output::tag(Tag::new(tag)).with_notice(
+                        "NOTICE",
+                        "42P07",
+                        format!("relation \"{}\" already exists, skipping", spec.def.name),
+                    ));
+                }
+                let table = snapshot.table_by_id(spec.table.id).cloned().ok_or_else(|| {
+                    Error::UndefinedTable { name: spec.table.name.clone(), span: None }
+                })?;
+                if spec.def.primary {
+                    return self.add_primary_key(&table, spec).map(|_| Output::tag(Tag::new(tag)));
+                }
+                let index =
+                    catalog.create_index(table.id, spec.def.clone()).map_err(catalog_error)?;
+                let updated =
+                    catalog.snapshot().table_by_id(table.id).cloned().expect("just indexed");
+                let txn_spec = index_specs(&updated)
+                    .into_iter()
+                    .find(|s| s.id.0 == index.id.0)
+                    .expect("new index spec");
+                if let Err(e) = engine.create_index(exec::tid(&table), txn_spec) {
+                    let _ = catalog.drop_index(index.id);
+                    return Err(match e {
+                        txn::Error::UniqueViolation { .. } => Error::UniqueViolation {
+                            constraint: index.name.clone(),
+                            detail: "Key values are duplicated in existing rows.".into(),
+                            table: table.name.clone(),
+                        }
+                        .with_create_index_message(),
+                        other => exec::txn_error(other),
+                    });
+                }
+                Ok(Output::tag(Tag::new(tag)))
+            }
+            Command::DropIndex { names, if_exists } => {
+                let snapshot = catalog.snapshot();
+                let mut out = Output::tag(Tag::new("DROP INDEX"));
+                for n in names {
+                    match snapshot.index_by_name(n) {
+                        Some((t, i)) => {
+                            catalog.drop_index(i.id).map_err(catalog_error)?;
+                            engine.drop_index(exec::tid(t), txn::IndexId(i.id.0));
+                        }
+                        None if *if_exists => {
+                            out = out.with_notice(
+                                "NOTICE",
+                                "00000",
+                                format!("index \"{n}\" does not exist, skipping"),
+                            );
+                        }
+                        None => {
+                            return Err(Error::UndefinedObject {
+                                message: format!("index \"{n}\" does not exist"),
+                            })
+                        }
+                    }
+                }
+                Ok(out)
+            }
+            Command::Truncate(tables) => {
+                let snapshot = catalog.snapshot();
+                for t in tables {
+                    for (child, fk) in snapshot.referencing_fks(t.id) {
+                        if !tables.iter().any(|x| x.id == child.id) {
+                            return Err(Error::unsupported_msg(format!(
+                                "cannot truncate a table referenced in a foreign key constraint (table \"{}\" references \"{}\" via \"{}\")",
+                                child.name, t.name, fk.name
+                            )));
+                        }
+                    }
+                }
+                for t in tables {
+                    engine.truncate(exec::tid(t));
+                }
+                Ok(Output::tag(Tag::new("TRUNCATE TABLE")))
+            }
+            Command::AddColumn { table, column, if_not_exists } => {
+                if table.column(&column.name).is_some() {
+                    if *if_not_exists {
+                        return Ok(Output::tag(Tag::new("ALTER TABLE")).with_notice(
+                            "NOTICE",
+                            "42701",
+                            format!(
+                                "column \"{}\" of relation \"{}\" already exists, skipping",
+                                column.name, table.name
+                            ),
+                        ));
+                    }
+                    return Err(Error::DuplicateColumnExists {
+                        name: format!("{}\" of relation \"{}", column.name, table.name),
+                    });
+                }
+                self.add_column(table, column)?;
+                Ok(Output::tag(Tag::new("ALTER TABLE")))
+            }
+            Command::AddForeignKey { table, fk } => {
+                catalog.add_foreign_key(table.id, fk.clone()).map_err(catalog_error)?;
+                Ok(Output::tag(Tag::new("ALTER TABLE")))
+            }
+            other => Err(Error::internal(format!("unexpected command {other:?}"))),
+        }
+    }
+
+    /// ALTER TABLE … ADD COLUMN: existing rows get the default (or NULL); NOT NULL without a
+    /// default on a non-empty table fails as in PostgreSQL.
+    fn add_column(&mut self, table: &Arc<Table>, column: &catalog::Column) -> Result<()> {
+        let snapshot = self.db.catalog.snapshot();
+        // Compute the fill value first (a constant default).
+        let mut with_col = (**table).clone();
+        let mut col = column.clone();
+        col.position = table.columns.len() as u16;
+        with_col.columns.push(col.clone());
+        let fill = {
+            let mut binder = Binder::new(&snapshot, "", vec![]);
+            let e = binder.column_default(&with_col, col.position as usize)?;
+            let mut t = self.db.engine.begin(self.log_buffer);
+            let mut ctx = Ctx {
+                txn: &mut t,
+                engine: &self.db.engine,
+                params: &[],
+                outer: vec![],
+                now: now(),
+                user: &self.user,
+                database: &self.database,
+            };
+            ctx.eval(&e, &[])?
+        };
+        if fill.is_null() && col.not_null && self.db.engine.row_count(exec::tid(table)) > 0 {
+            return Err(Error::NotNullViolation {
+                column: col.name.clone(),
+                table: table.name.clone(),
+            });
+        }
+        self.rewrite_rows(table, |row| row.push(fill.clone()))?;
+        self.db.catalog.add_column(table.id, col).map_err(catalog_error)?;
+        Ok(())
+    }
+
+    /// Rewrites every row of a table in one transaction (used by ADD COLUMN).
+    fn rewrite_rows(
+        &mut self,
+        table: &Arc<Table>,
+        mut f: impl FnMut(&mut Vec<Value>),
+    ) -> Result<()> {
+        let mut t = self.db.engine.begin(self.log_buffer);
+        let types = exec::column_types(table);
+        let mut rows = Vec::new();
+        t.scan(
+            exec::tid(table),
+            None,
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Unbounded,
+            false,
+            &mut |k, r| {
+                rows.push((k.to_vec(), r.clone()));
+                true
+            },
+        )
+        .map_err(exec::txn_error)?;
+        for (k, bytes) in rows {
+            let mut row = types::decode_row(&bytes, &types)?;
+            f(&mut row);
+            let mut out = Vec::new();
+            types::encode_row(&row, &mut out);
+            t.update(exec::tid(table), &k, out).map_err(exec::txn_error)?;
+        }
+        t.commit().map_err(exec::txn_error)?;
+        Ok(())
+    }
+
+    fn add_primary_key(&mut self, table: &Arc<Table>, spec: &crate::bind::IndexSpec) -> Result<()> {
+        if table.primary_index().is_some() {
+            return Err(Error::InvalidTableDefinition {
+                message: format!(
+                    "multiple primary keys for table \"{}\" are not allowed",
+                    table.name
+                ),
+            });
+        }
+        // Re-key every row by the new primary key, checking NOT NULL and uniqueness.
+        let mut t = self.db.engine.begin(self.log_buffer);
+        let types = exec::column_types(table);
+        let mut rows = Vec::new();
+        t.scan(
+            exec::tid(table),
+            None,
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Unbounded,
+            false,
+            &mut |k, r| {
+                rows.push((k.to_vec(), r.clone()));
+                true
+            },
+        )
+        .map_err(exec::txn_error)?;
+        let mut seen = std::collections::HashSet::new();
+        let mut rekeyed = Vec::new();
+        for (k, bytes) in rows {
+            let row = types::decode_row(&bytes, &types)?;
+            let mut key_vals = Vec::new();
+            for c in &spec.def.columns {
+                let v = row[*c as usize].clone();
+                if v.is_null() {
+                    return Err(Error::NotNullViolation {
+                        column: table.columns[*c as usize].name.clone(),
+                        table: table.name.clone(),
+                    });
+                }
+                key_vals.push(v);
+            }
+            let mut nk = Vec::new();
+            types::encode_key(&key_vals, &mut nk);
+            if !seen.insert(nk.clone()) {
+                return Err(Error::UniqueViolation {
+                    constraint: spec.def.name.clone(),
+                    detail: "Key values are duplicated in existing rows.".into(),
+                    table: table.name.clone(),
+                }
+                .with_create_index_message());
+            }
+            rekeyed.push((k, nk, bytes));
+        }
+        self.db.catalog.add_primary_key(table.id, spec.def.clone()).map_err(catalog_error)?;
+        for (old, new, bytes) in rekeyed {
+            t.delete(exec::tid(table), &old).map_err(exec::txn_error)?;
+            t.insert(exec::tid(table), new, (*bytes).clone()).map_err(exec::txn_error)?;
+        }
+        t.commit().map_err(exec::txn_error)?;
+        Ok(())
+    }
+}
+
+fn text_column(name: &str) -> ColumnInfo {
+    ColumnInfo {
+        name: name.to_string(),
+        data_type: DataType::Text,
+        table_oid: None,
+        column_id: None,
+    }
+}
+
+fn dml_output(
+    cmd: &str,
+    n: usize,
+    returning: bool,
+    cached: &Cached,
+    rows: Vec<Vec<Value>>,
+) -> Output {
+    Output {
+        tag: Tag::rows(cmd, n),
+        columns: if returning { cached.columns.clone() } else { None },
+        rows,
+        notices: vec![],
+        parameter_status: vec![],
+    }
+}
+
+/// The current time as a timestamp without time zone (UTC), microsecond precision.
+fn now() -> NaiveDateTime {
+    let t = chrono::Utc::now().naive_utc();
+    t.with_nanosecond_trunc()
+}
+
+trait TruncNanos {
+    fn with_nanosecond_trunc(self) -> Self;
+}
+
+impl TruncNanos for NaiveDateTime {
+    fn with_nanosecond_trunc(self) -> Self {
+        use chrono::Timelike;
+        let micros = self.nanosecond() / 1000;
+        self.with_nanosecond(micros * 1000).unwrap_or(self)
+    }
+}
+
+/// Maps a client-declared parameter OID to a type (`None` = infer).
+fn oid_type(oid: u32) -> Result<Option<DataType>> {
+    Ok(Some(match oid {
+        0 | 705 => return Ok(None),
+        16 => DataType::Bool,
+        21 => DataType::Int16,
+        23 => DataType::Int32,
+        20 => DataType::Int64,
+        700 => DataType::Float32,
+        701 => DataType::Float64,
+        1700 => DataType::Numeric(None),
+        1043 => DataType::Varchar(None),
+        1042 => DataType::Char(1),
+        25 => DataType::Text,
+        1082 => DataType::Date,
+        1114 | 1184 => DataType::Timestamp,
+        17 => DataType::Bytea,
+        other => return Err(Error::unsupported(format!("parameter type OID {other}"))),
+    }))
+}
+
+/// Validates a SET value for the parameters whose values change Aspen's behaviour.
+fn validate_setting(name: &str, v: &str) -> Result<String> {
+    match name {
+        "client_encoding" => {
+            let norm = v.to_uppercase().replace(['-', '_'], "");
+            if norm == "UTF8" || norm == "UNICODE" {
+                Ok("UTF8".into())
+            } else {
+                Err(Error::unsupported(format!("client_encoding \"{v}\" (only UTF8)")))
+            }
+        }
+        "DateStyle" => {
+            if v.to_uppercase().starts_with("ISO") {
+                Ok(if v.contains(',') { v.to_string() } else { "ISO, MDY".into() })
+            } else {
+                Err(Error::unsupported(format!("DateStyle \"{v}\" (only ISO)")))
+            }
+        }
+        "extra_float_digits" => match v.trim().parse::<i32>() {
+            Ok(n) if (-15..=3).contains(&n) => Ok(n.to_string()),
+            _ => Err(Error::InvalidParameterValue {
+                message: format!("invalid value for parameter \"extra_float_digits\": \"{v}\""),
+            }),
+        },
+        "default_transaction_isolation" => {
+            let l = v.to_lowercase();
+            if ["serializable", "repeatable read", "read committed", "read uncommitted"]
+                .contains(&l.as_str())
+            {
+                Ok("serializable".into())
+            } else {
+                Err(Error::InvalidParameterValue {
+                    message: format!(
+                        "invalid value for parameter \"default_transaction_isolation\": \"{v}\""
+                    ),
+                })
+            }
+        }
+        "TimeZone" => {
+            let u = v.to_uppercase();
+            if ["UTC", "ETC/UTC", "GMT", "Z", "ZULU", "UCT", "ETC/GMT"].contains(&u.as_str())
+                || v == "+00"
+                || v == "0"
+            {
+                Ok(v.to_string())
+            } else {
+                // Timestamps are without time zone, so the zone only affects now().
+                Ok(v.to_string())
+            }
+        }
+        _ => Ok(v.to_string()),
+    }
+}
+
+/// NOT NULL and type-modifier checks for a row about to be written.
+fn check_row(table: &Table, row: Vec<Value>) -> Result<Vec<Value>> {
+    let mut out = Vec::with_capacity(row.len());
+    for (v, c) in row.into_iter().zip(&table.columns) {
+        if v.is_null() {
+            if c.not_null {
+                return Err(Error::NotNullViolation {
+                    column: c.name.clone(),
+                    table: table.name.clone(),
+                });
+            }
+            out.push(v);
+            continue;
+        }
+        let v = match c.data_type {
+            DataType::Varchar(Some(_)) | DataType::Char(_) | DataType::Numeric(Some(_)) => {
+                types::cast(v, &c.data_type, &c.data_type, types::CastKind::Assignment)?
+            }
+            _ => v,
+        };
+        out.push(v);
+    }
+    Ok(out)
+}
+
+/// Foreign keys of `table`: the referenced row must exist (NULL keys are not checked).
+fn check_foreign_keys(
+    ctx: &mut Ctx<'_>,
+    snapshot: &Snapshot,
+    table: &Table,
+    row: &[Value],
+) -> Result<()> {
+    for fk in &table.foreign_keys {
+        let vals: Vec<Value> = fk.columns.iter().map(|c| row[*c as usize].clone()).collect();
+        if vals.iter().any(|v| v.is_null()) {
+            continue;
+        }
+        let Some(parent) = snapshot.table_by_id(fk.ref_table) else { continue };
+        if !row_exists(ctx, parent, &fk.ref_columns, &vals)? {
+            let cols: Vec<&str> =
+                fk.columns.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
+            return Err(Error::ForeignKeyViolation {
+                constraint: fk.name.clone(),
+                detail: format!(
+                    "Key ({})=({}) is not present in table \"{}\".",
+                    cols.join(", "),
+                    vals.iter()
+                        .map(|v| types::format_text(v, &exec::value_type(v)))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    parent.name
+                ),
+                table: table.name.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Does `table` have a row whose `cols` equal `vals`? Uses the primary key or a unique index on
+/// exactly those columns, else scans.
+fn row_exists(ctx: &mut Ctx<'_>, table: &Table, cols: &[u16], vals: &[Value]) -> Result<bool> {
+    let t = exec::tid(table);
+    let mut key = Vec::new();
+    if let Some(pk) = table.primary_index() {
+        if pk.columns == cols {
+            types::encode_key(vals, &mut key);
+            return Ok(ctx.txn.get(t, &key).map_err(exec::txn_error)?.is_some());
+        }
+    }
+    let mut sorted: Vec<(u16, Value)> = cols.iter().copied().zip(vals.iter().cloned()).collect();
+    let index = table.indexes.iter().find(|i| {
+        !i.primary && i.columns.len() == cols.len() && i.columns.iter().all(|c| cols.contains(c))
+    });
+    let types_ = exec::column_types(table);
+    let mut found = false;
+    let mut err = None;
+    let (idx, lo, hi) = match index {
+        Some(i) => {
+            sorted.sort_by_key(|(c, _)| i.columns.iter().position(|x| x == c));
+            let ordered: Vec<Value> = sorted.iter().map(|(_, v)| v.clone()).collect();
+            types::encode_key(&ordered, &mut key);
+            let hi = successor(&key);
+            (
+                Some(txn::IndexId(i.id.0)),
+                std::ops::Bound::Included(key.clone()),
+                hi.map(std::ops::Bound::Excluded).unwrap_or(std::ops::Bound::Unbounded),
+            )
+        }
+        None => (None, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
+    };
+    let lo_ref = match &lo {
+        std::ops::Bound::Included(k) => std::ops::Bound::Included(k.as_slice()),
+        _ => std::ops::Bound::Unbounded,
+    };
+    let hi_ref = match &hi {
+        std::ops::Bound::Excluded(k) => std::ops::Bound::Excluded(k.as_slice()),
+        _ => std::ops::Bound::Unbounded,
+    };
+    ctx.txn
+        .scan(t, idx, lo_ref, hi_ref, false, &mut |_, bytes| {
+            match types::decode_row(bytes, &types_) {
+                Ok(row) => {
+                    if cols.iter().zip(vals).all(|(c, v)| {
+                        types::compare(&row[*c as usize], v) == Some(std::cmp::Ordering::Equal)
+                    }) {
+                        found = true;
+                        return false;
+                    }
+                }
+                Err(e) => {
+                    err = Some(e);
+                    return false;
+                }
+            }
+            true
+        })
+        .map_err(exec::txn_error)?;
+    if let Some(e) = err {
+        return Err(e);
+    }
+    Ok(found)
+}
+
+fn successor(k: &[u8]) -> Option<Vec<u8>> {
+    let mut s = k.to_vec();
+    while let Some(last) = s.last_mut() {
+        if *last < 0xFF {
+            *last += 1;
+            return Some(s);
+        }
+        s.pop();
+    }
+    None
+}
+
+/// Rows of other tables that reference `row` of `table`: with ON DELETE CASCADE (and
+/// `deleting`) they are deleted too; otherwise their existence is a 23503.
+fn check_referencing(
+    ctx: &mut Ctx<'_>,
+    snapshot: &Snapshot,
+    table: &Table,
+    row: &[Value],
+    deleting: bool,
+) -> Result<()> {
+    for (child, fk) in snapshot.referencing_fks(table.id) {
+        let vals: Vec<Value> = fk.ref_columns.iter().map(|c| row[*c as usize].clone()).collect();
+        if vals.iter().any(|v| v.is_null()) {
+            continue;
+        }
+        let types_ = exec::column_types(child);
+        let mut matches = Vec::new();
+        let mut err = None;
+        ctx.txn
+            .scan(
+                exec::tid(child),
+                None,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                false,
+                &mut |k, bytes| {
+                    match types::decode_row(bytes, &types_) {
+                        Ok(r) => {
+                            if fk.columns.iter().zip(&vals).all(|(c, v)| {
+                                types::compare(&r[*c as usize], v)
+                                    == Some(std::cmp::Ordering::Equal)
+                            }) {
+                                matches.push((k.to_vec(), r));
+                            }
+                        }
+                        Err(e) => {
+                            err = Some(e);
+                            return false;
+                        }
+                    }
+                    true
+                },
+            )
+            .map_err(exec::txn_error)?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if matches.is_empty() {
+            continue;
+        }
+        if deleting && fk.on_delete == catalog::FkAction::Cascade {
+            for (k, r) in matches {
+                if child.id == table.id && r == row {
+                    continue;
+                }
+                check_referencing(ctx, snapshot, child, &r, true)?;
+                ctx.txn.delete(exec::tid(child), &k).map_err(exec::txn_error)?;
+            }
+            continue;
+        }
+        let cols: Vec<&str> =
+            fk.ref_columns.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
+        return Err(Error::ForeignKeyViolation {
+            constraint: fk.name.clone(),
+            detail: format!(
+                "Key ({})=({}) is still referenced from table \"{}\".",
+                cols.join(", "),
+                vals.iter()
+                    .map(|v| types::format_text(v, &exec::value_type(v)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                child.name
+            ),
+            table: format!("\u{0}{}", table.name),
+        });
+    }
+    Ok(())
+}
+
+/// Maps an engine unique violation to 23505 with PostgreSQL's constraint name and detail.
+fn unique_error(e: txn::Error, table: &Table, row: &[Value]) -> Error {
+    match e {
+        txn::Error::UniqueViolation { index, .. } => {
+            let idx = match index {
+                None => table.primary_index(),
+                Some(id) => table.indexes.iter().find(|i| i.id.0 == id.0),
+            };
+            let Some(idx) = idx else { return exec::txn_error(e) };
+            let cols: Vec<&str> =
+                idx.columns.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
+            let vals: Vec<String> = idx
+                .columns
+                .iter()
+                .map(|c| {
+                    let v = &row[*c as usize];
+                    types::format_text(v, &table.columns[*c as usize].data_type)
+                })
+                .collect();
+            Error::UniqueViolation {
+                constraint: idx.name.clone(),
+                detail: format!("Key ({})=({}) already exists.", cols.join(", "), vals.join(", ")),
+                table: table.name.clone(),
+            }
+        }
+        other => exec::txn_error(other),
+    }
+}

@@ -1,0 +1,350 @@
+//! PostgreSQL binary wire formats (`*recv` / `*send`), all big-endian:
+//!
+//! | type | bytes |
+//! |---|---|
+//! | bool | 1 (0 = false, anything else true) |
+//! | int2 / int4 / int8 | 2 / 4 / 8, two's complement |
+//! | float4 / float8 | 4 / 8, IEEE 754 |
+//! | numeric | `ndigits i16, weight i16, sign u16, dscale u16`, then `ndigits` base-10000 digits (i16) |
+//! | text / varchar / bpchar | UTF-8 bytes, no terminator |
+//! | date | i32 days since 2000-01-01 |
+//! | timestamp | i64 microseconds since 2000-01-01 00:00:00 |
+//! | bytea | the raw bytes |
+//!
+//! A numeric's value is `Σ digit[i] × 10000^(weight - i)`; `sign` is `0x0000` positive,
+//! `0x4000` negative (`0xC000` NaN, `0xD000`/`0xF000` ±Infinity are rejected with `0A000`);
+//! `dscale` is the display scale. Leading and trailing zero digits are not sent; zero is
+//! `ndigits = 0, weight = 0`.
+
+use catalog::DataType;
+use rust_decimal::Decimal;
+
+use super::cast::{cast, CastKind};
+use super::datetime;
+use super::numeric;
+use super::text::fit_string;
+use super::value::Value;
+use crate::error::{Error, Result};
+
+/// `22P03` with PostgreSQL's message for a value of the wrong size.
+fn bad_format() -> Error {
+    Error::InvalidBinaryRepresentation { message: "incorrect binary data format".into() }
+}
+
+fn fixed<const N: usize>(b: &[u8]) -> Result<[u8; N]> {
+    b.try_into().map_err(|_| bad_format())
+}
+
+/// Decodes a binary-format value of type `ty` (a Bind parameter). The type modifier is applied
+/// as in PostgreSQL's `*recv`: `numeric(p,s)` rounds and checks, `varchar(n)`/`char(n)` check
+/// the length (`22001`) and pad.
+pub fn decode_binary(b: &[u8], ty: &DataType) -> Result<Value> {
+    Ok(match ty {
+        DataType::Bool => Value::Bool(fixed::<1>(b)?[0] != 0),
+        DataType::Int16 => Value::Int16(i16::from_be_bytes(fixed(b)?)),
+        DataType::Int32 => Value::Int32(i32::from_be_bytes(fixed(b)?)),
+        DataType::Int64 => Value::Int64(i64::from_be_bytes(fixed(b)?)),
+        DataType::Float32 => Value::Float32(f32::from_be_bytes(fixed(b)?)),
+        DataType::Float64 => Value::Float64(f64::from_be_bytes(fixed(b)?)),
+        DataType::Numeric(typmod) => {
+            let d = decode_numeric(b)?;
+            Value::Numeric(match typmod {
+                Some((p, s)) => numeric::apply_typmod(d, *p, *s)?,
+                None => d,
+            })
+        }
+        DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
+            let s = std::str::from_utf8(b).map_err(|e| invalid_utf8(b, e))?;
+            Value::Text(fit_string(s.to_owned(), ty, false)?)
+        }
+        DataType::Date => {
+            let days = i32::from_be_bytes(fixed(b)?);
+            Value::Date(datetime::pg_days_to_date(days).ok_or_else(|| {
+                Error::DatetimeFieldOverflow { message: "date out of range".into() }
+            })?)
+        }
+        DataType::Timestamp => {
+            let us = i64::from_be_bytes(fixed(b)?);
+            Value::Timestamp(datetime::pg_micros_to_timestamp(us).ok_or_else(|| {
+                Error::DatetimeFieldOverflow { message: "timestamp out of range".into() }
+            })?)
+        }
+        DataType::Bytea => Value::Bytea(b.to_vec()),
+    })
+}
+
+/// Decodes a binary value sent as type `sent` into a value of type `target`, applying an
+/// assignment cast (e.g. JDBC `setLong` sends int8 for an `integer` column: `22003` if it does
+/// not fit). Equivalent to `decode_binary` followed by `cast(.., CastKind::Assignment)`.
+pub fn decode_binary_as(b: &[u8], sent: &DataType, target: &DataType) -> Result<Value> {
+    let v = decode_binary(b, sent)?;
+    if sent == target {
+        return Ok(v);
+    }
+    cast(v, sent, target, CastKind::Assignment)
+}
+
+fn invalid_utf8(b: &[u8], e: std::str::Utf8Error) -> Error {
+    let at = e.valid_up_to();
+    let len = e.error_len().unwrap_or(b.len() - at).clamp(1, 4);
+    let hex: Vec<String> =
+        b[at..(at + len).min(b.len())].iter().map(|x| format!("0x{x:02x}")).collect();
+    Error::CharacterNotInRepertoire {
+        message: format!("invalid byte sequence for encoding \"UTF8\": {}", hex.join(" ")),
+    }
+}
+
+/// Decodes PostgreSQL's binary numeric. Digits hidden by `dscale` are truncated, as
+/// `numeric_recv` does.
+fn decode_numeric(b: &[u8]) -> Result<Decimal> {
+    if b.len() < 8 {
+        return Err(bad_format());
+    }
+    let ndigits = i16::from_be_bytes([b[0], b[1]]);
+    let weight = i16::from_be_bytes([b[2], b[3]]) as i64;
+    let sign = u16::from_be_bytes([b[4], b[5]]);
+    let dscale = u16::from_be_bytes([b[6], b[7]]);
+    if ndigits < 0 || b.len() != 8 + 2 * ndigits as usize {
+        return Err(bad_format());
+    }
+    let negative = match sign {
+        0x0000 => false,
+        0x4000 => true,
+        0xC000 => return Err(numeric::special_unsupported("NaN")),
+        0xD000 | 0xF000 => return Err(numeric::special_unsupported("Infinity")),
+        _ => {
+            return Err(Error::InvalidBinaryRepresentation {
+                message: "invalid sign in external \"numeric\" value".into(),
+            })
+        }
+    };
+    if dscale & 0x3FFF != dscale {
+        return Err(Error::InvalidBinaryRepresentation {
+            message: "invalid scale in external \"numeric\" value".into(),
+        });
+    }
+    let ndigits = ndigits as usize;
+    let mut decimal_digits: Vec<u8> = Vec::with_capacity(ndigits * 4);
+    for i in 0..ndigits {
+        let d = u16::from_be_bytes([b[8 + 2 * i], b[9 + 2 * i]]);
+        if d >= 10000 {
+            return Err(Error::InvalidBinaryRepresentation {
+                message: "invalid digit in external \"numeric\" value".into(),
+            });
+        }
+        decimal_digits.extend_from_slice(&[
+            (d / 1000) as u8,
+            (d / 100 % 10) as u8,
+            (d / 10 % 10) as u8,
+            (d % 10) as u8,
+        ]);
+    }
+    // decimal_digits × 10^(4 × (weight + 1 - ndigits)); keep at most `dscale` fractional digits.
+    let mut scale = 4 * (ndigits as i64 - weight - 1);
+    let dscale = dscale as i64;
+    if scale > dscale {
+        let cut = ((scale - dscale) as usize).min(decimal_digits.len());
+        decimal_digits.truncate(decimal_digits.len() - cut);
+        scale = dscale;
+    }
+    let d = numeric::from_digits(negative, &decimal_digits, scale)?;
+    Ok(numeric::with_min_scale(d, dscale as u32))
+}
+
+/// Appends the binary form of `v` as type `ty` (a DataRow column). Integers and floats are
+/// written at the width of `ty`; NULL appends nothing (the caller writes length -1).
+pub fn encode_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
+    match (v, ty) {
+        (Value::Null, _) => {}
+        (Value::Bool(b), _) => out.push(*b as u8),
+        (Value::Int16(_) | Value::Int32(_) | Value::Int64(_), _) => {
+            let i = match v {
+                Value::Int16(i) => *i as i64,
+                Value::Int32(i) => *i as i64,
+                Value::Int64(i) => *i,
+                _ => unreachable!("matched an integer"),
+            };
+            match ty {
+                DataType::Int16 => out.extend_from_slice(&(i as i16).to_be_bytes()),
+                DataType::Int32 => out.extend_from_slice(&(i as i32).to_be_bytes()),
+                _ => out.extend_from_slice(&i.to_be_bytes()),
+            }
+        }
+        (Value::Float32(f), DataType::Float64) => out.extend_from_slice(&(*f as f64).to_be_bytes()),
+        (Value::Float32(f), _) => out.extend_from_slice(&f.to_be_bytes()),
+        (Value::Float64(f), DataType::Float32) => out.extend_from_slice(&(*f as f32).to_be_bytes()),
+        (Value::Float64(f), _) => out.extend_from_slice(&f.to_be_bytes()),
+        (Value::Numeric(d), _) => encode_numeric(d, out),
+        (Value::Text(s), _) => out.extend_from_slice(s.as_bytes()),
+        (Value::Date(d), _) => out.extend_from_slice(&datetime::date_to_pg_days(*d).to_be_bytes()),
+        (Value::Timestamp(t), _) => {
+            out.extend_from_slice(&datetime::timestamp_to_pg_micros(*t).to_be_bytes())
+        }
+        (Value::Bytea(b), _) => out.extend_from_slice(b),
+    }
+}
+
+/// Appends PostgreSQL's binary numeric for `d` (see the module doc).
+fn encode_numeric(d: &Decimal, out: &mut Vec<u8>) {
+    let scale = d.scale();
+    let m = d.mantissa().unsigned_abs();
+    // Align the fraction to whole base-10000 digits: at most 3 extra decimal digits, which
+    // keeps m < 2^96 × 1000 < 2^128.
+    let pad = (4 - scale % 4) % 4;
+    let mut m = m * numeric::pow10(pad);
+    let frac_groups = ((scale + pad) / 4) as i32;
+    let mut groups: Vec<u16> = Vec::with_capacity(9);
+    while m > 0 {
+        groups.push((m % 10000) as u16);
+        m /= 10000;
+    }
+    // groups[i] has weight i - frac_groups; strip zero groups at both ends.
+    let low = groups.iter().position(|&g| g != 0);
+    let (ndigits, weight, digits) = match low {
+        None => (0i16, 0i16, &[][..]),
+        Some(low) => {
+            let high = groups.iter().rposition(|&g| g != 0).expect("a nonzero group exists");
+            let weight = high as i32 - frac_groups;
+            (high as i16 - low as i16 + 1, weight as i16, &groups[low..=high])
+        }
+    };
+    let sign: u16 = if d.is_sign_negative() && ndigits > 0 { 0x4000 } else { 0 };
+    out.extend_from_slice(&ndigits.to_be_bytes());
+    out.extend_from_slice(&weight.to_be_bytes());
+    out.extend_from_slice(&sign.to_be_bytes());
+    out.extend_from_slice(&(scale as u16).to_be_bytes());
+    for g in digits.iter().rev() {
+        out.extend_from_slice(&g.to_be_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::text::{format_text, parse_text};
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    }
+
+    /// Byte strings from PostgreSQL 15: `COPY (SELECT v::numeric) TO STDOUT (FORMAT binary)`.
+    const PG_NUMERIC: &[(&str, &str)] = &[
+        ("1.50", "000200000000000200011388"),
+        ("0", "0000000000000000"),
+        ("0.00", "0000000000000002"),
+        ("-12345.678", "0003000140000003000109291a7c"),
+        ("10000", "00010001000000000001"),
+        ("100000000000000000000", "00010005000000000001"),
+        ("0.0001", "0001ffff000000040001"),
+        ("0.00001234", "0001fffe0000000804d2"),
+        ("97.76000213623047", "000500000000000e00611db000d51856125c"),
+        ("-0.5", "0001ffff400000011388"),
+        ("123456789.123456789", "0006000200000009000109291a8504d2162e2328"),
+        ("9999.9999", "0002000000000004270f270f"),
+        ("100000000.00", "00010002000000020001"),
+    ];
+
+    #[test]
+    fn numeric_matches_postgres_bytes() {
+        let ty = DataType::Numeric(None);
+        for (text, bytes) in PG_NUMERIC {
+            let v = parse_text(text, &ty).unwrap();
+            let mut out = Vec::new();
+            encode_binary(&v, &ty, &mut out);
+            assert_eq!(hex(&out), *bytes, "encode {text}");
+            let back = decode_binary(&unhex(bytes), &ty).unwrap();
+            assert_eq!(format_text(&back, &ty), *text, "decode {text}");
+        }
+    }
+
+    #[test]
+    fn numeric_decode_truncates_to_dscale_and_applies_typmod() {
+        // 1.2345 sent with dscale 2 → 1.23 (numeric_recv truncates).
+        let b = unhex("000200000000000200010929");
+        assert_eq!(
+            format_text(&decode_binary(&b, &DataType::Numeric(None)).unwrap(), &DataType::Text),
+            "1.23"
+        );
+        // JDBC sends 303.6600036621094 for a numeric(6,2) column.
+        let v = parse_text("303.6600036621094", &DataType::Numeric(None)).unwrap();
+        let mut out = Vec::new();
+        encode_binary(&v, &DataType::Numeric(None), &mut out);
+        let got = decode_binary(&out, &DataType::Numeric(Some((6, 2)))).unwrap();
+        assert_eq!(format_text(&got, &DataType::Text), "303.66");
+        for bad in ["0001", "000100000000000027", "0001000000000000ffff", "000100000123000000010"] {
+            let b = unhex(&bad[..bad.len() / 2 * 2]);
+            assert_eq!(
+                decode_binary(&b, &DataType::Numeric(None)).unwrap_err().sqlstate(),
+                "22P03",
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            decode_binary(&unhex("00000000c0000000"), &DataType::Numeric(None))
+                .unwrap_err()
+                .sqlstate(),
+            "0A000"
+        );
+    }
+
+    #[test]
+    fn fixed_width_types_round_trip_and_check_length() {
+        let cases: Vec<(DataType, &str, &str)> = vec![
+            (DataType::Bool, "t", "01"),
+            (DataType::Int16, "-2", "fffe"),
+            (DataType::Int32, "3001", "00000bb9"),
+            (DataType::Int64, "1", "0000000000000001"),
+            (DataType::Float64, "172.06", "406581eb851eb852"),
+            (DataType::Float32, "1.5", "3fc00000"),
+            (DataType::Date, "2000-01-02", "00000001"),
+            (DataType::Date, "1999-12-31", "ffffffff"),
+            (DataType::Timestamp, "2000-01-01 00:00:01", "00000000000f4240"),
+            (DataType::Text, "hé", "68c3a9"),
+            (DataType::Char(3), "ab ", "616220"),
+            (DataType::Bytea, "\\x00ff", "00ff"),
+        ];
+        for (ty, text, bytes) in cases {
+            let v = parse_text(text, &ty).unwrap();
+            let mut out = Vec::new();
+            encode_binary(&v, &ty, &mut out);
+            assert_eq!(hex(&out), bytes, "{ty:?} {text}");
+            assert_eq!(decode_binary(&out, &ty).unwrap(), v, "{ty:?} {text}");
+            if ty.type_size() > 0 {
+                out.push(0);
+                let e = decode_binary(&out, &ty).unwrap_err();
+                assert_eq!(
+                    (e.sqlstate(), e.to_string().as_str()),
+                    ("22P03", "incorrect binary data format")
+                );
+            }
+        }
+        // The int8 OID/width follows `ty`, not the value's variant.
+        let mut out = Vec::new();
+        encode_binary(&Value::Int32(7), &DataType::Int64, &mut out);
+        assert_eq!(hex(&out), "0000000000000007");
+        assert_eq!(decode_binary(&[0xff], &DataType::Text).unwrap_err().sqlstate(), "22021");
+        assert_eq!(
+            decode_binary(b"abcd", &DataType::Varchar(Some(3))).unwrap_err().sqlstate(),
+            "22001"
+        );
+    }
+
+    #[test]
+    fn decode_as_applies_assignment_cast() {
+        let b = 5i64.to_be_bytes();
+        assert_eq!(
+            decode_binary_as(&b, &DataType::Int64, &DataType::Int32).unwrap(),
+            Value::Int32(5)
+        );
+        let b = 3_000_000_000i64.to_be_bytes();
+        let e = decode_binary_as(&b, &DataType::Int64, &DataType::Int32).unwrap_err();
+        assert_eq!(e.to_string(), "integer out of range");
+        let b = 303.6600036621094f64.to_be_bytes();
+        let v = decode_binary_as(&b, &DataType::Float64, &DataType::Numeric(Some((6, 2)))).unwrap();
+        assert_eq!(format_text(&v, &DataType::Text), "303.66");
+    }
+}

@@ -1,0 +1,623 @@
+//! Storage encodings: the row format (compact, decoded with the table's column types) and the
+//! key format (memcmp-ordered, one self-delimiting component per key column).
+//!
+//! # Row format
+//!
+//! | bytes | content |
+//! |---|---|
+//! | varint | number of encoded columns `n` |
+//! | `ceil(n/8)` | NULL bitmap: bit `i % 8` of byte `i / 8` set = column `i` is NULL |
+//! | ... | the non-NULL columns in order, each as below |
+//!
+//! | type | payload |
+//! |---|---|
+//! | bool | 1 byte, 0 or 1 |
+//! | int2 / int4 / int8 | zigzag LEB128 varint (1 byte for -64..=63) |
+//! | float4 / float8 | 4 / 8 bytes, little-endian IEEE 754 |
+//! | numeric | 1 byte `scale | sign << 7`, then the mantissa's magnitude as LEB128 varint |
+//! | text / varchar / char / bytea | LEB128 length, then the bytes |
+//! | date | 4 bytes little-endian, days since 2000-01-01 |
+//! | timestamp | 8 bytes little-endian, microseconds since 2000-01-01 |
+//!
+//! Rows are written from `Value`s without their types and read back with the column types, so
+//! each value must already have its column's type ([`cast`](super::cast) first): integer widths
+//! are interchangeable (all are varints, read back at the column's width with a range check),
+//! but a float, numeric or string in the wrong column reads back as garbage or `XX001`.
+//! A row with fewer encoded columns than `types` (columns added later) reads the missing
+//! trailing columns as NULL; extra encoded columns beyond `types` are ignored.
+//!
+//! # Key format
+//!
+//! Each component starts with a tag byte; NULL is the single byte `0xFF`, so NULLs sort last.
+//!
+//! | tag | type | rest |
+//! |---|---|---|
+//! | `0x01` | bool | 1 byte |
+//! | `0x02` | int2 / int4 / int8 | 8 bytes big-endian, sign bit flipped — every width encodes as i64, so an int8 parameter finds an int4 key |
+//! | `0x03` | float4 / float8 | the value as f64: 8 bytes big-endian, negative: all bits flipped, positive: sign bit flipped; `-0` encodes as `0`, every NaN as one NaN that sorts after `+Infinity` |
+//! | `0x04` | numeric | `0x80` zero; `0x81` positive, exponent byte, digit bytes, `0x00`; `0x7F` negative with exponent and digit bytes inverted and `0xFF` terminator. Digits are of the trailing-zero-free value, two decimal digits per byte as `d1 × 10 + d2 + 1`, so `1.5` and `1.50` encode equal |
+//! | `0x05` | text / varchar / char | bytes with `0x00` escaped as `0x00 0xFF`, then `0x00 0x01`; `char(n)` trims trailing spaces when typed ([`encode_key_as`]) |
+//! | `0x06` | date | 4 bytes big-endian, sign bit flipped, days since 2000-01-01 |
+//! | `0x07` | timestamp | 8 bytes big-endian, sign bit flipped, microseconds since 2000-01-01 |
+//! | `0x08` | bytea | as text |
+//!
+//! Byte order of encoded keys equals [`sort_cmp`](super::sort_cmp) order column by column, and
+//! every component is self-delimiting, so a key prefix is a valid range-scan bound.
+
+use catalog::DataType;
+use rust_decimal::Decimal;
+
+use super::compare::bpchar_trim;
+use super::datetime;
+use super::value::Value;
+use crate::error::{Error, Result};
+
+/// Tag byte of a NULL key component (sorts after every other tag).
+pub const KEY_NULL: u8 = 0xFF;
+const KEY_BOOL: u8 = 0x01;
+const KEY_INT: u8 = 0x02;
+const KEY_FLOAT: u8 = 0x03;
+const KEY_NUMERIC: u8 = 0x04;
+const KEY_TEXT: u8 = 0x05;
+const KEY_DATE: u8 = 0x06;
+const KEY_TIMESTAMP: u8 = 0x07;
+const KEY_BYTEA: u8 = 0x08;
+
+fn put_varint(mut v: u128, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn zigzag(i: i64) -> u64 {
+    ((i << 1) ^ (i >> 63)) as u64
+}
+
+fn unzigzag(u: u64) -> i64 {
+    (u >> 1) as i64 ^ -((u & 1) as i64)
+}
+
+/// Appends the row format (see the module doc) of `values`.
+pub fn encode_row(values: &[Value], out: &mut Vec<u8>) {
+    put_varint(values.len() as u128, out);
+    let bitmap_at = out.len();
+    out.resize(bitmap_at + values.len().div_ceil(8), 0);
+    for (i, v) in values.iter().enumerate() {
+        match v {
+            Value::Null => out[bitmap_at + i / 8] |= 1 << (i % 8),
+            Value::Bool(b) => out.push(*b as u8),
+            Value::Int16(x) => put_varint(zigzag(*x as i64) as u128, out),
+            Value::Int32(x) => put_varint(zigzag(*x as i64) as u128, out),
+            Value::Int64(x) => put_varint(zigzag(*x) as u128, out),
+            Value::Float32(f) => out.extend_from_slice(&f.to_le_bytes()),
+            Value::Float64(f) => out.extend_from_slice(&f.to_le_bytes()),
+            Value::Numeric(d) => {
+                out.push(d.scale() as u8 | ((d.is_sign_negative() as u8) << 7));
+                put_varint(d.mantissa().unsigned_abs(), out);
+            }
+            Value::Text(s) => {
+                put_varint(s.len() as u128, out);
+                out.extend_from_slice(s.as_bytes());
+            }
+            Value::Bytea(b) => {
+                put_varint(b.len() as u128, out);
+                out.extend_from_slice(b);
+            }
+            Value::Date(d) => out.extend_from_slice(&datetime::date_to_pg_days(*d).to_le_bytes()),
+            Value::Timestamp(t) => {
+                out.extend_from_slice(&datetime::timestamp_to_pg_micros(*t).to_le_bytes())
+            }
+        }
+    }
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::DataCorrupted { message: format!("corrupt row: {what}") }
+}
+
+/// A cursor over an encoded row.
+struct Reader<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self.i.checked_add(n).filter(|&e| e <= self.b.len());
+        let end = end.ok_or_else(|| corrupt("truncated"))?;
+        let s = &self.b[self.i..end];
+        self.i = end;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        Ok(self.take(N)?.try_into().expect("take returned N bytes"))
+    }
+
+    fn varint(&mut self) -> Result<u128> {
+        let mut v: u128 = 0;
+        let mut shift = 0;
+        loop {
+            let byte = *self.b.get(self.i).ok_or_else(|| corrupt("truncated varint"))?;
+            self.i += 1;
+            if shift >= 128 {
+                return Err(corrupt("varint too long"));
+            }
+            v |= ((byte & 0x7F) as u128) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(v);
+            }
+            shift += 7;
+        }
+    }
+
+    fn len(&mut self) -> Result<usize> {
+        usize::try_from(self.varint()?).map_err(|_| corrupt("length"))
+    }
+
+    /// Reads the header: (encoded column count, NULL bitmap).
+    fn header(&mut self) -> Result<(usize, &'a [u8])> {
+        let n = self.len()?;
+        let bitmap = self.take(n.div_ceil(8))?;
+        Ok((n, bitmap))
+    }
+
+    fn int(&mut self) -> Result<i64> {
+        let u = self.varint()?;
+        Ok(unzigzag(u64::try_from(u).map_err(|_| corrupt("integer"))?))
+    }
+
+    fn value(&mut self, ty: &DataType) -> Result<Value> {
+        Ok(match ty {
+            DataType::Bool => Value::Bool(self.array::<1>()?[0] != 0),
+            DataType::Int16 => Value::Int16(self.int()?.try_into().map_err(|_| corrupt("int2"))?),
+            DataType::Int32 => Value::Int32(self.int()?.try_into().map_err(|_| corrupt("int4"))?),
+            DataType::Int64 => Value::Int64(self.int()?),
+            DataType::Float32 => Value::Float32(f32::from_le_bytes(self.array()?)),
+            DataType::Float64 => Value::Float64(f64::from_le_bytes(self.array()?)),
+            DataType::Numeric(_) => {
+                let head = self.array::<1>()?[0];
+                let m = self.varint()?;
+                let m = i128::try_from(m).map_err(|_| corrupt("numeric"))?;
+                let m = if head & 0x80 != 0 { -m } else { m };
+                let d = Decimal::try_from_i128_with_scale(m, (head & 0x7F) as u32)
+                    .map_err(|_| corrupt("numeric"))?;
+                Value::Numeric(d)
+            }
+            DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
+                let n = self.len()?;
+                let s = std::str::from_utf8(self.take(n)?).map_err(|_| corrupt("utf-8"))?;
+                Value::Text(s.to_owned())
+            }
+            DataType::Bytea => {
+                let n = self.len()?;
+                Value::Bytea(self.take(n)?.to_vec())
+            }
+            DataType::Date => {
+                let days = i32::from_le_bytes(self.array()?);
+                Value::Date(datetime::pg_days_to_date(days).ok_or_else(|| corrupt("date"))?)
+            }
+            DataType::Timestamp => {
+                let us = i64::from_le_bytes(self.array()?);
+                Value::Timestamp(
+                    datetime::pg_micros_to_timestamp(us).ok_or_else(|| corrupt("timestamp"))?,
+                )
+            }
+        })
+    }
+
+    /// Skips one value of type `ty` without materializing it.
+    fn skip(&mut self, ty: &DataType) -> Result<()> {
+        match ty {
+            DataType::Bool => self.take(1).map(drop),
+            DataType::Int16 | DataType::Int32 | DataType::Int64 => self.varint().map(drop),
+            DataType::Float32 | DataType::Date => self.take(4).map(drop),
+            DataType::Float64 | DataType::Timestamp => self.take(8).map(drop),
+            DataType::Numeric(_) => {
+                self.take(1)?;
+                self.varint().map(drop)
+            }
+            DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea => {
+                let n = self.len()?;
+                self.take(n).map(drop)
+            }
+        }
+    }
+}
+
+fn is_null(bitmap: &[u8], i: usize) -> bool {
+    bitmap[i / 8] & (1 << (i % 8)) != 0
+}
+
+/// Decodes a row written by [`encode_row`] with the table's column types. Fails with `XX001`
+/// on malformed bytes.
+pub fn decode_row(bytes: &[u8], types: &[DataType]) -> Result<Vec<Value>> {
+    let mut r = Reader { b: bytes, i: 0 };
+    let (n, bitmap) = r.header()?;
+    let mut out = Vec::with_capacity(types.len());
+    for (i, ty) in types.iter().enumerate() {
+        if i >= n || is_null(bitmap, i) {
+            out.push(Value::Null);
+        } else {
+            out.push(r.value(ty)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Decodes only column `idx` of a row written by [`encode_row`], skipping the columns before
+/// it without allocating.
+pub fn decode_column(bytes: &[u8], types: &[DataType], idx: usize) -> Result<Value> {
+    let mut r = Reader { b: bytes, i: 0 };
+    let (n, bitmap) = r.header()?;
+    let ty = types.get(idx).ok_or_else(|| Error::internal("decode_column: index out of range"))?;
+    if idx >= n || is_null(bitmap, idx) {
+        return Ok(Value::Null);
+    }
+    for (i, t) in types[..idx].iter().enumerate() {
+        if !is_null(bitmap, i) {
+            r.skip(t)?;
+        }
+    }
+    r.value(ty)
+}
+
+/// Appends the memcmp-ordered key encoding (see the module doc) of `values`, one component
+/// per value. Strings are encoded as `text`; use [`encode_key_as`] when a key column is
+/// `char(n)`.
+pub fn encode_key(values: &[Value], out: &mut Vec<u8>) {
+    for v in values {
+        encode_key_value(v, false, out);
+    }
+}
+
+/// [`encode_key`] with the key columns' types: `char(n)` values drop trailing spaces, so the
+/// key order is `char(n)`'s [`sort_cmp_as`](super::sort_cmp_as) order.
+pub fn encode_key_as(values: &[Value], types: &[DataType], out: &mut Vec<u8>) {
+    debug_assert_eq!(values.len(), types.len(), "one type per key value");
+    for (v, ty) in values.iter().zip(types) {
+        encode_key_value(v, matches!(ty, DataType::Char(_)), out);
+    }
+}
+
+fn encode_key_value(v: &Value, bpchar: bool, out: &mut Vec<u8>) {
+    match v {
+        Value::Null => out.push(KEY_NULL),
+        Value::Bool(b) => out.extend_from_slice(&[KEY_BOOL, *b as u8]),
+        Value::Int16(i) => key_int(*i as i64, out),
+        Value::Int32(i) => key_int(*i as i64, out),
+        Value::Int64(i) => key_int(*i, out),
+        Value::Float32(f) => key_float(*f as f64, out),
+        Value::Float64(f) => key_float(*f, out),
+        Value::Numeric(d) => key_numeric(d, out),
+        Value::Text(s) => {
+            let s = if bpchar { bpchar_trim(s) } else { s };
+            key_bytes(KEY_TEXT, s.as_bytes(), out)
+        }
+        Value::Bytea(b) => key_bytes(KEY_BYTEA, b, out),
+        Value::Date(d) => {
+            out.push(KEY_DATE);
+            let days = datetime::date_to_pg_days(*d) as u32 ^ (1 << 31);
+            out.extend_from_slice(&days.to_be_bytes());
+        }
+        Value::Timestamp(t) => {
+            out.push(KEY_TIMESTAMP);
+            let us = datetime::timestamp_to_pg_micros(*t) as u64 ^ (1 << 63);
+            out.extend_from_slice(&us.to_be_bytes());
+        }
+    }
+}
+
+fn key_int(i: i64, out: &mut Vec<u8>) {
+    out.push(KEY_INT);
+    out.extend_from_slice(&(i as u64 ^ (1 << 63)).to_be_bytes());
+}
+
+fn key_float(f: f64, out: &mut Vec<u8>) {
+    out.push(KEY_FLOAT);
+    let f = if f.is_nan() {
+        f64::NAN
+    } else if f == 0.0 {
+        0.0
+    } else {
+        f
+    };
+    let bits = f.to_bits();
+    let bits = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
+    out.extend_from_slice(&bits.to_be_bytes());
+}
+
+fn key_bytes(tag: u8, b: &[u8], out: &mut Vec<u8>) {
+    out.push(tag);
+    for &byte in b {
+        if byte == 0 {
+            out.extend_from_slice(&[0x00, 0xFF]);
+        } else {
+            out.push(byte);
+        }
+    }
+    out.extend_from_slice(&[0x00, 0x01]);
+}
+
+fn key_numeric(d: &Decimal, out: &mut Vec<u8>) {
+    out.push(KEY_NUMERIC);
+    let d = d.normalize();
+    let m = d.mantissa().unsigned_abs();
+    if m == 0 {
+        out.push(0x80);
+        return;
+    }
+    let negative = d.is_sign_negative();
+    // Normalized: m has no trailing zeros, so its digit string is the significand.
+    let digits = m.to_string();
+    let exp = digits.len() as i32 - 1 - d.scale() as i32;
+    // |exp| <= 29 for a Decimal, so the biased exponent fits a byte.
+    let exp_byte = (exp + 64) as u8;
+    let flip = |b: u8| if negative { !b } else { b };
+    out.push(if negative { 0x7F } else { 0x81 });
+    out.push(flip(exp_byte));
+    let digits = digits.as_bytes();
+    for pair in digits.chunks(2) {
+        let d1 = pair[0] - b'0';
+        let d2 = pair.get(1).map_or(0, |c| c - b'0');
+        out.push(flip(d1 * 10 + d2 + 1));
+    }
+    out.push(flip(0x00));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::compare::{sort_cmp, sort_cmp_as};
+    use crate::types::text::parse_text;
+    use std::cmp::Ordering;
+
+    /// A small deterministic PRNG (xorshift64*), so the property tests need no dependency.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    const TYPES: &[DataType] = &[
+        DataType::Bool,
+        DataType::Int16,
+        DataType::Int32,
+        DataType::Int64,
+        DataType::Float32,
+        DataType::Float64,
+        DataType::Numeric(None),
+        DataType::Text,
+        DataType::Char(4),
+        DataType::Date,
+        DataType::Timestamp,
+        DataType::Bytea,
+    ];
+
+    /// A random value of type `ty`, biased towards edge cases; NULL one time in ten.
+    fn random_value(rng: &mut Rng, ty: &DataType) -> Value {
+        if rng.below(10) == 0 {
+            return Value::Null;
+        }
+        let small = |rng: &mut Rng| rng.below(7) as i64 - 3;
+        match ty {
+            DataType::Bool => Value::Bool(rng.below(2) == 1),
+            DataType::Int16 => Value::Int16(match rng.below(3) {
+                0 => small(rng) as i16,
+                1 => [i16::MIN, i16::MAX, -1, 0][rng.below(4) as usize],
+                _ => rng.next() as i16,
+            }),
+            DataType::Int32 => Value::Int32(match rng.below(3) {
+                0 => small(rng) as i32,
+                1 => [i32::MIN, i32::MAX, -1, 0, 128, -129][rng.below(6) as usize],
+                _ => rng.next() as i32,
+            }),
+            DataType::Int64 => Value::Int64(match rng.below(3) {
+                0 => small(rng),
+                1 => [i64::MIN, i64::MAX, -1, 0][rng.below(4) as usize],
+                _ => rng.next() as i64,
+            }),
+            DataType::Float32 => Value::Float32(match rng.below(3) {
+                0 => small(rng) as f32 / 2.0,
+                1 => [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 0.0, f32::MIN_POSITIVE]
+                    [rng.below(6) as usize],
+                _ => f32::from_bits(rng.next() as u32),
+            }),
+            DataType::Float64 => Value::Float64(match rng.below(3) {
+                0 => small(rng) as f64 / 4.0,
+                1 => [f64::NAN, -f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.0, 5e-324]
+                    [rng.below(7) as usize],
+                _ => f64::from_bits(rng.next()),
+            }),
+            DataType::Numeric(_) => {
+                let m: i128 = match rng.below(4) {
+                    0 => small(rng) as i128 * 10i128.pow(rng.below(4) as u32),
+                    1 => (rng.next() as i64) as i128,
+                    2 => ((rng.next() as i128) << 32 | rng.next() as i128) % (1i128 << 95),
+                    _ => [0, 1, -1, 15, 150, -150, 10][rng.below(7) as usize],
+                };
+                Value::Numeric(Decimal::from_i128_with_scale(m, rng.below(29) as u32))
+            }
+            DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
+                let alphabet = ["", "a", "b", " ", "\0", "é", "\u{7f}", "z", "\u{1}"];
+                let n = rng.below(5);
+                let mut s: String =
+                    (0..n).map(|_| alphabet[rng.below(alphabet.len() as u64) as usize]).collect();
+                if let DataType::Char(n) = ty {
+                    s = crate::types::text::fit_string(s, ty, true).unwrap();
+                    debug_assert!(s.chars().count() == *n as usize);
+                }
+                Value::Text(s)
+            }
+            DataType::Date => {
+                let days = rng.below(2_000_000) as i32 - 1_000_000;
+                Value::Date(datetime::pg_days_to_date(days).unwrap())
+            }
+            DataType::Timestamp => {
+                let us = (rng.next() as i64) % (1i64 << 55);
+                Value::Timestamp(datetime::pg_micros_to_timestamp(us).unwrap())
+            }
+            DataType::Bytea => {
+                let n = rng.below(4);
+                Value::Bytea((0..n).map(|_| [0u8, 1, 0xFF, 0x80][rng.below(4) as usize]).collect())
+            }
+        }
+    }
+
+    /// Row equality that treats NaN as equal to itself and compares numerics with scale.
+    fn same(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Float32(x), Value::Float32(y)) => x.to_bits() == y.to_bits(),
+            (Value::Float64(x), Value::Float64(y)) => x.to_bits() == y.to_bits(),
+            (Value::Numeric(x), Value::Numeric(y)) => x == y && x.scale() == y.scale(),
+            _ => a == b,
+        }
+    }
+
+    #[test]
+    fn row_round_trips() {
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        for _ in 0..5000 {
+            let n = rng.below(12) as usize;
+            let types: Vec<DataType> =
+                (0..n).map(|_| TYPES[rng.below(TYPES.len() as u64) as usize]).collect();
+            let values: Vec<Value> = types.iter().map(|t| random_value(&mut rng, t)).collect();
+            let mut buf = Vec::new();
+            encode_row(&values, &mut buf);
+            let back = decode_row(&buf, &types).unwrap();
+            assert!(values.iter().zip(&back).all(|(a, b)| same(a, b)), "{values:?} {back:?}");
+            for (i, v) in values.iter().enumerate() {
+                assert!(same(&decode_column(&buf, &types, i).unwrap(), v), "column {i}");
+            }
+            // Every strict prefix is rejected rather than misread.
+            for cut in 0..buf.len() {
+                if let Ok(vals) = decode_row(&buf[..cut], &types) {
+                    panic!("prefix {cut} of {} decoded as {vals:?}", buf.len());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn row_schema_evolution_and_int_widths() {
+        let mut buf = Vec::new();
+        encode_row(&[Value::Int64(7), Value::Text("x".into())], &mut buf);
+        let types = [DataType::Int32, DataType::Text, DataType::Int64];
+        assert_eq!(
+            decode_row(&buf, &types).unwrap(),
+            vec![Value::Int32(7), Value::Text("x".into()), Value::Null]
+        );
+        assert_eq!(decode_column(&buf, &types, 2).unwrap(), Value::Null);
+        let mut buf = Vec::new();
+        encode_row(&[Value::Int64(1 << 40)], &mut buf);
+        assert_eq!(decode_row(&buf, &[DataType::Int32]).unwrap_err().sqlstate(), "XX001");
+    }
+
+    #[test]
+    fn tpcc_customer_row_is_compact() {
+        let t = |s: &str| Value::Text(s.into());
+        let n = |s: &str| parse_text(s, &DataType::Numeric(None)).unwrap();
+        let row = vec![
+            Value::Int32(2999),
+            Value::Int32(10),
+            Value::Int32(1),
+            n("0.1234"),
+            t("GC"),
+            t("BARBARBAR"),
+            t("abcdefghijklmnop"),
+            n("50000.00"),
+            n("-10.00"),
+            Value::Float64(10.0),
+            Value::Int32(1),
+            Value::Int32(0),
+            t("abcdefghijklmnopqrst"),
+            t("abcdefghijklmnopqrst"),
+            t("abcdefghijklmnopqrst"),
+            t("AB"),
+            t("123411111"),
+            t("1234567890123456"),
+            parse_text("2024-01-02 03:04:05.123", &DataType::Timestamp).unwrap(),
+            t("OE"),
+            t(&"x".repeat(400)),
+        ];
+        // Raw: 3 ints (12) + 3 numerics (~24 as numeric(12,2) in 8 bytes) + float (8) + 2 ints
+        // (8) + timestamp (8) + string bytes.
+        let string_bytes: usize =
+            row.iter().map(|v| if let Value::Text(s) = v { s.len() } else { 0 }).sum();
+        let mut buf = Vec::new();
+        encode_row(&row, &mut buf);
+        let overhead = buf.len() - string_bytes;
+        assert!(overhead <= 60, "{} bytes for {string_bytes} string bytes", buf.len());
+    }
+
+    #[test]
+    fn key_order_equals_sort_order() {
+        let mut rng = Rng(0xdead_beef_cafe_f00d);
+        for ty in TYPES {
+            let values: Vec<Value> = (0..400).map(|_| random_value(&mut rng, ty)).collect();
+            let keys: Vec<Vec<u8>> = values
+                .iter()
+                .map(|v| {
+                    let mut k = Vec::new();
+                    encode_key_as(std::slice::from_ref(v), std::slice::from_ref(ty), &mut k);
+                    k
+                })
+                .collect();
+            for (a, ka) in values.iter().zip(&keys) {
+                for (b, kb) in values.iter().zip(&keys) {
+                    assert_eq!(ka.cmp(kb), sort_cmp_as(a, b, ty), "{ty:?}: {a:?} vs {b:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn composite_keys_are_prefix_free() {
+        // (a, b) pairs: the first component must decide before the second is looked at.
+        let mut rng = Rng(42);
+        let types = [DataType::Text, DataType::Int32];
+        let rows: Vec<Vec<Value>> =
+            (0..300).map(|_| types.iter().map(|t| random_value(&mut rng, t)).collect()).collect();
+        for a in &rows {
+            for b in &rows {
+                let (mut ka, mut kb) = (Vec::new(), Vec::new());
+                encode_key(a, &mut ka);
+                encode_key(b, &mut kb);
+                let want = sort_cmp(&a[0], &b[0]).then_with(|| sort_cmp(&a[1], &b[1]));
+                assert_eq!(ka.cmp(&kb), want, "{a:?} vs {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn keys_equal_across_int_widths_and_numeric_scales() {
+        let key = |v: Value| {
+            let mut k = Vec::new();
+            encode_key(&[v], &mut k);
+            k
+        };
+        assert_eq!(key(Value::Int16(7)), key(Value::Int64(7)));
+        assert_eq!(key(Value::Int32(-7)), key(Value::Int64(-7)));
+        let n = |s: &str| parse_text(s, &DataType::Numeric(None)).unwrap();
+        assert_eq!(key(n("1.5")), key(n("1.50")));
+        assert_eq!(key(n("0")), key(n("-0.000")));
+        assert_eq!(key(n("100")), key(n("1e2")));
+        assert_eq!(key(Value::Float64(-0.0)), key(Value::Float64(0.0)));
+        assert_eq!(key(Value::Null), vec![KEY_NULL]);
+        assert_eq!(key(Value::Int32(1)).cmp(&key(Value::Null)), Ordering::Less);
+        let mut k = Vec::new();
+        encode_key_as(&[Value::Text("ab  ".into())], &[DataType::Char(4)], &mut k);
+        assert_eq!(k, key(Value::Text("ab".into())));
+    }
+}

@@ -1,0 +1,35 @@
+//! SQL values and types, behaving as PostgreSQL 15 does for the types Aspen supports
+//! (`catalog::DataType`):
+//!
+//! - `text`: input/output functions (`parse_text`, `format_text`);
+//! - `binary`: the binary wire formats of Bind parameters and DataRow columns;
+//! - `cast`: casts and their contexts (`cast`, `cast_allowed`, `common_type`);
+//! - `arith`: operator result types and evaluation with PostgreSQL's overflow and scale rules;
+//! - `compare`: SQL comparison and the ORDER BY total order;
+//! - `encoding`: the storage row format and the memcmp-ordered key format;
+//! - `like`: `LIKE` / `ILIKE`.
+//!
+//! A `Value` does not carry its SQL type; the plan does. Functions that need the type (text
+//! output of `char(n)`, binary widths, row decoding) take a `DataType`. `numeric` is a
+//! `rust_decimal::Decimal`: at most 28 fractional digits and a 96-bit mantissa, and no
+//! `NaN`/`Infinity` (see `numeric`).
+
+mod arith;
+mod binary;
+mod cast;
+mod compare;
+mod datetime;
+mod encoding;
+mod like;
+mod numeric;
+mod text;
+mod value;
+
+pub use arith::{arith, arith_result_type, negate, ArithOp};
+pub use binary::{decode_binary, decode_binary_as, encode_binary};
+pub use cast::{cast, cast_allowed, common_type, CastKind};
+pub use compare::{compare, compare_as, sort_cmp, sort_cmp_as};
+pub use encoding::{decode_column, decode_row, encode_key, encode_key_as, encode_row, KEY_NULL};
+pub use like::like;
+pub use text::{format_text, format_text_into, parse_text};
+pub use value::Value;

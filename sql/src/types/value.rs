@@ -1,0 +1,81 @@
+//! `Value`: one SQL datum in memory.
+
+use catalog::DataType;
+use chrono::{NaiveDate, NaiveDateTime};
+use rust_decimal::Decimal;
+
+/// One SQL value. The SQL type of a value is carried next to it (by the plan), not inside it:
+/// `Text` serves `text`, `varchar(n)` and `char(n)` (already blank-padded), `Numeric` serves
+/// every `numeric(p,s)` (the scale of the `Decimal` is the display scale).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// SQL NULL.
+    Null,
+    /// boolean
+    Bool(bool),
+    /// smallint
+    Int16(i16),
+    /// integer
+    Int32(i32),
+    /// bigint
+    Int64(i64),
+    /// real
+    Float32(f32),
+    /// double precision
+    Float64(f64),
+    /// numeric
+    Numeric(Decimal),
+    /// text, varchar, char
+    Text(String),
+    /// date
+    Date(NaiveDate),
+    /// timestamp without time zone (microsecond precision)
+    Timestamp(NaiveDateTime),
+    /// bytea
+    Bytea(Vec<u8>),
+}
+
+impl Value {
+    /// Is this SQL NULL?
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The PostgreSQL name of this value's natural type (`integer`, `numeric`, `text`, ...);
+    /// `unknown` for NULL. For error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "unknown",
+            Value::Bool(_) => "boolean",
+            Value::Int16(_) => "smallint",
+            Value::Int32(_) => "integer",
+            Value::Int64(_) => "bigint",
+            Value::Float32(_) => "real",
+            Value::Float64(_) => "double precision",
+            Value::Numeric(_) => "numeric",
+            Value::Text(_) => "text",
+            Value::Date(_) => "date",
+            Value::Timestamp(_) => "timestamp without time zone",
+            Value::Bytea(_) => "bytea",
+        }
+    }
+
+    /// This value's natural type: `Text` for strings, unconstrained `Numeric` for numerics;
+    /// `None` for NULL.
+    pub fn data_type(&self) -> Option<DataType> {
+        Some(match self {
+            Value::Null => return None,
+            Value::Bool(_) => DataType::Bool,
+            Value::Int16(_) => DataType::Int16,
+            Value::Int32(_) => DataType::Int32,
+            Value::Int64(_) => DataType::Int64,
+            Value::Float32(_) => DataType::Float32,
+            Value::Float64(_) => DataType::Float64,
+            Value::Numeric(_) => DataType::Numeric(None),
+            Value::Text(_) => DataType::Text,
+            Value::Date(_) => DataType::Date,
+            Value::Timestamp(_) => DataType::Timestamp,
+            Value::Bytea(_) => DataType::Bytea,
+        })
+    }
+}

@@ -1,0 +1,386 @@
+//! The commit protocol, one function per phase:
+//!
+//! 1. [`lock`]: lock the write set in (table id, key) order; publish insert placeholders and new
+//!    secondary entries (uniqueness is decided here).
+//! 2. [`validate`]: every read's TID is unchanged and not locked by another transaction; every
+//!    scan, re-run over the range it covered, meets the same records with the same TIDs.
+//! 3. allocate: `base` = max wssn of everything read or written (and the written tables'
+//!    `delete_ssn` and `cmd_read_ssn`); `ssn = log.reserve(buffer, base, len).ssn`.
+//! 4. [`install`]: publish rows with TID = ssn and unlock; remove replaced and deleted entries.
+//!
+//! On a failure in 1 or 2, [`Locked::rollback`] unlocks and unlinks what 1 published.
+
+use crate::engine::{Secondary, Table};
+use crate::error::Error;
+use crate::index::Insert;
+use crate::record::Record;
+use crate::sync::{fence, Ordering};
+use crate::tid::{LockError, Tid};
+use crate::transaction::{as_ref, ScanEntry, TableWrites, Transaction, WriteKind};
+use crate::{CommitInfo, Key, Row};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use wal::Ssn;
+
+/// One locked write.
+struct Item {
+    kind: WriteKind,
+    key: Key,
+    record: Arc<Record>,
+    /// The TID before locking (restored on abort and for lock-only entries).
+    prior: Tid,
+    row: Option<Row>,
+    /// Secondary entries to remove at install (old keys of updates, all keys of deletes).
+    stale: Vec<(Arc<Secondary>, Vec<u8>)>,
+}
+
+/// The state built by the lock phase.
+#[derive(Default)]
+struct Locked {
+    groups: Vec<(Arc<Table>, Vec<Item>)>,
+    /// Secondary entries added at lock time, removed again on abort.
+    added: Vec<(Arc<Secondary>, Vec<u8>, Arc<Record>)>,
+    /// Addresses of every record we hold `LOCK` on, sorted after the lock phase.
+    locked: Vec<usize>,
+    /// Addresses of our insert placeholders, sorted after the lock phase.
+    placeholders: Vec<usize>,
+    /// Placeholders published in the primary index so far (rollback unlinks exactly these).
+    published: Vec<usize>,
+    /// Secondary entries of our own locked records that we took over (restored on abort).
+    taken: Vec<(Arc<Secondary>, Vec<u8>, Arc<Record>)>,
+    base: u64,
+    /// Bytes of the log record (rough), 0 if nothing is logged.
+    log_len: usize,
+}
+
+fn addr(record: &Arc<Record>) -> usize {
+    Arc::as_ptr(record) as usize
+}
+
+impl Locked {
+    fn holds(&self, record: &Arc<Record>) -> bool {
+        self.locked.binary_search(&addr(record)).is_ok()
+    }
+
+    fn is_placeholder(&self, record: &Arc<Record>) -> bool {
+        self.placeholders.binary_search(&addr(record)).is_ok()
+    }
+
+    /// Whether `key → record` in `index` is an entry this transaction added (a placeholder's, or
+    /// an updated record's new secondary key).
+    fn added_entry(
+        &self,
+        index: Option<&Arc<Secondary>>,
+        key: &[u8],
+        record: &Arc<Record>,
+    ) -> bool {
+        self.is_placeholder(record)
+            || index.is_some_and(|s| {
+                self.added
+                    .iter()
+                    .any(|(a, k, r)| Arc::ptr_eq(a, s) && k == key && Arc::ptr_eq(r, record))
+            })
+    }
+
+    /// Whether `holder` is one of our locked records and drops `key` from `s` at install.
+    fn gives_up(&self, s: &Arc<Secondary>, key: &[u8], holder: &Arc<Record>) -> bool {
+        self.holds(holder)
+            && self.groups.iter().flat_map(|(_, items)| items).any(|it| {
+                Arc::ptr_eq(&it.record, holder)
+                    && it.stale.iter().any(|(a, k)| Arc::ptr_eq(a, s) && k == key)
+            })
+    }
+
+    /// Whether we took over an entry of `record` in secondary `index`.
+    fn was_taken(&self, index: Option<&Arc<Secondary>>, record: &Arc<Record>) -> bool {
+        index.is_some_and(|s| {
+            self.taken.iter().any(|(a, _, r)| Arc::ptr_eq(a, s) && Arc::ptr_eq(r, record))
+        })
+    }
+
+    /// Undoes the lock phase: removes added entries, restores taken-over ones, unlinks
+    /// placeholders, unlocks the rest.
+    fn rollback(mut self) {
+        self.published.sort_unstable();
+        self.locked.sort_unstable();
+        for (s, key, record) in self.added.iter().rev() {
+            s.index.remove(key, record);
+        }
+        for (s, key, record) in self.taken.iter().rev() {
+            let _ = s.index.insert_if_absent(key, record);
+        }
+        for (table, items) in self.groups.iter().rev() {
+            for it in items.iter().rev() {
+                if it.kind == WriteKind::Insert {
+                    if self.published.binary_search(&addr(&it.record)).is_ok() {
+                        it.record.tid.store_unlocked(Tid::ABANDONED);
+                        table.primary.remove(&it.key, &it.record);
+                    }
+                } else if self.locked.binary_search(&addr(&it.record)).is_ok() {
+                    it.record.tid.store_unlocked(it.prior);
+                }
+            }
+        }
+    }
+}
+
+/// Publishes `key → record` in secondary `s`, recording it for rollback. If the key is held by
+/// one of our own locked records that gives it up at install (a unique key moved to another row
+/// in this transaction), the entry is taken over. Conflict if any other live record holds it.
+fn add_secondary(
+    st: &mut Locked,
+    table: &Table,
+    s: &Arc<Secondary>,
+    key: Vec<u8>,
+    record: &Arc<Record>,
+) -> Result<(), Error> {
+    loop {
+        match s.index.insert_if_absent(&key, record) {
+            Insert::Inserted { .. } => {
+                st.added.push((s.clone(), key, record.clone()));
+                return Ok(());
+            }
+            Insert::Present => return Ok(()),
+            Insert::Exists => {
+                let holder = s.index.get(&key);
+                let ours = holder.as_ref().is_some_and(|h| st.gives_up(s, &key, h));
+                match holder {
+                    Some(h) if ours => {
+                        s.index.remove(&key, &h);
+                        st.taken.push((s.clone(), key.clone(), h));
+                    }
+                    _ => return Err(Error::conflict(table.id, "unique key taken at commit")),
+                }
+            }
+        }
+    }
+}
+
+/// Phase 1. Pushes each item into `st` as soon as it is locked, so that rollback covers it.
+/// First pass: lock existing records in (table id, key) order (the only blocking step). Second
+/// pass: publish insert placeholders and new secondary entries (never blocking: a clash is a
+/// conflict at once).
+fn lock(writes: BTreeMap<crate::TableId, TableWrites>, st: &mut Locked) -> Result<(), Error> {
+    for (_, w) in writes {
+        let table = w.table;
+        table.check_live()?;
+        let mut items = Vec::with_capacity(w.entries.len());
+        for (key, e) in w.entries {
+            if e.kind != WriteKind::LockOnly {
+                st.log_len += 16 + key.len() + e.row.as_ref().map_or(0, |r| r.len());
+            }
+            let record = match e.record {
+                Some(r) => r,
+                None => Record::placeholder(key.clone()),
+            };
+            items.push(Item {
+                kind: e.kind,
+                key,
+                record,
+                prior: Tid::PLACEHOLDER,
+                row: e.row,
+                stale: Vec::new(),
+            });
+        }
+        st.groups.push((table, items));
+    }
+    // Pass 1: lock existing records.
+    for gi in 0..st.groups.len() {
+        let (table, items) = &mut st.groups[gi];
+        let secondaries = table.secondaries.load();
+        for it in items.iter_mut().filter(|it| it.kind != WriteKind::Insert) {
+            it.prior = match it.record.tid.lock() {
+                Ok(prior) => prior,
+                Err(LockError::Busy) => {
+                    return Err(Error::conflict(table.id, "record stayed locked"))
+                }
+                Err(LockError::Unlinked) => {
+                    return Err(Error::conflict(table.id, "record deleted concurrently"))
+                }
+            };
+            st.base = st.base.max(it.prior.wssn());
+            st.locked.push(addr(&it.record));
+            if it.kind == WriteKind::LockOnly || secondaries.is_empty() {
+                continue;
+            }
+            let old = it.record.row_locked().expect("a locked live record has a row");
+            for s in secondaries.iter() {
+                let old_key = s.entry_key(&old, &it.key);
+                if it.row.as_ref().is_none_or(|new| s.entry_key(new, &it.key) != old_key) {
+                    it.stale.push((s.clone(), old_key));
+                }
+            }
+        }
+    }
+    st.locked.sort_unstable();
+    // Pass 2: placeholders and new secondary entries.
+    for gi in 0..st.groups.len() {
+        let table = st.groups[gi].0.clone();
+        let secondaries = table.secondaries.load_full();
+        for ii in 0..st.groups[gi].1.len() {
+            let it = &st.groups[gi].1[ii];
+            let (kind, key, record) = (it.kind, it.key.clone(), it.record.clone());
+            let Some(row) = it.row.clone() else { continue };
+            if kind == WriteKind::Insert {
+                match table.primary.insert_if_absent(&key, &record) {
+                    Insert::Inserted { replaced_wssn } => st.base = st.base.max(replaced_wssn),
+                    Insert::Present | Insert::Exists => {
+                        return Err(Error::conflict(table.id, "key inserted concurrently"))
+                    }
+                }
+                // From here on rollback must unlink it.
+                st.groups[gi].1[ii].prior = Tid::PLACEHOLDER;
+                st.published.push(addr(&record));
+                st.placeholders.push(addr(&record));
+                for s in secondaries.iter() {
+                    add_secondary(st, &table, s, s.entry_key(&row, &key), &record)?;
+                }
+            } else {
+                let stale: Vec<_> =
+                    st.groups[gi].1[ii].stale.iter().map(|(s, _)| s.clone()).collect();
+                for s in stale {
+                    add_secondary(st, &table, &s, s.entry_key(&row, &key), &record)?;
+                }
+            }
+        }
+    }
+    st.placeholders.sort_unstable();
+    st.locked.extend_from_slice(&st.placeholders);
+    st.locked.sort_unstable();
+    Ok(())
+}
+
+/// Phase 2. `st` is `None` for a read-only transaction (no locks held).
+fn validate(txn: &Transaction, st: Option<&Locked>) -> Result<(), Error> {
+    for t in &txn.tables {
+        t.check_live()?;
+    }
+    for r in &txn.reads {
+        let now = r.record.tid.load();
+        let ours = || now == r.tid.with_lock() && st.is_some_and(|st| st.holds(&r.record));
+        if now != r.tid && !ours() {
+            return Err(Error::conflict(r.table, "read changed"));
+        }
+    }
+    for s in &txn.scans {
+        match s {
+            ScanEntry::Miss { table, key } => {
+                let t = &txn.tables[*table];
+                if let Some(record) = t.primary.get(key) {
+                    let tid = record.tid.load();
+                    if !tid.is_unlinked() && !st.is_some_and(|st| st.is_placeholder(&record)) {
+                        return Err(Error::conflict(t.id, "phantom: missed key now present"));
+                    }
+                }
+            }
+            ScanEntry::Range { table, index, lo, hi, seen } => {
+                let t = &txn.tables[*table];
+                let idx = index.as_ref().map_or(&*t.primary, |s| &*s.index);
+                let mut next = 0;
+                let mut ok = true;
+                // Entries of our own records that we took over have left the index; they were
+                // there when we scanned, and our locks keep them valid.
+                let skip_taken = |next: &mut usize| {
+                    while let (Some(st), Some((r, _))) = (st, seen.get(*next)) {
+                        if !st.was_taken(index.as_ref(), r) {
+                            break;
+                        }
+                        *next += 1;
+                    }
+                };
+                idx.range(as_ref(lo), as_ref(hi), false, &mut |key, record| {
+                    let mut tid = record.tid.load();
+                    if tid.is_unlinked() {
+                        return true;
+                    }
+                    if let Some(st) = st.filter(|st| st.holds(record)) {
+                        if st.added_entry(index.as_ref(), key, record) {
+                            return true;
+                        }
+                        tid = tid.without_lock();
+                    }
+                    skip_taken(&mut next);
+                    ok = seen.get(next).is_some_and(|(r, t)| Arc::ptr_eq(r, record) && *t == tid);
+                    next += 1;
+                    ok
+                });
+                skip_taken(&mut next);
+                if !ok || next != seen.len() {
+                    return Err(Error::conflict(t.id, "phantom: scanned range changed"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Phase 4: publish and unlock. Nothing can fail any more.
+fn install(st: &Locked, ssn: Ssn) {
+    for (table, items) in &st.groups {
+        for it in items {
+            match it.kind {
+                WriteKind::Insert | WriteKind::Update => {
+                    it.record.set_row_locked(it.row.clone());
+                    for (s, key) in &it.stale {
+                        s.index.remove(key, &it.record);
+                    }
+                    it.record.tid.store_unlocked(Tid::live(ssn));
+                }
+                WriteKind::Delete => {
+                    // Raised before the record leaves the index; pairs with the Acquire load in
+                    // `commit`, after an inserter's placeholder is published.
+                    table.delete_ssn.fetch_max(ssn.0, Ordering::Release);
+                    it.record.set_row_locked(None);
+                    it.record.tid.store_unlocked(Tid::deleted(ssn));
+                    table.primary.remove(&it.key, &it.record);
+                    for (s, key) in &it.stale {
+                        s.index.remove(key, &it.record);
+                    }
+                }
+                WriteKind::LockOnly => it.record.tid.store_unlocked(it.prior),
+            }
+        }
+    }
+}
+
+impl Transaction {
+    /// Commits: lock, validate, allocate the SSN, install (see the crate doc). Returns the commit
+    /// SSN, or [`Error::Conflict`] (the transaction is aborted and left no trace).
+    ///
+    /// Nothing is durable yet in this issue (the wal has no devices).
+    pub fn commit(mut self) -> Result<CommitInfo, Error> {
+        let writes = std::mem::take(&mut self.writes);
+        if writes.is_empty() {
+            validate(&self, None)?;
+            return Ok(CommitInfo { ssn: Ssn(self.base), read_only: true });
+        }
+        let mut st = Locked::default();
+        let result = lock(writes, &mut st).and_then(|()| {
+            // Dekker-style: our locks and placeholders must be visible to a concurrent committer
+            // before we read its records' TIDs, and vice versa, or both could validate (write
+            // skew). SeqCst is the only ordering that forbids that store-load reordering.
+            fence(Ordering::SeqCst);
+            validate(&self, Some(&st))
+        });
+        if let Err(e) = result {
+            st.rollback();
+            return Err(e);
+        }
+        let mut base = self.base.max(st.base);
+        for (table, _) in &st.groups {
+            // Acquire pairs with the Release fetch_max in install (delete) and the cmd_read_ssn
+            // raise (DESIGN.md §4).
+            base = base.max(table.delete_ssn.load(Ordering::Acquire));
+            base = base.max(table.cmd_read_ssn.load(Ordering::Acquire));
+        }
+        if st.log_len == 0 {
+            install(&st, Ssn(base));
+            return Ok(CommitInfo { ssn: Ssn(base), read_only: true });
+        }
+        let reservation = self.inner.log.reserve(self.buffer, Ssn(base), st.log_len);
+        let ssn = reservation.ssn;
+        install(&st, ssn);
+        reservation.fill(&[]);
+        Ok(CommitInfo { ssn, read_only: false })
+    }
+}

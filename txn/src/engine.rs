@@ -1,0 +1,272 @@
+//! The engine: tables, their indexes, and DDL.
+
+use crate::error::Error;
+use crate::index::{new_index, Insert, OrderedIndex};
+use crate::sync::{AtomicU64, AtomicU8, Ordering};
+use crate::transaction::Transaction;
+use crate::{IndexId, TableId};
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// Secondary index definition given by the SQL layer.
+///
+/// `key_of(row)` returns the index key bytes of a row (memcmp-ordered, and prefix-free per
+/// column, like the primary key encoding) and whether any key column is NULL. NULLs never
+/// conflict in unique indexes, as in PostgreSQL.
+///
+/// Entry keys: non-unique indexes store `key ++ primary key`; unique ones store `key` alone,
+/// unless it has a NULL (then `key ++ primary key`).
+#[derive(Clone)]
+pub struct IndexSpec {
+    /// The index id, unique within its table.
+    pub id: IndexId,
+    /// Whether two visible rows may not share a non-NULL key.
+    pub unique: bool,
+    /// Extracts `(key, has_null)` from a row. Must be deterministic.
+    #[allow(clippy::type_complexity)]
+    pub key_of: Arc<dyn Fn(&[u8]) -> (Vec<u8>, bool) + Send + Sync>,
+}
+
+impl fmt::Debug for IndexSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IndexSpec").field("id", &self.id).field("unique", &self.unique).finish()
+    }
+}
+
+/// A secondary index: its spec and its entries.
+pub(crate) struct Secondary {
+    pub(crate) spec: IndexSpec,
+    pub(crate) index: Box<dyn OrderedIndex>,
+}
+
+impl Secondary {
+    /// The entry key of `row` (primary key `pk`) in this index.
+    pub(crate) fn entry_key(&self, row: &[u8], pk: &[u8]) -> Vec<u8> {
+        let (mut key, has_null) = (self.spec.key_of)(row);
+        if !self.spec.unique || has_null {
+            key.extend_from_slice(pk);
+        }
+        key
+    }
+
+    /// The key that must be unique, if this index is unique and the key has no NULL.
+    pub(crate) fn unique_key(&self, row: &[u8]) -> Option<Vec<u8>> {
+        if !self.spec.unique {
+            return None;
+        }
+        let (key, has_null) = (self.spec.key_of)(row);
+        (!has_null).then_some(key)
+    }
+}
+
+/// [`Table::state`]: the table is in use.
+const LIVE: u8 = 0;
+/// [`Table::state`]: the table was dropped. Once set, never unset.
+const DROPPED: u8 = 1;
+/// [`Table::state`]: the table was truncated and replaced by a fresh one. Once set, never unset.
+const TRUNCATED: u8 = 2;
+
+/// A table: primary index, secondary indexes, and its watermarks.
+pub(crate) struct Table {
+    pub(crate) id: TableId,
+    pub(crate) primary: Box<dyn OrderedIndex>,
+    pub(crate) secondaries: ArcSwap<Vec<Arc<Secondary>>>,
+    state: AtomicU8,
+    next_row_id: AtomicU64,
+    /// The largest SSN of a committed delete in this table. Inserters include it in their base,
+    /// so that re-inserting a deleted key takes a larger SSN than the delete even when the
+    /// deleted record has already left the index (recovery replays last-writer-wins per key).
+    pub(crate) delete_ssn: AtomicU64,
+    /// DESIGN.md §4: the largest SSN of a command-logged transaction that read the table. Nothing
+    /// raises it yet; writers already include it in their base.
+    pub(crate) cmd_read_ssn: AtomicU64,
+}
+
+impl Table {
+    fn new(id: TableId, specs: Vec<IndexSpec>, next_row_id: u64, delete_ssn: u64) -> Table {
+        let secondaries = specs
+            .into_iter()
+            .map(|spec| Arc::new(Secondary { spec, index: new_index() }))
+            .collect();
+        Table {
+            id,
+            primary: new_index(),
+            secondaries: ArcSwap::from_pointee(secondaries),
+            state: AtomicU8::new(LIVE),
+            next_row_id: AtomicU64::new(next_row_id),
+            delete_ssn: AtomicU64::new(delete_ssn),
+            cmd_read_ssn: AtomicU64::new(0),
+        }
+    }
+
+    /// Ok if the table is live; the error a transaction touching it gets otherwise.
+    pub(crate) fn check_live(&self) -> Result<(), Error> {
+        match self.state.load(Ordering::Acquire) {
+            LIVE => Ok(()),
+            DROPPED => Err(Error::TableDropped(self.id)),
+            _ => Err(Error::conflict(self.id, "table truncated concurrently")),
+        }
+    }
+
+    pub(crate) fn secondary(&self, index: IndexId) -> Result<Arc<Secondary>, Error> {
+        self.secondaries
+            .load()
+            .iter()
+            .find(|s| s.spec.id == index)
+            .cloned()
+            .ok_or(Error::NoSuchIndex { table: self.id, index })
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) log: Arc<wal::Log>,
+    /// Copy-on-write map: readers never lock; DDL replaces it under `ddl`.
+    pub(crate) tables: ArcSwap<HashMap<TableId, Arc<Table>>>,
+    ddl: Mutex<()>,
+}
+
+impl Inner {
+    pub(crate) fn table(&self, id: TableId) -> Option<Arc<Table>> {
+        self.tables.load().get(&id).cloned()
+    }
+}
+
+/// The transaction engine: all tables and indexes, shared by all sessions. `Send + Sync`, cheap
+/// to clone (an `Arc`).
+///
+/// DDL (`create_*`, `drop_*`, `truncate`) is not transactional. It takes effect at once;
+/// transactions that touched a dropped or truncated table fail ([`Error::TableDropped`] or
+/// [`Error::Conflict`]). `create_index` and `drop_index` must not run while transactions write the
+/// table (the SQL layer serializes DDL against DML on the table).
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Engine {
+    /// An engine with no tables that allocates SSNs from `log`.
+    pub fn new(log: Arc<wal::Log>) -> Engine {
+        Engine {
+            inner: Arc::new(Inner {
+                log,
+                tables: ArcSwap::from_pointee(HashMap::new()),
+                ddl: Mutex::new(()),
+            }),
+        }
+    }
+
+    /// The log this engine allocates SSNs from.
+    pub fn log(&self) -> &Arc<wal::Log> {
+        &self.inner.log
+    }
+
+    fn replace_table(&self, id: TableId, table: Option<Table>) -> Option<Arc<Table>> {
+        let mut map = HashMap::clone(&self.inner.tables.load());
+        let old = match table {
+            Some(t) => map.insert(id, Arc::new(t)),
+            None => map.remove(&id),
+        };
+        self.inner.tables.store(Arc::new(map));
+        old
+    }
+
+    /// Creates an empty table (replacing any table with that id, as if dropped first).
+    pub fn create_table(&self, table: TableId, indexes: Vec<IndexSpec>) {
+        let _ddl = self.inner.ddl.lock();
+        if let Some(old) = self.replace_table(table, Some(Table::new(table, indexes, 1, 0))) {
+            old.state.store(DROPPED, Ordering::Release);
+        }
+    }
+
+    /// Drops a table. Transactions that touched it fail with [`Error::TableDropped`].
+    pub fn drop_table(&self, table: TableId) {
+        let _ddl = self.inner.ddl.lock();
+        if let Some(old) = self.replace_table(table, None) {
+            old.state.store(DROPPED, Ordering::Release);
+        }
+    }
+
+    /// Empties a table, keeping its indexes and its row-id counter. Not transactional (it logs
+    /// nothing in this issue): transactions that touched the table before fail with
+    /// [`Error::Conflict`]; a commit that had already validated may still install into the old
+    /// table, which is as if it committed just before the truncate.
+    pub fn truncate(&self, table: TableId) {
+        let _ddl = self.inner.ddl.lock();
+        let Some(old) = self.inner.table(table) else { return };
+        old.state.store(TRUNCATED, Ordering::Release);
+        let specs = old.secondaries.load().iter().map(|s| s.spec.clone()).collect();
+        let fresh = Table::new(
+            table,
+            specs,
+            old.next_row_id.load(Ordering::Relaxed),
+            old.delete_ssn.load(Ordering::Acquire),
+        );
+        self.replace_table(table, Some(fresh));
+    }
+
+    /// Adds a secondary index, built from the rows committed so far.
+    /// [`Error::UniqueViolation`] if the index is unique and two rows share a non-NULL key;
+    /// [`Error::TableDropped`] if there is no such table.
+    pub fn create_index(&self, table: TableId, spec: IndexSpec) -> Result<(), Error> {
+        let _ddl = self.inner.ddl.lock();
+        let t = self.inner.table(table).ok_or(Error::TableDropped(table))?;
+        let secondary = Secondary { spec, index: new_index() };
+        let mut result = Ok(());
+        t.primary.range(
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Unbounded,
+            false,
+            &mut |_, rec| {
+                let Ok((tid, row)) = rec.read() else {
+                    result = Err(Error::conflict(table, "record locked during index build"));
+                    return false;
+                };
+                let Some(row) = row.filter(|_| !tid.is_absent()) else { return true };
+                let key = secondary.entry_key(&row, &rec.key);
+                match secondary.index.insert_if_absent(&key, rec) {
+                    Insert::Inserted { .. } | Insert::Present => true,
+                    Insert::Exists => {
+                        result =
+                            Err(Error::UniqueViolation { table, index: Some(secondary.spec.id) });
+                        false
+                    }
+                }
+            },
+        );
+        result?;
+        let mut list = Vec::clone(&t.secondaries.load());
+        list.retain(|s| s.spec.id != secondary.spec.id);
+        list.push(Arc::new(secondary));
+        t.secondaries.store(Arc::new(list));
+        Ok(())
+    }
+
+    /// Removes a secondary index (no-op if absent).
+    pub fn drop_index(&self, table: TableId, index: IndexId) {
+        let _ddl = self.inner.ddl.lock();
+        let Some(t) = self.inner.table(table) else { return };
+        let mut list = Vec::clone(&t.secondaries.load());
+        list.retain(|s| s.spec.id != index);
+        t.secondaries.store(Arc::new(list));
+    }
+
+    /// The next hidden row id of a table without a primary key: strictly increasing per table,
+    /// starting at 1, never reused (not even after truncate). 0 if the table does not exist.
+    pub fn next_row_id(&self, table: TableId) -> u64 {
+        self.inner.table(table).map_or(0, |t| t.next_row_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Starts a transaction whose commit allocates its SSN from log buffer
+    /// `log_buffer % n_buffers`.
+    pub fn begin(&self, log_buffer: usize) -> Transaction {
+        Transaction::new(self.inner.clone(), log_buffer % self.inner.log.n_buffers())
+    }
+
+    /// Approximate number of rows (counts entries being inserted or removed too).
+    pub fn row_count(&self, table: TableId) -> usize {
+        self.inner.table(table).map_or(0, |t| t.primary.len())
+    }
+}

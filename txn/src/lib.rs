@@ -1,0 +1,106 @@
+//! # txn — Silo-style OCC with Poplar SSNs as commit timestamps
+//!
+//! `txn` stores tables in memory and runs SERIALIZABLE transactions over them. It knows nothing
+//! of SQL: a table is a primary index from memcmp-ordered byte keys ([`Key`]) to opaque immutable
+//! rows ([`Row`]), plus secondary indexes whose keys the SQL layer computes ([`IndexSpec`]).
+//!
+//! ## Records and the TID word
+//!
+//! Every row lives in a record: a TID word `LOCK | ABSENT | UNLINKED | wssn` (module `tid`, with
+//! its state machine), the primary key, and a row pointer. Rows are never modified in place: a
+//! writer holding `LOCK` swaps the pointer, then stores the new TID (Release). A reader reads
+//! `tid`, the row, and `tid` again; equal unlocked TIDs mean a consistent row. A reader that
+//! meets a locked record waits briefly and then fails with [`Error::Conflict`].
+//! `ABSENT` marks insert placeholders and deleted records; `UNLINKED` (never unset) marks records
+//! that left the indexes. All index entries of a row (primary and secondary) point at the same
+//! record.
+//!
+//! ## Read phase ([`Transaction`])
+//!
+//! No locks, nothing published. `get` adds (record, TID) to the read set, or a *miss* (a scan of
+//! `[k, k]`) to the scan set. `scan` adds (index, covered range, records and TIDs seen) to the
+//! scan set. Writes go to a private write set ordered by (table id, key); reads see them.
+//! `get_for_update` adds a lock-only write entry.
+//!
+//! ## Commit ([`Transaction::commit`], module `commit`)
+//!
+//! ```text
+//! 1 lock      write set in (table, key) order. Update/delete/lock-only: set LOCK (bounded
+//!             wait, else Conflict). Insert: publish a locked ABSENT placeholder in the primary
+//!             index (a live record there → Conflict) and its secondary entries (a live record
+//!             on a unique key → Conflict). Updates publish changed secondary keys here.
+//!   fence     SeqCst: our locks are visible before we look at other records (write skew).
+//! 2 validate  every read: TID unchanged and not locked by someone else. Every scan: re-run
+//!             over the covered range; same records with the same TIDs, skipping entries we
+//!             added and ignoring our own LOCK bit. Tables still live.
+//! 3 allocate  base = max(wssn of all reads, scan entries, tombstones and locked records,
+//!             delete_ssn and cmd_read_ssn of written tables). Writers: ssn =
+//!             log.reserve(buffer, base, len).ssn (Poplar Alg. 1, I1: ssn > base).
+//!             Read-only: ssn = base, nothing reserved.
+//! 4 install   row pointer, then TID = ssn (unlocks). Updates drop their stale secondary
+//!             entries while still locked. Deletes: TID = ssn|ABSENT|UNLINKED, then the
+//!             entries are removed; a later insert of the key creates a new record, so any
+//!             reader of the old one fails validation.
+//! ```
+//!
+//! Any failure in 1–2 unlocks, unlinks our placeholders and returns [`Error::Conflict`].
+//!
+//! Invariants: (a) a committed transaction's reads and scans were unchanged at a point where it
+//! held all its write locks, so commit order serializes it (Silo); (b) I1 of DESIGN.md §3: its
+//! SSN exceeds the wssn of everything it read or overwrote, and exceeds every committed delete
+//! of a table it writes (`delete_ssn`), so recovery's last-writer-wins per key by SSN matches
+//! commit order even when a deleted record has already left the index.
+//!
+//! ## Not here yet
+//!
+//! Durability (waiting for `ssn <= CSN`), log record contents, command logging's
+//! `cmd_read_ssn` raise, and a loom model of the TID word (module `sync` has no loom arm yet).
+//!
+//! ## Tests
+//!
+//! Unit tests per module; `tests/anomalies.rs` drives interleaved transactions on one thread
+//! through G0, G1a, G1b, G1c, OTV, PMP, P4, G-single, G2-item and G2 (two and three
+//! transactions); `tests/bank.rs` runs concurrent transfers; `tests/secondary.rs` covers
+//! secondary indexes.
+
+mod commit;
+mod engine;
+mod error;
+mod index;
+mod record;
+mod sync;
+mod tid;
+mod transaction;
+
+use std::fmt;
+
+pub use engine::{Engine, IndexSpec};
+pub use error::Error;
+pub use transaction::{CommitInfo, Transaction};
+
+/// A table's identity (the SQL layer maps its catalog ids to these).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct TableId(pub u32);
+
+/// A secondary index's identity, unique within its table.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct IndexId(pub u32);
+
+impl fmt::Display for TableId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "table {}", self.0)
+    }
+}
+
+impl fmt::Display for IndexId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "index {}", self.0)
+    }
+}
+
+/// A primary key: memcmp-ordered bytes. The encoding must be prefix-free (no full key is a
+/// proper prefix of another), which order-preserving encodings with terminators are.
+pub type Key = Vec<u8>;
+
+/// An immutable row value, shared by pointer. The bytes are opaque to `txn`.
+pub type Row = std::sync::Arc<Vec<u8>>;

@@ -1,0 +1,61 @@
+//! Records: a TID word, the primary key, and an immutable row published by pointer swap.
+
+use crate::tid::{Backoff, Tid, TidWord};
+use crate::{Key, Row};
+use arc_swap::ArcSwapOption;
+use std::sync::Arc;
+
+/// One row slot of a table. Every index entry of the row (primary and secondary) points at the
+/// same `Arc<Record>`.
+///
+/// The row pointer changes only while `LOCK` is held, and before the TID that publishes it is
+/// stored, so `tid, row, tid` with equal TIDs is a consistent read ([`Record::read`]).
+#[derive(Debug)]
+pub(crate) struct Record {
+    pub(crate) tid: TidWord,
+    /// The primary key. Never changes: an update that changes the primary key is a delete and an
+    /// insert.
+    pub(crate) key: Key,
+    row: ArcSwapOption<Vec<u8>>,
+}
+
+impl Record {
+    /// A locked `ABSENT` insert placeholder.
+    pub(crate) fn placeholder(key: Key) -> Arc<Record> {
+        Arc::new(Record { tid: TidWord::new(Tid::PLACEHOLDER), key, row: ArcSwapOption::empty() })
+    }
+
+    /// A consistent `(tid, row)` snapshot, waiting (bounded) while the record is locked. The row
+    /// is `None` iff the TID is `ABSENT`. `Err(())` if the record stayed locked.
+    pub(crate) fn read(&self) -> Result<(Tid, Option<Row>), ()> {
+        let mut backoff = Backoff::new();
+        loop {
+            let t1 = self.tid.load();
+            if !t1.is_locked() {
+                if t1.is_absent() {
+                    return Ok((t1, None));
+                }
+                let row = self.row.load_full();
+                if self.tid.load() == t1 {
+                    debug_assert!(row.is_some(), "a live record has a row");
+                    return Ok((t1, row));
+                }
+            }
+            if !backoff.snooze() {
+                return Err(());
+            }
+        }
+    }
+
+    /// The current row. Only meaningful while the caller holds `LOCK`.
+    pub(crate) fn row_locked(&self) -> Option<Row> {
+        debug_assert!(self.tid.load().is_locked());
+        self.row.load_full()
+    }
+
+    /// Publishes a row. The caller holds `LOCK` and stores the TID afterwards.
+    pub(crate) fn set_row_locked(&self, row: Option<Row>) {
+        debug_assert!(self.tid.load().is_locked());
+        self.row.store(row);
+    }
+}

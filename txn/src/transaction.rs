@@ -1,0 +1,523 @@
+//! The read phase: `get`, `scan`, `insert`, `update`, `delete` into private sets.
+
+use crate::engine::{Inner, Secondary, Table};
+use crate::error::Error;
+use crate::index::is_empty_range;
+use crate::record::Record;
+use crate::tid::Tid;
+use crate::{IndexId, Key, Row, TableId};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// What a write-set entry does at commit.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum WriteKind {
+    /// A new key: a placeholder is published at lock time.
+    Insert,
+    /// A new row for an existing record.
+    Update,
+    /// Removes an existing record.
+    Delete,
+    /// `SELECT … FOR UPDATE`: locked and validated, nothing installed or logged.
+    LockOnly,
+}
+
+pub(crate) struct WriteEntry {
+    pub(crate) kind: WriteKind,
+    /// The existing record (all kinds but `Insert`).
+    pub(crate) record: Option<Arc<Record>>,
+    /// The new row (`Insert`, `Update`).
+    pub(crate) row: Option<Row>,
+}
+
+/// The writes of one table, in key order (the global lock order is (table id, key)).
+pub(crate) struct TableWrites {
+    pub(crate) table: Arc<Table>,
+    pub(crate) entries: BTreeMap<Key, WriteEntry>,
+    /// The unique-index keys of this transaction's own new rows: (index, key) → primary key.
+    unique: HashMap<(IndexId, Vec<u8>), Key>,
+}
+
+/// A point read that found a row.
+pub(crate) struct ReadEntry {
+    pub(crate) table: TableId,
+    pub(crate) record: Arc<Record>,
+    pub(crate) tid: Tid,
+}
+
+/// Phantom protection: what a scan (or a point-get miss) covered.
+pub(crate) enum ScanEntry {
+    /// `get` found no row at `key` in the primary index (a scan of `[key, key]`).
+    Miss { table: usize, key: Key },
+    /// Entries of `index` (primary if `None`) in `[lo, hi]` (exact bounds), ascending, with the
+    /// TIDs seen; `UNLINKED` records excluded.
+    Range {
+        table: usize,
+        index: Option<Arc<Secondary>>,
+        lo: Bound<Key>,
+        hi: Bound<Key>,
+        seen: Vec<(Arc<Record>, Tid)>,
+    },
+}
+
+/// A serializable transaction (Silo OCC, SSN commit timestamps; see the crate doc).
+///
+/// The read phase holds no locks and publishes nothing, so dropping a `Transaction` (or calling
+/// [`Transaction::abort`]) simply discards it. After any method returns an error the
+/// transaction may be in any state; the caller should abort it (commit would fail validation if
+/// the error was a conflict).
+pub struct Transaction {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) buffer: usize,
+    /// Tables touched, in first-touch order; `ScanEntry` refers to them by position.
+    pub(crate) tables: Vec<Arc<Table>>,
+    pub(crate) reads: Vec<ReadEntry>,
+    pub(crate) scans: Vec<ScanEntry>,
+    pub(crate) writes: BTreeMap<TableId, TableWrites>,
+    /// The max wssn of everything observed so far (rows read, scan entries, tombstones).
+    pub(crate) base: u64,
+}
+
+/// The result of a successful commit.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct CommitInfo {
+    /// The commit SSN: allocated from the log for writers, `base` for read-only transactions.
+    pub ssn: wal::Ssn,
+    /// True if nothing was written (lock-only `FOR UPDATE` entries do not count).
+    pub read_only: bool,
+}
+
+/// Converts the API's prefix bounds into exact bounds on entry keys; `None` if the range is
+/// empty.
+fn exact_bounds(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Option<(Bound<Key>, Bound<Key>)> {
+    let lo = match lo {
+        Bound::Included(l) => Bound::Included(l.to_vec()),
+        Bound::Excluded(l) => Bound::Included(prefix_successor(l)?),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    let hi = match hi {
+        Bound::Included(h) => prefix_successor(h).map_or(Bound::Unbounded, Bound::Excluded),
+        Bound::Excluded(h) => Bound::Excluded(h.to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    Some((lo, hi))
+}
+
+/// The smallest key greater than every key starting with `prefix`; `None` if there is none.
+fn prefix_successor(prefix: &[u8]) -> Option<Key> {
+    let mut k = prefix.to_vec();
+    while let Some(last) = k.pop() {
+        if last < 0xFF {
+            k.push(last + 1);
+            return Some(k);
+        }
+    }
+    None
+}
+
+fn contains(lo: &Bound<Key>, hi: &Bound<Key>, key: &[u8]) -> bool {
+    let above = match lo {
+        Bound::Included(l) => key >= l.as_slice(),
+        Bound::Excluded(l) => key > l.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(h) => key <= h.as_slice(),
+        Bound::Excluded(h) => key < h.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
+}
+
+pub(crate) fn as_ref(b: &Bound<Key>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl Transaction {
+    pub(crate) fn new(inner: Arc<Inner>, buffer: usize) -> Transaction {
+        Transaction {
+            inner,
+            buffer,
+            tables: Vec::new(),
+            reads: Vec::new(),
+            scans: Vec::new(),
+            writes: BTreeMap::new(),
+            base: 0,
+        }
+    }
+
+    /// The position of `id` in `self.tables`, looking it up on first touch.
+    fn slot(&mut self, id: TableId) -> Result<usize, Error> {
+        if let Some(i) = self.tables.iter().position(|t| t.id == id) {
+            self.tables[i].check_live()?;
+            return Ok(i);
+        }
+        let t = self.inner.table(id).ok_or(Error::TableDropped(id))?;
+        t.check_live()?;
+        self.tables.push(t);
+        Ok(self.tables.len() - 1)
+    }
+
+    fn own(&self, table: TableId, key: &[u8]) -> Option<&WriteEntry> {
+        self.writes.get(&table)?.entries.get(key)
+    }
+
+    /// Reads the committed record at `key`, recording the read (or the miss). Returns the record
+    /// and row if a row is visible.
+    fn read_committed(
+        &mut self,
+        slot: usize,
+        key: &[u8],
+    ) -> Result<Option<(Arc<Record>, Row)>, Error> {
+        let t = &self.tables[slot];
+        // Fast path for get-then-update: reuse the last read of the same key.
+        if let Some(last) = self.reads.last() {
+            if last.table == t.id && last.record.key == key {
+                if let Ok((tid, Some(row))) = last.record.read() {
+                    if tid == last.tid {
+                        return Ok(Some((last.record.clone(), row)));
+                    }
+                }
+            }
+        }
+        let Some(record) = t.primary.get(key) else {
+            self.scans.push(ScanEntry::Miss { table: slot, key: key.to_vec() });
+            return Ok(None);
+        };
+        let (tid, row) =
+            record.read().map_err(|()| Error::conflict(t.id, "record stayed locked"))?;
+        self.base = self.base.max(tid.wssn());
+        match row {
+            Some(row) if !tid.is_absent() => {
+                self.reads.push(ReadEntry { table: t.id, record: record.clone(), tid });
+                Ok(Some((record, row)))
+            }
+            _ => {
+                self.scans.push(ScanEntry::Miss { table: slot, key: key.to_vec() });
+                Ok(None)
+            }
+        }
+    }
+
+    /// The row at primary key `key`, or `None`. Sees this transaction's own writes. A miss is
+    /// recorded for phantom protection (a later insert of `key` by another transaction makes
+    /// this one fail at commit).
+    pub fn get(&mut self, table: TableId, key: &[u8]) -> Result<Option<Row>, Error> {
+        let slot = self.slot(table)?;
+        if let Some(e) = self.own(table, key) {
+            match e.kind {
+                WriteKind::Insert | WriteKind::Update => return Ok(e.row.clone()),
+                WriteKind::Delete => return Ok(None),
+                WriteKind::LockOnly => {}
+            }
+        }
+        Ok(self.read_committed(slot, key)?.map(|(_, row)| row))
+    }
+
+    /// Like [`Transaction::get`], and also locks the row at commit (`SELECT … FOR UPDATE`): the
+    /// row must be unchanged then, nothing is logged for it.
+    pub fn get_for_update(&mut self, table: TableId, key: &[u8]) -> Result<Option<Row>, Error> {
+        let slot = self.slot(table)?;
+        if let Some(e) = self.own(table, key) {
+            match e.kind {
+                WriteKind::Insert | WriteKind::Update => return Ok(e.row.clone()),
+                WriteKind::Delete => return Ok(None),
+                WriteKind::LockOnly => {}
+            }
+        }
+        let Some((record, row)) = self.read_committed(slot, key)? else { return Ok(None) };
+        self.table_writes(slot).entries.entry(key.to_vec()).or_insert(WriteEntry {
+            kind: WriteKind::LockOnly,
+            record: Some(record),
+            row: None,
+        });
+        Ok(Some(row))
+    }
+
+    fn table_writes(&mut self, slot: usize) -> &mut TableWrites {
+        let t = &self.tables[slot];
+        self.writes.entry(t.id).or_insert_with(|| TableWrites {
+            table: t.clone(),
+            entries: BTreeMap::new(),
+            unique: HashMap::new(),
+        })
+    }
+
+    /// Checks the unique secondary indexes for a new row version of `pk`; returns the keys to
+    /// register as this transaction's own.
+    fn check_unique(
+        &mut self,
+        slot: usize,
+        pk: &[u8],
+        row: &[u8],
+    ) -> Result<Vec<(IndexId, Vec<u8>)>, Error> {
+        let t = self.tables[slot].clone();
+        let secondaries = t.secondaries.load();
+        let mut keys = Vec::new();
+        for s in secondaries.iter() {
+            let Some(key) = s.unique_key(row) else { continue };
+            let id = s.spec.id;
+            let violation = Error::UniqueViolation { table: t.id, index: Some(id) };
+            let own = self.writes.get(&t.id);
+            if let Some(holder) = own.and_then(|w| w.unique.get(&(id, key.clone()))) {
+                if holder.as_slice() != pk {
+                    return Err(violation);
+                }
+            }
+            if let Some(record) = s.index.get(&key) {
+                let (tid, _) =
+                    record.read().map_err(|()| Error::conflict(t.id, "record stayed locked"))?;
+                let overridden = own
+                    .and_then(|w| w.entries.get(record.key.as_slice()))
+                    .is_some_and(|e| matches!(e.kind, WriteKind::Update | WriteKind::Delete));
+                if !tid.is_absent() && record.key != pk && !overridden {
+                    self.base = self.base.max(tid.wssn());
+                    self.reads.push(ReadEntry { table: t.id, record, tid });
+                    return Err(violation);
+                }
+            }
+            keys.push((id, key));
+        }
+        Ok(keys)
+    }
+
+    /// Forgets the unique keys of this transaction's own row version `row` of `pk`.
+    fn forget_unique(&mut self, slot: usize, pk: &[u8], row: &[u8]) {
+        let t = &self.tables[slot];
+        let Some(w) = self.writes.get_mut(&t.id) else { return };
+        if w.unique.is_empty() {
+            return;
+        }
+        for s in t.secondaries.load().iter() {
+            if let Some(key) = s.unique_key(row) {
+                let k = (s.spec.id, key);
+                if w.unique.get(&k).is_some_and(|holder| holder.as_slice() == pk) {
+                    w.unique.remove(&k);
+                }
+            }
+        }
+    }
+
+    fn put(&mut self, slot: usize, key: Key, entry: WriteEntry, unique: Vec<(IndexId, Vec<u8>)>) {
+        let w = self.table_writes(slot);
+        for k in unique {
+            w.unique.insert(k, key.clone());
+        }
+        w.entries.insert(key, entry);
+    }
+
+    /// Inserts a row. [`Error::UniqueViolation`] (`index: None`) if a row with this primary key is
+    /// visible, or (`Some(id)`) if a unique secondary key is taken by a visible row. Uniqueness
+    /// is checked again at commit, where a clash is a [`Error::Conflict`].
+    pub fn insert(&mut self, table: TableId, key: Key, row: Vec<u8>) -> Result<(), Error> {
+        let slot = self.slot(table)?;
+        let row: Row = Arc::new(row);
+        let (kind, record) = match self.own(table, &key).map(|e| (e.kind, e.record.clone())) {
+            Some((WriteKind::Delete, record)) => (WriteKind::Update, record),
+            Some(_) => return Err(Error::UniqueViolation { table, index: None }),
+            None => {
+                if self.read_committed(slot, &key)?.is_some() {
+                    return Err(Error::UniqueViolation { table, index: None });
+                }
+                (WriteKind::Insert, None)
+            }
+        };
+        let unique = self.check_unique(slot, &key, &row)?;
+        self.put(slot, key, WriteEntry { kind, record, row: Some(row) }, unique);
+        Ok(())
+    }
+
+    /// Replaces the row at `key`, which must be visible to this transaction (the caller read
+    /// it). The primary key cannot change (that is a delete and an insert). Unique secondary
+    /// keys are checked as in [`Transaction::insert`]. [`Error::NotFound`] if this transaction
+    /// deleted the key; [`Error::Conflict`] if the committed row is gone.
+    pub fn update(&mut self, table: TableId, key: &[u8], row: Vec<u8>) -> Result<(), Error> {
+        let slot = self.slot(table)?;
+        let row: Row = Arc::new(row);
+        let (kind, record) = match self.own(table, key) {
+            Some(e) => match e.kind {
+                WriteKind::Delete => return Err(Error::NotFound { table }),
+                WriteKind::Insert => (WriteKind::Insert, None),
+                WriteKind::Update | WriteKind::LockOnly => (WriteKind::Update, e.record.clone()),
+            },
+            None => match self.read_committed(slot, key)? {
+                Some((record, _)) => (WriteKind::Update, Some(record)),
+                None => return Err(Error::conflict(table, "updated row is gone")),
+            },
+        };
+        let unique = self.check_unique(slot, key, &row)?;
+        if let Some(old) = self.own(table, key).and_then(|e| e.row.clone()) {
+            self.forget_unique(slot, key, &old);
+        }
+        self.put(slot, key.to_vec(), WriteEntry { kind, record, row: Some(row) }, unique);
+        Ok(())
+    }
+
+    /// Deletes the row at `key`, which must be visible to this transaction. Errors as
+    /// [`Transaction::update`].
+    pub fn delete(&mut self, table: TableId, key: &[u8]) -> Result<(), Error> {
+        let slot = self.slot(table)?;
+        let own = self.own(table, key).map(|e| (e.kind, e.record.clone(), e.row.clone()));
+        if let Some((_, _, Some(old))) = &own {
+            self.forget_unique(slot, key, old);
+        }
+        match own {
+            Some((WriteKind::Delete, ..)) => Err(Error::NotFound { table }),
+            Some((WriteKind::Insert, ..)) => {
+                self.table_writes(slot).entries.remove(key);
+                Ok(())
+            }
+            Some((_, record, _)) => {
+                let entry = WriteEntry { kind: WriteKind::Delete, record, row: None };
+                self.put(slot, key.to_vec(), entry, Vec::new());
+                Ok(())
+            }
+            None => match self.read_committed(slot, key)? {
+                Some((record, _)) => {
+                    let entry =
+                        WriteEntry { kind: WriteKind::Delete, record: Some(record), row: None };
+                    self.put(slot, key.to_vec(), entry, Vec::new());
+                    Ok(())
+                }
+                None => Err(Error::conflict(table, "deleted row is gone")),
+            },
+        }
+    }
+
+    /// Whether the transaction has inserted, updated or deleted anything (lock-only entries from
+    /// [`Transaction::get_for_update`] do not count).
+    pub fn has_writes(&self) -> bool {
+        self.writes.values().any(|w| w.entries.values().any(|e| e.kind != WriteKind::LockOnly))
+    }
+
+    /// Ordered scan over the primary index (`index == None`) or a secondary index.
+    ///
+    /// Bounds are *prefix* bounds on entry keys: `hi = Included(p)` includes every entry that
+    /// starts with `p`, `lo = Excluded(p)` excludes every entry that starts with `p`; `Included`
+    /// low and `Excluded` high bounds compare bytewise. So `lo = hi = Included(k)` is "all
+    /// entries with key prefix `k`": on a secondary index, every row whose index key is `k`; on
+    /// the primary index, a key-prefix scan (a full key, prefix-free encoded, matches itself).
+    ///
+    /// Calls `f(primary_key, row)` for each visible row in index order (descending if
+    /// `reverse`), merging this transaction's own inserts, updates and deletes; `f` returns false
+    /// to stop. The range covered (up to where `f` stopped) is recorded for phantom protection.
+    pub fn scan(
+        &mut self,
+        table: TableId,
+        index: Option<IndexId>,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        reverse: bool,
+        f: &mut dyn FnMut(&[u8], &Row) -> bool,
+    ) -> Result<(), Error> {
+        let slot = self.slot(table)?;
+        let t = self.tables[slot].clone();
+        let secondary = index.map(|id| t.secondary(id)).transpose()?;
+        let Some((lo, hi)) = exact_bounds(lo, hi) else { return Ok(()) };
+        if is_empty_range(as_ref(&lo), as_ref(&hi)) {
+            return Ok(());
+        }
+        let own = self.writes.get(&table);
+
+        // This transaction's own row versions in range, as (entry key, primary key, row).
+        let mut overlay: Vec<(Key, &[u8], &Row)> = Vec::new();
+        if let Some(w) = own {
+            for (pk, e) in &w.entries {
+                let Some(row) = &e.row else { continue };
+                let ek = match &secondary {
+                    None => pk.clone(),
+                    Some(s) => s.entry_key(row, pk),
+                };
+                if contains(&lo, &hi, &ek) {
+                    overlay.push((ek, pk, row));
+                }
+            }
+            overlay.sort_by(|a, b| a.0.cmp(&b.0));
+            if reverse {
+                overlay.reverse();
+            }
+        }
+        let before = |a: &[u8], b: &[u8]| if reverse { a > b } else { a < b };
+
+        let mut seen = Vec::new();
+        let mut stopped: Option<Key> = None;
+        let mut failed = false;
+        let mut base = self.base;
+        let mut next = 0;
+        let idx = secondary.as_ref().map_or(&*t.primary, |s| &*s.index);
+        idx.range(as_ref(&lo), as_ref(&hi), reverse, &mut |ek, record| {
+            let Ok((tid, row)) = record.read() else {
+                failed = true;
+                return false;
+            };
+            base = base.max(tid.wssn());
+            if tid.is_unlinked() {
+                return true;
+            }
+            while next < overlay.len() && before(&overlay[next].0, ek) {
+                let (oek, pk, row) = &overlay[next];
+                next += 1;
+                if !f(pk, row) {
+                    stopped = Some(oek.clone());
+                    return false;
+                }
+            }
+            seen.push((record.clone(), tid));
+            let overridden = own
+                .and_then(|w| w.entries.get(record.key.as_slice()))
+                .is_some_and(|e| e.kind != WriteKind::LockOnly);
+            let Some(row) = row.filter(|_| !overridden && !tid.is_absent()) else { return true };
+            if !f(&record.key, &row) {
+                stopped = Some(ek.to_vec());
+                return false;
+            }
+            true
+        });
+        if failed {
+            return Err(Error::conflict(table, "record stayed locked"));
+        }
+        if stopped.is_none() {
+            for (oek, pk, row) in &overlay[next..] {
+                if !f(pk, row) {
+                    stopped = Some(oek.clone());
+                    break;
+                }
+            }
+        }
+        let (lo, hi) = match stopped {
+            Some(k) if reverse => (Bound::Included(k), hi),
+            Some(k) => (lo, Bound::Included(k)),
+            None => (lo, hi),
+        };
+        if reverse {
+            seen.reverse();
+        }
+        self.base = base;
+        self.scans.push(ScanEntry::Range { table: slot, index: secondary, lo, hi, seen });
+        Ok(())
+    }
+
+    /// Aborts: discards the private sets. Equivalent to dropping the transaction.
+    pub fn abort(self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_bounds() {
+        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_successor(&[1, 0xFF]), Some(vec![2]));
+        assert_eq!(prefix_successor(&[0xFF, 0xFF]), None);
+        let (lo, hi) = exact_bounds(Bound::Excluded(b"a"), Bound::Included(b"c")).unwrap();
+        assert_eq!(lo, Bound::Included(b"b".to_vec()));
+        assert_eq!(hi, Bound::Excluded(b"d".to_vec()));
+        assert!(exact_bounds(Bound::Excluded(&[0xFF]), Bound::Unbounded).is_none());
+    }
+}

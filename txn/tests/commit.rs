@@ -1,0 +1,113 @@
+//! The commit phases, observed through the public API.
+
+use std::sync::Arc;
+use txn::{Engine, Error, TableId};
+use wal::Ssn;
+
+const T: TableId = TableId(1);
+
+fn setup() -> (Engine, Arc<wal::Log>) {
+    let log = Arc::new(wal::Log::new(2));
+    let engine = Engine::new(log.clone());
+    engine.create_table(T, vec![]);
+    (engine, log)
+}
+
+#[test]
+fn writer_ssn_exceeds_everything_read_and_read_only_ssn_is_base() {
+    let (engine, log) = setup();
+    let mut t = engine.begin(0);
+    t.insert(T, b"a".to_vec(), b"1".to_vec()).unwrap();
+    let a = t.commit().unwrap();
+    assert!(!a.read_only);
+    // Buffer 1 is behind; the base still pushes the SSN above a's (I1).
+    let mut t = engine.begin(1);
+    assert!(t.get(T, b"a").unwrap().is_some());
+    t.insert(T, b"b".to_vec(), b"2".to_vec()).unwrap();
+    let b = t.commit().unwrap();
+    assert!(b.ssn > a.ssn);
+    assert_eq!(log.buffer_ssn(1), b.ssn);
+    // Read-only: ssn = max wssn read, nothing reserved.
+    let reserved = log.reserved_bytes(0);
+    let mut t = engine.begin(0);
+    t.get(T, b"a").unwrap();
+    assert!(!t.has_writes());
+    let r = t.commit().unwrap();
+    assert_eq!(r, txn::CommitInfo { ssn: a.ssn, read_only: true });
+    assert_eq!(log.reserved_bytes(0), reserved);
+    // Lock-only writes log nothing either.
+    let mut t = engine.begin(0);
+    t.get_for_update(T, b"b").unwrap();
+    assert!(!t.has_writes());
+    assert_eq!(t.commit().unwrap(), txn::CommitInfo { ssn: b.ssn, read_only: true });
+}
+
+#[test]
+fn insert_placeholder_conflict_leaves_no_trace() {
+    let (engine, _) = setup();
+    let mut t1 = engine.begin(0);
+    let mut t2 = engine.begin(0);
+    t1.insert(T, b"k".to_vec(), b"1".to_vec()).unwrap();
+    t2.insert(T, b"k".to_vec(), b"2".to_vec()).unwrap();
+    t2.insert(T, b"l".to_vec(), b"2".to_vec()).unwrap();
+    t1.commit().unwrap();
+    assert!(t2.commit().unwrap_err().is_conflict());
+    let mut t = engine.begin(0);
+    assert_eq!(t.get(T, b"k").unwrap().as_deref(), Some(&b"1".to_vec()));
+    assert_eq!(t.get(T, b"l").unwrap(), None);
+    // The abandoned placeholder does not block a later insert.
+    t.insert(T, b"l".to_vec(), b"3".to_vec()).unwrap();
+    t.commit().unwrap();
+}
+
+#[test]
+fn for_update_conflicts_with_a_concurrent_writer() {
+    let (engine, _) = setup();
+    let mut t = engine.begin(0);
+    t.insert(T, b"k".to_vec(), b"1".to_vec()).unwrap();
+    t.commit().unwrap();
+    let mut t1 = engine.begin(0);
+    let mut t2 = engine.begin(0);
+    t1.get_for_update(T, b"k").unwrap();
+    t2.update(T, b"k", b"2".to_vec()).unwrap();
+    t2.commit().unwrap();
+    assert!(t1.commit().unwrap_err().is_conflict());
+}
+
+#[test]
+fn own_writes_are_visible_and_abort_discards_them() {
+    let (engine, _) = setup();
+    let mut t = engine.begin(0);
+    t.insert(T, b"k".to_vec(), b"1".to_vec()).unwrap();
+    t.update(T, b"k", b"2".to_vec()).unwrap();
+    assert_eq!(t.get(T, b"k").unwrap().as_deref(), Some(&b"2".to_vec()));
+    t.delete(T, b"k").unwrap();
+    assert_eq!(t.get(T, b"k").unwrap(), None);
+    assert!(!t.has_writes(), "insert then delete cancels out");
+    t.insert(T, b"k".to_vec(), b"3".to_vec()).unwrap();
+    drop(t);
+    let mut t = engine.begin(0);
+    assert_eq!(t.get(T, b"k").unwrap(), None);
+}
+
+#[test]
+fn ddl_fails_transactions_that_touched_the_table() {
+    let (engine, _) = setup();
+    let mut t = engine.begin(0);
+    t.insert(T, b"k".to_vec(), b"1".to_vec()).unwrap();
+    t.commit().unwrap();
+    let mut t = engine.begin(0);
+    t.get(T, b"k").unwrap();
+    engine.truncate(T);
+    assert!(t.commit().unwrap_err().is_conflict());
+    assert_eq!(engine.row_count(T), 0);
+    let mut t = engine.begin(0);
+    t.get(T, b"k").unwrap();
+    engine.drop_table(T);
+    assert_eq!(t.commit(), Err(Error::TableDropped(T)));
+    assert_eq!(engine.begin(0).get(T, b"k"), Err(Error::TableDropped(T)));
+    engine.create_table(T, vec![]);
+    let a = engine.next_row_id(T);
+    assert!(engine.next_row_id(T) > a);
+    assert!(Ssn::ZERO < Ssn(1));
+}
