@@ -948,7 +948,10 @@ fn func(
     Ok(match f {
         Func::Lower => Value::Text(text_arg(&args[0]).unwrap_or_default().to_lowercase()),
         Func::Upper => Value::Text(text_arg(&args[0]).unwrap_or_default().to_uppercase()),
-        Func::Length => Value::Int32(text_arg(&args[0]).unwrap_or_default().chars().count() as i32),
+        Func::Length => match &args[0] {
+            Value::Bytea(b) => Value::Int32(b.len() as i32),
+            other => Value::Int32(text_arg(other).unwrap_or_default().chars().count() as i32),
+        },
         Func::Substring => {
             let s: Vec<char> = text_arg(&args[0]).unwrap_or_default().chars().collect();
             let start = int_arg(&args[1]).unwrap_or(1);

@@ -2,14 +2,18 @@
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::Location;
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
 use crate::error::{Error, Result, Span};
 
 /// Maximum expression nesting accepted by the parser. Deeper input gets `54001` instead of
 /// exhausting the stack.
 pub const MAX_NESTING: usize = 64;
+
+/// Maximum number of operators in one statement (see `check_operator_count`).
+pub const MAX_OPERATORS: usize = 3000;
 
 /// Maximum statement text length in bytes (PostgreSQL's limit is 1 GB; ours keeps parse time
 /// and memory bounded per connection).
@@ -23,9 +27,48 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
         });
     }
     let dialect = PostgreSqlDialect {};
-    let parser = Parser::new(&dialect).with_recursion_limit(MAX_NESTING);
-    let result = parser.try_with_sql(sql).and_then(|mut p| p.parse_statements());
-    result.map_err(|e| convert_error(sql, e))
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| convert_error(sql, ParserError::TokenizerError(e.to_string())))?;
+    check_operator_count(&tokens)?;
+    let mut parser =
+        Parser::new(&dialect).with_recursion_limit(MAX_NESTING).with_tokens_with_locations(tokens);
+    parser.parse_statements().map_err(|e| convert_error(sql, e))
+}
+
+/// Operator chains (`1 + 1 + … + 1`) parse without recursion but build trees as deep as the
+/// chain is long, which every later pass walks recursively. Bound them per statement, as
+/// PostgreSQL's stack depth limit does.
+fn check_operator_count(tokens: &[TokenWithSpan]) -> Result<()> {
+    let mut count = 0usize;
+    for t in tokens {
+        match &t.token {
+            Token::SemiColon => count = 0,
+            Token::Plus
+            | Token::Minus
+            | Token::Mul
+            | Token::Div
+            | Token::Mod
+            | Token::StringConcat
+            | Token::Eq
+            | Token::Neq
+            | Token::Lt
+            | Token::Gt
+            | Token::LtEq
+            | Token::GtEq
+            | Token::DoubleColon => count += 1,
+            Token::Word(w) if matches!(w.keyword, Keyword::AND | Keyword::OR | Keyword::NOT) => {
+                count += 1
+            }
+            _ => {}
+        }
+        if count > MAX_OPERATORS {
+            return Err(Error::StatementTooComplex {
+                message: "stack depth limit exceeded".into(),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn convert_error(sql: &str, e: ParserError) -> Error {
@@ -118,6 +161,14 @@ mod tests {
         let sql = format!("SELECT {}1{}", "(".repeat(10_000), ")".repeat(10_000));
         let err = parse(&sql).unwrap_err();
         assert_eq!(err.sqlstate(), "54001");
+    }
+
+    #[test]
+    fn long_operator_chains_are_an_error_not_a_crash() {
+        let sql = format!("SELECT 1{}", " + 1".repeat(100_000));
+        assert_eq!(parse(&sql).unwrap_err().sqlstate(), "54001");
+        let ok = format!("SELECT 1{}", " + 1".repeat(1_000));
+        assert!(parse(&ok).is_ok());
     }
 
     #[test]

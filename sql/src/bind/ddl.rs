@@ -298,6 +298,9 @@ impl Binder<'_> {
         if ct.temporary {
             return Err(Error::unsupported("temporary tables"));
         }
+        if let Some(ast::ObjectNamePart::Identifier(id)) = ct.name.0.last() {
+            check_name(id)?;
+        }
         let (schema, name) = self.object_name(&ct.name)?;
         if let Some(s) = schema {
             if s != "public" {
@@ -317,6 +320,7 @@ impl Binder<'_> {
             Option<String>,
         )> = Vec::new();
         for (pos, cd) in ct.columns.iter().enumerate() {
+            check_name(&cd.name)?;
             let cname = ident(&cd.name);
             if columns.iter().any(|c| c.name == cname) {
                 return Err(Error::DuplicateColumn { name: cname });
@@ -606,6 +610,98 @@ impl Binder<'_> {
             other => Err(Error::unsupported(format!("ALTER TABLE {other}"))),
         }
     }
+}
+
+/// PostgreSQL's fully reserved key words: they cannot name a table or column unless quoted.
+const RESERVED: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "asymmetric",
+    "both",
+    "case",
+    "cast",
+    "check",
+    "collate",
+    "column",
+    "constraint",
+    "create",
+    "current_catalog",
+    "current_date",
+    "current_role",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "default",
+    "deferrable",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "false",
+    "fetch",
+    "for",
+    "foreign",
+    "from",
+    "grant",
+    "group",
+    "having",
+    "in",
+    "initially",
+    "intersect",
+    "into",
+    "lateral",
+    "leading",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "not",
+    "null",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "placing",
+    "primary",
+    "references",
+    "returning",
+    "select",
+    "session_user",
+    "some",
+    "symmetric",
+    "table",
+    "then",
+    "to",
+    "trailing",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "variadic",
+    "when",
+    "where",
+    "window",
+    "with",
+];
+
+/// Rejects an unquoted reserved key word used as a name, as PostgreSQL's grammar does.
+fn check_name(id: &ast::Ident) -> Result<()> {
+    if id.quote_style.is_none() && RESERVED.contains(&id.value.to_lowercase().as_str()) {
+        return Err(Error::Syntax {
+            message: format!("syntax error at or near \"{}\"", id.value),
+            span: None,
+        });
+    }
+    Ok(())
 }
 
 fn check_precision(p: u64) -> Result<u8> {

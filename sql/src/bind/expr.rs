@@ -77,6 +77,17 @@ impl Binder<'_> {
     ) -> Result<Expr> {
         if t.unknown {
             return match t.expr {
+                // An explicit cast of a literal truncates (`'abcd'::varchar(2)`): parse as the
+                // unconstrained type, then cast.
+                Expr::Literal(Value::Text(s)) if kind == CastKind::Explicit => {
+                    let base = unconstrained(to);
+                    let v = types::parse_text(&s, &base)?;
+                    Ok(Expr::Literal(if base == to {
+                        v
+                    } else {
+                        types::cast(v, &base, &to, kind)?
+                    }))
+                }
                 Expr::Literal(Value::Text(s)) => Ok(Expr::Literal(types::parse_text(&s, &to)?)),
                 Expr::Literal(Value::Null) => Ok(Expr::Literal(Value::Null)),
                 Expr::Param(i) => {
@@ -185,6 +196,13 @@ impl Binder<'_> {
                     return Err(Error::unsupported(format!("{kind:?} cast")));
                 }
                 let ty = self.data_type(data_type)?;
+                // A numeric literal cast to a float type is read as a float directly, so that
+                // literals beyond numeric's range (`1e300::float8`) work.
+                if matches!(ty, DataType::Float32 | DataType::Float64) {
+                    if let Some(text) = number_literal(expr) {
+                        return Ok(Typed::known(Expr::Literal(types::parse_text(&text, &ty)?), ty));
+                    }
+                }
                 let t = self.bind_expr(expr, scope)?;
                 let out = self.coerce(t, ty, CastKind::Explicit, e)?;
                 Ok(Typed::known(out, ty))
@@ -549,6 +567,18 @@ impl Binder<'_> {
                 span: self.span_of(node),
             });
         }
+        // SQL-standard functions written without parentheses.
+        let func = match name {
+            "current_schema" => Some((Func::CurrentSchema, DataType::Text)),
+            "current_user" | "session_user" | "user" => Some((Func::CurrentUser, DataType::Text)),
+            "current_catalog" => Some((Func::CurrentDatabase, DataType::Text)),
+            "current_date" => Some((Func::CurrentDate, DataType::Date)),
+            "current_timestamp" | "localtimestamp" => Some((Func::Now, DataType::Timestamp)),
+            _ => None,
+        };
+        if let (Some((f, ty)), None) = (func, rel) {
+            return Ok(Typed::known(Expr::Func(f, vec![]), ty));
+        }
         Err(Error::UndefinedColumn { name: format!("\"{name}\""), span: self.span_of(node) })
     }
 
@@ -844,6 +874,10 @@ impl Binder<'_> {
         match (name.as_str(), args.len()) {
             ("lower", 1) => text_fn(self, Func::Lower, args, DataType::Text),
             ("upper", 1) => text_fn(self, Func::Upper, args, DataType::Text),
+            ("length" | "octet_length", 1) if !args[0].unknown && args[0].ty == DataType::Bytea => {
+                let a = args.into_iter().next().expect("one arg");
+                Ok(Typed::known(Expr::Func(Func::Length, vec![a.expr]), DataType::Int32))
+            }
             ("length" | "char_length" | "character_length", 1) => {
                 text_fn(self, Func::Length, args, DataType::Int32)
             }
@@ -863,7 +897,19 @@ impl Binder<'_> {
                 }
                 Ok(Typed::known(Expr::Func(Func::Substring, out), DataType::Text))
             }
-            ("concat", _) => text_fn(self, Func::Concat, args, DataType::Text),
+            ("concat", _) => {
+                // concat() formats each argument with its type's output function, so char(n)
+                // keeps its padding (unlike a cast to text).
+                let mut out = Vec::with_capacity(args.len());
+                for a in args {
+                    out.push(if !a.unknown && matches!(a.ty, DataType::Char(_)) {
+                        a.expr
+                    } else {
+                        self.to_text(a, e)?
+                    });
+                }
+                Ok(Typed::known(Expr::Func(Func::Concat, out), DataType::Text))
+            }
             ("abs", 1) => self.numeric_func(Func::Abs, args, e),
             ("round", 1 | 2) => self.numeric_func(Func::Round, args, e),
             ("floor", 1) => self.numeric_func(Func::Floor, args, e),
@@ -1032,6 +1078,31 @@ impl Binder<'_> {
             }
         };
         Ok(Typed::known(Expr::Agg(index), data_type))
+    }
+}
+
+/// The text of a (possibly negated) numeric literal.
+fn number_literal(e: &AstExpr) -> Option<String> {
+    match e {
+        AstExpr::Value(v) => match &v.value {
+            AstValue::Number(n, _) => Some(n.clone()),
+            _ => None,
+        },
+        AstExpr::UnaryOp { op: UnaryOperator::Minus, expr } => {
+            number_literal(expr).map(|n| format!("-{n}"))
+        }
+        AstExpr::Nested(inner) => number_literal(inner),
+        _ => None,
+    }
+}
+
+/// The type without its length or precision modifier.
+fn unconstrained(t: DataType) -> DataType {
+    match t {
+        DataType::Varchar(_) => DataType::Varchar(None),
+        DataType::Char(_) => DataType::Text,
+        DataType::Numeric(_) => DataType::Numeric(None),
+        other => other,
     }
 }
 

@@ -1,0 +1,368 @@
+//! tokio-postgres with the extended protocol: binary parameters and binary results for every
+//! supported type (bool, int2/4/8, float4/8, numeric, text/varchar/bpchar, date, timestamp,
+//! bytea) including NULLs and extreme values, a prepared statement reused many times, parameter
+//! types inferred by the server, result column names and types from Describe, a 2000-parameter
+//! multi-row INSERT, and exact command counts.
+//!
+//! `TEST_AGAINST_PG=1` runs the same checks against PostgreSQL 15.
+
+use std::str::FromStr;
+
+use chrono::{NaiveDate, NaiveDateTime};
+use rust_decimal::Decimal;
+use tests::{timed, Backend};
+use tokio_postgres::types::Type;
+
+const CREATE: &str = "CREATE TABLE typed (
+    id int PRIMARY KEY,
+    b boolean, i2 smallint, i4 integer, i8 bigint, f4 real, f8 double precision,
+    n numeric(12,3), t text, vc varchar(10), bc char(4), d date, ts timestamp, by bytea
+)";
+
+/// One row of `typed`, as Rust values.
+#[derive(Debug, Clone, PartialEq)]
+struct Typed {
+    id: i32,
+    b: Option<bool>,
+    i2: Option<i16>,
+    i4: Option<i32>,
+    i8: Option<i64>,
+    f4: Option<f32>,
+    f8: Option<f64>,
+    n: Option<Decimal>,
+    t: Option<String>,
+    vc: Option<String>,
+    bc: Option<String>,
+    d: Option<NaiveDate>,
+    ts: Option<NaiveDateTime>,
+    by: Option<Vec<u8>>,
+}
+
+fn ts(s: &str) -> NaiveDateTime {
+    NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f").expect("timestamp literal")
+}
+
+fn samples() -> Vec<Typed> {
+    vec![
+        Typed {
+            id: 1,
+            b: Some(true),
+            i2: Some(-12),
+            i4: Some(123_456),
+            i8: Some(9_000_000_000),
+            f4: Some(1.5),
+            f8: Some(-0.1),
+            n: Some(Decimal::from_str("12345.678").unwrap()),
+            t: Some("hello, wörld".into()),
+            vc: Some("short".into()),
+            bc: Some("ab  ".into()),
+            d: Some(NaiveDate::from_ymd_opt(2024, 2, 29).unwrap()),
+            ts: Some(ts("2024-02-29 23:59:59.123456")),
+            by: Some(vec![0, 1, 2, 255]),
+        },
+        Typed {
+            id: 2,
+            b: Some(false),
+            i2: Some(i16::MIN),
+            i4: Some(i32::MAX),
+            i8: Some(i64::MIN),
+            f4: Some(f32::MAX),
+            f8: Some(f64::MIN_POSITIVE),
+            n: Some(Decimal::from_str("-0.001").unwrap()),
+            t: Some(String::new()),
+            vc: Some("ten chars!".into()),
+            bc: Some("abcd".into()),
+            d: Some(NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()),
+            ts: Some(ts("1999-12-31 00:00:00")),
+            by: Some(Vec::new()),
+        },
+        Typed {
+            id: 3,
+            b: None,
+            i2: None,
+            i4: None,
+            i8: None,
+            f4: None,
+            f8: None,
+            n: None,
+            t: None,
+            vc: None,
+            bc: None,
+            d: None,
+            ts: None,
+            by: None,
+        },
+    ]
+}
+
+const INSERT: &str = "INSERT INTO typed (id, b, i2, i4, i8, f4, f8, n, t, vc, bc, d, ts, by)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+const SELECT: &str =
+    "SELECT id, b, i2, i4, i8, f4, f8, n, t, vc, bc, d, ts, by FROM typed WHERE id = $1";
+
+fn from_row(r: &tokio_postgres::Row) -> Typed {
+    Typed {
+        id: r.get(0),
+        b: r.get(1),
+        i2: r.get(2),
+        i4: r.get(3),
+        i8: r.get(4),
+        f4: r.get(5),
+        f8: r.get(6),
+        n: r.get(7),
+        t: r.get(8),
+        vc: r.get(9),
+        bc: r.get(10),
+        d: r.get(11),
+        ts: r.get(12),
+        by: r.get(13),
+    }
+}
+
+#[tokio::test]
+async fn binary_round_trip_of_every_type() {
+    let Some(b) = Backend::from_env() else { return };
+    let c = b.connect().await;
+    timed("create", c.batch_execute(CREATE)).await.expect("create");
+    let insert = timed("prepare insert", c.prepare(INSERT)).await.expect("prepare insert");
+    let expected_types = [
+        Type::INT4,
+        Type::BOOL,
+        Type::INT2,
+        Type::INT4,
+        Type::INT8,
+        Type::FLOAT4,
+        Type::FLOAT8,
+        Type::NUMERIC,
+        Type::TEXT,
+        Type::VARCHAR,
+        Type::BPCHAR,
+        Type::DATE,
+        Type::TIMESTAMP,
+        Type::BYTEA,
+    ];
+    assert_eq!(insert.params(), expected_types, "inferred parameter types");
+    for s in samples() {
+        let n = timed(
+            "insert",
+            c.execute(
+                &insert,
+                &[
+                    &s.id, &s.b, &s.i2, &s.i4, &s.i8, &s.f4, &s.f8, &s.n, &s.t, &s.vc, &s.bc, &s.d,
+                    &s.ts, &s.by,
+                ],
+            ),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("insert {}: {e:?}", s.id));
+        assert_eq!(n, 1);
+    }
+    let select = timed("prepare select", c.prepare(SELECT)).await.expect("prepare select");
+    let column_types: Vec<Type> = select.columns().iter().map(|col| col.type_().clone()).collect();
+    assert_eq!(column_types, expected_types, "result column types");
+    let names: Vec<&str> = select.columns().iter().map(|col| col.name()).collect();
+    assert_eq!(
+        names,
+        ["id", "b", "i2", "i4", "i8", "f4", "f8", "n", "t", "vc", "bc", "d", "ts", "by"]
+    );
+    for s in samples() {
+        let row = timed("select", c.query_one(&select, &[&s.id])).await.expect("select");
+        assert_eq!(from_row(&row), s);
+    }
+
+    // The same rows in text format (simple query) read as PostgreSQL prints them.
+    let text = timed(
+        "simple",
+        c.simple_query("SELECT b, i2, i8, f4, n, bc, d, ts, by FROM typed WHERE id = 1"),
+    )
+    .await
+    .expect("simple query");
+    let row = text
+        .iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(r),
+            _ => None,
+        })
+        .expect("a row");
+    let values: Vec<&str> = (0..row.len()).map(|i| row.get(i).unwrap_or("NULL")).collect();
+    assert_eq!(
+        values,
+        [
+            "t",
+            "-12",
+            "9000000000",
+            "1.5",
+            "12345.678",
+            "ab  ",
+            "2024-02-29",
+            "2024-02-29 23:59:59.123456",
+            "\\x000102ff"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn assignment_casts_and_rounding_of_parameters() {
+    let Some(b) = Backend::from_env() else { return };
+    let c = b.connect().await;
+    timed("create", c.batch_execute(CREATE)).await.expect("create");
+    // float8 into numeric(12,3) rounds to the scale; text into bpchar pads.
+    let stmt = timed(
+        "prepare",
+        c.prepare_typed(
+            "INSERT INTO typed (id, n, bc) VALUES ($1, $2, $3)",
+            &[Type::INT4, Type::FLOAT8, Type::TEXT],
+        ),
+    )
+    .await
+    .expect("prepare");
+    timed("insert", c.execute(&stmt, &[&1i32, &2.0005f64, &"x"])).await.expect("insert");
+    let row = timed("select", c.query_one("SELECT n, bc FROM typed WHERE id = 1", &[]))
+        .await
+        .expect("select");
+    assert_eq!(row.get::<_, Decimal>(0), Decimal::from_str("2.001").unwrap());
+    assert_eq!(row.get::<_, String>(1), "x   ");
+    // An int8 parameter into an int4 column is range-checked.
+    let stmt =
+        timed("prepare", c.prepare_typed("INSERT INTO typed (id) VALUES ($1)", &[Type::INT8]))
+            .await
+            .expect("prepare");
+    timed("insert", c.execute(&stmt, &[&2i64])).await.expect("in range");
+    let err = timed("insert", c.execute(&stmt, &[&(i64::from(i32::MAX) + 1)]))
+        .await
+        .expect_err("out of range");
+    assert_eq!(tests::sqlstate(&err), Some("22003"), "{err:?}");
+}
+
+#[tokio::test]
+async fn prepared_statement_reused_and_inferred() {
+    let Some(b) = Backend::from_env() else { return };
+    let c = b.connect().await;
+    timed("create", c.batch_execute("CREATE TABLE kv (k int PRIMARY KEY, v text)"))
+        .await
+        .expect("create");
+    let insert =
+        timed("prepare", c.prepare("INSERT INTO kv VALUES ($1, $2)")).await.expect("prepare");
+    let get = timed("prepare", c.prepare("SELECT v FROM kv WHERE k = $1")).await.expect("prepare");
+    let bump = timed("prepare", c.prepare("UPDATE kv SET v = v || $2 WHERE k <= $1"))
+        .await
+        .expect("prepare");
+    for k in 0..200i32 {
+        let n = timed("insert", c.execute(&insert, &[&k, &format!("v{k}")])).await.expect("insert");
+        assert_eq!(n, 1);
+    }
+    for k in (0..200i32).step_by(7) {
+        let row = timed("get", c.query_one(&get, &[&k])).await.expect("get");
+        assert_eq!(row.get::<_, String>(0), format!("v{k}"));
+    }
+    let n = timed("update", c.execute(&bump, &[&9i32, &"!"])).await.expect("update");
+    assert_eq!(n, 10, "UPDATE's command count");
+    let row = timed("get", c.query_one(&get, &[&3i32])).await.expect("get");
+    assert_eq!(row.get::<_, String>(0), "v3!");
+    let rows = timed("get", c.query(&get, &[&1000i32])).await.expect("get none");
+    assert!(rows.is_empty());
+
+    // Parameter types the server infers from context (sent with type OID 0).
+    let stmt =
+        timed("prepare", c.prepare("SELECT $1 + 1, $2 || 'x', $3 = true")).await.expect("prepare");
+    assert_eq!(stmt.params(), [Type::INT4, Type::TEXT, Type::BOOL]);
+    let row = timed("query", c.query_one(&stmt, &[&41i32, &"a", &true])).await.expect("query");
+    assert_eq!(
+        (row.get::<_, i32>(0), row.get::<_, String>(1), row.get::<_, bool>(2)),
+        (42, "ax".into(), true)
+    );
+    let stmt = timed("prepare", c.prepare("SELECT count(*) FROM kv WHERE k BETWEEN $1 AND $2"))
+        .await
+        .expect("prepare");
+    assert_eq!(stmt.params(), [Type::INT4, Type::INT4]);
+    let row = timed("query", c.query_one(&stmt, &[&10i32, &19i32])).await.expect("query");
+    assert_eq!(row.get::<_, i64>(0), 10);
+    let n = timed("delete", c.execute("DELETE FROM kv WHERE k >= $1", &[&100i32]))
+        .await
+        .expect("delete");
+    assert_eq!(n, 100, "DELETE's command count");
+}
+
+/// Result column names as PostgreSQL gives them, from Describe (no execution needed).
+#[tokio::test]
+async fn result_column_names() {
+    let Some(b) = Backend::from_env() else { return };
+    let c = b.connect().await;
+    timed("create", c.batch_execute("CREATE TABLE Names (Id int, \"Mixed\" text)"))
+        .await
+        .expect("create");
+    let stmt = timed(
+        "prepare",
+        c.prepare(
+            "SELECT 1 + 1, count(*), sum(id), max(id), id::bigint, CAST(id AS text), lower('A'), \
+             7 AS \"Total\", 7 AS Total, CASE WHEN true THEN 1 END, coalesce(id, 0), \"Mixed\", \
+             names.id, now() IS NULL, NOT true FROM names GROUP BY id, \"Mixed\"",
+        ),
+    )
+    .await
+    .expect("prepare");
+    let names: Vec<&str> = stmt.columns().iter().map(|col| col.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "?column?", "count", "sum", "max", "id", "id", "lower", "Total", "total", "case",
+            "coalesce", "Mixed", "id", "?column?", "?column?"
+        ]
+    );
+    let types: Vec<Type> = stmt.columns().iter().map(|col| col.type_().clone()).collect();
+    assert_eq!(
+        types,
+        [
+            Type::INT4,
+            Type::INT8,
+            Type::INT8,
+            Type::INT4,
+            Type::INT8,
+            Type::TEXT,
+            Type::TEXT,
+            Type::INT4,
+            Type::INT4,
+            Type::INT4,
+            Type::INT4,
+            Type::TEXT,
+            Type::INT4,
+            Type::BOOL,
+            Type::BOOL
+        ]
+    );
+}
+
+#[tokio::test]
+async fn insert_with_2000_parameters() {
+    let Some(b) = Backend::from_env() else { return };
+    let c = b.connect().await;
+    timed("create", c.batch_execute("CREATE TABLE wide (id int PRIMARY KEY, v bigint NOT NULL)"))
+        .await
+        .expect("create");
+    let rows = 1000;
+    let placeholders: Vec<String> =
+        (0..rows).map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2)).collect();
+    let sql = format!("INSERT INTO wide (id, v) VALUES {}", placeholders.join(", "));
+    let ids: Vec<i32> = (0..rows).collect();
+    let vs: Vec<i64> = (0..rows).map(|i| i64::from(i) * 1_000_000_007).collect();
+    let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = Vec::new();
+    for i in 0..rows as usize {
+        params.push(&ids[i]);
+        params.push(&vs[i]);
+    }
+    assert_eq!(params.len(), 2000);
+    let stmt = timed("prepare", c.prepare(&sql)).await.expect("prepare 2000 parameters");
+    assert_eq!(stmt.params().len(), 2000);
+    let n = timed("insert", c.execute(&stmt, &params)).await.expect("insert");
+    assert_eq!(n, 1000);
+    let row = timed("sum", c.query_one("SELECT count(*), sum(v)::bigint FROM wide", &[]))
+        .await
+        .expect("sum");
+    let expected: i64 = vs.iter().sum();
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, i64>(1)), (1000, expected));
+    // Reusing the statement violates the primary key on the first row: nothing is inserted.
+    let err = timed("insert again", c.execute(&stmt, &params)).await.expect_err("duplicate");
+    assert_eq!(tests::sqlstate(&err), Some("23505"));
+    let row = timed("count", c.query_one("SELECT count(*) FROM wide", &[])).await.expect("count");
+    assert_eq!(row.get::<_, i64>(0), 1000);
+}
