@@ -1,1 +1,71 @@
-//! server
+//! server: Aspen's PostgreSQL wire-protocol layer (protocol 3.0, via `pgwire` 0.42).
+//!
+//! It turns client messages into calls on one [`sql::Session`] per connection and the results
+//! back into messages. It decides nothing about SQL: types, command tags, column names and
+//! SQLSTATEs all come from the `sql` crate.
+//!
+//! # What is supported
+//!
+//! - **Startup**: trust authentication (any user, no password). SSLRequest and GSSENCRequest
+//!   are answered `N`. The ParameterStatus set pgJDBC and libpq check is sent
+//!   (`server_version` parses as 15, `client_encoding` UTF8, `DateStyle` `ISO, MDY`, …; see
+//!   [`handler::startup_parameters`]), then BackendKeyData.
+//! - **Simple query**: several statements per Query; every result up to and including the first
+//!   error is sent, then ReadyForQuery. Results are always text.
+//! - **Extended query**: Parse (unnamed and named), Bind (text and binary parameters, per-column
+//!   result formats), Describe (statement and portal), Execute (with `max_rows` and
+//!   PortalSuspended), Sync, Close, Flush. Any number of messages may be pipelined under one
+//!   Sync; after an error everything up to Sync is skipped.
+//! - **ReadyForQuery** reports the session's own transaction status (`I`, `T`, `E`).
+//! - **Notices** before a statement's result, **ParameterStatus** after a `SET` of a reported
+//!   parameter.
+//! - **CancelRequest** is routed to the connection named by its BackendKeyData (see
+//!   "Cancellation" below).
+//!
+//! # What is not
+//!
+//! COPY, TLS, authentication other than trust, replication, function calls (`F`), protocol
+//! 3.2 features beyond what pgwire negotiates, and encodings other than UTF8.
+//!
+//! # Message flow
+//!
+//! ```text
+//!  client ── TCP ──► listener::Server::run ── one task per connection ──► pgwire::process_socket
+//!                                                                             │
+//!          handler::Handler (per connection, owns the sql::Session) ◄─────────┘
+//!            on_startup  → Session::new(startup parameters)
+//!            on_query    → Session::execute_simple → RowDescription/DataRow/CommandComplete…
+//!            on_parse    → Session::prepare(sql, parameter OIDs)      (stored by pgwire)
+//!            on_bind     → encode::decode_param for each parameter    (stored in the portal)
+//!            on_describe → ParameterDescription + RowDescription/NoData from the Prepared
+//!            on_execute  → Session::execute_prepared → DataRows in the portal's formats
+//!            on_sync     → Session::sync → ReadyForQuery(Session::status)
+//!          error::error_info: the one place a sql::Error becomes an ErrorResponse
+//! ```
+//!
+//! # Invariants
+//!
+//! - No client input may panic the server. A protocol violation ends only its connection
+//!   (pgwire closes the socket on a decode error or a FATAL error).
+//! - The session lock is never held across an `.await`.
+//! - A command's row count is never truncated by `max_rows`.
+//!
+//! # Cancellation
+//!
+//! Statements run synchronously on the connection's task, so a CancelRequest cannot interrupt
+//! one that is running; it is accepted and dropped. Interrupting a long statement needs the SQL
+//! layer to poll a cancel flag.
+//!
+//! # Testing
+//!
+//! Unit tests cover encoding, Bind checks and error conversion; `tests/protocol.rs` starts the
+//! server in-process on `127.0.0.1:0` and talks to it with tokio-postgres and with a raw
+//! message-level client (for pipelines and exact message sequences).
+
+pub mod config;
+pub mod encode;
+pub mod error;
+pub mod handler;
+pub mod listener;
+
+pub use listener::Server;

@@ -1,1 +1,98 @@
-fn main() {}
+//! `aspen`: the server binary.
+//!
+//! `aspen serve` opens (recovering) the database, binds the listen address, prints
+//! `aspen listening on HOST:PORT` on stdout once bound (the actual port when given port 0), and
+//! serves until SIGINT or SIGTERM; then it stops accepting, closes every session and exits.
+//!
+//! Exit codes: 0 after a clean shutdown; 1 if the database cannot be opened or the address
+//! cannot be bound; 2 for command-line errors (from clap).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use server::config::{Cli, Command, ServeArgs};
+use server::Server;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match cli.command {
+        Command::Serve(args) => runtime.block_on(serve(args)),
+    }
+}
+
+async fn serve(args: ServeArgs) -> ExitCode {
+    let db = match sql::Database::open(&args.database_config()) {
+        Ok(db) => db,
+        Err(e) => {
+            tracing::error!(error = %e, data_dir = %args.data_dir.display(), "cannot open the database");
+            return ExitCode::FAILURE;
+        }
+    };
+    let server = match Server::bind(&args.listen, db).await {
+        Ok(server) => server,
+        Err(e) => {
+            tracing::error!(error = %e, listen = %args.listen, "cannot listen");
+            return ExitCode::FAILURE;
+        }
+    };
+    match server.local_addr() {
+        Ok(addr) => {
+            println!("aspen listening on {addr}");
+            let _ = std::io::stdout().flush();
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read the bound address");
+            return ExitCode::FAILURE;
+        }
+    }
+    match server.run(shutdown_signal()).await {
+        Ok(()) => {
+            tracing::info!("shut down");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "server failed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %e, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = interrupt => tracing::info!("SIGINT received, shutting down"),
+        () = terminate => tracing::info!("SIGTERM received, shutting down"),
+    }
+}

@@ -46,11 +46,14 @@ struct Cached {
     version: u64,
 }
 
+/// Cached plans by (statement text, declared parameter OIDs).
+type PlanCache = std::collections::HashMap<(String, Vec<u32>), Arc<Cached>>;
+
 /// The shared database: catalog, engine, plan cache. One per server.
 pub struct Database {
     catalog: Catalog,
     engine: txn::Engine,
-    plans: RwLock<std::collections::HashMap<(String, Vec<u32>), Arc<Cached>>>,
+    plans: RwLock<PlanCache>,
     next_buffer: AtomicUsize,
     log_buffers: usize,
 }

@@ -312,13 +312,7 @@ impl Binder<'_> {
         let mut columns: Vec<Column> = Vec::new();
         let mut indexes: Vec<IndexDef> = Vec::new();
         let mut fks: Vec<ForeignKey> = Vec::new();
-        let mut pending_fk: Vec<(
-            Vec<String>,
-            ast::ObjectName,
-            Vec<String>,
-            Option<ast::ReferentialAction>,
-            Option<String>,
-        )> = Vec::new();
+        let mut pending_fk: Vec<PendingFk> = Vec::new();
         for (pos, cd) in ct.columns.iter().enumerate() {
             check_name(&cd.name)?;
             let cname = ident(&cd.name);
@@ -502,7 +496,7 @@ impl Binder<'_> {
     }
 
     fn bind_create_index(&mut self, ci: &ast::CreateIndex) -> Result<IndexSpec> {
-        if ci.predicate.is_some() || !ci.include.is_empty() || ci.concurrently && false {
+        if ci.predicate.is_some() || !ci.include.is_empty() {
             return Err(Error::unsupported("partial or covering indexes"));
         }
         if let Some(u) = &ci.using {
@@ -611,6 +605,10 @@ impl Binder<'_> {
         }
     }
 }
+
+/// A foreign key as written: (columns, referenced table, referenced columns, ON DELETE, name).
+type PendingFk =
+    (Vec<String>, ast::ObjectName, Vec<String>, Option<ast::ReferentialAction>, Option<String>);
 
 /// PostgreSQL's fully reserved key words: they cannot name a table or column unless quoted.
 const RESERVED: &[&str] = &[

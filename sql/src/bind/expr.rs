@@ -101,7 +101,7 @@ impl Binder<'_> {
             return Ok(t.expr);
         }
         if types::cast_allowed(&t.ty, &to, kind) {
-            return Ok(fold_cast(t.expr, t.ty, to, kind)?);
+            return fold_cast(t.expr, t.ty, to, kind);
         }
         let message = match kind {
             CastKind::Assignment => format!(
@@ -321,9 +321,9 @@ impl Binder<'_> {
                     return Err(Error::unsupported("LIKE with ESCAPE or ANY"));
                 }
                 let x = self.bind_expr(expr, scope)?;
-                let x = self.to_text(x, e)?;
+                let x = self.text_expr(x, e)?;
                 let p = self.bind_expr(pattern, scope)?;
-                let p = self.to_text(p, e)?;
+                let p = self.text_expr(p, e)?;
                 let ci = matches!(e, AstExpr::ILike { .. });
                 Ok(Typed::known(Expr::Like(Box::new(x), Box::new(p), ci, *negated), DataType::Bool))
             }
@@ -344,7 +344,7 @@ impl Binder<'_> {
             }
             AstExpr::Substring { expr, substring_from, substring_for, .. } => {
                 let x = self.bind_expr(expr, scope)?;
-                let mut args = vec![self.to_text(x, e)?];
+                let mut args = vec![self.text_expr(x, e)?];
                 for a in [substring_from, substring_for].into_iter().flatten() {
                     args.push(self.bind_expr_as(a, scope, DataType::Int32, CastKind::Implicit)?);
                 }
@@ -363,10 +363,10 @@ impl Binder<'_> {
                     Some(ast::TrimWhereField::Trailing) => Func::RTrim,
                 };
                 let x = self.bind_expr(expr, scope)?;
-                let mut args = vec![self.to_text(x, e)?];
+                let mut args = vec![self.text_expr(x, e)?];
                 if let Some(w) = trim_what {
                     let w = self.bind_expr(w, scope)?;
-                    args.push(self.to_text(w, e)?);
+                    args.push(self.text_expr(w, e)?);
                 }
                 Ok(Typed::known(Expr::Func(func, args), DataType::Text))
             }
@@ -434,7 +434,7 @@ impl Binder<'_> {
         }
     }
 
-    fn to_text(&mut self, t: Typed, node: &AstExpr) -> Result<Expr> {
+    fn text_expr(&mut self, t: Typed, node: &AstExpr) -> Result<Expr> {
         if t.unknown {
             return self.coerce(t, DataType::Text, CastKind::Implicit, node);
         }
@@ -639,8 +639,8 @@ impl Binder<'_> {
             B::StringConcat => {
                 let l = self.bind_expr(left, scope)?;
                 let r = self.bind_expr(right, scope)?;
-                let l = self.to_text(l, e)?;
-                let r = self.to_text(r, e)?;
+                let l = self.text_expr(l, e)?;
+                let r = self.text_expr(r, e)?;
                 Ok(Typed::known(Expr::Concat(Box::new(l), Box::new(r)), DataType::Text))
             }
             other => Err(Error::Unsupported {
@@ -868,7 +868,7 @@ impl Binder<'_> {
             span: b.span_of(e),
         };
         let text_fn = |b: &mut Self, func: Func, args: Vec<Typed>, ty: DataType| -> Result<Typed> {
-            let args = args.into_iter().map(|a| b.to_text(a, e)).collect::<Result<Vec<_>>>()?;
+            let args = args.into_iter().map(|a| b.text_expr(a, e)).collect::<Result<Vec<_>>>()?;
             Ok(Typed::known(Expr::Func(func, args), ty))
         };
         match (name.as_str(), args.len()) {
@@ -888,7 +888,7 @@ impl Binder<'_> {
                 let mut it = args.into_iter();
                 let s = it
                     .next()
-                    .map(|a| self.to_text(a, e))
+                    .map(|a| self.text_expr(a, e))
                     .transpose()?
                     .unwrap_or(Expr::Literal(Value::Null));
                 let mut out = vec![s];
@@ -905,7 +905,7 @@ impl Binder<'_> {
                     out.push(if !a.unknown && matches!(a.ty, DataType::Char(_)) {
                         a.expr
                     } else {
-                        self.to_text(a, e)?
+                        self.text_expr(a, e)?
                     });
                 }
                 Ok(Typed::known(Expr::Func(Func::Concat, out), DataType::Text))

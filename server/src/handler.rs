@@ -1,0 +1,871 @@
+//! The pgwire handlers of one connection: startup (trust), simple query, extended query.
+//!
+//! Each connection owns a [`Connection`] holding its [`sql::Session`]. Every handler runs the
+//! session synchronously on the connection's tokio task and never holds the session lock across
+//! an `.await`. The handlers override pgwire's defaults wherever PostgreSQL's behaviour matters
+//! to drivers:
+//!
+//! - ReadyForQuery always carries `session.status()`, so a failed COMMIT reports `I` (pgwire's
+//!   own tracking would say `E`).
+//! - A multi-statement Query sends every result before the first error, then the error, then
+//!   ReadyForQuery (returning `Err` from `do_query` would drop the earlier results).
+//! - Notices go out before their statement's result, ParameterStatus after it.
+//! - Execute never lets `max_rows` truncate a command's row count; for row-returning portals it
+//!   suspends with PortalSuspended exactly as PostgreSQL does.
+//! - Describe sends NoData for statements without a result, even when they have parameters.
+//! - Bind decodes and checks parameters (count, format codes) and reports PostgreSQL's errors.
+//!
+//! Responses are `feed`ed and flushed at Sync, Flush or the end of a simple Query, so a
+//! pipelined batch goes out in few writes.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::{Sink, SinkExt, StreamExt};
+use parking_lot::Mutex;
+use pgwire::api::auth::{
+    protocol_negotiation, save_startup_parameters_to_metadata, StartupHandler,
+};
+use pgwire::api::portal::{Format, Portal, PortalExecutionState};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse, Response};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, ConnectionManager, PgWireConnectionState, PidSecretKeyGenerator,
+    RandomPidSecretKeyGenerator, Type, DEFAULT_NAME,
+};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::data::{NoData, ParameterDescription};
+use pgwire::messages::extendedquery::{
+    Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete,
+    PortalSuspended, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
+};
+use pgwire::messages::response::{
+    CommandComplete, EmptyQueryResponse, ReadyForQuery, TransactionStatus,
+};
+use pgwire::messages::simplequery::Query;
+use pgwire::messages::startup::{Authentication, BackendKeyData, ParameterStatus};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use sql::{Database, Output, Prepared, Session, TxnStatus, Value};
+
+use crate::encode::{self, RowEncoder};
+use crate::error::{protocol_error, sql_error, ProtocolError};
+
+/// `server_version` reported at startup: parses as 15 for drivers' feature checks.
+pub const SERVER_VERSION: &str = concat!("15.0 (Aspen ", env!("CARGO_PKG_VERSION"), ")");
+
+/// State shared by every connection of one server.
+pub struct Shared {
+    /// The database.
+    pub db: Arc<Database>,
+    /// Cancel registry: BackendKeyData → the connection's cancel handle.
+    pub cancel: Arc<ConnectionManager>,
+    /// Process ids and secret keys for BackendKeyData.
+    pub keys: RandomPidSecretKeyGenerator,
+}
+
+/// One connection's state: the SQL session, created at startup from the startup parameters.
+/// Dropping it (when the connection ends) closes the session, aborting any open transaction.
+#[derive(Default)]
+pub struct Connection {
+    session: Mutex<Option<Session>>,
+}
+
+impl Connection {
+    /// Runs `f` on the session. Before startup completes there is none (pgwire routes no
+    /// queries then), which is reported as a protocol violation rather than a panic.
+    fn with_session<R>(&self, f: impl FnOnce(&mut Session) -> R) -> PgWireResult<R> {
+        let mut guard = self.session.lock();
+        match guard.as_mut() {
+            Some(session) => Ok(f(session)),
+            None => Err(protocol_error(ProtocolError::Violation(
+                "query before startup completed".into(),
+            ))),
+        }
+    }
+
+    /// The transaction status for ReadyForQuery.
+    fn status(&self) -> TransactionStatus {
+        let status = self.session.lock().as_ref().map_or(TxnStatus::Idle, Session::status);
+        match status {
+            TxnStatus::Idle => TransactionStatus::Idle,
+            TxnStatus::InBlock => TransactionStatus::Transaction,
+            TxnStatus::Failed => TransactionStatus::Error,
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(session) = self.session.get_mut().as_mut() {
+            session.close();
+        }
+    }
+}
+
+/// What pgwire's statement and portal store holds. For a statement, `params` is `None`; a
+/// portal (created by Bind) holds its decoded parameters until its one execution takes them.
+#[derive(Debug, Clone)]
+pub struct Statement {
+    /// The prepared statement.
+    pub prepared: Arc<Prepared>,
+    params: Option<Arc<Mutex<Option<Vec<Value>>>>>,
+}
+
+impl Statement {
+    fn new(prepared: Arc<Prepared>) -> Self {
+        Statement { prepared, params: None }
+    }
+
+    fn bound(prepared: Arc<Prepared>, params: Vec<Value>) -> Self {
+        Statement { prepared, params: Some(Arc::new(Mutex::new(Some(params)))) }
+    }
+
+    fn take_params(&self) -> Vec<Value> {
+        self.params.as_ref().and_then(|p| p.lock().take()).unwrap_or_default()
+    }
+}
+
+/// The handler of one connection: startup, simple and extended query.
+pub struct Handler {
+    shared: Arc<Shared>,
+    conn: Arc<Connection>,
+    parser: Arc<Parser>,
+}
+
+impl Handler {
+    /// A handler for a new connection.
+    pub fn new(shared: Arc<Shared>) -> Self {
+        let conn = Arc::new(Connection::default());
+        Handler { shared, parser: Arc::new(Parser { conn: conn.clone() }), conn }
+    }
+
+    /// Sends `ReadyForQuery` with the session's status and flushes.
+    async fn ready_for_query<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let status = self.conn.status();
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        client.set_transaction_status(status);
+        client.send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(status))).await?;
+        Ok(())
+    }
+}
+
+/// Is this query text empty for the protocol (only whitespace and semicolons)? PostgreSQL
+/// answers such a Query, or the Execute of such a Parse, with EmptyQueryResponse.
+fn is_empty_query(sql: &str) -> bool {
+    sql.chars().all(|c| c == ';' || c.is_whitespace())
+}
+
+/// Statement-level messages sent before a result.
+async fn send_notices<C>(client: &mut C, out: &Output) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    for notice in &out.notices {
+        let mut info = ErrorInfo::new(
+            notice.severity.to_owned(),
+            notice.code.to_owned(),
+            notice.message.clone(),
+        );
+        info.severity_nonlocalized = Some(notice.severity.to_owned());
+        client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
+    }
+    Ok(())
+}
+
+/// ParameterStatus messages after a result (a SET of a reported parameter).
+async fn send_parameter_status<C>(client: &mut C, out: &Output) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    for (name, value) in &out.parameter_status {
+        client
+            .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                name.clone(),
+                value.clone(),
+            )))
+            .await?;
+    }
+    Ok(())
+}
+
+async fn send_command_complete<C>(client: &mut C, tag: String) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    client.feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(tag))).await?;
+    Ok(())
+}
+
+/// The startup parameters reported to every client, in PostgreSQL's order.
+pub fn startup_parameters(
+    client: &std::collections::BTreeMap<String, String>,
+) -> Vec<(String, String)> {
+    let user = client.get("user").cloned().unwrap_or_default();
+    let time_zone = client.get("TimeZone").cloned().unwrap_or_else(|| "UTC".to_owned());
+    let application_name = client.get("application_name").cloned().unwrap_or_default();
+    [
+        ("application_name", application_name),
+        ("client_encoding", "UTF8".to_owned()),
+        ("DateStyle", "ISO, MDY".to_owned()),
+        ("default_transaction_read_only", "off".to_owned()),
+        ("in_hot_standby", "off".to_owned()),
+        ("integer_datetimes", "on".to_owned()),
+        ("IntervalStyle", "postgres".to_owned()),
+        ("is_superuser", "on".to_owned()),
+        ("server_encoding", "UTF8".to_owned()),
+        ("server_version", SERVER_VERSION.to_owned()),
+        ("session_authorization", user),
+        ("standard_conforming_strings", "on".to_owned()),
+        ("TimeZone", time_zone),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+#[async_trait]
+impl StartupHandler for Handler {
+    /// Trust authentication: any user may connect. Creates the session from the startup
+    /// parameters and registers the connection for CancelRequest.
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let PgWireFrontendMessage::Startup(startup) = message else {
+            return Err(PgWireError::InvalidStartupMessage);
+        };
+        protocol_negotiation(client, &startup).await?;
+        save_startup_parameters_to_metadata(client, &startup);
+        if startup.parameters.get("user").is_none_or(|u| u.is_empty()) {
+            return Err(PgWireError::UserNameRequired);
+        }
+
+        let (pid, secret_key) = self.shared.keys.generate(&*client);
+        client.set_pid_and_secret_key(pid, secret_key.clone());
+        let (handle, guard) = self.shared.cancel.register(pid, secret_key.clone());
+        client.session_extensions().insert(handle);
+        client.session_extensions().insert(guard);
+
+        let params: Vec<(String, String)> =
+            startup.parameters.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        *self.conn.session.lock() = Some(Session::new(self.shared.db.clone(), &params));
+
+        client.feed(PgWireBackendMessage::Authentication(Authentication::Ok)).await?;
+        for (name, value) in startup_parameters(&startup.parameters) {
+            client
+                .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(name, value)))
+                .await?;
+        }
+        client
+            .feed(PgWireBackendMessage::BackendKeyData(BackendKeyData::new(pid, secret_key)))
+            .await?;
+        tracing::debug!(pid, user = ?startup.parameters.get("user"), "session started");
+        self.ready_for_query(client).await
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Handler {
+    /// Runs every statement of the Query message and sends each result in order, stopping at
+    /// the first error; ReadyForQuery carries the session's status.
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let sql = query.query;
+        let results = self.conn.with_session(|s| s.execute_simple(&sql))?;
+        if results.is_empty() {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                .await?;
+        }
+        for result in results {
+            match result {
+                Ok(out) if out.tag.command.is_empty() => {
+                    client
+                        .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                        .await?;
+                }
+                Ok(out) => {
+                    send_notices(client, &out).await?;
+                    if let Some(columns) = &out.columns {
+                        let formats = vec![FieldFormat::Text; columns.len()];
+                        client
+                            .feed(PgWireBackendMessage::RowDescription(encode::row_description(
+                                columns, &formats,
+                            )))
+                            .await?;
+                        let mut encoder = RowEncoder::new(columns, &formats);
+                        for row in &out.rows {
+                            client.feed(PgWireBackendMessage::DataRow(encoder.encode(row))).await?;
+                        }
+                    }
+                    send_command_complete(client, out.tag.to_string()).await?;
+                    send_parameter_status(client, &out).await?;
+                }
+                Err(error) => {
+                    let info = crate::error::error_info(&crate::error::WireError::Sql {
+                        error,
+                        sql: sql.clone(),
+                    });
+                    client.feed(PgWireBackendMessage::ErrorResponse(info.into())).await?;
+                    break;
+                }
+            }
+        }
+        self.ready_for_query(client).await
+    }
+
+    /// Not used: `on_query` above does the whole exchange.
+    async fn do_query<C>(&self, _client: &mut C, _query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        Err(sql_error(sql::Error::internal("SimpleQueryHandler::do_query is not used"), ""))
+    }
+}
+
+/// Checks a Bind message against its statement (`required` parameters, `result_columns`
+/// columns if it returns rows), as PostgreSQL's `exec_bind_message` does: format code values
+/// and counts, and the parameter count.
+pub fn check_bind(
+    bind: &Bind,
+    required: usize,
+    result_columns: Option<usize>,
+    statement_name: &str,
+) -> Result<(), ProtocolError> {
+    for &code in bind.parameter_format_codes.iter().chain(&bind.result_column_format_codes) {
+        if code != 0 && code != 1 {
+            return Err(ProtocolError::UnsupportedFormatCode(code));
+        }
+    }
+    let n_params = bind.parameters.len();
+    let n_formats = bind.parameter_format_codes.len();
+    if n_formats > 1 && n_formats != n_params {
+        return Err(ProtocolError::Violation(format!(
+            "bind message has {n_formats} parameter formats but {n_params} parameters"
+        )));
+    }
+    if n_params != required {
+        return Err(ProtocolError::Violation(format!(
+            "bind message supplies {n_params} parameters, but prepared statement \"{statement_name}\" requires {required}"
+        )));
+    }
+    if let Some(columns) = result_columns {
+        let n_results = bind.result_column_format_codes.len();
+        if n_results > 1 && n_results != columns {
+            return Err(ProtocolError::Violation(format!(
+                "bind message has {n_results} result formats but query has {columns} columns"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The name PostgreSQL shows for a statement or portal (`""` for the unnamed one).
+fn shown_name(name: Option<&str>) -> &str {
+    name.unwrap_or("")
+}
+
+/// The tag kept in a suspended portal: `SELECT` alone when the tag counts the rows of each
+/// Execute, otherwise the statement's full tag (INSERT … RETURNING reports its whole count, SHOW
+/// none), as PostgreSQL does.
+fn suspended_tag(tag: &sql::Tag) -> String {
+    match (tag.command.as_str(), tag.rows) {
+        ("SELECT", Some(_)) => "SELECT".to_owned(),
+        _ => tag.to_string(),
+    }
+}
+
+/// The CommandComplete tag of the Execute that finishes a suspended portal after sending
+/// `rows_this_execute` rows.
+fn resumed_tag(suspended: &str, rows_this_execute: usize) -> String {
+    match suspended {
+        "SELECT" => format!("SELECT {rows_this_execute}"),
+        other => other.to_owned(),
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Handler {
+    type Statement = Statement;
+    type QueryParser = Parser;
+
+    fn query_parser(&self) -> Arc<Parser> {
+        self.parser.clone()
+    }
+
+    /// Parse: prepares through the session with the client's parameter OIDs.
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.clone().unwrap_or_else(|| DEFAULT_NAME.to_owned());
+        if let Some(named) = &message.name {
+            if client.portal_store().get_statement(named).is_some() {
+                return Err(protocol_error(ProtocolError::DuplicateStatement(named.clone())));
+            }
+        }
+        if is_empty_query(&message.query) {
+            client.portal_store().put_empty_statement(&name);
+        } else {
+            let prepared = self
+                .conn
+                .with_session(|s| s.prepare(&message.query, &message.type_oids))?
+                .map_err(|e| sql_error(e, &message.query))?;
+            let declared = message.type_oids.iter().map(|oid| Type::from_oid(*oid)).collect();
+            client.portal_store().put_statement(Arc::new(StoredStatement::new(
+                name,
+                Statement::new(prepared),
+                declared,
+            )));
+        }
+        client.feed(PgWireBackendMessage::ParseComplete(ParseComplete::new())).await?;
+        Ok(())
+    }
+
+    /// Bind: checks counts and formats, decodes every parameter to the statement's parameter
+    /// type, and stores the portal with its values.
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statement_name = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal_name = message.portal_name.as_deref().unwrap_or(DEFAULT_NAME);
+        if let Some(named) = &message.portal_name {
+            if client.portal_store().get_portal(named).is_some() {
+                return Err(protocol_error(ProtocolError::DuplicatePortal(named.clone())));
+            }
+        }
+        let shown = shown_name(message.statement_name.as_deref());
+        match client.portal_store().get_statement(statement_name) {
+            Some(Entry::Value(stored)) => {
+                let prepared = &stored.statement.prepared;
+                check_bind(
+                    &message,
+                    prepared.param_types.len(),
+                    prepared.columns.as_ref().map(|c| c.len()),
+                    shown,
+                )
+                .map_err(protocol_error)?;
+                let param_format = match message.parameter_format_codes.as_slice() {
+                    [] => Format::UnifiedText,
+                    [one] => Format::from(*one),
+                    codes => Format::Individual(codes.to_vec()),
+                };
+                let mut params = Vec::with_capacity(message.parameters.len());
+                for (i, (bytes, target)) in
+                    message.parameters.iter().zip(&prepared.param_types).enumerate()
+                {
+                    let binary = encode::column_format(&param_format, i) == FieldFormat::Binary;
+                    let sent = stored
+                        .parameter_types
+                        .get(i)
+                        .and_then(Option::as_ref)
+                        .and_then(|t| encode::declared_type(t.oid()));
+                    let value =
+                        encode::decode_param(bytes.as_deref(), binary, sent.as_ref(), target)
+                            .map_err(|e| sql_error(e, &prepared.sql))?;
+                    params.push(value);
+                }
+                let bound = StoredStatement::new(
+                    stored.id.clone(),
+                    Statement::bound(prepared.clone(), params),
+                    stored.parameter_types.clone(),
+                );
+                let portal = Portal::try_new(&message, Arc::new(bound))?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(Entry::Empty) => {
+                if !message.parameters.is_empty() {
+                    return Err(protocol_error(ProtocolError::Violation(format!(
+                        "bind message supplies {} parameters, but prepared statement \"{shown}\" requires 0",
+                        message.parameters.len()
+                    ))));
+                }
+                client.portal_store().put_empty_portal(portal_name);
+            }
+            None => {
+                return Err(protocol_error(ProtocolError::UndefinedStatement(shown.to_owned())))
+            }
+        }
+        client.feed(PgWireBackendMessage::BindComplete(BindComplete::new())).await?;
+        Ok(())
+    }
+
+    /// Describe: ParameterDescription (statements only) and RowDescription or NoData.
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let shown = shown_name(message.name.as_deref()).to_owned();
+        let (columns, formats) = match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => match client.portal_store().get_statement(name) {
+                Some(Entry::Value(stored)) => {
+                    let prepared = &stored.statement.prepared;
+                    let oids = prepared.param_types.iter().map(|t| t.oid()).collect();
+                    client
+                        .feed(PgWireBackendMessage::ParameterDescription(
+                            ParameterDescription::new(oids),
+                        ))
+                        .await?;
+                    (prepared.columns.clone(), Format::UnifiedText)
+                }
+                Some(Entry::Empty) => {
+                    client
+                        .feed(PgWireBackendMessage::ParameterDescription(
+                            ParameterDescription::new(vec![]),
+                        ))
+                        .await?;
+                    (None, Format::UnifiedText)
+                }
+                None => return Err(protocol_error(ProtocolError::UndefinedStatement(shown))),
+            },
+            TARGET_TYPE_BYTE_PORTAL => match client.portal_store().get_portal(name) {
+                Some(Entry::Value(portal)) => (
+                    portal.statement.statement.prepared.columns.clone(),
+                    portal.result_column_format.clone(),
+                ),
+                Some(Entry::Empty) => (None, Format::UnifiedText),
+                None => return Err(protocol_error(ProtocolError::UndefinedPortal(shown))),
+            },
+            other => return Err(PgWireError::InvalidTargetType(other)),
+        };
+        match columns {
+            Some(columns) => {
+                let formats = encode::column_formats(&formats, columns.len());
+                client
+                    .feed(PgWireBackendMessage::RowDescription(encode::row_description(
+                        &columns, &formats,
+                    )))
+                    .await?;
+            }
+            None => client.feed(PgWireBackendMessage::NoData(NoData::new())).await?,
+        }
+        Ok(())
+    }
+
+    /// Execute: runs the portal once (the whole result), then sends up to `max_rows` rows per
+    /// Execute for row-returning statements. Commands without rows always report their full
+    /// count, whatever `max_rows` says.
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let shown = shown_name(message.name.as_deref()).to_owned();
+        let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
+        let portal = match client.portal_store().get_portal(name) {
+            Some(Entry::Value(portal)) => portal,
+            Some(Entry::Empty) => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
+                    .await?;
+                return Ok(());
+            }
+            None => return Err(protocol_error(ProtocolError::UndefinedPortal(shown))),
+        };
+        let state = portal.state();
+        let mut state = state.lock().await;
+        match &mut *state {
+            PortalExecutionState::Initial => {
+                let stmt = &portal.statement.statement;
+                let params = stmt.take_params();
+                let result =
+                    self.conn.with_session(|s| s.execute_prepared(&stmt.prepared, params))?;
+                // Keep pgwire's view in step (it turns an error into `E` only inside a block).
+                client.set_transaction_status(self.conn.status());
+                let out = match result {
+                    Ok(out) => out,
+                    Err(e) => {
+                        *state = PortalExecutionState::Finished;
+                        return Err(sql_error(e, &stmt.prepared.sql));
+                    }
+                };
+                send_notices(client, &out).await?;
+                match &out.columns {
+                    // A statement text without a statement (only comments).
+                    None if out.tag.command.is_empty() => {
+                        client
+                            .feed(PgWireBackendMessage::EmptyQueryResponse(
+                                EmptyQueryResponse::new(),
+                            ))
+                            .await?;
+                        *state = PortalExecutionState::Finished;
+                    }
+                    None => {
+                        send_command_complete(client, out.tag.to_string()).await?;
+                        *state = PortalExecutionState::Finished;
+                    }
+                    Some(columns) => {
+                        let formats =
+                            encode::column_formats(&portal.result_column_format, columns.len());
+                        let mut encoder = RowEncoder::new(columns, &formats);
+                        let mut rows = out.rows.iter();
+                        let first = if max_rows == 0 { out.rows.len() } else { max_rows };
+                        for row in rows.by_ref().take(first) {
+                            client.feed(PgWireBackendMessage::DataRow(encoder.encode(row))).await?;
+                        }
+                        if max_rows == 0 || out.rows.len() < max_rows {
+                            send_command_complete(client, out.tag.to_string()).await?;
+                            *state = PortalExecutionState::Finished;
+                        } else {
+                            // PostgreSQL suspends after exactly `max_rows` rows, even when none
+                            // remain; the next Execute then completes with `SELECT 0`.
+                            let rest: Vec<PgWireResult<_>> =
+                                rows.map(|row| Ok(encoder.encode(row))).collect();
+                            let fields: Vec<FieldInfo> = columns
+                                .iter()
+                                .zip(&formats)
+                                .map(|(c, f)| encode::field_info(c, *f))
+                                .collect();
+                            let mut suspended =
+                                QueryResponse::new(Arc::new(fields), futures::stream::iter(rest));
+                            suspended.set_command_tag(&suspended_tag(&out.tag));
+                            *state = PortalExecutionState::Suspended(suspended);
+                            client
+                                .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
+                                .await?;
+                        }
+                    }
+                }
+                send_parameter_status(client, &out).await?;
+            }
+            PortalExecutionState::Suspended(response) => {
+                let mut sent = 0usize;
+                while max_rows == 0 || sent < max_rows {
+                    match response.data_rows().next().await {
+                        Some(row) => {
+                            client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+                            sent += 1;
+                        }
+                        None => break,
+                    }
+                }
+                if max_rows != 0 && sent == max_rows {
+                    client
+                        .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
+                        .await?;
+                } else {
+                    let tag = resumed_tag(response.command_tag(), sent);
+                    send_command_complete(client, tag).await?;
+                    *state = PortalExecutionState::Finished;
+                }
+            }
+            PortalExecutionState::Finished => {
+                if portal.statement.statement.prepared.columns.is_some() {
+                    send_command_complete(client, "SELECT 0".to_owned()).await?;
+                } else {
+                    return Err(protocol_error(ProtocolError::PortalCannotRun(shown)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sync: ends the implicit transaction (reporting a failure to commit it), drops the
+    /// unnamed portal, and sends ReadyForQuery with the session's status.
+    async fn on_sync<C>(&self, client: &mut C, _message: PgSync) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Err(error) = self.conn.with_session(Session::sync)? {
+            let info = crate::error::error_info(&crate::error::WireError::Sql {
+                error,
+                sql: String::new(),
+            });
+            client.feed(PgWireBackendMessage::ErrorResponse(info.into())).await?;
+        }
+        client.portal_store().rm_portal(DEFAULT_NAME);
+        self.ready_for_query(client).await
+    }
+
+    /// Close: forgets a statement or portal (closing one that does not exist is not an error).
+    async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => client.portal_store().rm_statement(name),
+            TARGET_TYPE_BYTE_PORTAL => client.portal_store().rm_portal(name),
+            other => return Err(PgWireError::InvalidTargetType(other)),
+        }
+        client.feed(PgWireBackendMessage::CloseComplete(CloseComplete::new())).await?;
+        Ok(())
+    }
+
+    /// Not used: `on_execute` above runs portals itself.
+    async fn do_query<C>(
+        &self,
+        _client: &mut C,
+        _portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        Err(sql_error(sql::Error::internal("ExtendedQueryHandler::do_query is not used"), ""))
+    }
+}
+
+/// pgwire's statement parser, backed by the session. `Handler::on_parse` calls the session
+/// directly (it needs the raw parameter OIDs); this is the same thing for pgwire's own paths.
+pub struct Parser {
+    conn: Arc<Connection>,
+}
+
+#[async_trait]
+impl QueryParser for Parser {
+    type Statement = Statement;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let oids: Vec<u32> = types.iter().map(|t| t.as_ref().map_or(0, Type::oid)).collect();
+        let prepared =
+            self.conn.with_session(|s| s.prepare(sql, &oids))?.map_err(|e| sql_error(e, sql))?;
+        Ok(Some(Statement::new(prepared)))
+    }
+
+    fn get_parameter_types(&self, stmt: &Statement) -> PgWireResult<Vec<Type>> {
+        Ok(stmt.prepared.param_types.iter().map(encode::pg_type).collect())
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &Statement,
+        column_format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        let format = column_format.cloned().unwrap_or_default();
+        Ok(stmt
+            .prepared
+            .columns
+            .iter()
+            .flat_map(|cols| cols.iter())
+            .enumerate()
+            .map(|(i, c)| encode::field_info(c, encode::column_format(&format, i)))
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bind(params: usize, param_formats: Vec<i16>, result_formats: Vec<i16>) -> Bind {
+        Bind::new(None, None, param_formats, vec![None; params], result_formats)
+    }
+
+    #[test]
+    fn bind_parameter_count_uses_postgres_message() {
+        let err = check_bind(&bind(1, vec![], vec![]), 2, None, "").unwrap_err();
+        assert_eq!(err.sqlstate(), "08P01");
+        assert_eq!(
+            err.to_string(),
+            "bind message supplies 1 parameters, but prepared statement \"\" requires 2"
+        );
+    }
+
+    #[test]
+    fn bind_format_counts_and_codes_are_checked() {
+        assert!(check_bind(&bind(2, vec![1], vec![1]), 2, Some(3), "s").is_ok());
+        assert!(check_bind(&bind(2, vec![0, 1], vec![0, 1, 1]), 2, Some(3), "s").is_ok());
+        let err = check_bind(&bind(2, vec![0, 1, 1], vec![]), 2, Some(3), "s").unwrap_err();
+        assert_eq!(err.to_string(), "bind message has 3 parameter formats but 2 parameters");
+        let err = check_bind(&bind(2, vec![], vec![0, 1]), 2, Some(3), "s").unwrap_err();
+        assert_eq!(err.to_string(), "bind message has 2 result formats but query has 3 columns");
+        let err = check_bind(&bind(2, vec![2], vec![]), 2, Some(3), "s").unwrap_err();
+        assert_eq!(
+            (err.sqlstate(), err.to_string().as_str()),
+            ("22023", "unsupported format code: 2")
+        );
+    }
+
+    #[test]
+    fn suspended_select_counts_rows_of_the_last_execute() {
+        let select = sql::Tag { command: "SELECT".into(), rows: Some(10) };
+        assert_eq!(resumed_tag(&suspended_tag(&select), 3), "SELECT 3");
+        let insert = sql::Tag { command: "INSERT".into(), rows: Some(3) };
+        assert_eq!(resumed_tag(&suspended_tag(&insert), 1), "INSERT 0 3");
+        let show = sql::Tag { command: "SHOW".into(), rows: None };
+        assert_eq!(resumed_tag(&suspended_tag(&show), 1), "SHOW");
+    }
+
+    #[test]
+    fn startup_parameters_echo_the_client() {
+        let mut client = std::collections::BTreeMap::new();
+        client.insert("user".to_owned(), "admin".to_owned());
+        client.insert("application_name".to_owned(), "tpcc".to_owned());
+        client.insert("TimeZone".to_owned(), "Etc/UTC".to_owned());
+        let params: std::collections::HashMap<_, _> =
+            startup_parameters(&client).into_iter().collect();
+        assert!(params["server_version"].starts_with("15."));
+        assert_eq!(params["application_name"], "tpcc");
+        assert_eq!(params["TimeZone"], "Etc/UTC");
+        assert_eq!(params["session_authorization"], "admin");
+        assert!(params["DateStyle"].starts_with("ISO"));
+        assert_eq!(params["client_encoding"], "UTF8");
+    }
+}
