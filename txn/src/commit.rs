@@ -171,7 +171,9 @@ fn lock(writes: BTreeMap<crate::TableId, TableWrites>, st: &mut Locked) -> Resul
             }
             let record = match e.record {
                 Some(r) => r,
-                None => Record::placeholder(key.clone()),
+                // The row rides in the placeholder: readers never look at the row of an
+                // ABSENT record, and install then only stores the TID.
+                None => Record::placeholder(&key, e.row.clone()),
             };
             items.push(Item {
                 kind: e.kind,
@@ -219,10 +221,17 @@ fn lock(writes: BTreeMap<crate::TableId, TableWrites>, st: &mut Locked) -> Resul
         let secondaries = table.secondaries.load_full();
         for ii in 0..st.groups[gi].1.len() {
             let it = &st.groups[gi].1[ii];
-            let (kind, key, record) = (it.kind, it.key.clone(), it.record.clone());
-            let Some(row) = it.row.clone() else { continue };
+            let Some(row) = &it.row else { continue };
+            let (kind, record) = (it.kind, it.record.clone());
+            // The secondary entries to publish: every index for an insert, the changed ones for
+            // an update (computed while `it` is borrowed: no copy of the primary key).
+            let entries: Vec<(Arc<Secondary>, Vec<u8>)> = if kind == WriteKind::Insert {
+                secondaries.iter().map(|s| (s.clone(), s.entry_key(row, &it.key))).collect()
+            } else {
+                it.stale.iter().map(|(s, _)| (s.clone(), s.entry_key(row, &it.key))).collect()
+            };
             if kind == WriteKind::Insert {
-                match table.primary.insert_if_absent(&key, &record) {
+                match table.primary.insert_if_absent(&it.key, &record) {
                     Insert::Inserted { replaced_wssn } => st.base = st.base.max(replaced_wssn),
                     Insert::Present | Insert::Exists => {
                         return Err(Error::conflict(table.id, "key inserted concurrently"))
@@ -232,15 +241,9 @@ fn lock(writes: BTreeMap<crate::TableId, TableWrites>, st: &mut Locked) -> Resul
                 st.groups[gi].1[ii].prior = Tid::PLACEHOLDER;
                 st.published.push(addr(&record));
                 st.placeholders.push(addr(&record));
-                for s in secondaries.iter() {
-                    add_secondary(st, &table, s, s.entry_key(&row, &key), &record)?;
-                }
-            } else {
-                let stale: Vec<_> =
-                    st.groups[gi].1[ii].stale.iter().map(|(s, _)| s.clone()).collect();
-                for s in stale {
-                    add_secondary(st, &table, &s, s.entry_key(&row, &key), &record)?;
-                }
+            }
+            for (s, key) in entries {
+                add_secondary(st, &table, &s, key, &record)?;
             }
         }
     }
@@ -288,7 +291,7 @@ fn validate(txn: &Transaction, st: Option<&Locked>) -> Result<(), Error> {
                         *next += 1;
                     }
                 };
-                idx.range(as_ref(lo), as_ref(hi), false, &mut |key, record| {
+                idx.range_quick(as_ref(lo), as_ref(hi), &mut |key, record| {
                     let mut tid = record.tid.load();
                     if tid.is_unlinked() {
                         return true;
@@ -320,7 +323,10 @@ fn install(st: &Locked, ssn: Ssn) {
         for it in items {
             match it.kind {
                 WriteKind::Insert | WriteKind::Update => {
-                    it.record.set_row_locked(it.row.clone());
+                    if it.kind == WriteKind::Update {
+                        // (A placeholder was created with its row.)
+                        it.record.set_row_locked(it.row.clone());
+                    }
                     for (s, key) in &it.stale {
                         s.index.remove(key, &it.record);
                     }

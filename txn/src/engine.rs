@@ -1,7 +1,7 @@
 //! The engine: tables, their indexes, and DDL.
 
 use crate::error::Error;
-use crate::index::{new_index, Insert, OrderedIndex};
+use crate::index::{new_primary_index, new_secondary_index, Insert, OrderedIndex};
 use crate::sync::{AtomicU64, AtomicU8, Ordering};
 use crate::transaction::Transaction;
 use crate::{IndexId, TableId};
@@ -89,11 +89,11 @@ impl Table {
     fn new(id: TableId, specs: Vec<IndexSpec>, next_row_id: u64, delete_ssn: u64) -> Table {
         let secondaries = specs
             .into_iter()
-            .map(|spec| Arc::new(Secondary { spec, index: new_index() }))
+            .map(|spec| Arc::new(Secondary { spec, index: new_secondary_index() }))
             .collect();
         Table {
             id,
-            primary: new_index(),
+            primary: new_primary_index(),
             secondaries: ArcSwap::from_pointee(secondaries),
             state: AtomicU8::new(LIVE),
             next_row_id: AtomicU64::new(next_row_id),
@@ -213,7 +213,7 @@ impl Engine {
     pub fn create_index(&self, table: TableId, spec: IndexSpec) -> Result<(), Error> {
         let _ddl = self.inner.ddl.lock();
         let t = self.inner.table(table).ok_or(Error::TableDropped(table))?;
-        let secondary = Secondary { spec, index: new_index() };
+        let secondary = Secondary { spec, index: new_secondary_index() };
         let mut result = Ok(());
         t.primary.range(
             std::ops::Bound::Unbounded,

@@ -37,7 +37,8 @@
 //!             delete_ssn and cmd_read_ssn of written tables). Writers: ssn =
 //!             log.reserve(buffer, base, len).ssn (Poplar Alg. 1, I1: ssn > base).
 //!             Read-only: ssn = base, nothing reserved.
-//! 4 install   row pointer, then TID = ssn (unlocks). Updates drop their stale secondary
+//! 4 install   row pointer (an insert's is already in its placeholder), then TID = ssn
+//!             (unlocks). Updates drop their stale secondary
 //!             entries while still locked. Deletes: TID = ssn|ABSENT|UNLINKED, then the
 //!             entries are removed; a later insert of the key creates a new record, so any
 //!             reader of the old one fails validation.

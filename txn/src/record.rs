@@ -1,7 +1,8 @@
 //! Records: a TID word, the primary key, and an immutable row published by pointer swap.
 
+use crate::index::IKey;
 use crate::tid::{Backoff, Tid, TidWord};
-use crate::{Key, Row};
+use crate::Row;
 use arc_swap::ArcSwapOption;
 use std::sync::Arc;
 
@@ -14,15 +15,20 @@ use std::sync::Arc;
 pub(crate) struct Record {
     pub(crate) tid: TidWord,
     /// The primary key. Never changes: an update that changes the primary key is a delete and an
-    /// insert.
-    pub(crate) key: Key,
+    /// insert. Inline when short (see [`IKey`]): hash lookups compare it.
+    pub(crate) key: IKey,
     row: ArcSwapOption<Vec<u8>>,
 }
 
 impl Record {
-    /// A locked `ABSENT` insert placeholder.
-    pub(crate) fn placeholder(key: Key) -> Arc<Record> {
-        Arc::new(Record { tid: TidWord::new(Tid::PLACEHOLDER), key, row: ArcSwapOption::empty() })
+    /// A locked `ABSENT` insert placeholder, holding the row its insert will publish (no reader
+    /// looks at the row of an `ABSENT` record, so the install only has to store the TID).
+    pub(crate) fn placeholder(key: &[u8], row: Option<Row>) -> Arc<Record> {
+        Arc::new(Record {
+            tid: TidWord::new(Tid::PLACEHOLDER),
+            key: IKey::new(key),
+            row: ArcSwapOption::new(row),
+        })
     }
 
     /// A consistent `(tid, row)` snapshot, waiting (bounded) while the record is locked. The row

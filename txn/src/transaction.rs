@@ -2,7 +2,7 @@
 
 use crate::engine::{Inner, Secondary, Table};
 use crate::error::Error;
-use crate::index::is_empty_range;
+use crate::index::{is_empty_range, IKey};
 use crate::record::Record;
 use crate::tid::Tid;
 use crate::{IndexId, Key, Row, TableId};
@@ -49,7 +49,7 @@ pub(crate) struct ReadEntry {
 /// Phantom protection: what a scan (or a point-get miss) covered.
 pub(crate) enum ScanEntry {
     /// `get` found no row at `key` in the primary index (a scan of `[key, key]`).
-    Miss { table: usize, key: Key },
+    Miss { table: usize, key: IKey },
     /// Entries of `index` (primary if `None`) in `[lo, hi]` (exact bounds), ascending, with the
     /// TIDs seen; `UNLINKED` records excluded.
     Range {
@@ -167,26 +167,22 @@ impl Transaction {
         self.writes.get(&table)?.entries.get(key)
     }
 
-    /// Reads the committed record at `key`, recording the read (or the miss). Returns the record
-    /// and row if a row is visible.
-    fn read_committed(
-        &mut self,
-        slot: usize,
-        key: &[u8],
-    ) -> Result<Option<(Arc<Record>, Row)>, Error> {
+    /// Reads the committed record at `key`, recording the read (or the miss). Returns the row if
+    /// one is visible; its record is then `self.reads.last()` (see [`Transaction::last_read`]).
+    fn read_committed(&mut self, slot: usize, key: &[u8]) -> Result<Option<Row>, Error> {
         let t = &self.tables[slot];
         // Fast path for get-then-update: reuse the last read of the same key.
         if let Some(last) = self.reads.last() {
-            if last.table == t.id && last.record.key == key {
+            if last.table == t.id && last.record.key.as_slice() == key {
                 if let Ok((tid, Some(row))) = last.record.read() {
                     if tid == last.tid {
-                        return Ok(Some((last.record.clone(), row)));
+                        return Ok(Some(row));
                     }
                 }
             }
         }
         let Some(record) = t.primary.get(key) else {
-            self.scans.push(ScanEntry::Miss { table: slot, key: key.to_vec() });
+            self.scans.push(ScanEntry::Miss { table: slot, key: IKey::new(key) });
             return Ok(None);
         };
         let (tid, row) =
@@ -194,14 +190,22 @@ impl Transaction {
         self.base = self.base.max(tid.wssn());
         match row {
             Some(row) if !tid.is_absent() => {
-                self.reads.push(ReadEntry { table: t.id, record: record.clone(), tid });
-                Ok(Some((record, row)))
+                if self.reads.capacity() == 0 {
+                    self.reads.reserve(8);
+                }
+                self.reads.push(ReadEntry { table: t.id, record, tid });
+                Ok(Some(row))
             }
             _ => {
-                self.scans.push(ScanEntry::Miss { table: slot, key: key.to_vec() });
+                self.scans.push(ScanEntry::Miss { table: slot, key: IKey::new(key) });
                 Ok(None)
             }
         }
+    }
+
+    /// The record of the row [`Transaction::read_committed`] just returned.
+    fn last_read(&self) -> Arc<Record> {
+        self.reads.last().expect("read_committed recorded the read").record.clone()
     }
 
     /// The row at primary key `key`, or `None`. Sees this transaction's own writes. A miss is
@@ -216,7 +220,7 @@ impl Transaction {
                 WriteKind::LockOnly => {}
             }
         }
-        Ok(self.read_committed(slot, key)?.map(|(_, row)| row))
+        self.read_committed(slot, key)
     }
 
     /// Like [`Transaction::get`], and also locks the row at commit (`SELECT … FOR UPDATE`): the
@@ -230,7 +234,8 @@ impl Transaction {
                 WriteKind::LockOnly => {}
             }
         }
-        let Some((record, row)) = self.read_committed(slot, key)? else { return Ok(None) };
+        let Some(row) = self.read_committed(slot, key)? else { return Ok(None) };
+        let record = self.last_read();
         self.table_writes(slot).entries.entry(key.to_vec()).or_insert(WriteEntry {
             kind: WriteKind::LockOnly,
             record: Some(record),
@@ -275,7 +280,7 @@ impl Transaction {
                 let overridden = own
                     .and_then(|w| w.entries.get(record.key.as_slice()))
                     .is_some_and(|e| matches!(e.kind, WriteKind::Update | WriteKind::Delete));
-                if !tid.is_absent() && record.key != pk && !overridden {
+                if !tid.is_absent() && record.key.as_slice() != pk && !overridden {
                     self.base = self.base.max(tid.wssn());
                     self.reads.push(ReadEntry { table: t.id, record, tid });
                     return Err(violation);
@@ -346,7 +351,7 @@ impl Transaction {
                 WriteKind::Update | WriteKind::LockOnly => (WriteKind::Update, e.record.clone()),
             },
             None => match self.read_committed(slot, key)? {
-                Some((record, _)) => (WriteKind::Update, Some(record)),
+                Some(_) => (WriteKind::Update, Some(self.last_read())),
                 None => return Err(Error::conflict(table, "updated row is gone")),
             },
         };
@@ -378,9 +383,9 @@ impl Transaction {
                 Ok(())
             }
             None => match self.read_committed(slot, key)? {
-                Some((record, _)) => {
-                    let entry =
-                        WriteEntry { kind: WriteKind::Delete, record: Some(record), row: None };
+                Some(_) => {
+                    let record = Some(self.last_read());
+                    let entry = WriteEntry { kind: WriteKind::Delete, record, row: None };
                     self.put(slot, key.to_vec(), entry, Vec::new());
                     Ok(())
                 }

@@ -111,3 +111,50 @@ fn ddl_fails_transactions_that_touched_the_table() {
     assert!(engine.next_row_id(T) > a);
     assert!(Ssn::ZERO < Ssn(1));
 }
+
+/// A scan callback may run other transactions on the same table, even ones that change the
+/// index being scanned (the index holds no lock while the callback runs). Whatever the scan
+/// reports, commit keeps it serializable: a row inserted behind the scan's back either was
+/// reported, or fails the scanner's validation.
+#[test]
+fn scan_callback_may_commit_into_the_scanned_table() {
+    for (at, key) in [(0u8, 101u8), (0, 5), (7, 3), (3, 201)] {
+        let (engine, _) = setup();
+        let mut t = engine.begin(0);
+        for i in (0u8..20).map(|i| i * 10) {
+            t.insert(T, vec![i], vec![i]).unwrap();
+        }
+        t.commit().unwrap();
+
+        let mut outer = engine.begin(0);
+        let mut seen = Vec::new();
+        let mut n = 0;
+        outer
+            .scan(
+                T,
+                None,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                false,
+                &mut |k, _| {
+                    if n == at {
+                        let mut inner = engine.begin(1);
+                        inner.insert(T, vec![key], vec![key]).unwrap();
+                        inner.commit().unwrap();
+                    }
+                    n += 1;
+                    seen.push(k[0]);
+                    true
+                },
+            )
+            .unwrap();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+        outer.insert(T, vec![255], vec![0]).unwrap();
+        let result = outer.commit();
+        if seen.contains(&key) {
+            assert!(result.is_ok(), "saw {key}, so the scan is consistent: {result:?}");
+        } else {
+            assert!(matches!(result, Err(Error::Conflict { .. })), "missed {key}: {result:?}");
+        }
+    }
+}
