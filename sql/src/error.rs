@@ -188,6 +188,21 @@ impl Error {
         }
     }
 
+    /// DESIGN.md §2: a statement that fails inside a transaction whose reads no longer
+    /// validate may have failed *because* it read inconsistent data (a torn pair of rows can
+    /// divide by zero or violate a constraint). The client must then see `40001`, which is
+    /// retryable, not the error the inconsistent read caused. `reads_valid` is asked only when
+    /// the error is not already a serialization failure.
+    pub fn or_serialization_failure(self, reads_valid: impl FnOnce() -> bool) -> Error {
+        match self {
+            Error::SerializationFailure { .. } => self,
+            other if reads_valid() => other,
+            _ => Error::SerializationFailure {
+                message: "could not serialize access due to concurrent update".into(),
+            },
+        }
+    }
+
     /// Whether retrying the same statement or transaction may succeed (serialization failures).
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::SerializationFailure { .. })
@@ -362,6 +377,16 @@ mod tests {
     #[test]
     fn result_stays_small() {
         assert!(std::mem::size_of::<Error>() <= 80, "{}", std::mem::size_of::<Error>());
+    }
+
+    #[test]
+    fn stale_reads_turn_errors_into_serialization_failures() {
+        let stale = Error::DivisionByZero.or_serialization_failure(|| false);
+        assert_eq!(stale.sqlstate(), "40001");
+        let fresh = Error::DivisionByZero.or_serialization_failure(|| true);
+        assert_eq!(fresh.sqlstate(), "22012");
+        let conflict = Error::SerializationFailure { message: "x".into() };
+        assert_eq!(conflict.or_serialization_failure(|| panic!("not asked")).sqlstate(), "40001");
     }
 
     #[test]

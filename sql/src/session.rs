@@ -684,6 +684,7 @@ impl Session {
                     let result = match result {
                         Ok(out) => t.commit().map(|_| out).map_err(exec::txn_error),
                         Err(e) => {
+                            let e = e.or_serialization_failure(|| t.reads_still_valid());
                             t.abort();
                             Err(e)
                         }
@@ -710,14 +711,19 @@ impl Session {
         let now = open.now;
         let mut t = open.txn.take().expect("checked by caller");
         let result = self.run_plan(&mut t, now, stmt, cached, params);
-        if result.is_ok() {
-            if let Some(open) = &mut self.txn {
-                open.txn = Some(t);
+        match result {
+            Ok(out) => {
+                if let Some(open) = &mut self.txn {
+                    open.txn = Some(t);
+                }
+                Ok(out)
             }
-        } else {
-            t.abort();
+            Err(e) => {
+                let e = e.or_serialization_failure(|| t.reads_still_valid());
+                t.abort();
+                Err(e)
+            }
         }
-        result
     }
 
     fn run_plan(

@@ -116,3 +116,23 @@ fn joins_groups_subqueries() {
         ["SELECT 1: 2"]
     );
 }
+
+/// DESIGN.md §2: an error caused by reading data that changed under the transaction is reported
+/// as 40001 (retryable), not as the error itself.
+#[test]
+fn error_after_stale_read_is_a_serialization_failure() {
+    let db = Database::open(&DatabaseConfig { data_dir: None, log_buffers: 2 }).expect("open");
+    let mut a = Session::new(db.clone(), &[]);
+    let mut b = Session::new(db, &[]);
+    run(&mut a, "CREATE TABLE t (id int PRIMARY KEY, v int)");
+    run(&mut a, "INSERT INTO t VALUES (1, 1)");
+    assert_eq!(run(&mut a, "BEGIN"), ["BEGIN"]);
+    assert_eq!(run(&mut a, "SELECT v FROM t WHERE id = 1"), ["SELECT 1: 1"]);
+    assert_eq!(run(&mut b, "UPDATE t SET v = 0 WHERE id = 1"), ["UPDATE 1"]);
+    let err = run(&mut a, "SELECT 10 / v FROM t WHERE id = 1");
+    assert!(err[0].starts_with("ERROR 40001"), "{err:?}");
+    assert_eq!(run(&mut a, "ROLLBACK"), ["ROLLBACK"]);
+    // Without the stale read the same statement reports its own error.
+    assert_eq!(run(&mut a, "BEGIN"), ["BEGIN"]);
+    assert_eq!(run(&mut a, "SELECT 10 / v FROM t WHERE id = 1"), ["ERROR 22012: division by zero"]);
+}

@@ -350,6 +350,14 @@ fn install(st: &Locked, ssn: Ssn) {
 }
 
 impl Transaction {
+    /// Do this transaction's reads and scans still validate right now (no locks taken)? Used to
+    /// decide whether an error a statement raised may have come from an inconsistent read
+    /// (DESIGN.md §2: then the client gets `40001`, not that error). `false` is definitive;
+    /// `true` is only a hint, as a later writer may still invalidate the reads before commit.
+    pub fn reads_still_valid(&self) -> bool {
+        validate(self, None).is_ok()
+    }
+
     /// Commits: lock, validate, allocate the SSN, install (see the crate doc). Returns the commit
     /// SSN, or [`Error::Conflict`] (the transaction is aborted and left no trace).
     ///
