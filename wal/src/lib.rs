@@ -1,4 +1,4 @@
-//! # wal — Poplar parallel logging (this issue: SSN allocation only)
+//! # wal — Poplar parallel logging (so far: SSN allocation, record format, devices, reader)
 //!
 //! Aspen writes its log to N log devices, each with one log buffer. A committing transaction
 //! picks the buffer of its session and takes a *serial sequence number* (SSN) from it. SSNs are
@@ -28,7 +28,7 @@
 //! - **I2** Within one buffer, SSNs strictly increase in byte order: the SSN and the byte range
 //!   are taken under the same latch, and `L.ssn` only grows.
 //!
-//! Both are checked by tests in [`buffer`] (a std multi-thread test, and a `loom` model under
+//! Both are checked by tests in `buffer.rs` (a std multi-thread test, and a `loom` model under
 //! `RUSTFLAGS="--cfg loom" cargo test -p wal`).
 //!
 //! ## Raising `L.ssn`
@@ -37,18 +37,66 @@
 //! cut (DESIGN.md §5) and idle-device markers (§3) use it: after it returns, every new SSN on
 //! every buffer is larger than the target.
 //!
-//! ## Not here yet (next issue)
+//! ## The record format ([`record`])
 //!
-//! There are no log devices yet: a [`Reservation`] reserves a byte range in a counter, not in a
-//! real buffer, and [`Reservation::fill`] only accounts for the bytes. Still to come: the record
-//! format `[len][crc32c][ssn][flags][payload]`, the segment index of reserved vs. filled bytes
-//! (Algorithm 2), logger threads, DSN per device, `CSN = min DSN`, the acknowledge rule,
-//! idle-device markers written to disk, and the fault policy (no retry after a failed
-//! `fdatasync`). Until then nothing is durable and every SSN is "acknowledged" at once.
+//! `[len u32][crc32c u32][ssn u64][flags u8][payload]`, little-endian; `len` counts the whole
+//! record; the CRC-32C covers every field but itself; flags carry the kind (value, command,
+//! marker, abort) and the BLIND bit. The byte-layout table is in [`record`]'s doc and a test
+//! checks it. Zero-filled space is never a valid record.
+//!
+//! ## Devices and the fault policy ([`device`])
+//!
+//! A [`LogDevice`] is one segment file; a Poplar device ([`DeviceId`]) is a sequence of segments
+//! ([`SegmentNo`]). Bytes are durable only after [`LogDevice::sync`] (or a write+sync pair's
+//! [`LogDevice::wait`]) returns `Ok`. **A failed write or sync is never retried**: the kernel may
+//! have dropped the dirty pages, and a later `fdatasync` could succeed over lost data. The
+//! devices here refuse every write and sync after their first failure; the caller marks the
+//! device failed, acknowledges nothing whose record was on it, and shuts down (DESIGN.md §3).
+//!
+//! The fsync sequence of a segment: [`open_device`] creates the file, preallocates it
+//! (zero-fill by default), `fdatasync`s it and `fsync`s its directory; afterwards each group is a
+//! write linked to an `fdatasync` ([`UringDevice`], several in flight) or `pwrite` then
+//! `fdatasync` ([`FileDevice`], where io_uring is unavailable). With several pairs in flight,
+//! bytes up to `x` are durable only once every pair ending at or before `x` has completed.
+//!
+//! ## Reading back ([`reader`])
+//!
+//! [`SegmentReader`] yields a device's records in order and checks I2 (SSNs strictly increase).
+//! It ends the log at a torn tail (bad bytes with no valid record after them) and fails with
+//! [`Error::Corrupt`] for a bad record that valid records follow: recovery never skips one.
+//!
+//! ## Testing
+//!
+//! `testing` (with the `testing` feature, or in this crate's tests) has `MemDevice` (crash
+//! keeps synced bytes plus a torn prefix), `FaultyDevice` (fail the Nth write/sync/read,
+//! `ENOSPC`, torn write) and `ThrottledDevice` (emulated bandwidth and sync latency). The reader
+//! is tested by truncating a log at every byte of its tail and by flipping every bit of a log.
+//!
+//! ## Not here yet (next slice)
+//!
+//! A [`Reservation`] still reserves a byte range in a counter, not in a real buffer, and
+//! [`Reservation::fill`] only accounts for the bytes. Still to come: the segment index of
+//! reserved vs. filled bytes (Algorithm 2), logger threads over [`LogDevice`] (segment rotation:
+//! sync a segment before writing the next; read with `unsynced_window` = the bytes a logger keeps
+//! in flight), DSN per device, `CSN = min DSN`, the acknowledge rule, and idle-device markers
+//! written to disk. Until then nothing is durable and every SSN is "acknowledged" at once.
 
 mod buffer;
+pub mod device;
+mod error;
+pub mod reader;
+pub mod record;
 mod ssn;
 mod sync;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use buffer::{Log, Reservation};
+pub use device::{
+    open_device, zero_fill, Backend, DeviceId, DeviceOptions, FileDevice, LogDevice, OpenedDevice,
+    Pending, Preallocate, SegmentNo, UringDevice,
+};
+pub use error::Error;
+pub use reader::{LogEnd, ReadOptions, ReadRecord, SegmentReader};
+pub use record::{Corrupt, Record, RecordKind, ValueEntry};
 pub use ssn::Ssn;

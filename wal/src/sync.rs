@@ -5,10 +5,10 @@
 #[cfg(not(all(test, loom)))]
 pub(crate) use parking_lot::Mutex;
 #[cfg(not(all(test, loom)))]
-pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 #[cfg(all(test, loom))]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// loom's mutex with parking_lot's infallible `lock()`.
 #[cfg(all(test, loom))]
