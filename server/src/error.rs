@@ -25,6 +25,8 @@ pub enum ProtocolError {
     PortalCannotRun(String),
     /// `22023`: a format code other than 0 (text) or 1 (binary).
     UnsupportedFormatCode(i16),
+    /// `22021`: message text that is not valid UTF-8; the message names the bad bytes.
+    InvalidEncoding(String),
 }
 
 impl ProtocolError {
@@ -38,6 +40,7 @@ impl ProtocolError {
             ProtocolError::DuplicatePortal(_) => "42P03",
             ProtocolError::PortalCannotRun(_) => "55000",
             ProtocolError::UnsupportedFormatCode(_) => "22023",
+            ProtocolError::InvalidEncoding(_) => "22021",
         }
     }
 }
@@ -45,7 +48,9 @@ impl ProtocolError {
 impl std::fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ProtocolError::Violation(message) => write!(f, "{message}"),
+            ProtocolError::Violation(message) | ProtocolError::InvalidEncoding(message) => {
+                write!(f, "{message}")
+            }
             ProtocolError::UndefinedStatement(name) if name.is_empty() => {
                 write!(f, "unnamed prepared statement does not exist")
             }

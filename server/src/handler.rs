@@ -86,6 +86,13 @@ impl Connection {
         }
     }
 
+    /// Fails the session's transaction block (after an error the SQL layer never saw).
+    pub(crate) fn fail_transaction(&self) {
+        if let Some(session) = self.session.lock().as_mut() {
+            session.fail_transaction();
+        }
+    }
+
     /// The transaction status for ReadyForQuery.
     fn status(&self) -> TransactionStatus {
         let status = self.session.lock().as_ref().map_or(TxnStatus::Idle, Session::status);
@@ -142,8 +149,13 @@ impl Handler {
         Handler { shared, parser: Arc::new(Parser { conn: conn.clone() }), conn }
     }
 
+    /// Fails the session's transaction block (after an error the SQL layer never saw).
+    pub(crate) fn fail_transaction(&self) {
+        self.conn.fail_transaction();
+    }
+
     /// Sends `ReadyForQuery` with the session's status and flushes.
-    async fn ready_for_query<C>(&self, client: &mut C) -> PgWireResult<()>
+    pub(crate) async fn ready_for_query<C>(&self, client: &mut C) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
         C::Error: Debug,

@@ -27,10 +27,29 @@
 //! COPY, TLS, authentication other than trust, replication, function calls (`F`), protocol
 //! 3.2 features beyond what pgwire negotiates, and encodings other than UTF8.
 //!
+//! # Malformed input
+//!
+//! The connection loop (`connection.rs`, a copy of pgwire's `process_socket` loop for plain
+//! TCP) reads through a [`framing::CheckedStream`], which follows the message framing before
+//! pgwire decodes anything:
+//!
+//! - A message length below 4 (or above 1 GiB), a startup packet length outside 8..=10000, a
+//!   Query or Parse whose strings and counts do not fill its length exactly, or any message
+//!   pgwire decodes from more or fewer bytes than its length: FATAL 08P01 (`invalid message
+//!   length`, `invalid message format`, …), then the connection closes. The messages before the
+//!   bad one are processed first. PostgreSQL also ends the session for a bad length; for a
+//!   malformed body it reports ERROR and continues, which pgwire's decoder cannot do safely.
+//! - A message pgwire cannot decode (unknown type, too large for its type, bad startup
+//!   packet): FATAL with pgwire's SQLSTATE, then close.
+//! - Query or Parse text that is not valid UTF-8: ERROR 22021 `invalid byte sequence for
+//!   encoding "UTF8": 0x..` as in PostgreSQL, and the session continues (a Parse error skips to
+//!   Sync); inside a transaction block it fails the block (status `E`).
+//!
 //! # Message flow
 //!
 //! ```text
-//!  client ── TCP ──► listener::Server::run ── one task per connection ──► pgwire::process_socket
+//!  client ── TCP ──► listener::Server::run ── one task per connection ──► connection::serve
+//!                      (framing::CheckedStream under pgwire's codec, pgwire::process_message)
 //!                                                                             │
 //!          handler::Handler (per connection, owns the sql::Session) ◄─────────┘
 //!            on_startup  → Session::new(startup parameters)
@@ -46,7 +65,7 @@
 //! # Invariants
 //!
 //! - No client input may panic the server. A protocol violation ends only its connection
-//!   (pgwire closes the socket on a decode error or a FATAL error).
+//!   (after a FATAL ErrorResponse, see "Malformed input").
 //! - The session lock is never held across an `.await`.
 //! - A command's row count is never truncated by `max_rows`.
 //!
@@ -63,8 +82,10 @@
 //! message-level client (for pipelines and exact message sequences).
 
 pub mod config;
+mod connection;
 pub mod encode;
 pub mod error;
+pub mod framing;
 pub mod handler;
 pub mod listener;
 

@@ -12,19 +12,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pgwire::api::auth::StartupHandler;
-use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
-use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::{
-    ClientInfo, ConnectionManager, ErrorHandler, PgWireServerHandlers, RandomPidSecretKeyGenerator,
-};
-use pgwire::error::PgWireError;
-use pgwire::tokio::process_socket;
+use pgwire::api::{ConnectionManager, RandomPidSecretKeyGenerator};
 use sql::Database;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-use crate::handler::{Handler, Shared};
+use crate::handler::Shared;
 
 /// A bound server, ready to [`run`](Server::run).
 pub struct Server {
@@ -58,10 +51,10 @@ impl Server {
                 () = &mut shutdown => break,
                 accepted = self.listener.accept() => match accepted {
                     Ok((socket, peer)) => {
-                        let handlers = ConnHandlers::new(self.shared.clone());
+                        let shared = self.shared.clone();
                         connections.spawn(async move {
                             tracing::debug!(%peer, "connection opened");
-                            if let Err(e) = process_socket(socket, None, handlers).await {
+                            if let Err(e) = crate::connection::serve(socket, shared).await {
                                 tracing::debug!(%peer, error = %e, "connection ended with an error");
                             }
                             tracing::debug!(%peer, "connection closed");
@@ -89,54 +82,5 @@ impl Server {
         }
         connections.shutdown().await;
         Ok(())
-    }
-}
-
-/// The handlers of one connection. pgwire asks for each handler once per connection.
-struct ConnHandlers {
-    handler: Arc<Handler>,
-    cancel: Arc<DefaultCancelHandler>,
-}
-
-impl ConnHandlers {
-    fn new(shared: Arc<Shared>) -> Self {
-        let cancel = Arc::new(DefaultCancelHandler::new(shared.cancel.clone()));
-        ConnHandlers { handler: Arc::new(Handler::new(shared)), cancel }
-    }
-}
-
-impl PgWireServerHandlers for ConnHandlers {
-    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
-        self.handler.clone()
-    }
-
-    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
-        self.handler.clone()
-    }
-
-    fn startup_handler(&self) -> Arc<impl StartupHandler> {
-        self.handler.clone()
-    }
-
-    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
-        self.cancel.clone()
-    }
-
-    fn error_handler(&self) -> Arc<impl ErrorHandler> {
-        Arc::new(LogErrors)
-    }
-}
-
-/// Logs errors that are not ordinary statement errors (protocol violations, I/O).
-struct LogErrors;
-
-impl ErrorHandler for LogErrors {
-    fn on_error<C>(&self, client: &C, error: &mut PgWireError)
-    where
-        C: ClientInfo,
-    {
-        if !matches!(error, PgWireError::UserError(_)) {
-            tracing::debug!(peer = %client.socket_addr(), %error, "protocol error");
-        }
     }
 }

@@ -15,6 +15,9 @@ use server::config::{Cli, Command, ServeArgs};
 use server::Server;
 use tracing_subscriber::EnvFilter;
 
+/// Stack size of the runtime's worker threads, where statements run.
+const WORKER_STACK_SIZE: usize = 64 << 20;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
@@ -23,7 +26,13 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // Expression binding and evaluation recurse once per operator: large worker stacks let
+    // statements with thousands of operators run instead of overflowing.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(WORKER_STACK_SIZE)
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             tracing::error!(error = %e, "cannot start the async runtime");

@@ -601,3 +601,168 @@ async fn notices_come_before_and_parameter_status_after_the_result() {
     assert_eq!(msgs[1].1, b"application_name\0renamed\0");
     server.shutdown().await;
 }
+
+/// The `aspen` binary on a free port, killed on drop.
+struct Binary {
+    child: std::process::Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Binary {
+    fn start() -> Binary {
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command, Stdio};
+
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_aspen"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path().join("data"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn aspen");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("aspen listening on ")
+            .unwrap_or_else(|| panic!("{line:?}"))
+            .to_owned();
+        Binary { child, addr, _dir: dir }
+    }
+
+    fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Binding recurses once per operator: the binary's worker threads have stacks large enough for
+/// thousands of them.
+#[tokio::test]
+async fn binary_runs_statements_with_thousands_of_operators() {
+    let mut binary = Binary::start();
+    let (host, port) = binary.addr.rsplit_once(':').unwrap();
+    let config = format!("host={host} port={port} user=tester dbname=aspen");
+    let (client, connection) =
+        tokio_postgres::connect(&config, tokio_postgres::NoTls).await.expect("connect");
+    tokio::spawn(connection);
+
+    let sql = format!("SELECT 1{}", " + 1".repeat(2900));
+    let rows = client.simple_query(&sql).await.expect("2900 additions");
+    let value = rows.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+        _ => None,
+    });
+    assert_eq!(value.as_deref(), Some("2901"));
+    let row = client.query_one(sql.as_str(), &[]).await.expect("2900 additions, extended");
+    assert_eq!(row.get::<_, i32>(0), 2901);
+
+    let sql = format!("SELECT {}true", "NOT ".repeat(50));
+    let row = client.query_one(sql.as_str(), &[]).await.expect("50 NOTs");
+    assert!(row.get::<_, bool>(0));
+    let sql = format!("SELECT {}true", "NOT ".repeat(51));
+    let row = client.query_one(sql.as_str(), &[]).await.expect("51 NOTs");
+    assert!(!row.get::<_, bool>(0));
+    assert!(binary.running());
+}
+
+/// A Query with its raw body bytes (no terminating NUL added).
+fn raw_query(raw: &mut Raw, body: &[u8]) {
+    raw.msg(b'Q', body);
+}
+
+#[tokio::test]
+async fn invalid_utf8_is_22021_and_the_session_continues() {
+    let server = TestServer::start().await;
+    let mut raw = Raw::connect(server.addr).await;
+    raw_query(&mut raw, b"SELECT '\xff\xfe\xc3'\0");
+    let msgs = raw.until_ready().await;
+    assert_eq!(kinds(&msgs), "EZ");
+    assert_eq!(field(&msgs[0].1, b'S').as_deref(), Some("ERROR"));
+    assert_eq!(field(&msgs[0].1, b'C').as_deref(), Some("22021"));
+    assert_eq!(
+        field(&msgs[0].1, b'M').as_deref(),
+        Some("invalid byte sequence for encoding \"UTF8\": 0xff")
+    );
+    assert_eq!(ready_status(&msgs), 'I');
+    // Valid multi-byte text is untouched.
+    let msgs = simple(&mut raw, "SELECT 'é😀'").await;
+    let row = msgs.iter().find(|m| m.0 == b'D').expect("DataRow");
+    assert!(row.1.ends_with("é😀".as_bytes()));
+
+    // In a Parse: ERROR, then everything up to Sync is skipped; the next batch runs.
+    let mut parse = b"\0SELECT '\xc3\x28'\0".to_vec();
+    parse.extend_from_slice(&0u16.to_be_bytes());
+    raw.msg(b'P', &parse);
+    raw.bind("", "", &[]);
+    raw.execute("", 0);
+    raw.sync();
+    let msgs = raw.until_ready().await;
+    assert_eq!(kinds(&msgs), "EZ");
+    assert_eq!(field(&msgs[0].1, b'C').as_deref(), Some("22021"));
+    assert_eq!(
+        field(&msgs[0].1, b'M').as_deref(),
+        Some("invalid byte sequence for encoding \"UTF8\": 0xc3 0x28")
+    );
+    raw.parse("", "SELECT 1", &[]);
+    raw.bind("", "", &[]);
+    raw.execute("", 0);
+    raw.sync();
+    assert_eq!(kinds(&raw.until_ready().await), "12DCZ");
+    server.shutdown().await;
+}
+
+/// Reads until the server closes; returns what it sent.
+async fn until_closed(raw: &mut Raw) -> Vec<Msg> {
+    let mut msgs = Vec::new();
+    while let Some(msg) = raw.read().await {
+        msgs.push(msg);
+    }
+    msgs
+}
+
+#[tokio::test]
+async fn framing_violations_are_fatal_08p01_after_earlier_messages() {
+    let server = TestServer::start().await;
+    let mut s = Vec::new();
+    cstr(&mut s, "SELECT 1");
+    let cases: [(&str, Vec<u8>, &str); 7] = [
+        ("length 2", [b"Q\0\0\0\x02".as_slice(), &s].concat(), "invalid message length"),
+        ("negative length", b"S\xff\xff\xff\xf0".to_vec(), "invalid message length"),
+        ("no NUL", b"Q\0\0\0\x0cSELECT 1".to_vec(), "invalid string in message"),
+        ("text after the NUL", b"Q\0\0\0\x0eSELECT 1\0x".to_vec(), "invalid message format"),
+        ("Sync with a body", b"S\0\0\0\x08junk".to_vec(), "invalid message format"),
+        // pgwire's Execute decoder would read past the buffer (and panic).
+        ("empty Execute", b"E\0\0\0\x04".to_vec(), "invalid message format"),
+        // A Bind whose parameter claims more bytes than the message has.
+        (
+            "Bind parameter past the end",
+            b"B\0\0\0\x0e\0\0\0\0\0\x01\0\0\0\x40".to_vec(),
+            "invalid message format",
+        ),
+    ];
+    for (what, bad, message) in cases {
+        let mut raw = Raw::connect(server.addr).await;
+        // A good Query in the same packet runs first.
+        raw.query("SELECT 1");
+        raw.out.extend_from_slice(&bad);
+        raw.flush().await;
+        let msgs = until_closed(&mut raw).await;
+        assert_eq!(kinds(&msgs), "TDCZE", "{what}");
+        let error = &msgs[4].1;
+        assert_eq!(field(error, b'S').as_deref(), Some("FATAL"), "{what}");
+        assert_eq!(field(error, b'C').as_deref(), Some("08P01"), "{what}");
+        assert_eq!(field(error, b'M').as_deref(), Some(message), "{what}");
+    }
+    let mut good = Raw::connect(server.addr).await;
+    simple(&mut good, "SELECT 1").await;
+    server.shutdown().await;
+}

@@ -575,6 +575,14 @@ impl Session {
         }
     }
 
+    /// An error raised outside the SQL layer (e.g. the protocol layer rejecting a message's
+    /// encoding) fails the current transaction block, as any statement error does.
+    pub fn fail_transaction(&mut self) {
+        if let Some(open) = &mut self.txn {
+            open.txn = None;
+        }
+    }
+
     /// Called when the connection ends: aborts any open transaction.
     pub fn close(&mut self) {
         self.txn = None;
@@ -582,9 +590,7 @@ impl Session {
 
     /// Records a statement error: inside a block the block fails (its transaction is aborted).
     fn fail(&mut self, e: Error) -> Error {
-        if let Some(open) = &mut self.txn {
-            open.txn = None;
-        }
+        self.fail_transaction();
         e
     }
 
