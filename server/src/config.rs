@@ -34,6 +34,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the server until SIGINT or SIGTERM (then close all sessions and exit 0).
     Serve(ServeArgs),
+    /// Run the benchmarks (engine, memory, wire against PostgreSQL 15) and print a markdown
+    /// report for BENCHMARKS.md.
+    Bench(crate::bench::BenchArgs),
 }
 
 /// Options of `aspen serve`.
@@ -81,7 +84,7 @@ mod tests {
     #[test]
     fn serve_defaults_and_repeated_wal_dirs() {
         let cli = Cli::parse_from(["aspen", "serve"]);
-        let Command::Serve(args) = cli.command;
+        let Command::Serve(args) = cli.command else { panic!("expected serve") };
         assert_eq!(args.listen, "127.0.0.1:5432");
         assert_eq!(args.database_config().log_buffers, 2);
         let cli = Cli::parse_from([
@@ -94,7 +97,7 @@ mod tests {
             "--wal-dir",
             "/c",
         ]);
-        let Command::Serve(args) = cli.command;
+        let Command::Serve(args) = cli.command else { panic!("expected serve") };
         assert_eq!(args.wal_dirs.len(), 3);
         assert_eq!(args.database_config().log_buffers, 3);
     }

@@ -1,0 +1,576 @@
+//! The wire suite: one tokio-postgres client, Aspen and PostgreSQL 15 in one run.
+//!
+//! 1. Start `aspen serve --listen 127.0.0.1:0` on a fresh data directory and read the port from
+//!    its `aspen listening on HOST:PORT` line; start a throwaway PostgreSQL 15 cluster
+//!    (`initdb`, then `postgres` with `fsync=off`, `synchronous_commit=off` and
+//!    `full_page_writes=off`, as the `postgres` OS user when we are root). Everything lives in one
+//!    temporary directory, removed at the end; both servers are stopped on every exit path.
+//! 2. On each system, create `kv(k int8 primary key, v int8, pad text)` and load `--rows` rows
+//!    with a prepared multi-row INSERT (PostgreSQL then gets `VACUUM ANALYZE`).
+//! 3. For each workload — prepared point select `SELECT v, pad FROM kv WHERE k = $1`, prepared
+//!    autocommit update `UPDATE kv SET v = v + 1 WHERE k = $1` — run [`ROUNDS`] rounds, and in
+//!    each round measure Aspen then PostgreSQL for one `--seconds` window with `--clients`
+//!    connections over uniformly random keys. Alternating the systems spreads any drift of the
+//!    machine (other processes, thermal) over both.
+//!
+//! A `40001` is retried by the client and counted; any other error stops the run. The client
+//! and both servers share the machine's cores, the same way for both systems.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls};
+
+use super::{fmt_rate, BenchArgs, Rng};
+
+/// Measurement rounds per workload; each round measures every system once.
+const ROUNDS: usize = 2;
+/// Rows per INSERT statement while loading (3 parameters each).
+const LOAD_BATCH: u64 = 1000;
+/// Length of the `pad` column.
+const PAD_LEN: usize = 80;
+/// How long a server may take to accept connections.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+type BoxError = Box<dyn std::error::Error>;
+/// The error of a spawned client task.
+type SendError = Box<dyn std::error::Error + Send + Sync>;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Workload {
+    PointSelect,
+    Update,
+}
+
+impl Workload {
+    fn sql(self) -> &'static str {
+        match self {
+            Workload::PointSelect => "SELECT v, pad FROM kv WHERE k = $1",
+            Workload::Update => "UPDATE kv SET v = v + 1 WHERE k = $1",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Workload::PointSelect => "point select",
+            Workload::Update => "single-row update (autocommit)",
+        }
+    }
+}
+
+/// One measurement window on one system.
+#[derive(Default)]
+struct Window {
+    ops: u64,
+    retries: u64,
+    elapsed: Duration,
+    /// Latency of every operation, in microseconds (retries included in the operation).
+    latencies_us: Vec<u32>,
+}
+
+impl Window {
+    fn rate(&self) -> f64 {
+        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    fn add(&mut self, other: Window) {
+        self.ops += other.ops;
+        self.retries += other.retries;
+        self.elapsed += other.elapsed;
+        self.latencies_us.extend(other.latencies_us);
+    }
+
+    /// p50 / p99 latency in microseconds.
+    fn percentiles(&mut self) -> (u32, u32) {
+        if self.latencies_us.is_empty() {
+            return (0, 0);
+        }
+        self.latencies_us.sort_unstable();
+        let at = |q: f64| {
+            let i = ((self.latencies_us.len() - 1) as f64 * q).round() as usize;
+            self.latencies_us[i]
+        };
+        (at(0.50), at(0.99))
+    }
+}
+
+/// A running server: how to reach it and how to stop it.
+struct Server {
+    name: &'static str,
+    port: u16,
+    child: Child,
+    /// PostgreSQL's data directory (stopped with `pg_ctl`); `None` for Aspen (SIGTERM).
+    pg: Option<(PathBuf, PathBuf)>,
+    log: PathBuf,
+}
+
+impl Server {
+    fn config(&self) -> tokio_postgres::Config {
+        let mut config = tokio_postgres::Config::new();
+        config.host("127.0.0.1").port(self.port).user("postgres").dbname("postgres");
+        config
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+
+    fn stop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        match &self.pg {
+            Some((pg_ctl, data)) => {
+                let mut cmd = as_postgres(pg_ctl);
+                cmd.arg("stop").arg("-D").arg(data).args(["-m", "fast", "-w"]);
+                let _ = cmd.stdout(Stdio::null()).stderr(Stdio::null()).status();
+            }
+            None => {
+                let _ = Command::new("kill")
+                    .arg("-TERM")
+                    .arg(self.child.id().to_string())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A temporary directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> std::io::Result<TempDir> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir =
+            std::env::temp_dir().join(format!("aspen-bench-{}-{nanos:08x}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(TempDir(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn running_as_root() -> bool {
+    std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+}
+
+/// `program` run as the `postgres` OS user when we are root (PostgreSQL refuses to run as root).
+fn as_postgres(program: &Path) -> Command {
+    if running_as_root() {
+        let mut cmd = Command::new("runuser");
+        cmd.args(["-u", "postgres", "--"]).arg(program);
+        cmd
+    } else {
+        Command::new(program)
+    }
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn start_aspen(args: &BenchArgs, tmp: &Path) -> Result<Server, BoxError> {
+    let bin = match &args.aspen_bin {
+        Some(bin) => bin.clone(),
+        None => std::env::current_exe()?.with_file_name("aspen"),
+    };
+    if !bin.exists() {
+        return Err(format!(
+            "no aspen binary at {} (build it, or pass --aspen-bin, or --no-aspen)",
+            bin.display()
+        )
+        .into());
+    }
+    let log = tmp.join("aspen.log");
+    let mut child = Command::new(&bin)
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(tmp.join("aspen-data"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut lines = BufReader::new(stdout);
+    let mut port = None;
+    let mut line = String::new();
+    while lines.read_line(&mut line)? > 0 {
+        if let Some(addr) = line.trim().strip_prefix("aspen listening on ") {
+            port = addr.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok());
+            break;
+        }
+        line.clear();
+    }
+    // Keep draining stdout so a later print never blocks or fails on a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut lines.into_inner(), &mut std::io::sink()));
+    let mut server = Server { name: "Aspen", port: 0, child, pg: None, log };
+    match port {
+        Some(port) => {
+            server.port = port;
+            Ok(server)
+        }
+        None => Err(format!(
+            "`{} serve` exited without printing its address; log:\n{}",
+            bin.display(),
+            server.log_tail()
+        )
+        .into()),
+    }
+}
+
+fn start_postgres(args: &BenchArgs, tmp: &Path) -> Result<Server, BoxError> {
+    let bin = &args.pg_bin_dir;
+    let dir = tmp.join("pg");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&dir)?;
+    if running_as_root() {
+        let status = Command::new("chown").args(["-R", "postgres:postgres"]).arg(&dir).status()?;
+        if !status.success() {
+            return Err(format!("chown postgres {} failed", dir.display()).into());
+        }
+    }
+    let initdb = as_postgres(&bin.join("initdb"))
+        .arg("-D")
+        .arg(&data)
+        .args(["-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"])
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bin.join("initdb").display()))?;
+    if !initdb.status.success() {
+        return Err(format!("initdb failed:\n{}", String::from_utf8_lossy(&initdb.stderr)).into());
+    }
+    let port = free_port()?;
+    let log = dir.join("postgres.log");
+    let child = as_postgres(&bin.join("postgres"))
+        .arg("-D")
+        .arg(&data)
+        .arg("-p")
+        .arg(port.to_string())
+        .arg("-k")
+        .arg(&dir)
+        .args(["-c", "listen_addresses=127.0.0.1"])
+        .args(["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log)?)
+        .stderr(std::fs::File::create(dir.join("postgres.stderr"))?)
+        .spawn()?;
+    Ok(Server { name: "PostgreSQL", port, child, pg: Some((bin.join("pg_ctl"), data)), log })
+}
+
+async fn connect(server: &Server) -> Result<Client, tokio_postgres::Error> {
+    let (client, connection) = server.config().connect(NoTls).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// Connects, retrying until the server accepts connections.
+async fn wait_ready(server: &mut Server) -> Result<Client, BoxError> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        match connect(server).await {
+            Ok(client) => return Ok(client),
+            Err(e) => {
+                if Instant::now() > deadline || matches!(server.child.try_wait(), Ok(Some(_))) {
+                    return Err(format!(
+                        "{} does not accept connections: {e}; log:\n{}",
+                        server.name,
+                        server.log_tail()
+                    )
+                    .into());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Creates and fills `kv`; returns the server's version string.
+async fn load(server: &mut Server, rows: u64) -> Result<String, BoxError> {
+    let client = wait_ready(server).await?;
+    client.batch_execute("DROP TABLE IF EXISTS kv").await?;
+    client.batch_execute("CREATE TABLE kv (k int8 PRIMARY KEY, v int8, pad text)").await?;
+    let pad = "x".repeat(PAD_LEN);
+    let mut next = 1;
+    while next <= rows {
+        let end = (next + LOAD_BATCH).min(rows + 1);
+        let keys: Vec<i64> = (next as i64..end as i64).collect();
+        let values = (0..keys.len())
+            .map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let stmt = client.prepare(&format!("INSERT INTO kv VALUES {values}")).await?;
+        let zero = 0i64;
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(keys.len() * 3);
+        for k in &keys {
+            params.extend([k as &(dyn ToSql + Sync), &zero, &pad]);
+        }
+        client.execute(&stmt, &params).await?;
+        next = end;
+    }
+    if server.pg.is_some() {
+        client.batch_execute("VACUUM ANALYZE kv").await?;
+    }
+    let count: i64 = client.query_one("SELECT count(*) FROM kv", &[]).await?.get(0);
+    if count as u64 != rows {
+        return Err(format!("{}: loaded {count} rows, expected {rows}", server.name).into());
+    }
+    let version = client.query_one("SHOW server_version", &[]).await?;
+    Ok(version.get::<_, String>(0))
+}
+
+/// One client connection running `workload` until `deadline` (after all clients are ready).
+async fn client_loop(
+    server_config: tokio_postgres::Config,
+    workload: Workload,
+    rows: u64,
+    seed: u64,
+    ready: Arc<tokio::sync::Barrier>,
+    window: Duration,
+) -> Result<Window, SendError> {
+    let (client, connection) = server_config.connect(NoTls).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let stmt = client.prepare(workload.sql()).await?;
+    let mut rng = Rng::new(seed);
+    let mut w = Window::default();
+    ready.wait().await;
+    let started = Instant::now();
+    let deadline = started + window;
+    loop {
+        let op_started = Instant::now();
+        if op_started >= deadline {
+            break;
+        }
+        let k = rng.range(1, rows) as i64;
+        loop {
+            let result = match workload {
+                Workload::PointSelect => client.query_one(&stmt, &[&k]).await.map(|_| 1u64),
+                Workload::Update => client.execute(&stmt, &[&k]).await,
+            };
+            match result {
+                Ok(1) => break,
+                Ok(n) => {
+                    return Err(format!("{} touched {n} rows for key {k}", workload.label()).into())
+                }
+                Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) => {
+                    w.retries += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        w.ops += 1;
+        w.latencies_us.push(op_started.elapsed().as_micros().min(u32::MAX as u128) as u32);
+    }
+    w.elapsed = started.elapsed();
+    Ok(w)
+}
+
+/// Runs `clients` connections against `server` for one window and sums them.
+async fn measure(
+    server: &Server,
+    workload: Workload,
+    rows: u64,
+    clients: usize,
+    window: Duration,
+    round: usize,
+) -> Result<Window, BoxError> {
+    let ready = Arc::new(tokio::sync::Barrier::new(clients));
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            tokio::spawn(client_loop(
+                server.config(),
+                workload,
+                rows,
+                (round * 1000 + c) as u64 + 1,
+                ready.clone(),
+                window,
+            ))
+        })
+        .collect();
+    let mut total = Window::default();
+    let mut longest = Duration::ZERO;
+    for task in tasks {
+        let w = task.await?.map_err(|e| e.to_string())?;
+        longest = longest.max(w.elapsed);
+        total.ops += w.ops;
+        total.retries += w.retries;
+        total.latencies_us.extend(w.latencies_us);
+    }
+    total.elapsed = longest;
+    Ok(total)
+}
+
+/// Runs the suite and returns its markdown section.
+pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
+    let rows = args.rows.unwrap_or(100_000).max(1);
+    let tmp = TempDir::new()?;
+    let mut servers = Vec::new();
+    let mut skipped = Vec::new();
+    if args.no_aspen {
+        skipped.push("Aspen (--no-aspen)".to_string());
+    } else {
+        servers.push(start_aspen(args, &tmp.0)?);
+    }
+    if args.no_postgres {
+        skipped.push("PostgreSQL (--no-postgres)".to_string());
+    } else {
+        servers.push(start_postgres(args, &tmp.0)?);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let result = runtime.block_on(drive(args, rows, &mut servers));
+    for server in &mut servers {
+        server.stop();
+    }
+    drop(servers);
+    drop(tmp);
+    let (versions, mut results) = result?;
+
+    let aspen_idx = servers_index(&versions, "Aspen");
+    let pg_idx = servers_index(&versions, "PostgreSQL");
+    let pg_version = pg_idx.map_or_else(|| "not run".to_string(), |i| versions[i].1.clone());
+    let mut out = format!(
+        "### Over the wire (tokio-postgres, prepared statements)\n\n\
+         `kv(k int8 primary key, v int8, pad text)`, {rows} rows, pad {PAD_LEN} chars; \
+         {} client connections; uniformly random keys; {ROUNDS} rounds of {:.0} s per system and \
+         workload, alternating Aspen, PostgreSQL, Aspen, PostgreSQL. Client and servers share \
+         this machine. **PostgreSQL {pg_version} ran with `fsync=off`, \
+         `synchronous_commit=off` and `full_page_writes=off`** — the fair match for Aspen, which \
+         has no write-ahead log yet. 40001 errors are retried by the client and counted.\n\n\
+         | workload | Aspen ops/s | PostgreSQL ops/s | Aspen / PostgreSQL | target | Aspen p50 / p99 µs | PostgreSQL p50 / p99 µs | 40001 retries (Aspen / PG) |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+        args.clients, args.seconds,
+    );
+    let mut rounds = String::new();
+    for (workload, target) in [(Workload::PointSelect, "≥ 1.5×"), (Workload::Update, "≥ 2×")]
+    {
+        let mut cell = |idx: Option<usize>| -> (Option<f64>, String, String) {
+            match idx {
+                Some(i) => {
+                    let w =
+                        results.total.get_mut(&(workload, i)).expect("every server was measured");
+                    let (p50, p99) = w.percentiles();
+                    (Some(w.rate()), format!("{p50} / {p99}"), w.retries.to_string())
+                }
+                None => (None, "—".into(), "—".into()),
+            }
+        };
+        let (a_rate, a_lat, a_retries) = cell(aspen_idx);
+        let (p_rate, p_lat, p_retries) = cell(pg_idx);
+        let ratio = match (a_rate, p_rate) {
+            (Some(a), Some(p)) if p > 0.0 => format!("**{:.2}×**", a / p),
+            _ => "n/a".into(),
+        };
+        let show = |r: Option<f64>| r.map_or("not run".into(), fmt_rate);
+        out.push_str(&format!(
+            "| {} | {} | {} | {ratio} | {target} | {a_lat} | {p_lat} | {a_retries} / {p_retries} |\n",
+            workload.label(),
+            show(a_rate),
+            show(p_rate),
+        ));
+        for (i, (name, _)) in versions.iter().enumerate() {
+            let per_round: Vec<String> = results
+                .rounds
+                .get(&(workload, i))
+                .into_iter()
+                .flatten()
+                .map(|r| fmt_rate(*r))
+                .collect();
+            rounds.push_str(&format!(
+                "| {} | {name} | {} |\n",
+                workload.label(),
+                per_round.join(" · ")
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "\nPer round (ops/s, in run order):\n\n| workload | system | rounds |\n|---|---|---|\n{rounds}"
+    ));
+    out.push_str(&format!(
+        "\nLoad average after the suite: {} (both systems alternate, so other work on the \
+         machine affects both).\n",
+        super::load_average()
+    ));
+    if !skipped.is_empty() {
+        out.push_str(&format!("\nNot run: {}.\n", skipped.join(", ")));
+    }
+    Ok(out)
+}
+
+fn servers_index(versions: &[(&'static str, String)], name: &str) -> Option<usize> {
+    versions.iter().position(|(n, _)| *n == name)
+}
+
+/// What [`drive`] measured, by (workload, index of the server).
+#[derive(Default)]
+struct Results {
+    /// All rounds together.
+    total: HashMap<(Workload, usize), Window>,
+    /// The ops/s of each round, in run order.
+    rounds: HashMap<(Workload, usize), Vec<f64>>,
+}
+
+/// Loads every server, then measures; returns `(name, version)` per server and the windows.
+async fn drive(
+    args: &BenchArgs,
+    rows: u64,
+    servers: &mut [Server],
+) -> Result<(Vec<(&'static str, String)>, Results), BoxError> {
+    let mut versions = Vec::new();
+    for server in servers.iter_mut() {
+        eprintln!("wire: loading {rows} rows into {}", server.name);
+        let started = Instant::now();
+        let version = load(server, rows).await?;
+        eprintln!("wire: {} ({version}) loaded in {:.1?}", server.name, started.elapsed());
+        versions.push((server.name, version));
+    }
+    let mut results = Results::default();
+    for workload in [Workload::PointSelect, Workload::Update] {
+        for round in 0..ROUNDS {
+            for (i, server) in servers.iter().enumerate() {
+                eprintln!("wire: {} on {}, round {}", workload.label(), server.name, round + 1);
+                let w = measure(server, workload, rows, args.clients, args.window(), round)
+                    .await
+                    .map_err(|e| format!("{} {}: {e}", server.name, workload.label()))?;
+                eprintln!("wire:   {} ops/s, {} retries", fmt_rate(w.rate()), w.retries);
+                results.rounds.entry((workload, i)).or_default().push(w.rate());
+                results.total.entry((workload, i)).or_default().add(w);
+            }
+        }
+    }
+    Ok((versions, results))
+}
