@@ -55,6 +55,27 @@ impl DataType {
         }
     }
 
+    /// The unconstrained type of a type OID a client declares for a parameter, if Aspen has
+    /// it. `bpchar` has no unconstrained form, so it maps to `text` (the column's own type then
+    /// applies length and padding); `timestamptz` is read as `timestamp`.
+    pub fn from_oid(oid: u32) -> Option<DataType> {
+        Some(match oid {
+            16 => DataType::Bool,
+            21 => DataType::Int16,
+            23 => DataType::Int32,
+            20 => DataType::Int64,
+            700 => DataType::Float32,
+            701 => DataType::Float64,
+            1700 => DataType::Numeric(None),
+            1043 => DataType::Varchar(None),
+            1042 | 25 => DataType::Text,
+            1082 => DataType::Date,
+            1114 | 1184 => DataType::Timestamp,
+            17 => DataType::Bytea,
+            _ => return None,
+        })
+    }
+
     /// PostgreSQL `atttypmod`: -1 when unconstrained; `n + 4` for varchar/char;
     /// `((p << 16) | s) + 4` for numeric.
     pub fn typmod(&self) -> i32 {

@@ -111,27 +111,6 @@ impl<'a> RowEncoder<'a> {
     }
 }
 
-/// The SQL type of a client-declared parameter OID (unconstrained variants), if Aspen has it.
-pub fn declared_type(oid: u32) -> Option<DataType> {
-    Some(match oid {
-        16 => DataType::Bool,
-        21 => DataType::Int16,
-        23 => DataType::Int32,
-        20 => DataType::Int64,
-        700 => DataType::Float32,
-        701 => DataType::Float64,
-        1700 => DataType::Numeric(None),
-        1043 => DataType::Varchar(None),
-        // bpchar's binary form is its text bytes; the target type applies length and padding.
-        1042 => DataType::Text,
-        25 => DataType::Text,
-        1082 => DataType::Date,
-        1114 => DataType::Timestamp,
-        17 => DataType::Bytea,
-        _ => return None,
-    })
-}
-
 /// Decodes one Bind parameter into a value of the statement's parameter type `target`. `None`
 /// is SQL NULL. Binary values are in the format of the type the client declared at Parse
 /// (`sent`, e.g. int8 from JDBC `setLong` for an `integer` parameter) and are cast to `target`;
@@ -220,7 +199,7 @@ mod tests {
             Value::Int32(3001)
         );
         // JDBC setLong for an integer parameter: int8 bytes, assignment-cast to int4.
-        let sent = declared_type(20);
+        let sent = DataType::from_oid(20);
         assert_eq!(
             decode_param(Some(&7i64.to_be_bytes()), true, sent.as_ref(), &DataType::Int32).unwrap(),
             Value::Int32(7)

@@ -510,7 +510,7 @@ impl ExtendedQueryHandler for Handler {
                         .parameter_types
                         .get(i)
                         .and_then(Option::as_ref)
-                        .and_then(|t| encode::declared_type(t.oid()));
+                        .and_then(|t| catalog::DataType::from_oid(t.oid()));
                     let value =
                         encode::decode_param(bytes.as_deref(), binary, sent.as_ref(), target)
                             .map_err(|e| sql_error(e, &prepared.sql))?;

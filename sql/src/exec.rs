@@ -676,7 +676,7 @@ fn needs_txn(e: &Expr) -> bool {
 }
 
 /// The smallest key greater than every key that starts with `k` (None if there is none).
-fn successor(k: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn successor(k: &[u8]) -> Option<Vec<u8>> {
     let mut s = k.to_vec();
     while let Some(last) = s.last_mut() {
         if *last < 0xFF {

@@ -1329,23 +1329,12 @@ impl TruncNanos for NaiveDateTime {
 
 /// Maps a client-declared parameter OID to a type (`None` = infer).
 fn oid_type(oid: u32) -> Result<Option<DataType>> {
-    Ok(Some(match oid {
-        0 | 705 => return Ok(None),
-        16 => DataType::Bool,
-        21 => DataType::Int16,
-        23 => DataType::Int32,
-        20 => DataType::Int64,
-        700 => DataType::Float32,
-        701 => DataType::Float64,
-        1700 => DataType::Numeric(None),
-        1043 => DataType::Varchar(None),
-        1042 => DataType::Char(1),
-        25 => DataType::Text,
-        1082 => DataType::Date,
-        1114 | 1184 => DataType::Timestamp,
-        17 => DataType::Bytea,
-        other => return Err(Error::unsupported(format!("parameter type OID {other}"))),
-    }))
+    match oid {
+        0 | 705 => Ok(None),
+        other => DataType::from_oid(other)
+            .map(Some)
+            .ok_or_else(|| Error::unsupported(format!("parameter type OID {other}"))),
+    }
 }
 
 /// Validates a SET value for the parameters whose values change Aspen's behaviour.
@@ -1384,18 +1373,6 @@ fn validate_setting(name: &str, v: &str) -> Result<String> {
                         "invalid value for parameter \"default_transaction_isolation\": \"{v}\""
                     ),
                 })
-            }
-        }
-        "TimeZone" => {
-            let u = v.to_uppercase();
-            if ["UTC", "ETC/UTC", "GMT", "Z", "ZULU", "UCT", "ETC/GMT"].contains(&u.as_str())
-                || v == "+00"
-                || v == "0"
-            {
-                Ok(v.to_string())
-            } else {
-                // Timestamps are without time zone, so the zone only affects now().
-                Ok(v.to_string())
             }
         }
         _ => Ok(v.to_string()),
@@ -1484,7 +1461,7 @@ fn row_exists(ctx: &mut Ctx<'_>, table: &Table, cols: &[u16], vals: &[Value]) ->
             sorted.sort_by_key(|(c, _)| i.columns.iter().position(|x| x == c));
             let ordered: Vec<Value> = sorted.iter().map(|(_, v)| v.clone()).collect();
             types::encode_key(&ordered, &mut key);
-            let hi = successor(&key);
+            let hi = exec::successor(&key);
             (
                 Some(txn::IndexId(i.id.0)),
                 std::ops::Bound::Included(key.clone()),
@@ -1524,18 +1501,6 @@ fn row_exists(ctx: &mut Ctx<'_>, table: &Table, cols: &[u16], vals: &[Value]) ->
         return Err(e);
     }
     Ok(found)
-}
-
-fn successor(k: &[u8]) -> Option<Vec<u8>> {
-    let mut s = k.to_vec();
-    while let Some(last) = s.last_mut() {
-        if *last < 0xFF {
-            *last += 1;
-            return Some(s);
-        }
-        s.pop();
-    }
-    None
 }
 
 /// Rows of other tables that reference `row` of `table`: with ON DELETE CASCADE (and
