@@ -1,42 +1,195 @@
-//! Log buffers and SSN allocation (Poplar Algorithm 1; see the crate doc).
+//! Log buffers: the latch, SSN allocation (Poplar Algorithm 1), the byte ring and reservations.
+//! See the crate doc for the algorithm and its invariants.
 
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::durability::Failure;
+use crate::error::Error;
+use crate::record::{Record, RecordKind, HEADER_LEN, LEN_OFFSET, SSN_OFFSET};
+use crate::segment_index::{OpenSegment, SegmentIndex};
 use crate::ssn::Ssn;
-use crate::sync::{AtomicU64, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, Ordering, Parker};
+
+/// The smallest reservation a log with devices accepts: one record header. Dropping a
+/// reservation unfilled writes an abort record of exactly the reserved size into it, and the
+/// smallest record is a header with an empty payload.
+pub const MIN_RESERVATION: usize = HEADER_LEN;
 
 /// The state that the buffer latch protects.
 #[derive(Debug)]
-struct Latched {
+pub(crate) struct Latched {
     /// `L.ssn`: the largest SSN handed out by (or raised into) this buffer. Only grows.
-    ssn: Ssn,
-    /// Bytes reserved so far: the next reservation starts here. Only grows.
-    reserved: u64,
+    pub(crate) ssn: Ssn,
+    /// The open segment of the segment index; `open.end` is `L.reserved`, the logical offset
+    /// where the next reservation starts. Only grows.
+    pub(crate) open: OpenSegment,
+    /// Logical offset below which the logger has made the bytes durable and given the ring
+    /// space back. Reservations stay within `released + ring size` (back-pressure).
+    pub(crate) released: u64,
+}
+
+/// A fixed-size byte ring holding a buffer's reserved bytes at `offset % capacity`.
+///
+/// Access protocol (what makes the `unsafe` sound): a reservation's range is written only by
+/// its [`Reservation`] (ranges are disjoint: the latch hands them out), and only while not yet
+/// counted as filled; the logger reads a range only after the segment index says it is filled;
+/// a range's ring space is handed out again only after the logger released it (under the latch)
+/// after its last read.
+pub(crate) struct Ring {
+    data: Box<[UnsafeCell<u8>]>,
+}
+
+// SAFETY: the bytes are accessed through raw pointers under the protocol in the type doc, which
+// guarantees that no two threads access the same byte at once unless both read.
+unsafe impl Sync for Ring {}
+
+impl fmt::Debug for Ring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ring").field("capacity", &self.data.len()).finish()
+    }
+}
+
+impl Ring {
+    fn new(capacity: usize) -> Ring {
+        Ring { data: (0..capacity).map(|_| UnsafeCell::new(0)).collect() }
+    }
+
+    pub(crate) fn capacity(&self) -> u64 {
+        self.data.len() as u64
+    }
+
+    /// The two ring slices of `[offset, offset + len)` (the second is empty unless it wraps).
+    fn split(&self, offset: u64, len: usize) -> [(usize, usize); 2] {
+        let cap = self.data.len();
+        let at = (offset % cap as u64) as usize;
+        let first = len.min(cap - at);
+        [(at, first), (0, len - first)]
+    }
+
+    fn base(&self) -> *mut u8 {
+        UnsafeCell::raw_get(self.data.as_ptr())
+    }
+
+    /// Copies `bytes` to logical offset `offset`.
+    ///
+    /// # Safety
+    /// The caller owns `[offset, offset + bytes.len())` under the protocol of the type doc: it
+    /// is reserved to the caller, not yet counted as filled, and at most the ring's capacity
+    /// past the released offset.
+    unsafe fn write(&self, offset: u64, bytes: &[u8]) {
+        let mut from = 0;
+        for (at, n) in self.split(offset, bytes.len()) {
+            // SAFETY: `at + n <= capacity` by `split`; the caller owns these bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes[from..].as_ptr(), self.base().add(at), n)
+            };
+            from += n;
+        }
+    }
+
+    /// Appends the bytes of logical range `[start, end)` to `out`.
+    ///
+    /// # Safety
+    /// The range is filled (the segment index says so, with an acquire load) and not released.
+    pub(crate) unsafe fn read(&self, start: u64, end: u64, out: &mut Vec<u8>) {
+        for (at, n) in self.split(start, (end - start) as usize) {
+            let len = out.len();
+            out.reserve(n);
+            // SAFETY: `at + n <= capacity` by `split`; no writer touches a filled, unreleased
+            // range, and `out` has room for `n` more bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.base().add(at), out.as_mut_ptr().add(len), n);
+                out.set_len(len + n);
+            }
+        }
+    }
 }
 
 /// One log buffer. Aligned so that two buffers' latches never share a cache line.
 #[derive(Debug)]
 #[repr(align(128))]
-struct Buffer {
-    latch: Mutex<Latched>,
-    /// Bytes accounted by [`Reservation::fill`] or by dropping a reservation (abort marker).
-    /// Relaxed: a statistic until the segment index (Algorithm 2) replaces it.
+pub(crate) struct Buffer {
+    pub(crate) latch: Mutex<Latched>,
+    /// Reservers waiting for ring space wait here (with `latch`); the logger notifies after
+    /// raising `released`, and on failure.
+    pub(crate) space: Condvar,
+    /// The bytes; `None` for an in-memory log (nothing is written anywhere).
+    pub(crate) ring: Option<Ring>,
+    pub(crate) index: SegmentIndex,
+    /// Wakes this buffer's logger: after a reservation, a fill, a new durability target, a
+    /// failure, or shutdown.
+    pub(crate) parker: Parker,
+    /// Bytes filled (including abort records). Relaxed statistic.
     filled: AtomicU64,
-    /// Reservations dropped without `fill` (each becomes an abort marker). Relaxed statistic.
+    /// Reservations dropped without `fill` (each became an abort record). Relaxed statistic.
     aborted: AtomicU64,
 }
 
-/// The set of log buffers, one per log device. `Send + Sync`; shared by all sessions.
+/// What the logger threads and the public API share.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) buffers: Box<[Buffer]>,
+    /// One per buffer for a log with devices; empty for an in-memory log.
+    pub(crate) devices: Box<[crate::logger::DeviceState]>,
+    /// Held while publishing a DSN or a failure, and by waiters around their check-then-wait.
+    pub(crate) durable: Mutex<()>,
+    pub(crate) durable_cv: Condvar,
+    /// The first failure; once set, never unset.
+    pub(crate) failure: Mutex<Option<Failure>>,
+    /// Whether `failure` is set. Once set, never unset.
+    pub(crate) failed: AtomicBool,
+    /// The largest SSN that a waiter needs CSN to reach: idle devices write markers up to it.
+    /// Only grows.
+    pub(crate) wanted: AtomicU64,
+    /// Set by `Drop for Log`: loggers flush what is reserved, then exit. Never unset.
+    pub(crate) shutdown: AtomicBool,
+    /// The largest reservation: the ring size and the smallest segment size bound it.
+    pub(crate) max_record: usize,
+}
+
+/// The set of log buffers, one per log device, with their logger threads. `Send + Sync`;
+/// shared by all sessions (usually in an `Arc`).
 ///
-/// Nothing is durable in this issue: there are no devices yet (see the crate doc).
+/// Two kinds exist:
+/// - [`Log::new`]: **in-memory**, no devices. SSN allocation works as everywhere; nothing is
+///   written, and every wait returns `Ok` at once (everything counts as durable). For tests and
+///   for running without durability.
+/// - [`Log::open`] / [`Log::with_stores`] / [`Log::with_devices`]: one logger thread per
+///   device. A record is durable only after a wait on its [`Ticket`](crate::Ticket) returned
+///   `Ok` (see [`Log::wait_durable`] for the acknowledge rule).
+///
+/// Dropping a `Log` makes every logger write and sync what is reserved, then joins them.
 #[derive(Debug)]
 pub struct Log {
-    buffers: Box<[Buffer]>,
+    pub(crate) inner: Arc<Inner>,
+    loggers: Vec<JoinHandle<()>>,
+}
+
+/// Where a reservation's bytes go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// An in-memory log: bytes are only counted.
+    Memory,
+    /// In the ring, in segment `seq` of the segment index.
+    Ring { seq: u64 },
+    /// The log has failed: the SSN is allocated but nothing will be written; every wait on it
+    /// fails.
+    Detached,
 }
 
 /// A byte range reserved in one log buffer, stamped with the transaction's SSN.
 ///
-/// Fill it with [`Reservation::fill`]. Dropping it unfilled accounts the range as an abort
-/// marker (DESIGN.md §4: a transaction that fails after allocating its SSN leaves a marker).
-#[must_use = "a reservation must be filled; dropping it writes an abort marker"]
+/// Fill it with [`Reservation::fill`] or [`Reservation::fill_record`], outside the latch.
+/// **Dropping it unfilled writes an abort record** of the reserved size into the range
+/// (DESIGN.md §4: a transaction that fails after allocating its SSN leaves a marker), so the
+/// logger's filled prefix can always advance past it.
+///
+/// Do not reserve again on the same buffer while holding an unfilled reservation: with a full
+/// ring, the second reservation would wait for space that only the first one's fill frees.
+#[must_use = "a reservation must be filled; dropping it writes an abort record"]
 #[derive(Debug)]
 pub struct Reservation<'a> {
     /// The SSN allocated to the transaction (I1: larger than its `base`).
@@ -45,62 +198,244 @@ pub struct Reservation<'a> {
     buffer: usize,
     offset: u64,
     len: usize,
-    filled: bool,
+    slot: Slot,
+    done: bool,
+}
+
+impl Buffer {
+    fn new(ring: Option<Ring>, start_ssn: Ssn) -> Buffer {
+        Buffer {
+            latch: Mutex::new(Latched {
+                ssn: start_ssn,
+                open: OpenSegment::new(0, 0),
+                released: 0,
+            }),
+            space: Condvar::new(),
+            ring,
+            index: SegmentIndex::new(2),
+            parker: Parker::new(),
+            filled: AtomicU64::new(0),
+            aborted: AtomicU64::new(0),
+        }
+    }
+}
+
+/// How [`Inner::reserve`] treats a full ring.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Space {
+    /// Wait for the logger to release space (back-pressure).
+    Wait,
+    /// Give up (the logger itself reserving a marker must never wait for itself).
+    TryNow,
+}
+
+/// The result of [`Inner::reserve`].
+pub(crate) enum Reserved {
+    /// The range `[offset, offset + len)` of segment `seq` (or counted only, in memory).
+    Ok { ssn: Ssn, offset: u64, slot: Slot },
+    /// The log has failed; `ssn` was still allocated (I1 holds for the caller).
+    Failed { ssn: Ssn, error: Error },
+    /// `Space::TryNow` and the ring is full.
+    Full,
+}
+
+impl Inner {
+    pub(crate) fn in_memory(&self) -> bool {
+        self.devices.is_empty()
+    }
+
+    pub(crate) fn failure_error(&self) -> Option<Error> {
+        self.failure.lock().as_ref().map(Failure::to_error)
+    }
+
+    /// Copies `bytes` (the whole reserved range when `slot` is a ring slot) to `offset` and
+    /// publishes `len` bytes of segment `seq` as filled.
+    ///
+    /// # Safety
+    /// `[offset, offset + len)` was reserved by [`Inner::reserve`] with `slot`, and this is the
+    /// only fill of it.
+    pub(crate) unsafe fn fill_raw(
+        &self,
+        buffer: usize,
+        slot: Slot,
+        offset: u64,
+        len: usize,
+        bytes: &[u8],
+    ) {
+        let b = &self.buffers[buffer];
+        if let (Slot::Ring { seq }, Some(ring)) = (slot, &b.ring) {
+            debug_assert_eq!(bytes.len(), len);
+            // SAFETY: the latch gave this range to the caller within the released offset plus
+            // the ring size, and it is not counted as filled yet, so nobody else reads or writes
+            // it (the Ring protocol).
+            unsafe { ring.write(offset, bytes) };
+            b.index.add_filled(seq, len as u64);
+            b.parker.notify();
+        }
+        b.filled.fetch_add(len as u64, Ordering::Relaxed);
+    }
+
+    /// Algorithm 1 with back-pressure: see [`Log::reserve`].
+    pub(crate) fn reserve(&self, buffer: usize, base: Ssn, len: usize, space: Space) -> Reserved {
+        let b = &self.buffers[buffer];
+        let mut l = b.latch.lock();
+        let Some(ring) = &b.ring else {
+            let ssn = base.max(l.ssn).next();
+            l.ssn = ssn;
+            let (offset, _) = l.open.reserve(len as u64, ssn);
+            return Reserved::Ok { ssn, offset, slot: Slot::Memory };
+        };
+        loop {
+            // Acquire: pairs with the Release store in `fail`, which then takes every latch, so
+            // every reservation after a failure (in latch order) sees it.
+            if self.failed.load(Ordering::Acquire) {
+                let ssn = base.max(l.ssn).next();
+                l.ssn = ssn;
+                drop(l);
+                let error = self.failure_error().expect("failed implies a failure");
+                return Reserved::Failed { ssn, error };
+            }
+            if l.open.end + len as u64 <= l.released + ring.capacity() {
+                break;
+            }
+            if space == Space::TryNow {
+                return Reserved::Full;
+            }
+            l = b.space.wait(l);
+        }
+        let ssn = base.max(l.ssn).next();
+        l.ssn = ssn;
+        let (offset, seq) = l.open.reserve(len as u64, ssn);
+        drop(l);
+        b.parker.notify();
+        Reserved::Ok { ssn, offset, slot: Slot::Ring { seq } }
+    }
 }
 
 impl Log {
-    /// A log with `n_buffers` buffers, all at `L.ssn = Ssn::ZERO`.
+    /// An in-memory log with `n_buffers` buffers, all at `L.ssn = Ssn::ZERO`, and no devices:
+    /// nothing is written and every wait returns `Ok` at once.
     ///
     /// # Panics
     /// If `n_buffers` is zero.
     pub fn new(n_buffers: usize) -> Log {
         assert!(n_buffers > 0, "a log needs at least one buffer");
-        let buffers = (0..n_buffers)
-            .map(|_| Buffer {
-                latch: Mutex::new(Latched { ssn: Ssn::ZERO, reserved: 0 }),
-                filled: AtomicU64::new(0),
-                aborted: AtomicU64::new(0),
-            })
-            .collect();
-        Log { buffers }
+        let buffers = (0..n_buffers).map(|_| Buffer::new(None, Ssn::ZERO)).collect();
+        Log::from_parts(buffers, Box::new([]), usize::MAX)
     }
 
-    /// The number of buffers.
+    pub(crate) fn from_parts(
+        buffers: Box<[Buffer]>,
+        devices: Box<[crate::logger::DeviceState]>,
+        max_record: usize,
+    ) -> Log {
+        let inner = Inner {
+            buffers,
+            devices,
+            durable: Mutex::new(()),
+            durable_cv: Condvar::new(),
+            failure: Mutex::new(None),
+            failed: AtomicBool::new(false),
+            wanted: AtomicU64::new(0),
+            shutdown: AtomicBool::new(false),
+            max_record,
+        };
+        Log { inner: Arc::new(inner), loggers: Vec::new() }
+    }
+
+    pub(crate) fn new_buffer(ring_bytes: usize, start_ssn: Ssn) -> Buffer {
+        Buffer::new(Some(Ring::new(ring_bytes)), start_ssn)
+    }
+
+    pub(crate) fn set_loggers(&mut self, loggers: Vec<JoinHandle<()>>) {
+        self.loggers = loggers;
+    }
+
+    /// The number of buffers (= devices, for a log with devices).
     pub fn n_buffers(&self) -> usize {
-        self.buffers.len()
+        self.inner.buffers.len()
+    }
+
+    /// The largest `len` that [`Log::reserve`] accepts: the ring size, or a segment's size if
+    /// that is smaller. Unbounded for an in-memory log.
+    pub fn max_record_len(&self) -> usize {
+        self.inner.max_record
     }
 
     /// Algorithm 1: allocates `ssn = max(base, L.ssn) + 1` in `buffer` and reserves `len` bytes
     /// after every earlier reservation of that buffer, both under the buffer latch.
     ///
     /// Guarantees I1 (`ssn > base`) and I2 (within a buffer, SSNs strictly increase in byte
-    /// order).
+    /// order). With devices, `len` must be the exact encoded size of the record that will fill
+    /// it ([`crate::Record::encoded_len_for`]), at least [`MIN_RESERVATION`]; the call blocks
+    /// while the buffer's ring has no room (back-pressure).
+    ///
+    /// If the log has failed, the SSN is still allocated but the reservation is *detached*:
+    /// nothing is written, and every wait on it returns the failure. Use [`Log::try_reserve`]
+    /// to learn about the failure here.
     ///
     /// # Panics
-    /// If `buffer >= self.n_buffers()`.
+    /// If `buffer >= self.n_buffers()`, or (with devices) `len` is outside
+    /// `MIN_RESERVATION..=self.max_record_len()`.
     pub fn reserve(&self, buffer: usize, base: Ssn, len: usize) -> Reservation<'_> {
-        let b = &self.buffers[buffer];
-        let (ssn, offset) = {
-            let mut l = b.latch.lock();
-            let ssn = base.max(l.ssn).next();
-            l.ssn = ssn;
-            let offset = l.reserved;
-            l.reserved += len as u64;
-            (ssn, offset)
-        };
-        Reservation { ssn, log: self, buffer, offset, len, filled: false }
+        match self.reserve_inner(buffer, base, len, Space::Wait) {
+            Ok(r) => r,
+            Err((error @ Error::RecordSize { .. }, _)) => panic!("{error}"),
+            Err((_, ssn)) => Reservation {
+                ssn,
+                log: self,
+                buffer,
+                offset: 0,
+                len,
+                slot: Slot::Detached,
+                done: true,
+            },
+        }
+    }
+
+    /// [`Log::reserve`], but a failed log or a bad `len` is an error ([`Error::DeviceFailed`],
+    /// [`Error::NoSpace`], [`Error::RecordSize`]).
+    pub fn try_reserve(
+        &self,
+        buffer: usize,
+        base: Ssn,
+        len: usize,
+    ) -> Result<Reservation<'_>, Error> {
+        self.reserve_inner(buffer, base, len, Space::Wait).map_err(|(e, _)| e)
+    }
+
+    fn reserve_inner(
+        &self,
+        buffer: usize,
+        base: Ssn,
+        len: usize,
+        space: Space,
+    ) -> Result<Reservation<'_>, (Error, Ssn)> {
+        let inner = &*self.inner;
+        assert!(buffer < inner.buffers.len(), "buffer {buffer} of {}", inner.buffers.len());
+        if !inner.in_memory() && !(MIN_RESERVATION..=inner.max_record).contains(&len) {
+            let error = Error::RecordSize { len, min: MIN_RESERVATION, max: inner.max_record };
+            return Err((error, Ssn::ZERO));
+        }
+        match inner.reserve(buffer, base, len, space) {
+            Reserved::Ok { ssn, offset, slot } => {
+                Ok(Reservation { ssn, log: self, buffer, offset, len, slot, done: false })
+            }
+            Reserved::Failed { ssn, error } => Err((error, ssn)),
+            Reserved::Full => unreachable!("only the logger reserves with Space::TryNow"),
+        }
     }
 
     /// `max L.ssn` over all buffers: every SSN handed out so far is `<=` this.
     pub fn max_ssn(&self) -> Ssn {
-        self.buffers.iter().map(|b| b.latch.lock().ssn).max().unwrap_or(Ssn::ZERO)
+        self.inner.buffers.iter().map(|b| b.latch.lock().ssn).max().unwrap_or(Ssn::ZERO)
     }
 
     /// Raises `L.ssn` of every buffer to at least `target`, each under its latch. After it
     /// returns, every SSN allocated on any buffer is larger than `target` (checkpoint cut,
-    /// idle-device progress; DESIGN.md §3 and §5).
+    /// idle-device progress; DESIGN.md §3 and §5). It does not change any DSN.
     pub fn raise_all(&self, target: Ssn) {
-        for b in self.buffers.iter() {
+        for b in self.inner.buffers.iter() {
             let mut l = b.latch.lock();
             l.ssn = l.ssn.max(target);
         }
@@ -108,32 +443,47 @@ impl Log {
 
     /// `L.ssn` of one buffer.
     pub fn buffer_ssn(&self, buffer: usize) -> Ssn {
-        self.buffers[buffer].latch.lock().ssn
+        self.inner.buffers[buffer].latch.lock().ssn
     }
 
     /// Bytes reserved so far in one buffer.
     pub fn reserved_bytes(&self, buffer: usize) -> u64 {
-        self.buffers[buffer].latch.lock().reserved
+        self.inner.buffers[buffer].latch.lock().open.end
     }
 
-    /// Bytes accounted as filled (including abort markers) in one buffer.
+    /// Bytes filled so far (including abort records) in one buffer.
     pub fn filled_bytes(&self, buffer: usize) -> u64 {
-        self.buffers[buffer].filled.load(Ordering::Relaxed)
+        self.inner.buffers[buffer].filled.load(Ordering::Relaxed)
     }
 
-    /// Reservations of one buffer that were dropped unfilled (abort markers).
+    /// Reservations of one buffer that were dropped unfilled (abort records).
     pub fn aborted_reservations(&self, buffer: usize) -> u64 {
-        self.buffers[buffer].aborted.load(Ordering::Relaxed)
+        self.inner.buffers[buffer].aborted.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        // Release: pairs with the loggers' Acquire loads; the wake-up is ordered by `notify`.
+        self.inner.shutdown.store(true, Ordering::Release);
+        for b in self.inner.buffers.iter() {
+            b.parker.notify();
+        }
+        for logger in self.loggers.drain(..) {
+            if logger.join().is_err() && !std::thread::panicking() {
+                panic!("a wal logger thread panicked");
+            }
+        }
     }
 }
 
 impl Reservation<'_> {
-    /// The buffer this range belongs to.
+    /// The buffer (= device) this range belongs to.
     pub fn buffer(&self) -> usize {
         self.buffer
     }
 
-    /// The first byte of the range within its buffer.
+    /// The first byte of the range, as a logical offset within its buffer (0 if detached).
     pub fn offset(&self) -> u64 {
         self.offset
     }
@@ -148,39 +498,95 @@ impl Reservation<'_> {
         self.len == 0
     }
 
-    /// Copies the record into the reserved range. In this issue there is no byte buffer: the
-    /// range is only accounted as filled.
-    ///
-    /// # Panics
-    /// If `bytes` is longer than the reservation.
-    pub fn fill(mut self, bytes: &[u8]) {
-        assert!(
-            bytes.len() <= self.len,
-            "record of {} bytes overflows a reservation of {} bytes (ssn {})",
-            bytes.len(),
-            self.len,
-            self.ssn
-        );
-        self.account();
+    /// Whether the log had failed: nothing will be written, every wait fails.
+    pub fn is_detached(&self) -> bool {
+        self.slot == Slot::Detached
     }
 
-    fn account(&mut self) {
-        if !self.filled {
-            self.filled = true;
-            self.log.buffers[self.buffer].filled.fetch_add(self.len as u64, Ordering::Relaxed);
+    /// The durability ticket of this record; `blind` says whether the transaction wrote
+    /// without reading (DESIGN.md §3, the acknowledge rule).
+    pub fn ticket(&self, blind: bool) -> crate::Ticket {
+        crate::Ticket { ssn: self.ssn, device: crate::DeviceId(self.buffer as u16), blind }
+    }
+
+    /// Copies the encoded record into the reserved range; the logger may write it from now on.
+    ///
+    /// With devices, `bytes` must be one whole record of exactly [`Reservation::len`] bytes
+    /// carrying this reservation's SSN (see [`Reservation::fill_record`]). An in-memory log
+    /// only counts the bytes and accepts anything up to `len`.
+    ///
+    /// # Panics
+    /// If `bytes` breaks those rules (a wrong record would corrupt the log).
+    pub fn fill(mut self, bytes: &[u8]) {
+        match self.slot {
+            Slot::Memory => {
+                assert!(
+                    bytes.len() <= self.len,
+                    "record of {} bytes overflows a reservation of {} bytes (ssn {})",
+                    bytes.len(),
+                    self.len,
+                    self.ssn
+                );
+            }
+            Slot::Ring { .. } => {
+                assert_eq!(bytes.len(), self.len, "a record must fill its reservation exactly");
+                let len =
+                    u32::from_le_bytes(bytes[LEN_OFFSET..LEN_OFFSET + 4].try_into().expect("4"));
+                let ssn =
+                    u64::from_le_bytes(bytes[SSN_OFFSET..SSN_OFFSET + 8].try_into().expect("8"));
+                assert_eq!(len as usize, self.len, "the record's len field");
+                assert_eq!(Ssn(ssn), self.ssn, "the record must carry the reservation's SSN");
+                debug_assert!(
+                    matches!(Record::decode(bytes), Ok(Some(_))),
+                    "fill with a record that does not decode"
+                );
+            }
+            Slot::Detached => {}
         }
+        self.complete(bytes);
+    }
+
+    /// Encodes a record of `kind` with this reservation's SSN and `payload`, and fills the range
+    /// with it. With devices, the reservation's length must be
+    /// `Record::encoded_len_for(payload.len())`.
+    pub fn fill_record(self, kind: RecordKind, blind: bool, payload: &[u8]) {
+        let mut bytes = Vec::with_capacity(Record::encoded_len_for(payload.len()));
+        Record { ssn: self.ssn, kind, blind, payload }.encode_into(&mut bytes);
+        self.fill(&bytes);
+    }
+
+    /// Copies `bytes` in (ring) and publishes the range as filled.
+    fn complete(&mut self, bytes: &[u8]) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        // SAFETY: this reservation owns its range and has not filled it before (`done` was
+        // false).
+        unsafe { self.log.inner.fill_raw(self.buffer, self.slot, self.offset, self.len, bytes) };
     }
 }
 
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
-        if !self.filled {
-            self.log.buffers[self.buffer].aborted.fetch_add(1, Ordering::Relaxed);
-            self.account();
+        if self.done {
+            return;
         }
+        let b = &self.log.inner.buffers[self.buffer];
+        b.aborted.fetch_add(1, Ordering::Relaxed);
+        let bytes = match self.slot {
+            Slot::Ring { .. } => {
+                let payload = vec![0u8; self.len - HEADER_LEN];
+                let mut bytes = Vec::with_capacity(self.len);
+                Record { ssn: self.ssn, kind: RecordKind::Abort, blind: false, payload: &payload }
+                    .encode_into(&mut bytes);
+                bytes
+            }
+            Slot::Memory | Slot::Detached => Vec::new(),
+        };
+        self.complete(&bytes);
     }
 }
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

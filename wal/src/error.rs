@@ -33,6 +33,18 @@ pub enum Error {
         /// The device.
         device: DeviceId,
     },
+    /// A reservation's length is outside what the log accepts: below one record header (the
+    /// abort record that replaces an unfilled reservation needs it) or above the ring or
+    /// segment size. A caller bug or an oversized transaction; the log is unaffected.
+    #[error("a log record of {len} bytes is outside the accepted {min}..={max} bytes")]
+    RecordSize {
+        /// The requested length.
+        len: usize,
+        /// [`crate::MIN_RESERVATION`].
+        min: usize,
+        /// [`crate::Log::max_record_len`].
+        max: usize,
+    },
     /// A damaged record that is not part of a torn tail (see [`crate::reader`]).
     #[error("log device {device} segment {segment} is corrupt at byte offset {offset}: {reason}")]
     Corrupt {

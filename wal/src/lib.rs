@@ -1,4 +1,4 @@
-//! # wal — Poplar parallel logging (so far: SSN allocation, record format, devices, reader)
+//! # wal — Poplar parallel logging: N devices, SSN allocation, DSN per device, CSN = min DSN
 //!
 //! Aspen writes its log to N log devices, each with one log buffer. A committing transaction
 //! picks the buffer of its session and takes a *serial sequence number* (SSN) from it. SSNs are
@@ -69,34 +69,108 @@
 //!
 //! `testing` (with the `testing` feature, or in this crate's tests) has `MemDevice` (crash
 //! keeps synced bytes plus a torn prefix), `FaultyDevice` (fail the Nth write/sync/read,
-//! `ENOSPC`, torn write) and `ThrottledDevice` (emulated bandwidth and sync latency). The reader
-//! is tested by truncating a log at every byte of its tail and by flipping every bit of a log.
+//! `ENOSPC`, torn write), `ThrottledDevice` (emulated bandwidth and sync latency) and
+//! `MemStore` (in-memory segment files, each optionally wrapped). The reader is tested by
+//! truncating a log at every byte of its tail and by flipping every bit of a log. The logger
+//! tests (`tests.rs`) check, at the moment a wait returns, that a crash would keep the record
+//! (and, for CSN waits, that every device's durable log reaches the SSN). `loom` models
+//! (`RUSTFLAGS="--cfg loom" cargo test -p wal`) cover Algorithm 1, the segment index's
+//! filled-prefix rule, and the logger wake-up protocol (`sync::Parker`).
 //!
-//! ## Not here yet (next slice)
+//! ## The life of a commit (the numbered flow)
 //!
-//! A [`Reservation`] still reserves a byte range in a counter, not in a real buffer, and
-//! [`Reservation::fill`] only accounts for the bytes. Still to come: the segment index of
-//! reserved vs. filled bytes (Algorithm 2), logger threads over [`LogDevice`] (segment rotation:
-//! sync a segment before writing the next; read with `unsynced_window` = the bytes a logger keeps
-//! in flight), DSN per device, `CSN = min DSN`, the acknowledge rule, and idle-device markers
-//! written to disk. Until then nothing is durable and every SSN is "acknowledged" at once.
+//! ```text
+//!  worker                                   logger of device d            waiter
+//!  1. r = log.reserve(d, base, len)  ──►    (parked; woken)
+//!     ssn, byte range [o, o+len) under
+//!     the latch; waits while the ring is
+//!     full (back-pressure)
+//!  2. r.fill_record(kind, blind, payload)   3. close the open segment,
+//!     copy into the ring, count it filled      wait until it is filled
+//!     in the segment index (Alg. 2)            (filled-prefix rule), copy
+//!                                              out, write+fdatasync at the
+//!                                              segment file offset
+//!                                           4. DSN(d) = SSN of the last
+//!                                              record of the pair; free
+//!                                              ring space; wake waiters ──► 5. wait_durable(ticket)
+//!                                                                            non-blind: ssn <= CSN
+//!                                                                            blind: ssn <= DSN(d)
+//! ```
+//!
+//! 1. [`Log::reserve`] / [`Log::try_reserve`] (`buffer.rs`): Algorithm 1 plus the byte range in
+//!    the buffer's ring (`ring_bytes`, bounded). With devices a reservation is at least
+//!    [`MIN_RESERVATION`] (17) bytes and exactly the record's encoded size.
+//! 2. [`Reservation::fill`] / [`Reservation::fill_record`]: the record carries the
+//!    reservation's SSN. **Dropping a reservation unfilled writes an abort record** of the same
+//!    size (DESIGN.md §4), so the filled prefix always advances.
+//! 3. The segment index (`segment_index.rs`, Algorithm 2): reservations count into the open
+//!    segment; the logger closes it (group commit: as soon as the previous pair is submitted,
+//!    no timer unless `group_commit_delay` is set) and writes it only once every byte is
+//!    filled.
+//! 4. The logger (`logger.rs`): one thread per device, write+`fdatasync` pairs
+//!    ([`LogDevice::submit_write_sync`], up to `max_in_flight` on io_uring), DSN published in
+//!    submission order. Segment files `wal/<n>/<segment>.log` ([`DirStore`]) have a fixed size;
+//!    a record never crosses one; the logger waits for every pair of a segment before it
+//!    creates the next. [`Log::delete_segments_below`] removes closed segments a checkpoint
+//!    covers.
+//! 5. Durability (`durability.rs`): [`Log::wait_durable`] with a [`Ticket`] applies the
+//!    acknowledge rule; [`Log::wait_csn`] holds read-only results until `ssn <= CSN`.
+//!    `synchronous_commit = off` is simply not waiting.
+//!
+//! ## Idle devices
+//!
+//! A CSN waiter publishes its target (`wanted`) and wakes the loggers of devices whose DSN is
+//! below it. A logger with nothing reserved and nothing in flight then reserves a **marker**
+//! through Algorithm 1 with `base = wanted - 1`: this raises `L.ssn` under the latch (no later
+//! record on the device takes a smaller SSN), gives the marker an SSN above every earlier
+//! record (I2 for the reader), and the marker is written and synced like any record before the
+//! DSN moves. A DSN is never advanced in memory alone: it is always the SSN of a durable record.
+//!
+//! ## Faults
+//!
+//! The first failed write, `fdatasync` or segment creation fails the whole log: every logger
+//! stops, reservers get [`Error::DeviceFailed`] / [`Error::NoSpace`] ([`Log::try_reserve`]) or a
+//! detached reservation ([`Log::reserve`]), and every waiter whose condition does not hold yet
+//! gets the error. Nothing is retried. The server should shut down and recover.
+//!
+//! ## Reading back after a crash
+//!
+//! Bytes written but not yet synced never exceed `ring_bytes` per device (ring space is freed
+//! only when its pair is synced): read with `ReadOptions { unsynced_window: ring_bytes }`.
+//! A reopened log ([`Log::open`]) starts a new segment after the existing ones and takes
+//! `LogOptions::start_ssn` (the largest SSN recovered) as every `L.ssn`.
+//!
+//! ## Deadlock rule for callers
+//!
+//! Fill or drop a reservation before reserving again on the same buffer, and before waiting on
+//! anything that depends on it: with a full ring, a second reservation waits for space that only
+//! the first one's fill can free.
 
 mod buffer;
 pub mod device;
+mod durability;
 mod error;
+mod logger;
 pub mod reader;
 pub mod record;
+mod segment_index;
 mod ssn;
+pub mod store;
 mod sync;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+#[cfg(all(test, not(loom)))]
+mod tests;
 
-pub use buffer::{Log, Reservation};
+pub use buffer::{Log, Reservation, MIN_RESERVATION};
 pub use device::{
     open_device, zero_fill, Backend, DeviceId, DeviceOptions, FileDevice, LogDevice, OpenedDevice,
     Pending, Preallocate, SegmentNo, UringDevice,
 };
+pub use durability::Ticket;
 pub use error::Error;
+pub use logger::LogOptions;
 pub use reader::{LogEnd, ReadOptions, ReadRecord, SegmentReader};
 pub use record::{Corrupt, Record, RecordKind, ValueEntry};
 pub use ssn::Ssn;
+pub use store::{list_segments, segment_file_name, DirStore, SegmentStore};

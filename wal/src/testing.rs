@@ -17,7 +17,12 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::device::{LogDevice, Poison};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::device::{LogDevice, Poison, SegmentNo};
+use crate::store::SegmentStore;
 use crate::sync::{AtomicU64, Mutex, Ordering};
 
 /// An unsynced change to a [`MemDevice`], kept until the next sync or crash.
@@ -439,6 +444,76 @@ impl<D: LogDevice> LogDevice for ThrottledDevice<D> {
 
     fn allocate(&self, len: u64) -> io::Result<()> {
         self.inner.allocate(len)
+    }
+}
+
+/// Wraps a new segment's [`MemDevice`] into the device the log writes (faults, throttling).
+pub type WrapSegment = dyn Fn(SegmentNo, Arc<MemDevice>) -> Box<dyn LogDevice> + Send + Sync;
+
+/// An in-memory [`SegmentStore`]: each segment is a [`MemDevice`], kept for inspection (and
+/// optionally wrapped, e.g. in a [`FaultyDevice`] or [`ThrottledDevice`], before the log sees
+/// it). Share it with the log as `Arc<MemStore>`.
+pub struct MemStore {
+    segment_size: u64,
+    segments: Mutex<BTreeMap<SegmentNo, Arc<MemDevice>>>,
+    wrap: Box<WrapSegment>,
+}
+
+impl fmt::Debug for MemStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemStore").field("segment_size", &self.segment_size).finish_non_exhaustive()
+    }
+}
+
+impl MemStore {
+    /// A store of unwrapped segments of `segment_size` bytes.
+    pub fn new(segment_size: u64) -> Arc<MemStore> {
+        MemStore::with_wrapper(segment_size, |_, device| Box::new(device))
+    }
+
+    /// A store whose new segments are passed through `wrap`.
+    pub fn with_wrapper(
+        segment_size: u64,
+        wrap: impl Fn(SegmentNo, Arc<MemDevice>) -> Box<dyn LogDevice> + Send + Sync + 'static,
+    ) -> Arc<MemStore> {
+        Arc::new(MemStore {
+            segment_size,
+            segments: Mutex::new(BTreeMap::new()),
+            wrap: Box::new(wrap),
+        })
+    }
+
+    /// The segments that exist, in order.
+    pub fn segments(&self) -> Vec<(SegmentNo, Arc<MemDevice>)> {
+        self.segments.lock().iter().map(|(no, d)| (*no, d.clone())).collect()
+    }
+}
+
+impl SegmentStore for MemStore {
+    fn segment_size(&self) -> u64 {
+        self.segment_size
+    }
+
+    fn list(&self) -> io::Result<Vec<SegmentNo>> {
+        Ok(self.segments.lock().keys().copied().collect())
+    }
+
+    fn create(&self, no: SegmentNo) -> io::Result<Box<dyn LogDevice>> {
+        let device = Arc::new(MemDevice::new());
+        let mut segments = self.segments.lock();
+        if segments.contains_key(&no) {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("segment {no}")));
+        }
+        segments.insert(no, device.clone());
+        drop(segments);
+        Ok((self.wrap)(no, device))
+    }
+
+    fn remove(&self, no: SegmentNo) -> io::Result<()> {
+        match self.segments.lock().remove(&no) {
+            Some(_) => Ok(()),
+            None => Err(io::Error::new(io::ErrorKind::NotFound, format!("segment {no}"))),
+        }
     }
 }
 

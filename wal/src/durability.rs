@@ -1,0 +1,221 @@
+//! DSN per device, `CSN = min DSN`, the acknowledge rule, and failures (DESIGN.md §3).
+//!
+//! A logger publishes `DSN(device)` after a write+sync pair completed `Ok`, in submission
+//! order ([`crate::logger`]); it is the SSN of the last record of that pair, so a DSN is always
+//! the SSN of a record (or marker) that is on disk. Waiters:
+//!
+//! - [`Log::wait_durable`] with a non-blind [`Ticket`] waits until `ssn <= CSN`;
+//! - with a blind ticket, until `ssn <= DSN(ticket.device)`;
+//! - [`Log::wait_csn`] (read-only results) until `ssn <= CSN`.
+//!
+//! A CSN waiter records its target in `wanted` and wakes the loggers of the devices behind it;
+//! an idle one writes a marker ([`crate::logger`]), so a device with nothing to flush never
+//! holds CSN back. `synchronous_commit = off` is the caller not waiting: nothing here changes.
+//!
+//! **Failures.** The first failed write, sync or segment creation fails the whole log: every
+//! logger stops (DSNs freeze), new reservations fail ([`Log::try_reserve`]) or are detached
+//! ([`Log::reserve`]), and every wait whose condition does not already hold returns the
+//! failure. A wait that already holds returns `Ok`: that record is durable and recovery keeps
+//! it (RSNe ≥ CSN; blind records are replayed beyond RSNe).
+
+use std::io;
+
+use crate::buffer::{Inner, Log};
+use crate::device::DeviceId;
+use crate::error::Error;
+use crate::ssn::Ssn;
+use crate::sync::Ordering;
+
+/// What a committing transaction waits for before it is acknowledged.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Ticket {
+    /// The transaction's SSN.
+    pub ssn: Ssn,
+    /// The device (= buffer) its record is on.
+    pub device: DeviceId,
+    /// The transaction wrote without reading: it waits only for its own device's DSN.
+    pub blind: bool,
+}
+
+/// A recorded failure, re-creatable as an [`Error`] for every waiter.
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    device: DeviceId,
+    no_space: bool,
+    kind: io::ErrorKind,
+    message: String,
+}
+
+impl Failure {
+    pub(crate) fn from_error(error: &Error) -> Failure {
+        match error {
+            Error::NoSpace { device } => Failure {
+                device: *device,
+                no_space: true,
+                kind: io::ErrorKind::StorageFull,
+                message: String::new(),
+            },
+            Error::DeviceFailed { device, source } => Failure {
+                device: *device,
+                no_space: false,
+                kind: source.kind(),
+                message: source.to_string(),
+            },
+            other => Failure {
+                device: DeviceId(0),
+                no_space: false,
+                kind: io::ErrorKind::Other,
+                message: other.to_string(),
+            },
+        }
+    }
+
+    pub(crate) fn to_error(&self) -> Error {
+        if self.no_space {
+            Error::NoSpace { device: self.device }
+        } else {
+            Error::DeviceFailed {
+                device: self.device,
+                source: io::Error::new(self.kind, self.message.clone()),
+            }
+        }
+    }
+}
+
+impl Inner {
+    pub(crate) fn dsn(&self, device: usize) -> Ssn {
+        // Acquire: pairs with the Release store in `publish_dsn`.
+        Ssn(self.devices[device].dsn.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn csn(&self) -> Ssn {
+        (0..self.devices.len()).map(|d| self.dsn(d)).min().unwrap_or(Ssn::ZERO)
+    }
+
+    /// Publishes `DSN(device) = dsn` (only grows) and wakes the waiters.
+    pub(crate) fn publish_dsn(&self, device: usize, dsn: Ssn) {
+        {
+            let _guard = self.durable.lock();
+            // Release: pairs with the Acquire load in `dsn`; under `durable` so that no
+            // waiter between its check and its wait misses it.
+            self.devices[device].dsn.fetch_max(dsn.0, Ordering::Release);
+        }
+        self.durable_cv.notify_all();
+    }
+
+    /// Fails the log with `error` (the first failure wins) and wakes everybody.
+    pub(crate) fn fail(&self, error: &Error) {
+        {
+            let _guard = self.durable.lock();
+            let mut failure = self.failure.lock();
+            if failure.is_none() {
+                *failure = Some(Failure::from_error(error));
+            }
+            // Release: pairs with the Acquire loads of loggers, reservers and waiters; the
+            // wake-ups below are ordered by `Parker::notify` and the locks.
+            self.failed.store(true, Ordering::Release);
+        }
+        self.durable_cv.notify_all();
+        for b in self.buffers.iter() {
+            drop(b.latch.lock());
+            b.space.notify_all();
+            b.parker.notify();
+        }
+    }
+
+    fn met(&self, ticket: Ticket) -> bool {
+        if ticket.blind {
+            self.dsn(usize::from(ticket.device.0)) >= ticket.ssn
+        } else {
+            self.csn() >= ticket.ssn
+        }
+    }
+
+    fn wait(&self, ticket: Ticket) -> Result<(), Error> {
+        if self.in_memory() || self.met(ticket) {
+            return Ok(());
+        }
+        if !ticket.blind {
+            // Release: pairs with the loggers' Acquire loads; `Parker::notify` orders the wake-up.
+            self.wanted.fetch_max(ticket.ssn.0, Ordering::Release);
+            for (d, b) in self.buffers.iter().enumerate() {
+                if self.dsn(d) < ticket.ssn {
+                    b.parker.notify();
+                }
+            }
+        }
+        let mut guard = self.durable.lock();
+        loop {
+            if self.met(ticket) {
+                return Ok(());
+            }
+            // Acquire: pairs with the Release store in `fail` (made under `durable`).
+            if self.failed.load(Ordering::Acquire) {
+                drop(guard);
+                return Err(self.failure_error().expect("failed implies a failure"));
+            }
+            guard = self.durable_cv.wait(guard);
+        }
+    }
+}
+
+impl Log {
+    /// `DSN(device)`: every record on `device` with an SSN `<=` this is durable. For an
+    /// in-memory log, `L.ssn` of the buffer (everything counts as durable).
+    ///
+    /// # Panics
+    /// If `device` is not a device of this log.
+    pub fn dsn(&self, device: DeviceId) -> Ssn {
+        let d = usize::from(device.0);
+        if self.inner.in_memory() {
+            self.buffer_ssn(d)
+        } else {
+            self.inner.dsn(d)
+        }
+    }
+
+    /// `CSN = min over devices of DSN`: every transaction with an SSN `<=` this, and all it
+    /// depends on, is durable. For an in-memory log, [`Log::max_ssn`].
+    pub fn csn(&self) -> Ssn {
+        if self.inner.in_memory() {
+            self.max_ssn()
+        } else {
+            self.inner.csn()
+        }
+    }
+
+    /// The acknowledge rule: waits until `ticket.ssn <= CSN` (non-blind) or
+    /// `ticket.ssn <= DSN(ticket.device)` (blind). `Ok` means the transaction may be
+    /// acknowledged: no crash can take it back. `Err` ([`Error::DeviceFailed`],
+    /// [`Error::NoSpace`]) means it must not be acknowledged, ever.
+    ///
+    /// Waiting for CSN makes idle devices write markers, so it never waits for a device that
+    /// has nothing to write. Must not be called while holding an unfilled reservation that the
+    /// ticket depends on.
+    pub fn wait_durable(&self, ticket: Ticket) -> Result<(), Error> {
+        assert!(
+            usize::from(ticket.device.0) < self.n_buffers(),
+            "ticket for device {} of a log with {}",
+            ticket.device,
+            self.n_buffers()
+        );
+        self.inner.wait(ticket)
+    }
+
+    /// Waits until `ssn <= CSN`: a read-only transaction with SSN `ssn` (its `base`) may
+    /// release its results (DESIGN.md §3). Errors as [`Log::wait_durable`].
+    pub fn wait_csn(&self, ssn: Ssn) -> Result<(), Error> {
+        self.inner.wait(Ticket { ssn, device: DeviceId(0), blind: false })
+    }
+
+    /// Whether `ticket` is durable now (the condition of [`Log::wait_durable`]), without
+    /// waiting.
+    pub fn is_durable(&self, ticket: Ticket) -> bool {
+        self.inner.in_memory() || self.inner.met(ticket)
+    }
+
+    /// The failure that stopped the log, if any. Once `Some`, always `Some`.
+    pub fn failure(&self) -> Option<Error> {
+        self.inner.failure_error()
+    }
+}

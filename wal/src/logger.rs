@@ -1,0 +1,407 @@
+//! One logger thread per device: write the filled prefix, `fdatasync`, publish the DSN.
+//!
+//! ```text
+//! loop {
+//!     if fewer than max_in_flight pairs are in flight and the open segment is not empty:
+//!         close it (under the latch)                      -- everything reserved so far
+//!         wait until it is filled                         -- the filled-prefix rule (Alg. 2)
+//!         copy it out, split at record boundaries where a segment file ends (rotate: wait
+//!           for every pair in flight, then create the next segment file), and submit
+//!           write+fdatasync pairs at the file offset
+//!     else if pairs are in flight:
+//!         wait for the oldest; publish DSN = SSN of its last record; give its ring space back
+//!     else (idle):
+//!         if a CSN waiter wants more than our DSN: reserve a marker (raises L.ssn under the
+//!           latch, Algorithm 1 with base = wanted - 1) and fill it -- it goes out next round
+//!         else sleep until a reservation, a fill, a new target, shutdown or a failure
+//! }
+//! ```
+//!
+//! Group commit without a timer: a lone commit is written as soon as it is filled, and what
+//! arrives during a write+sync goes out together in the next round. `group_commit_delay`
+//! optionally sleeps before closing a segment, to batch more under light load.
+//!
+//! DSNs are published strictly in submission order: pair `k`'s sync does not cover pair
+//! `k-1`'s write if that one had not completed (see [`crate::device`]), so pair `k` counts only
+//! once every earlier pair completed `Ok`. Ring space is released with the DSN, so the bytes
+//! written but not yet synced never exceed the ring size: recovery reads a device with
+//! `ReadOptions { unsynced_window: ring_bytes }`.
+
+use std::collections::VecDeque;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::buffer::{Inner, Log, Reserved, Space, MIN_RESERVATION};
+use crate::device::{DeviceId, DeviceOptions, LogDevice, Pending, SegmentNo};
+use crate::error::Error;
+use crate::record::{Record, RecordKind, LEN_OFFSET, SSN_OFFSET};
+use crate::ssn::Ssn;
+use crate::store::{DirStore, OneSegment, SegmentStore};
+use crate::sync::{AtomicU64, Mutex, Ordering};
+
+/// Options of a log with devices.
+#[derive(Clone, Debug)]
+pub struct LogOptions {
+    /// Bytes of each buffer's ring: the most a device can have reserved but not yet durable
+    /// (back-pressure), and the largest record. Default 8 MiB.
+    pub ring_bytes: usize,
+    /// Write+sync pairs a logger keeps in flight (pipelining on io_uring). Default 4.
+    pub max_in_flight: usize,
+    /// Sleep this long before writing, to batch more (the group-commit timer). Default zero:
+    /// write as soon as the previous sync returned.
+    pub group_commit_delay: Duration,
+    /// `L.ssn` of every buffer at start: at restart, at least the largest SSN found in the log
+    /// (I2 across restarts). Default [`Ssn::ZERO`].
+    pub start_ssn: Ssn,
+    /// How [`Log::open`] opens segment files (segment size, preallocation, io_uring).
+    pub device: DeviceOptions,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        LogOptions {
+            ring_bytes: 8 << 20,
+            max_in_flight: 4,
+            group_commit_delay: Duration::ZERO,
+            start_ssn: Ssn::ZERO,
+            device: DeviceOptions::default(),
+        }
+    }
+}
+
+/// A segment this log wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SegmentMeta {
+    no: SegmentNo,
+    /// The SSN of its last durable record.
+    last_ssn: Option<Ssn>,
+    /// The logger moved on to a later segment.
+    closed: bool,
+}
+
+/// Per-device state shared with the public API.
+#[derive(Debug)]
+pub(crate) struct DeviceState {
+    /// `DSN`: only grows; see `Inner::publish_dsn`.
+    pub(crate) dsn: AtomicU64,
+    store: Box<dyn SegmentStore>,
+    segments: Mutex<Vec<SegmentMeta>>,
+}
+
+struct InFlight {
+    pending: Pending,
+    last_ssn: Ssn,
+    ring_end: u64,
+}
+
+struct Logger {
+    inner: Arc<Inner>,
+    d: usize,
+    segment: Box<dyn LogDevice>,
+    segment_no: SegmentNo,
+    file_offset: u64,
+    segment_size: u64,
+    pending: VecDeque<InFlight>,
+    max_in_flight: usize,
+    delay: Duration,
+    pool: Vec<Vec<u8>>,
+}
+
+impl Logger {
+    fn run(mut self) {
+        if let Err(e) = self.run_inner() {
+            self.inner.fail(&Error::io(DeviceId(self.d as u16), e));
+        }
+    }
+
+    fn run_inner(&mut self) -> io::Result<()> {
+        let inner = self.inner.clone();
+        let b = &inner.buffers[self.d];
+        loop {
+            // Acquire (here and below for `failed`, `shutdown`, `wanted`): pairs with the Release
+            // stores in `fail`, `Drop for Log` and `Inner::wait`. Another device's failure
+            // stops this logger too.
+            if inner.failed.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            if self.pending.len() < self.max_in_flight {
+                let closed = b.latch.lock().open.close();
+                if let Some(segment) = closed {
+                    b.parker.wait_until(|| b.index.is_filled(&segment));
+                    let ring = b.ring.as_ref().expect("a logged buffer has a ring");
+                    let mut bytes = self.pool.pop().unwrap_or_default();
+                    bytes.clear();
+                    // SAFETY: the segment is closed and filled (acquire in `is_filled`), and
+                    // its space is released only after this copy is durable (Ring protocol).
+                    unsafe { ring.read(segment.start, segment.end, &mut bytes) };
+                    b.index.recycle(&segment);
+                    self.write(bytes, segment.start)?;
+                    continue;
+                }
+                if self.pending.is_empty() {
+                    if inner.shutdown.load(Ordering::Acquire) {
+                        return Ok(());
+                    }
+                    if self.marker_needed() {
+                        self.reserve_marker();
+                        continue;
+                    }
+                    b.parker.wait_until(|| {
+                        !b.latch.lock().open.is_empty()
+                            || inner.shutdown.load(Ordering::Acquire)
+                            || inner.failed.load(Ordering::Acquire)
+                            || self.marker_needed_in(&inner)
+                    });
+                    if !self.delay.is_zero() && !inner.shutdown.load(Ordering::Acquire) {
+                        std::thread::sleep(self.delay);
+                    }
+                    continue;
+                }
+            }
+            self.complete_oldest()?;
+        }
+    }
+
+    fn marker_needed(&self) -> bool {
+        self.marker_needed_in(&self.inner)
+    }
+
+    fn marker_needed_in(&self, inner: &Inner) -> bool {
+        inner.wanted.load(Ordering::Acquire) > inner.dsn(self.d).0
+    }
+
+    /// Reserves and fills an idle-device marker at SSN `>= wanted`: Algorithm 1 with base
+    /// `wanted - 1` raises `L.ssn` under the latch first, so no later record on this device
+    /// takes a smaller SSN; the marker is written and synced like any record before it counts.
+    fn reserve_marker(&mut self) {
+        let wanted = Ssn(self.inner.wanted.load(Ordering::Acquire));
+        let base = Ssn(wanted.0 - 1);
+        match self.inner.reserve(self.d, base, MIN_RESERVATION, Space::TryNow) {
+            Reserved::Ok { ssn, offset, slot } => {
+                let mut bytes = Vec::with_capacity(MIN_RESERVATION);
+                Record { ssn, kind: RecordKind::Marker, blind: false, payload: &[] }
+                    .encode_into(&mut bytes);
+                // SAFETY: just reserved with `slot`; filled once, here.
+                unsafe { self.inner.fill_raw(self.d, slot, offset, MIN_RESERVATION, &bytes) };
+            }
+            // Failed: the loop stops. Full: others reserved meanwhile; their records go first.
+            Reserved::Failed { .. } | Reserved::Full => {}
+        }
+    }
+
+    /// Writes `bytes` (whole records from ring offset `ring_start`) to the current segment
+    /// file, rotating at record boundaries when a segment is full.
+    fn write(&mut self, mut bytes: Vec<u8>, ring_start: u64) -> io::Result<()> {
+        let total = bytes.len();
+        let mut pos = 0;
+        while pos < total {
+            let room = self.segment_size - self.file_offset;
+            let mut end = pos;
+            let mut last_ssn = None;
+            while end < total {
+                let len = record_len(&bytes[end..]);
+                if (end + len - pos) as u64 > room {
+                    break;
+                }
+                last_ssn = Some(record_ssn(&bytes[end..]));
+                end += len;
+            }
+            let Some(last_ssn) = last_ssn else {
+                self.rotate()?;
+                continue;
+            };
+            let chunk = if pos == 0 && end == total {
+                std::mem::take(&mut bytes)
+            } else {
+                bytes[pos..end].to_vec()
+            };
+            if self.pending.len() >= self.max_in_flight {
+                self.complete_oldest()?;
+            }
+            let pending = self.segment.submit_write_sync(self.file_offset, chunk)?;
+            self.file_offset += (end - pos) as u64;
+            self.pending.push_back(InFlight {
+                pending,
+                last_ssn,
+                ring_end: ring_start + end as u64,
+            });
+            pos = end;
+        }
+        if bytes.capacity() > 0 {
+            self.recycle(bytes);
+        }
+        Ok(())
+    }
+
+    fn recycle(&mut self, buf: Vec<u8>) {
+        if self.pool.len() < self.max_in_flight + 1 {
+            self.pool.push(buf);
+        }
+    }
+
+    /// Waits for the oldest pair; publishes its DSN and releases its ring space.
+    fn complete_oldest(&mut self) -> io::Result<()> {
+        let f = self.pending.pop_front().expect("a pair in flight");
+        let buf = self.segment.wait(f.pending)?;
+        self.recycle(buf);
+        {
+            let mut segments = self.inner.devices[self.d].segments.lock();
+            let current = segments.last_mut().expect("the current segment");
+            current.last_ssn = Some(f.last_ssn);
+        }
+        self.inner.publish_dsn(self.d, f.last_ssn);
+        let b = &self.inner.buffers[self.d];
+        b.latch.lock().released = f.ring_end;
+        b.space.notify_all();
+        Ok(())
+    }
+
+    /// Closes the current segment file (every pair on it completed, so it is synced) and
+    /// starts the next.
+    fn rotate(&mut self) -> io::Result<()> {
+        while !self.pending.is_empty() {
+            self.complete_oldest()?;
+        }
+        let next = SegmentNo(self.segment_no.0 + 1);
+        let device = &self.inner.devices[self.d];
+        self.segment = device.store.create(next)?;
+        self.segment_no = next;
+        self.file_offset = 0;
+        let mut segments = device.segments.lock();
+        if let Some(last) = segments.last_mut() {
+            last.closed = true;
+        }
+        segments.push(SegmentMeta { no: next, last_ssn: None, closed: false });
+        Ok(())
+    }
+}
+
+fn record_len(bytes: &[u8]) -> usize {
+    u32::from_le_bytes(bytes[LEN_OFFSET..LEN_OFFSET + 4].try_into().expect("4 bytes")) as usize
+}
+
+fn record_ssn(bytes: &[u8]) -> Ssn {
+    Ssn(u64::from_le_bytes(bytes[SSN_OFFSET..SSN_OFFSET + 8].try_into().expect("8 bytes")))
+}
+
+impl Log {
+    /// Opens a log over the device directories `dirs` (`wal/0 … wal/N-1`; created if
+    /// missing): one buffer and one logger per directory. Each device starts a new segment
+    /// after the last existing one (old segments are recovery's; they are never appended to).
+    pub fn open(dirs: &[PathBuf], options: &LogOptions) -> Result<Log, Error> {
+        let stores = dirs
+            .iter()
+            .enumerate()
+            .map(|(d, dir)| {
+                DirStore::open(dir, options.device)
+                    .map(|s| Box::new(s) as Box<dyn SegmentStore>)
+                    .map_err(|e| Error::io(DeviceId(d as u16), e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Log::with_stores(stores, options)
+    }
+
+    /// A log whose device `d` is the single segment `devices[d]` (it never rotates): for
+    /// tests with `MemDevice`, `FaultyDevice`, `ThrottledDevice`.
+    pub fn with_devices(
+        devices: Vec<Box<dyn LogDevice>>,
+        options: &LogOptions,
+    ) -> Result<Log, Error> {
+        let stores = devices
+            .into_iter()
+            .map(|d| {
+                Box::new(OneSegment(parking_lot::Mutex::new(Some(d)))) as Box<dyn SegmentStore>
+            })
+            .collect();
+        Log::with_stores(stores, options)
+    }
+
+    /// A log over `stores`, one device each, with a logger thread per device.
+    ///
+    /// # Panics
+    /// If `stores` is empty or has more than `u16::MAX` entries, or the options cannot hold a
+    /// marker (`ring_bytes` or a segment size below [`MIN_RESERVATION`], `max_in_flight` 0).
+    pub fn with_stores(
+        stores: Vec<Box<dyn SegmentStore>>,
+        options: &LogOptions,
+    ) -> Result<Log, Error> {
+        assert!(!stores.is_empty() && stores.len() <= usize::from(u16::MAX), "1 ..= 65535 devices");
+        assert!(options.ring_bytes >= MIN_RESERVATION, "ring_bytes below one record header");
+        assert!(options.max_in_flight > 0, "max_in_flight must be at least 1");
+        let mut first = Vec::new();
+        let mut max_record = options.ring_bytes;
+        for (d, store) in stores.iter().enumerate() {
+            let err = |e| Error::io(DeviceId(d as u16), e);
+            let size = store.segment_size();
+            assert!(size >= MIN_RESERVATION as u64, "segment size below one record header");
+            max_record = max_record.min(usize::try_from(size).unwrap_or(usize::MAX));
+            let no = store.list().map_err(err)?.last().map_or(SegmentNo(0), |n| SegmentNo(n.0 + 1));
+            first.push((no, store.create(no).map_err(err)?));
+        }
+        let buffers = (0..stores.len())
+            .map(|_| Log::new_buffer(options.ring_bytes, options.start_ssn))
+            .collect();
+        let devices = stores
+            .into_iter()
+            .zip(&first)
+            .map(|(store, (no, _))| DeviceState {
+                dsn: AtomicU64::new(0),
+                store,
+                segments: Mutex::new(vec![SegmentMeta { no: *no, last_ssn: None, closed: false }]),
+            })
+            .collect();
+        let mut log = Log::from_parts(buffers, devices, max_record);
+        let mut handles = Vec::new();
+        for (d, (no, segment)) in first.into_iter().enumerate() {
+            let logger = Logger {
+                inner: log.inner.clone(),
+                d,
+                segment_size: log.inner.devices[d].store.segment_size(),
+                segment,
+                segment_no: no,
+                file_offset: 0,
+                pending: VecDeque::new(),
+                max_in_flight: options.max_in_flight,
+                delay: options.group_commit_delay,
+                pool: Vec::new(),
+            };
+            let handle = std::thread::Builder::new()
+                .name(format!("wal-logger-{d}"))
+                .spawn(move || logger.run())
+                .map_err(|e| Error::io(DeviceId(d as u16), e))?;
+            handles.push(handle);
+        }
+        log.set_loggers(handles);
+        Ok(log)
+    }
+
+    /// The segments of `device` that this log wrote, oldest first (the last one is current).
+    pub fn segments(&self, device: DeviceId) -> Vec<SegmentNo> {
+        match self.inner.devices.get(usize::from(device.0)) {
+            Some(state) => state.segments.lock().iter().map(|s| s.no).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Deletes every closed segment (on every device) all of whose records have an SSN below
+    /// `ssn`, e.g. `cut + 1` once a checkpoint at `cut` is valid. The current segment of a
+    /// device is never deleted. Returns what was deleted. A failed deletion is reported and
+    /// leaves the remaining segments in place; it does not fail the log.
+    pub fn delete_segments_below(&self, ssn: Ssn) -> Result<Vec<(DeviceId, SegmentNo)>, Error> {
+        let mut deleted = Vec::new();
+        for (d, state) in self.inner.devices.iter().enumerate() {
+            let mut segments = state.segments.lock();
+            while let Some(first) = segments.first().copied() {
+                if !first.closed || first.last_ssn.is_some_and(|last| last >= ssn) {
+                    break;
+                }
+                state.store.remove(first.no).map_err(|e| Error::io(DeviceId(d as u16), e))?;
+                segments.remove(0);
+                deleted.push((DeviceId(d as u16), first.no));
+            }
+        }
+        Ok(deleted)
+    }
+}

@@ -1,0 +1,467 @@
+//! Tests of the logger over in-memory devices: the acknowledge rule, CSN over devices, idle
+//! markers, faults, abort records, rotation and back-pressure. No assertion depends on timing:
+//! each checks what is durable at the moment a wait returns, or what recovery reads back.
+
+use std::sync::{Arc, Condvar as StdCondvar, Mutex as StdMutex};
+use std::time::Duration;
+
+use crate::testing::{FaultyDevice, MemDevice, MemStore, ThrottledDevice};
+use crate::{
+    DeviceId, Error, Log, LogDevice, LogOptions, ReadOptions, RecordKind, SegmentReader,
+    SegmentStore, Ssn, Ticket,
+};
+
+/// A record as recovery sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Rec {
+    ssn: Ssn,
+    kind: RecordKind,
+    blind: bool,
+    payload: Vec<u8>,
+}
+
+/// Reads device `d` of `store` as recovery would after a crash now (only synced bytes).
+fn durable_records(store: &MemStore, d: u16) -> Vec<Rec> {
+    let images: Vec<_> = store
+        .segments()
+        .into_iter()
+        .map(|(no, dev)| (no, MemDevice::with_bytes(dev.durable_bytes())))
+        .collect();
+    let segments = images.iter().map(|(no, dev)| (*no, dev as &dyn LogDevice)).collect();
+    let mut reader = SegmentReader::new(DeviceId(d), segments, ReadOptions::default());
+    let mut out = Vec::new();
+    while let Some(r) = reader.next_record().expect("a durable log reads back cleanly") {
+        out.push(Rec {
+            ssn: r.record.ssn,
+            kind: r.record.kind,
+            blind: r.record.blind,
+            payload: r.record.payload.to_vec(),
+        });
+    }
+    out
+}
+
+fn last_durable_ssn(store: &MemStore, d: u16) -> Ssn {
+    durable_records(store, d).last().map_or(Ssn::ZERO, |r| r.ssn)
+}
+
+fn stores(n: usize, segment_size: u64) -> (Vec<Arc<MemStore>>, Vec<Box<dyn SegmentStore>>) {
+    let stores: Vec<_> = (0..n).map(|_| MemStore::new(segment_size)).collect();
+    let boxed = stores.iter().map(|s| Box::new(s.clone()) as Box<dyn SegmentStore>).collect();
+    (stores, boxed)
+}
+
+/// Reserves and fills a value record with `payload` on `buffer`; returns its ticket.
+fn commit(log: &Log, buffer: usize, base: Ssn, payload: &[u8], blind: bool) -> Ticket {
+    let r = log.reserve(buffer, base, crate::Record::encoded_len_for(payload.len()));
+    let ticket = r.ticket(blind);
+    r.fill_record(RecordKind::Value, blind, payload);
+    ticket
+}
+
+#[test]
+fn lone_commit_is_durable_when_acknowledged() {
+    let (stores, boxed) = stores(1, 1 << 20);
+    let log = Log::with_stores(boxed, &LogOptions::default()).unwrap();
+    for i in 0..20u64 {
+        let payload = i.to_le_bytes();
+        let ticket = commit(&log, 0, Ssn::ZERO, &payload, false);
+        log.wait_durable(ticket).unwrap();
+        // At wake-up, a crash keeps the record.
+        let recs = durable_records(&stores[0], 0);
+        let found = recs.iter().find(|r| r.ssn == ticket.ssn).expect("acknowledged => durable");
+        assert_eq!(found.payload, payload);
+        assert_eq!(found.kind, RecordKind::Value);
+        assert!(log.dsn(DeviceId(0)) >= ticket.ssn);
+        assert!(log.csn() >= ticket.ssn);
+    }
+}
+
+/// Many threads on 2–4 devices: when a non-blind wait returns, every device's durable log
+/// reaches the SSN (RSNe ≥ ssn, so recovery replays it), and the record itself is durable.
+#[test]
+fn acknowledged_commits_survive_on_every_device_count() {
+    for n in 2..=4 {
+        let (stores, boxed) = stores(n, 1 << 20);
+        let options = LogOptions { ring_bytes: 4096, ..LogOptions::default() };
+        let log = Arc::new(Log::with_stores(boxed, &options).unwrap());
+        let threads: Vec<_> = (0..2 * n)
+            .map(|t| {
+                let (log, stores) = (log.clone(), stores.clone());
+                std::thread::spawn(move || {
+                    let buffer = t % n;
+                    let mut base = Ssn::ZERO;
+                    for i in 0..40u64 {
+                        let payload = (t as u64 * 1000 + i).to_le_bytes();
+                        let blind = i % 5 == 0;
+                        let ticket = commit(&log, buffer, base, &payload, blind);
+                        log.wait_durable(ticket).unwrap();
+                        let own = durable_records(&stores[buffer], buffer as u16);
+                        assert!(
+                            own.iter().any(|r| r.ssn == ticket.ssn && r.payload == payload),
+                            "record {} not durable at acknowledgement",
+                            ticket.ssn
+                        );
+                        if !blind {
+                            for (d, store) in stores.iter().enumerate() {
+                                let last = last_durable_ssn(store, d as u16);
+                                assert!(
+                                    last >= ticket.ssn,
+                                    "device {d} durable to {last} < {}",
+                                    ticket.ssn
+                                );
+                            }
+                        }
+                        // The next transaction read this one's writes (RAW): I1.
+                        base = ticket.ssn;
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert!(log.failure().is_none());
+    }
+}
+
+/// A device whose syncs block while its gate is closed.
+#[derive(Debug)]
+struct GatedDevice {
+    inner: Arc<MemDevice>,
+    gate: Arc<(StdMutex<bool>, StdCondvar)>,
+}
+
+impl LogDevice for GatedDevice {
+    fn write_at(&self, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+        self.inner.write_at(offset, bytes)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        let (lock, cv) = &*self.gate;
+        let mut open = lock.lock().unwrap();
+        while !*open {
+            open = cv.wait(open).unwrap();
+        }
+        drop(open);
+        self.inner.sync()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read_at(offset, buf)
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+    fn truncate(&self, len: u64) -> std::io::Result<()> {
+        self.inner.truncate(len)
+    }
+    fn allocate(&self, len: u64) -> std::io::Result<()> {
+        self.inner.allocate(len)
+    }
+}
+
+/// A blind write waits only for its own device; a non-blind one for CSN, which a stalled
+/// device holds back until it syncs; then the idle device's marker lets the waiter finish,
+/// and recovery reads the marker.
+#[test]
+fn blind_waits_for_own_dsn_and_idle_marker_advances_csn() {
+    let gate = Arc::new((StdMutex::new(false), StdCondvar::new()));
+    let g = gate.clone();
+    let slow = MemStore::with_wrapper(1 << 20, move |_, inner| {
+        Box::new(GatedDevice { inner, gate: g.clone() })
+    });
+    let fast = MemStore::new(1 << 20);
+    let log = Log::with_stores(
+        vec![Box::new(slow.clone()), Box::new(fast.clone())],
+        &LogOptions::default(),
+    )
+    .unwrap();
+    let stalled = commit(&log, 0, Ssn::ZERO, b"slow", false);
+    assert_eq!(stalled.ssn, Ssn(1));
+    let blind = commit(&log, 1, Ssn(10), b"blind", true);
+    assert_eq!(blind.ssn, Ssn(11));
+    log.wait_durable(blind).unwrap();
+    assert!(last_durable_ssn(&fast, 1) >= Ssn(11));
+    // The same SSN as a non-blind ticket is not durable: device 0 cannot sync.
+    let nonblind = Ticket { blind: false, ..blind };
+    assert!(!log.is_durable(nonblind));
+    assert_eq!(log.dsn(DeviceId(0)), Ssn::ZERO);
+    assert_eq!(log.csn(), Ssn::ZERO, "CSN = min DSN");
+    assert!(durable_records(&slow, 0).is_empty(), "nothing synced on the stalled device");
+    // Open the gate: device 0 syncs its record, then (idle) a marker at >= 11.
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    log.wait_durable(nonblind).unwrap();
+    let recs = durable_records(&slow, 0);
+    assert_eq!(recs[0].ssn, Ssn(1));
+    let marker = recs.iter().find(|r| r.kind == RecordKind::Marker).expect("a durable marker");
+    assert!(marker.ssn >= Ssn(11), "marker {} below the target", marker.ssn);
+    assert!(log.dsn(DeviceId(0)) >= Ssn(11));
+    // The marker raised L.ssn first: later SSNs on device 0 are above it (I2).
+    let next = commit(&log, 0, Ssn::ZERO, b"next", false);
+    assert!(next.ssn > marker.ssn);
+    log.wait_csn(next.ssn).unwrap();
+}
+
+/// A read-only result waits for CSN; idle devices write markers so it never waits forever.
+#[test]
+fn wait_csn_on_idle_log_writes_markers_everywhere() {
+    let (stores, boxed) = stores(3, 1 << 20);
+    let log = Log::with_stores(boxed, &LogOptions::default()).unwrap();
+    log.wait_csn(Ssn(42)).unwrap();
+    for (d, store) in stores.iter().enumerate() {
+        let recs = durable_records(store, d as u16);
+        assert_eq!(recs.len(), 1, "one marker on device {d}");
+        assert_eq!((recs[0].kind, recs[0].ssn), (RecordKind::Marker, Ssn(42)));
+    }
+    assert_eq!(log.csn(), Ssn(42));
+    log.wait_csn(Ssn(42)).unwrap();
+    log.wait_csn(Ssn::ZERO).unwrap();
+}
+
+/// CSN = min DSN with one throttled device: a non-blind commit on the fast device is
+/// acknowledged only once the slow device's durable log reaches its SSN.
+#[test]
+fn throttled_device_holds_csn() {
+    let slow = MemStore::with_wrapper(1 << 20, |_, inner| {
+        Box::new(ThrottledDevice::new(inner, 1 << 20, Duration::from_millis(20)))
+    });
+    let fast = MemStore::new(1 << 20);
+    let log = Log::with_stores(
+        vec![Box::new(slow.clone()), Box::new(fast.clone())],
+        &LogOptions::default(),
+    )
+    .unwrap();
+    for i in 0..5u8 {
+        let on_slow = commit(&log, 0, Ssn::ZERO, &[i; 3], false);
+        let on_fast = commit(&log, 1, on_slow.ssn, &[i; 5], false);
+        log.wait_durable(on_fast).unwrap();
+        assert!(last_durable_ssn(&slow, 0) >= on_fast.ssn);
+        assert!(log.csn() >= on_fast.ssn);
+        assert!(log.dsn(DeviceId(0)).min(log.dsn(DeviceId(1))) >= on_fast.ssn);
+    }
+}
+
+#[test]
+fn failed_sync_fails_waiters_and_everything_after() {
+    type Shared = Arc<StdMutex<Option<Arc<FaultyDevice<Arc<MemDevice>>>>>>;
+    let faulty: Shared = Arc::default();
+    let f = faulty.clone();
+    let store = MemStore::with_wrapper(1 << 20, move |_, inner| {
+        let device = Arc::new(FaultyDevice::new(inner).fail_sync(2));
+        *f.lock().unwrap() = Some(device.clone());
+        Box::new(device)
+    });
+    let other = MemStore::new(1 << 20);
+    let log =
+        Log::with_stores(vec![Box::new(store.clone()), Box::new(other)], &LogOptions::default())
+            .unwrap();
+    let first = commit(&log, 0, Ssn::ZERO, b"one", true);
+    log.wait_durable(first).unwrap();
+    let second = commit(&log, 0, Ssn::ZERO, b"two", true);
+    let err = log.wait_durable(second).unwrap_err();
+    assert!(matches!(err, Error::DeviceFailed { device: DeviceId(0), .. }), "{err:?}");
+    assert!(!durable_records(&store, 0).iter().any(|r| r.ssn == second.ssn));
+    // A non-blind waiter on the healthy device cannot reach CSN any more.
+    let on_other = commit(&log, 1, second.ssn, b"three", false);
+    assert!(matches!(log.wait_durable(on_other), Err(Error::DeviceFailed { .. })));
+    assert!(matches!(log.wait_csn(second.ssn), Err(Error::DeviceFailed { .. })));
+    // New reservations fail, or are detached and never succeed.
+    assert!(matches!(log.try_reserve(1, Ssn::ZERO, 20), Err(Error::DeviceFailed { .. })));
+    let detached = log.reserve(1, Ssn::ZERO, 20);
+    assert!(detached.is_detached());
+    let ticket = detached.ticket(true);
+    drop(detached);
+    assert!(matches!(log.wait_durable(ticket), Err(Error::DeviceFailed { .. })));
+    // What was acknowledged stays acknowledged; the failed device was never retried.
+    log.wait_durable(first).unwrap();
+    assert!(log.failure().is_some());
+    let device = faulty.lock().unwrap().clone().unwrap();
+    assert_eq!(device.attempts_after_failure(), 0, "no retry after a failed sync");
+}
+
+#[test]
+fn no_space_is_reported_as_such() {
+    let store = MemStore::with_wrapper(1 << 20, |_, inner| {
+        Box::new(FaultyDevice::new(inner).no_space_on_write(1))
+    });
+    let log = Log::with_stores(vec![Box::new(store)], &LogOptions::default()).unwrap();
+    let t = commit(&log, 0, Ssn::ZERO, b"x", false);
+    assert!(matches!(log.wait_durable(t), Err(Error::NoSpace { device: DeviceId(0) })));
+}
+
+#[test]
+fn dropped_reservation_becomes_an_abort_record() {
+    let (stores, boxed) = stores(1, 1 << 20);
+    let log = Log::with_stores(boxed, &LogOptions::default()).unwrap();
+    let a = commit(&log, 0, Ssn::ZERO, b"a", false);
+    let dropped = log.reserve(0, Ssn::ZERO, 40);
+    let aborted_ssn = dropped.ssn;
+    // A later record is reserved before the drop: it must still be written after it.
+    let r = log.reserve(0, Ssn::ZERO, crate::Record::encoded_len_for(1));
+    let c_ticket = r.ticket(false);
+    r.fill_record(RecordKind::Value, false, b"c");
+    drop(dropped);
+    log.wait_durable(c_ticket).unwrap();
+    let recs = durable_records(&stores[0], 0);
+    let kinds: Vec<_> = recs.iter().map(|r| (r.ssn, r.kind)).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (a.ssn, RecordKind::Value),
+            (aborted_ssn, RecordKind::Abort),
+            (c_ticket.ssn, RecordKind::Value)
+        ]
+    );
+    assert_eq!(recs[1].payload.len(), 40 - crate::MIN_RESERVATION);
+    assert_eq!(log.aborted_reservations(0), 1);
+}
+
+#[test]
+fn bad_reservation_sizes_are_refused() {
+    let (_, boxed) = stores(1, 256);
+    let log =
+        Log::with_stores(boxed, &LogOptions { ring_bytes: 1024, ..LogOptions::default() }).unwrap();
+    assert_eq!(log.max_record_len(), 256);
+    assert!(matches!(log.try_reserve(0, Ssn::ZERO, 16), Err(Error::RecordSize { len: 16, .. })));
+    assert!(matches!(log.try_reserve(0, Ssn::ZERO, 257), Err(Error::RecordSize { max: 256, .. })));
+    drop(log.try_reserve(0, Ssn::ZERO, 256).unwrap());
+}
+
+#[test]
+fn segments_rotate_and_delete_below_an_ssn() {
+    let (stores, boxed) = stores(1, 100);
+    let log =
+        Log::with_stores(boxed, &LogOptions { ring_bytes: 256, ..LogOptions::default() }).unwrap();
+    let mut tickets = Vec::new();
+    for i in 0..30u8 {
+        // 17 + 13 = 30 bytes: three records per 100-byte segment.
+        tickets.push(commit(&log, 0, Ssn::ZERO, &[i; 13], false));
+        if i % 7 == 0 {
+            log.wait_durable(*tickets.last().unwrap()).unwrap();
+        }
+    }
+    log.wait_durable(*tickets.last().unwrap()).unwrap();
+    let segments = log.segments(DeviceId(0));
+    assert!(segments.len() >= 10, "{segments:?}");
+    let recs = durable_records(&stores[0], 0);
+    assert_eq!(recs.len(), 30);
+    for (i, (r, t)) in recs.iter().zip(&tickets).enumerate() {
+        assert_eq!((r.ssn, &r.payload), (t.ssn, &vec![i as u8; 13]));
+    }
+    for (_, dev) in stores[0].segments() {
+        assert!(dev.durable_bytes().len() <= 100, "no record crosses a segment end");
+    }
+    // Every record of the deleted segments is below SSN 10; the rest still reads.
+    let deleted = log.delete_segments_below(Ssn(10)).unwrap();
+    assert_eq!(deleted.len(), 3, "{deleted:?}");
+    let recs = durable_records(&stores[0], 0);
+    assert_eq!(recs.first().map(|r| r.ssn), Some(Ssn(10)));
+    assert_eq!(recs.len(), 21);
+    assert_eq!(log.delete_segments_below(Ssn(1)).unwrap(), vec![]);
+}
+
+/// A tiny ring and many committers: back-pressure, never growth, and no deadlock; everything
+/// reserved is durable at the end, in SSN order.
+#[test]
+fn back_pressure_with_a_tiny_ring_does_not_deadlock() {
+    let (stores, boxed) = stores(2, 1 << 16);
+    let options = LogOptions { ring_bytes: 64, max_in_flight: 2, ..LogOptions::default() };
+    let log = Arc::new(Log::with_stores(boxed, &options).unwrap());
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut last = None;
+                for i in 0..150u64 {
+                    let payload = vec![t as u8; (i % 20) as usize + 1];
+                    let buffer = ((t + i) % 2) as usize;
+                    let ticket = commit(&log, buffer, Ssn::ZERO, &payload, false);
+                    if i % 10 == 0 {
+                        log.wait_durable(ticket).unwrap();
+                    }
+                    last = Some(ticket);
+                }
+                log.wait_durable(last.unwrap()).unwrap();
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let total: usize = (0..2)
+        .map(|d| {
+            durable_records(&stores[d], d as u16)
+                .iter()
+                .filter(|r| r.kind == RecordKind::Value)
+                .count()
+        })
+        .sum();
+    assert_eq!(total, 8 * 150);
+}
+
+/// Dropping the log flushes what was filled.
+#[test]
+fn drop_flushes_everything_reserved() {
+    let (stores, boxed) = stores(2, 1 << 20);
+    let log = Log::with_stores(boxed, &LogOptions::default()).unwrap();
+    for i in 0..10u8 {
+        let _ = commit(&log, usize::from(i % 2), Ssn::ZERO, &[i], false);
+    }
+    drop(log);
+    let n: usize = (0..2).map(|d| durable_records(&stores[d], d as u16).len()).sum();
+    assert_eq!(n, 10);
+}
+
+/// Real files: `wal/<n>/<segment>.log`, read back with the reader; reopening starts a new
+/// segment after the old ones.
+#[test]
+fn open_writes_segment_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs: Vec<_> = (0..2).map(|d| dir.path().join("wal").join(d.to_string())).collect();
+    let options = LogOptions {
+        device: crate::DeviceOptions { segment_size: 4096, ..crate::DeviceOptions::default() },
+        ..LogOptions::default()
+    };
+    let mut last = Ssn::ZERO;
+    {
+        let log = Log::open(&dirs, &options).unwrap();
+        for i in 0..200u64 {
+            let t = commit(&log, (i % 2) as usize, Ssn::ZERO, &i.to_le_bytes(), false);
+            log.wait_durable(t).unwrap();
+            last = last.max(t.ssn);
+        }
+        assert!(log.segments(DeviceId(0)).len() > 1);
+    }
+    let mut values = 0;
+    for (d, path) in dirs.iter().enumerate() {
+        let files = crate::list_segments(path).unwrap();
+        assert_eq!(files[0].1.file_name().unwrap(), "00000000000000000000.log");
+        let devices: Vec<_> =
+            files.iter().map(|(no, p)| (*no, crate::FileDevice::open(p).unwrap())).collect();
+        let segments = devices.iter().map(|(no, dev)| (*no, dev as &dyn LogDevice)).collect();
+        let mut reader = SegmentReader::new(DeviceId(d as u16), segments, ReadOptions::default());
+        while let Some(r) = reader.next_record().unwrap() {
+            values += usize::from(r.record.kind == RecordKind::Value);
+        }
+        assert!(reader.end().unwrap().last_ssn.is_some());
+    }
+    assert_eq!(values, 200);
+    let before = crate::list_segments(&dirs[0]).unwrap().len();
+    let log = Log::open(&dirs, &LogOptions { start_ssn: last, ..options }).unwrap();
+    assert_eq!(log.segments(DeviceId(0)), vec![crate::SegmentNo(before as u64)]);
+    let t = commit(&log, 0, Ssn::ZERO, b"after restart", false);
+    assert!(t.ssn > last);
+    log.wait_durable(t).unwrap();
+}
+
+/// An in-memory log (`Log::new`) never blocks and never writes.
+#[test]
+fn in_memory_log_acknowledges_at_once() {
+    let log = Log::new(2);
+    let r = log.reserve(1, Ssn(5), 3);
+    let t = r.ticket(false);
+    r.fill(&[]);
+    log.wait_durable(t).unwrap();
+    log.wait_csn(Ssn(1000)).unwrap();
+    assert_eq!(log.csn(), Ssn(6));
+}
