@@ -136,3 +136,18 @@ fn error_after_stale_read_is_a_serialization_failure() {
     assert_eq!(run(&mut a, "BEGIN"), ["BEGIN"]);
     assert_eq!(run(&mut a, "SELECT 10 / v FROM t WHERE id = 1"), ["ERROR 22012: division by zero"]);
 }
+
+/// A grouped query may use uncorrelated subqueries in its output; correlated ones are refused
+/// with 0A000 rather than evaluated against the wrong row.
+#[test]
+fn subqueries_in_grouped_output() {
+    let mut s = session();
+    run(&mut s, "CREATE TABLE g (id int PRIMARY KEY, k int)");
+    run(&mut s, "INSERT INTO g VALUES (1, 1), (2, 1), (3, 2)");
+    assert_eq!(
+        run(&mut s, "SELECT k, count(*), (SELECT max(id) FROM g) FROM g GROUP BY k ORDER BY k"),
+        ["SELECT 2: 1,2,3 | 2,1,3"]
+    );
+    let err = run(&mut s, "SELECT k, (SELECT count(*) FROM g h WHERE h.k = g.k) FROM g GROUP BY k");
+    assert!(err[0].starts_with("ERROR 0A000"), "{err:?}");
+}

@@ -1292,12 +1292,66 @@ fn map_expr_top_down(e: &Expr, f: &mut dyn FnMut(&Expr) -> Option<Expr>) -> Expr
     }
 }
 
-/// Does a subquery plan reference its enclosing row (depth 0 from its own top level)?
-fn plan_has_outer(_p: &Plan) -> bool {
-    // Conservative: any subquery in a grouped query's output is treated as possibly
-    // correlated only if it mentions an outer reference anywhere.
-    let s = format!("{_p:?}");
-    s.contains("Outer {")
+/// Does a subquery plan reference any enclosing row? Conservative: an outer reference at any
+/// depth, in any expression of the plan or of plans nested in it, counts.
+fn plan_has_outer(p: &Plan) -> bool {
+    let mut found = false;
+    visit_plan_exprs(p, &mut |e| {
+        walk(e, &mut |x| match x {
+            Expr::Outer { .. } => found = true,
+            Expr::Subquery(q) | Expr::Exists(q, _) | Expr::InSubquery(_, q, _) => {
+                found |= plan_has_outer(q)
+            }
+            _ => {}
+        })
+    });
+    found
+}
+
+/// Calls `f` on every expression held directly by `p` or its input plans.
+fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
+    match p {
+        Plan::Values { rows, .. } => rows.iter().flatten().for_each(&mut *f),
+        Plan::Scan { access, filter, limit, .. } => {
+            match access {
+                Access::Full => {}
+                Access::PointGet(keys) => keys.iter().for_each(&mut *f),
+                Access::Range { eq, lo, hi, .. } => {
+                    eq.iter().for_each(&mut *f);
+                    lo.iter().chain(hi.iter()).for_each(|(e, _)| f(e));
+                }
+            }
+            filter.iter().chain(limit.iter()).for_each(&mut *f);
+        }
+        Plan::GenerateSeries { args, .. } => args.iter().for_each(&mut *f),
+        Plan::Filter { input, predicate } => {
+            f(predicate);
+            visit_plan_exprs(input, f);
+        }
+        Plan::Project { input, exprs } => {
+            exprs.iter().for_each(&mut *f);
+            visit_plan_exprs(input, f);
+        }
+        Plan::NestedLoop { left, right, on, .. } => {
+            on.iter().for_each(&mut *f);
+            visit_plan_exprs(left, f);
+            visit_plan_exprs(right, f);
+        }
+        Plan::Aggregate { input, group_by, aggs } => {
+            group_by.iter().for_each(&mut *f);
+            aggs.iter().filter_map(|a| a.arg.as_ref()).for_each(&mut *f);
+            visit_plan_exprs(input, f);
+        }
+        Plan::Sort { input, keys } => {
+            keys.iter().for_each(|k| f(&k.expr));
+            visit_plan_exprs(input, f);
+        }
+        Plan::Limit { input, limit, offset } => {
+            limit.iter().chain(offset.iter()).for_each(&mut *f);
+            visit_plan_exprs(input, f);
+        }
+        Plan::Distinct { input } | Plan::Truncate { input, .. } => visit_plan_exprs(input, f),
+    }
 }
 
 /// Output width of a plan.
