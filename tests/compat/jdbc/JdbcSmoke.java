@@ -1,0 +1,41 @@
+// Driven by tests/compat/jdbc.rs: the PostgreSQL JDBC driver (pgjdbc) against a server on the
+// given port. Autocommit DDL, a rewritten batch INSERT (reWriteBatchedInserts) with int, varchar,
+// numeric (binary) and timestamp (text, OID 0) parameters, server-side prepared statements after
+// the 5th use, SERIALIZABLE transactions and an exact UPDATE count. Prints lines the test checks.
+import java.sql.*;
+import java.math.BigDecimal;
+public class JdbcSmoke {
+  public static void main(String[] a) throws Exception {
+    String url = "jdbc:postgresql://127.0.0.1:" + a[0] + "/postgres?user=postgres&sslmode=disable&reWriteBatchedInserts=true";
+    try (Connection c = DriverManager.getConnection(url)) {
+      try (Statement s = c.createStatement()) {
+        s.execute("CREATE TABLE j (id int PRIMARY KEY, name varchar(20), amt numeric(10,2), ts timestamp)");
+      }
+      c.setAutoCommit(false);
+      c.setTransactionIsolation(Connection.TRANSACTION_SERIALIZABLE);
+      try (PreparedStatement p = c.prepareStatement("INSERT INTO j VALUES (?, ?, ?, ?)")) {
+        for (int i = 1; i <= 300; i++) {
+          p.setInt(1, i); p.setString(2, "n" + i); p.setBigDecimal(3, new BigDecimal("1.005").multiply(BigDecimal.valueOf(i)));
+          p.setTimestamp(4, new Timestamp(1700000000000L + i)); p.addBatch();
+        }
+        p.executeBatch();
+      }
+      c.commit();
+      long sum = 0;
+      try (PreparedStatement p = c.prepareStatement("SELECT id, name, amt, ts FROM j WHERE id = ?")) {
+        for (int i = 1; i <= 20; i++) {
+          p.setInt(1, i);
+          try (ResultSet r = p.executeQuery()) { r.next(); sum += r.getInt(1); if (i == 20) System.out.println(r.getString(2) + " " + r.getBigDecimal(3) + " " + r.getTimestamp(4)); }
+        }
+      }
+      c.commit();
+      try (PreparedStatement p = c.prepareStatement("UPDATE j SET amt = amt + ? WHERE id = ?")) {
+        p.setBigDecimal(1, new BigDecimal("0.5")); p.setInt(2, 1); System.out.println("updated " + p.executeUpdate());
+      }
+      c.commit();
+      System.out.println("sum " + sum);
+      try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT count(*), sum(amt) FROM j")) { r.next(); System.out.println("count " + r.getLong(1) + " total " + r.getBigDecimal(2)); }
+      c.commit();
+    }
+  }
+}
