@@ -1066,12 +1066,15 @@ impl Session {
                 }
                 let index =
                     catalog.create_index(table.id, spec.def.clone()).map_err(catalog_error)?;
-                let updated =
-                    catalog.snapshot().table_by_id(table.id).cloned().expect("just indexed");
-                let txn_spec = index_specs(&updated)
-                    .into_iter()
-                    .find(|s| s.id.0 == index.id.0)
-                    .expect("new index spec");
+                // A concurrent DROP TABLE may have removed the table since the index was added.
+                let txn_spec = catalog
+                    .snapshot()
+                    .table_by_id(table.id)
+                    .and_then(|t| index_specs(t).into_iter().find(|s| s.id.0 == index.id.0))
+                    .ok_or_else(|| Error::UndefinedTable {
+                        name: table.name.clone(),
+                        span: None,
+                    })?;
                 if let Err(e) = engine.create_index(exec::tid(&table), txn_spec) {
                     let _ = catalog.drop_index(index.id);
                     return Err(match e {
