@@ -1145,6 +1145,10 @@ pub fn txn_error(e: txn::Error) -> Error {
             detail: String::new(),
             table: String::new(),
         },
+        // A failed log device (or a record the log cannot take): never acknowledged.
+        txn::Error::Log(e) => {
+            Error::IoError { message: format!("could not write to the log: {e}") }
+        }
         other => Error::internal(other.to_string()),
     }
 }

@@ -20,7 +20,8 @@ use crate::transaction::{as_ref, ScanEntry, TableWrites, Transaction, WriteKind}
 use crate::{CommitInfo, Key, Row};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use wal::Ssn;
+use wal::record::encode_values;
+use wal::{RecordKind, Ssn, ValueEntry};
 
 /// One locked write.
 struct Item {
@@ -49,8 +50,8 @@ struct Locked {
     /// Secondary entries of our own locked records that we took over (restored on abort).
     taken: Vec<(Arc<Secondary>, Vec<u8>, Arc<Record>)>,
     base: u64,
-    /// Bytes of the log record (rough), 0 if nothing is logged.
-    log_len: usize,
+    /// Entries of the value record (every write but lock-only ones), 0 if nothing is logged.
+    logged: usize,
 }
 
 fn addr(record: &Arc<Record>) -> usize {
@@ -167,7 +168,7 @@ fn lock(writes: BTreeMap<crate::TableId, TableWrites>, st: &mut Locked) -> Resul
         let mut items = Vec::with_capacity(w.entries.len());
         for (key, e) in w.entries {
             if e.kind != WriteKind::LockOnly {
-                st.log_len += 16 + key.len() + e.row.as_ref().map_or(0, |r| r.len());
+                st.logged += 1;
             }
             let record = match e.record {
                 Some(r) => r,
@@ -358,15 +359,19 @@ impl Transaction {
         validate(self, None).is_ok()
     }
 
-    /// Commits: lock, validate, allocate the SSN, install (see the crate doc). Returns the commit
-    /// SSN, or [`Error::Conflict`] (the transaction is aborted and left no trace).
+    /// Commits: lock, validate, allocate the SSN and write the value record, install (see the
+    /// crate doc). Returns the commit SSN and, for writers, the durability [`wal::Ticket`]; or
+    /// [`Error::Conflict`] (the transaction is aborted and left no trace), or [`Error::Log`] if
+    /// the log refused the record (failed device, record too large; also aborted, no trace).
     ///
-    /// Nothing is durable yet in this issue (the wal has no devices).
+    /// Does not wait for durability: the transaction is installed (visible to others) but may
+    /// not be acknowledged yet. This is `synchronous_commit = off`; see
+    /// [`Transaction::commit_durable`] for the acknowledge rule.
     pub fn commit(mut self) -> Result<CommitInfo, Error> {
         let writes = std::mem::take(&mut self.writes);
         if writes.is_empty() {
             validate(&self, None)?;
-            return Ok(CommitInfo { ssn: Ssn(self.base), read_only: true });
+            return Ok(CommitInfo { ssn: Ssn(self.base), read_only: true, ticket: None });
         }
         let mut st = Locked::default();
         let result = lock(writes, &mut st).and_then(|()| {
@@ -387,14 +392,59 @@ impl Transaction {
             base = base.max(table.delete_ssn.load(Ordering::Acquire));
             base = base.max(table.cmd_read_ssn.load(Ordering::Acquire));
         }
-        if st.log_len == 0 {
+        if st.logged == 0 {
             install(&st, Ssn(base));
-            return Ok(CommitInfo { ssn: Ssn(base), read_only: true });
+            return Ok(CommitInfo { ssn: Ssn(base), read_only: true, ticket: None });
         }
-        let reservation = self.inner.log.reserve(self.buffer, Ssn(base), st.log_len);
+        // The value record (DESIGN.md §3), encoded before the reservation so that the range is
+        // filled right after it is taken.
+        let mut entries = Vec::with_capacity(st.logged);
+        for (table, items) in &st.groups {
+            for it in items.iter().filter(|it| it.kind != WriteKind::LockOnly) {
+                let row = match it.kind {
+                    WriteKind::Delete => None,
+                    _ => Some(it.row.as_deref().expect("insert/update carries a row").as_slice()),
+                };
+                entries.push(ValueEntry { table: table.id.0, key: &it.key, row });
+            }
+        }
+        let mut payload = Vec::new();
+        encode_values(&entries, &mut payload);
+        drop(entries);
+        let blind = self.reads.is_empty() && self.scans.is_empty();
+        let len = wal::Record::encoded_len_for(payload.len());
+        let reservation = match self.inner.log.try_reserve(self.buffer, Ssn(base), len) {
+            Ok(r) => r,
+            Err(e) => {
+                // Nothing was installed: abort cleanly (an SSN may have been consumed, which
+                // leaves a harmless gap).
+                st.rollback();
+                return Err(Error::from(e));
+            }
+        };
         let ssn = reservation.ssn;
+        let ticket = reservation.ticket(blind);
+        // Fill before install: no reservation is held while anything else happens.
+        reservation.fill_record(RecordKind::Value, blind, &payload);
         install(&st, ssn);
-        reservation.fill(&[]);
-        Ok(CommitInfo { ssn, read_only: false })
+        Ok(CommitInfo { ssn, read_only: false, ticket: Some(ticket) })
+    }
+
+    /// [`Transaction::commit`], then waits until the transaction may be acknowledged
+    /// (DESIGN.md §3): a writer until its record is durable by the acknowledge rule
+    /// ([`wal::Log::wait_durable`]: `ssn <= CSN`, or `ssn <= DSN` of its device if blind); a
+    /// read-only transaction until `ssn <= CSN` ([`wal::Log::wait_csn`]), so that its results
+    /// are never released before everything they saw is durable.
+    ///
+    /// [`Error::Log`] from the wait means the transaction must not be acknowledged, ever; it
+    /// is nevertheless installed in memory (the server must shut down and recover).
+    pub fn commit_durable(self) -> Result<CommitInfo, Error> {
+        let log = self.inner.log.clone();
+        let info = self.commit()?;
+        match info.ticket {
+            Some(ticket) => log.wait_durable(ticket)?,
+            None => log.wait_csn(info.ssn)?,
+        }
+        Ok(info)
     }
 }

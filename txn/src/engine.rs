@@ -2,13 +2,16 @@
 
 use crate::error::Error;
 use crate::index::{new_primary_index, new_secondary_index, Insert, OrderedIndex};
+use crate::record::Record;
 use crate::sync::{AtomicU64, AtomicU8, Ordering};
+use crate::tid::Tid;
 use crate::transaction::Transaction;
 use crate::{IndexId, TableId};
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fmt;
+use std::ops::Bound;
 use std::sync::Arc;
 
 /// Secondary index definition given by the SQL layer.
@@ -121,6 +124,30 @@ impl Table {
     }
 }
 
+/// A secondary index of `spec` over the committed rows of `t`. [`Error::UniqueViolation`] if
+/// the index is unique and two rows share a non-NULL key.
+fn build_secondary(t: &Table, spec: IndexSpec) -> Result<Secondary, Error> {
+    let table = t.id;
+    let secondary = Secondary { spec, index: new_secondary_index() };
+    let mut result = Ok(());
+    t.primary.range(Bound::Unbounded, Bound::Unbounded, false, &mut |_, rec| {
+        let Ok((tid, row)) = rec.read() else {
+            result = Err(Error::conflict(table, "record locked during index build"));
+            return false;
+        };
+        let Some(row) = row.filter(|_| !tid.is_absent()) else { return true };
+        let key = secondary.entry_key(&row, &rec.key);
+        match secondary.index.insert_if_absent(&key, rec) {
+            Insert::Inserted { .. } | Insert::Present => true,
+            Insert::Exists => {
+                result = Err(Error::UniqueViolation { table, index: Some(secondary.spec.id) });
+                false
+            }
+        }
+    });
+    result.map(|()| secondary)
+}
+
 pub(crate) struct Inner {
     pub(crate) log: Arc<wal::Log>,
     /// Copy-on-write map: readers never lock; DDL replaces it under `ddl`.
@@ -213,34 +240,102 @@ impl Engine {
     pub fn create_index(&self, table: TableId, spec: IndexSpec) -> Result<(), Error> {
         let _ddl = self.inner.ddl.lock();
         let t = self.inner.table(table).ok_or(Error::TableDropped(table))?;
-        let secondary = Secondary { spec, index: new_secondary_index() };
-        let mut result = Ok(());
-        t.primary.range(
-            std::ops::Bound::Unbounded,
-            std::ops::Bound::Unbounded,
-            false,
-            &mut |_, rec| {
-                let Ok((tid, row)) = rec.read() else {
-                    result = Err(Error::conflict(table, "record locked during index build"));
-                    return false;
-                };
-                let Some(row) = row.filter(|_| !tid.is_absent()) else { return true };
-                let key = secondary.entry_key(&row, &rec.key);
-                match secondary.index.insert_if_absent(&key, rec) {
-                    Insert::Inserted { .. } | Insert::Present => true,
-                    Insert::Exists => {
-                        result =
-                            Err(Error::UniqueViolation { table, index: Some(secondary.spec.id) });
-                        false
-                    }
-                }
-            },
-        );
-        result?;
+        let secondary = build_secondary(&t, spec)?;
         let mut list = Vec::clone(&t.secondaries.load());
         list.retain(|s| s.spec.id != secondary.spec.id);
         list.push(Arc::new(secondary));
         t.secondaries.store(Arc::new(list));
+        Ok(())
+    }
+
+    /// Recovery (DESIGN.md §5): applies one write of a value record with SSN `ssn` directly, no
+    /// transaction. `row = None` deletes `key`. Last writer wins per key: if the key already
+    /// holds a version or a delete with an SSN `>= ssn`, nothing happens, so records may be
+    /// applied in any order.
+    ///
+    /// Only for recovery, before any transaction runs. Thread-safe for distinct keys (recovery
+    /// partitions by (table, key)); two concurrent calls for the same key are not allowed.
+    ///
+    /// Only the primary index is written here. A delete leaves a tombstone record carrying its
+    /// SSN in the primary index (invisible to transactions), so that an older insert applied
+    /// later loses. Secondary indexes are rebuilt by [`Engine::finish_replay`], which must be
+    /// called once after the last `replay_install`: maintaining them here would meet transient
+    /// unique-key clashes (row A takes key x at SSN 10 while row B's x from SSN 5 is still there
+    /// because B's update to y at SSN 8 has not been applied yet).
+    ///
+    /// [`Error::TableDropped`] if the table does not exist.
+    pub fn replay_install(
+        &self,
+        table: TableId,
+        key: &[u8],
+        row: Option<&[u8]>,
+        ssn: wal::Ssn,
+    ) -> Result<(), Error> {
+        assert!(ssn.0 > 0 && ssn.0 <= crate::tid::WSSN_MASK, "replayed ssn {ssn} out of range");
+        let t = self.inner.table(table).ok_or(Error::TableDropped(table))?;
+        let new = Record::replayed(key, row.map(|r| Arc::new(r.to_vec())), ssn);
+        loop {
+            if let Some(old) = t.primary.get(key) {
+                let tid = old.tid.load();
+                if tid.wssn() >= ssn.0 {
+                    return Ok(());
+                }
+                if !tid.is_unlinked() {
+                    // Retire the old version as records leave indexes normally (UNLINKED).
+                    old.tid.lock().map_err(|_| {
+                        Error::conflict(table, "record locked during replay (same key twice?)")
+                    })?;
+                    old.set_row_locked(None);
+                    old.tid.store_unlocked(Tid::deleted(ssn));
+                }
+                t.primary.remove(key, &old);
+            }
+            if let Insert::Inserted { .. } = t.primary.insert_if_absent(key, &new) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Recovery: makes [`Engine::next_row_id`] of `table` return at least `v` from now on (pass
+    /// the largest replayed hidden row id + 1), so hidden row ids are never reused. No-op if
+    /// the table does not exist.
+    pub fn set_next_row_id_at_least(&self, table: TableId, v: u64) {
+        if let Some(t) = self.inner.table(table) {
+            t.next_row_id.fetch_max(v, Ordering::Relaxed);
+        }
+    }
+
+    /// Recovery: ends the replay. Raises every log buffer's `L.ssn` to `max_ssn`
+    /// ([`wal::Log::raise_all`]) so that every SSN allocated from now on is larger than every
+    /// replayed one (pass the largest SSN recovery found: at least RSNe, and at least every
+    /// replayed blind record's SSN). Then, per table, drops the delete tombstones that
+    /// [`Engine::replay_install`] left in the primary index and rebuilds every secondary index
+    /// from the rows ([`Error::UniqueViolation`] if the replayed rows break a unique index,
+    /// which a consistent log never does).
+    ///
+    /// Call once, after the last `replay_install` returned and before any transaction begins.
+    pub fn finish_replay(&self, max_ssn: wal::Ssn) -> Result<(), Error> {
+        self.inner.log.raise_all(max_ssn);
+        let _ddl = self.inner.ddl.lock();
+        for t in self.inner.tables.load().values() {
+            let mut tombstones = Vec::new();
+            t.primary.range(Bound::Unbounded, Bound::Unbounded, false, &mut |_, rec| {
+                if rec.tid.load().is_unlinked() {
+                    tombstones.push(rec.clone());
+                }
+                true
+            });
+            for rec in tombstones {
+                t.primary.remove(rec.key.as_slice(), &rec);
+            }
+            let specs: Vec<IndexSpec> =
+                t.secondaries.load().iter().map(|s| s.spec.clone()).collect();
+            let mut list = Vec::with_capacity(specs.len());
+            for spec in specs {
+                list.push(Arc::new(build_secondary(t, spec)?));
+            }
+            t.secondaries.store(Arc::new(list));
+        }
         Ok(())
     }
 

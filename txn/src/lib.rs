@@ -34,9 +34,13 @@
 //!             over the covered range; same records with the same TIDs, skipping entries we
 //!             added and ignoring our own LOCK bit. Tables still live.
 //! 3 allocate  base = max(wssn of all reads, scan entries, tombstones and locked records,
-//!             delete_ssn and cmd_read_ssn of written tables). Writers: ssn =
-//!             log.reserve(buffer, base, len).ssn (Poplar Alg. 1, I1: ssn > base).
-//!             Read-only: ssn = base, nothing reserved.
+//!             delete_ssn and cmd_read_ssn of written tables). Writers: encode the value
+//!             record (table, key, row or None for a delete; lock-only entries not logged),
+//!             r = log.try_reserve(buffer, base, encoded_len) (Poplar Alg. 1, I1: ssn > base),
+//!             ticket = r.ticket(blind), r.fill_record(Value, blind, payload) at once (never
+//!             hold an unfilled reservation across anything else). blind = no reads, no scans.
+//!             A log error here rolls back like a conflict ([`Error::Log`]).
+//!             Read-only: ssn = base, nothing reserved, no ticket.
 //! 4 install   row pointer (an insert's is already in its placeholder), then TID = ssn
 //!             (unlocks). Updates drop their stale secondary
 //!             entries while still locked. Deletes: TID = ssn|ABSENT|UNLINKED, then the
@@ -46,6 +50,20 @@
 //!
 //! Any failure in 1–2 unlocks, unlinks our placeholders and returns [`Error::Conflict`].
 //!
+//! 5 (acknowledge, [`Transaction::commit_durable`], after unlocking): writers
+//! `log.wait_durable(ticket)` (`ssn <= CSN`, or `<= DSN(own device)` if blind); read-only
+//! transactions `log.wait_csn(ssn)`. [`Transaction::commit`] skips it
+//! (`synchronous_commit = off`).
+//!
+//! ## Recovery ([`Engine::replay_install`], [`Engine::finish_replay`])
+//!
+//! Value records are applied per write with TID = the record's SSN, last writer wins per key
+//! (a delete leaves an `ABSENT|UNLINKED` tombstone with its SSN in the primary index), from
+//! several threads partitioned by key. `finish_replay(max_ssn)` then calls
+//! `log.raise_all(max_ssn)` (so every later SSN is above every replayed one; max_ssn >= RSNe),
+//! sweeps the tombstones and rebuilds secondary indexes from the rows. Hidden row ids:
+//! [`Engine::set_next_row_id_at_least`].
+//!
 //! Invariants: (a) a committed transaction's reads and scans were unchanged at a point where it
 //! held all its write locks, so commit order serializes it (Silo); (b) I1 of DESIGN.md §3: its
 //! SSN exceeds the wssn of everything it read or overwrote, and exceeds every committed delete
@@ -54,15 +72,16 @@
 //!
 //! ## Not here yet
 //!
-//! Durability (waiting for `ssn <= CSN`), log record contents, command logging's
-//! `cmd_read_ssn` raise, and a loom model of the TID word (module `sync` has no loom arm yet).
+//! Command logging's `cmd_read_ssn` raise and its abort marker after a failed validation, and
+//! a loom model of the TID word (module `sync` has no loom arm yet).
 //!
 //! ## Tests
 //!
 //! Unit tests per module; `tests/anomalies.rs` drives interleaved transactions on one thread
 //! through G0, G1a, G1b, G1c, OTV, PMP, P4, G-single, G2-item and G2 (two and three
 //! transactions); `tests/bank.rs` runs concurrent transfers; `tests/secondary.rs` covers
-//! secondary indexes.
+//! secondary indexes; `tests/logging.rs` reads the value records back from `MemStore` devices,
+//! checks `commit_durable` against the synced bytes, and replays them into a fresh engine.
 
 mod commit;
 mod engine;

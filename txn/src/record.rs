@@ -31,6 +31,18 @@ impl Record {
         })
     }
 
+    /// A record written by recovery's replay: live at `ssn` with `row`, or (row `None`) a
+    /// tombstone `ssn|ABSENT|UNLINKED` that keeps the delete's SSN in the primary index until
+    /// replay ends (see [`crate::Engine::replay_install`]).
+    pub(crate) fn replayed(key: &[u8], row: Option<Row>, ssn: wal::Ssn) -> Arc<Record> {
+        let tid = if row.is_some() { Tid::live(ssn) } else { Tid::deleted(ssn) };
+        Arc::new(Record {
+            tid: TidWord::new(tid),
+            key: IKey::new(key),
+            row: ArcSwapOption::new(row),
+        })
+    }
+
     /// A consistent `(tid, row)` snapshot, waiting (bounded) while the record is locked. The row
     /// is `None` iff the TID is `ABSENT`. `Err(())` if the record stayed locked.
     pub(crate) fn read(&self) -> Result<(Tid, Option<Row>), ()> {

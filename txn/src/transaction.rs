@@ -86,6 +86,10 @@ pub struct CommitInfo {
     pub ssn: wal::Ssn,
     /// True if nothing was written (lock-only `FOR UPDATE` entries do not count).
     pub read_only: bool,
+    /// What a writer waits on before it is acknowledged ([`wal::Log::wait_durable`]); `None`
+    /// for a read-only transaction (it waits for `ssn <= CSN` with [`wal::Log::wait_csn`]).
+    /// [`Transaction::commit_durable`] does the waiting.
+    pub ticket: Option<wal::Ticket>,
 }
 
 /// Converts the API's prefix bounds into exact bounds on entry keys; `None` if the range is

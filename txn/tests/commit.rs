@@ -33,13 +33,13 @@ fn writer_ssn_exceeds_everything_read_and_read_only_ssn_is_base() {
     t.get(T, b"a").unwrap();
     assert!(!t.has_writes());
     let r = t.commit().unwrap();
-    assert_eq!(r, txn::CommitInfo { ssn: a.ssn, read_only: true });
+    assert_eq!(r, txn::CommitInfo { ssn: a.ssn, read_only: true, ticket: None });
     assert_eq!(log.reserved_bytes(0), reserved);
     // Lock-only writes log nothing either.
     let mut t = engine.begin(0);
     t.get_for_update(T, b"b").unwrap();
     assert!(!t.has_writes());
-    assert_eq!(t.commit().unwrap(), txn::CommitInfo { ssn: b.ssn, read_only: true });
+    assert_eq!(t.commit().unwrap(), txn::CommitInfo { ssn: b.ssn, read_only: true, ticket: None });
 }
 
 #[test]
