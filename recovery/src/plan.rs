@@ -1,0 +1,211 @@
+//! [`RecoveryPlan`]: which segments each device has, where each device's valid log ends, and
+//! RSNe. Pure apart from reading the devices; unit tested below.
+//!
+//! ```text
+//! device 0:  r(1) r(4) r(7) m(9) |torn          last durable SSN 9
+//! device 1:  r(2) r(3) r(8)                     last durable SSN 8   ─► RSNe = min = 8
+//! device 2:  r(5) r(6) m(10) b(12)              last durable SSN 12
+//! ```
+//!
+//! A device's *last durable SSN* is the SSN of its last valid record of any kind (value,
+//! command, marker, abort). Why the minimum: DSN(d) is always the SSN of a durable record on
+//! `d` (wal's idle-marker rule), so `CSN = min DSN <= min over devices of the last durable SSN`
+//! = RSNe. Every non-blind transaction acknowledged before the crash had `ssn <= CSN <= RSNe`;
+//! a blind one had `ssn <= DSN` of its own device only, so blind records above RSNe are
+//! replayed too (DESIGN.md §5). A device without any record counts as [`Ssn::ZERO`]: its CSN
+//! never moved, so nothing non-blind was acknowledged.
+//!
+//! The torn-tail/corruption decision is `wal::SegmentReader`'s (see `wal::reader`); read with
+//! [`ScanOptions::unsynced_window`] = the logger's `ring_bytes` ([`ScanOptions::for_log`]),
+//! the most bytes a logger ever has written but not yet synced.
+//!
+//! Not yet: a checkpoint in the plan. Once segments wholly below a checkpoint are deleted, a
+//! device's last durable SSN must be `max(last record, S)` (a valid checkpoint implies
+//! `CSN >= S`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wal::{
+    DeviceId, FileDevice, LogDevice, LogEnd, ReadOptions, RecordKind, SegmentNo, SegmentReader, Ssn,
+};
+
+use crate::error::Error;
+
+/// One device's log: its id and its segments, in increasing order.
+#[derive(Clone, Debug)]
+pub struct DeviceLog {
+    /// The device.
+    pub device: DeviceId,
+    /// Its segments in increasing [`SegmentNo`] order (checked by [`RecoveryPlan::scan`]).
+    pub segments: Vec<(SegmentNo, Arc<dyn LogDevice>)>,
+}
+
+impl DeviceLog {
+    /// A device log over the given segments.
+    pub fn new(device: DeviceId, segments: Vec<(SegmentNo, Arc<dyn LogDevice>)>) -> DeviceLog {
+        DeviceLog { device, segments }
+    }
+
+    /// The segment files of directory `dir` (`wal/<n>/`, as `wal::Log::open` lays them out:
+    /// `<segment as 20 digits>.log`, found with [`wal::list_segments`]), opened with
+    /// [`FileDevice`]. Recovery only reads them.
+    pub fn from_dir(device: DeviceId, dir: &Path) -> Result<DeviceLog, Error> {
+        let listed = wal::list_segments(dir)
+            .map_err(|source| Error::Dir { path: dir.to_path_buf(), source })?;
+        let mut segments = Vec::with_capacity(listed.len());
+        for (no, path) in listed {
+            let file = FileDevice::open(&path).map_err(|source| Error::Dir { path, source })?;
+            segments.push((no, Arc::new(file) as Arc<dyn LogDevice>));
+        }
+        Ok(DeviceLog { device, segments })
+    }
+
+    /// A reader over every segment, or `None` if the device has none.
+    pub(crate) fn reader(&self, options: ReadOptions) -> Option<SegmentReader<'_>> {
+        if self.segments.is_empty() {
+            return None;
+        }
+        let segments = self.segments.iter().map(|(no, d)| (*no, &**d as &dyn LogDevice)).collect();
+        Some(SegmentReader::new(self.device, segments, options))
+    }
+}
+
+/// Options of [`RecoveryPlan::scan`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct ScanOptions {
+    /// Passed to `wal::ReadOptions`: the most bytes the logger had written but not synced.
+    /// The right value is the logger's `LogOptions::ring_bytes` (ring space is freed only
+    /// when synced). 0 treats any valid record after a bad one as proof of corruption, which
+    /// can reject a log whose unsynced pages reached the disk out of order.
+    pub unsynced_window: u64,
+}
+
+impl ScanOptions {
+    /// The options for a log written with `options`.
+    pub fn for_log(options: &wal::LogOptions) -> ScanOptions {
+        ScanOptions { unsynced_window: options.ring_bytes as u64 }
+    }
+}
+
+/// What the scan found on one device.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct DeviceScan {
+    /// The device.
+    pub device: DeviceId,
+    /// Where its valid log ends (`None` if it has no segment). A writer that resumes the device
+    /// must not append after a tail with `discarded > 0` without zero-filling it (`wal::reader`).
+    pub end: Option<LogEnd>,
+    /// The SSN of its last valid record (any kind), if any.
+    pub last_ssn: Option<Ssn>,
+    /// Valid records.
+    pub records: u64,
+    /// Bytes of the valid records.
+    pub bytes: u64,
+    /// Command records among them (replay of those is not supported yet).
+    pub commands: u64,
+}
+
+/// The devices, where each one's log ends, and RSNe.
+#[derive(Debug)]
+pub struct RecoveryPlan {
+    pub(crate) devices: Vec<DeviceLog>,
+    scans: Vec<DeviceScan>,
+    rsne: Ssn,
+    options: ScanOptions,
+    scan_time: Duration,
+}
+
+impl RecoveryPlan {
+    /// Reads every device to the end of its valid log (one thread per device), and computes
+    /// RSNe = min over devices of the last durable SSN (module doc).
+    ///
+    /// Fails with [`Error::Corrupt`] for a damaged record that is not a torn tail, with
+    /// [`Error::Log`] if a device cannot be read, and with [`Error::NoDevices`] /
+    /// [`Error::DuplicateDevice`] for a bad device list. Devices are sorted by id.
+    ///
+    /// # Panics
+    /// If a device's segments are not in strictly increasing order.
+    pub fn scan(mut devices: Vec<DeviceLog>, options: ScanOptions) -> Result<RecoveryPlan, Error> {
+        let start = Instant::now();
+        if devices.is_empty() {
+            return Err(Error::NoDevices);
+        }
+        devices.sort_by_key(|d| d.device);
+        if let Some(w) = devices.windows(2).find(|w| w[0].device == w[1].device) {
+            return Err(Error::DuplicateDevice(w[0].device));
+        }
+        let read = ReadOptions { unsynced_window: options.unsynced_window };
+        let results: Vec<Result<DeviceScan, Error>> = std::thread::scope(|s| {
+            let handles: Vec<_> =
+                devices.iter().map(|d| s.spawn(move || scan_device(d, read))).collect();
+            handles.into_iter().map(|h| h.join().expect("scan thread panicked")).collect()
+        });
+        // Report the first failing device in id order, so the error is deterministic.
+        let scans = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let rsne = scans.iter().map(|s| s.last_ssn.unwrap_or(Ssn::ZERO)).min().unwrap_or(Ssn::ZERO);
+        let plan = RecoveryPlan { devices, scans, rsne, options, scan_time: start.elapsed() };
+        tracing::info!(
+            devices = plan.scans.len(),
+            rsne = plan.rsne.0,
+            bytes = plan.bytes(),
+            records = plan.records(),
+            "recovery scan done in {:.3} s",
+            plan.scan_time.as_secs_f64()
+        );
+        Ok(plan)
+    }
+
+    /// RSNe: the minimum over devices of the SSN of the last durable record.
+    pub fn rsne(&self) -> Ssn {
+        self.rsne
+    }
+
+    /// Per device, in id order.
+    pub fn devices(&self) -> &[DeviceScan] {
+        &self.scans
+    }
+
+    /// Bytes of valid records over all devices.
+    pub fn bytes(&self) -> u64 {
+        self.scans.iter().map(|s| s.bytes).sum()
+    }
+
+    /// Valid records over all devices.
+    pub fn records(&self) -> u64 {
+        self.scans.iter().map(|s| s.records).sum()
+    }
+
+    /// How long the scan took.
+    pub fn scan_time(&self) -> Duration {
+        self.scan_time
+    }
+
+    /// The read options of the scan (replay reads with the same).
+    pub fn read_options(&self) -> ReadOptions {
+        ReadOptions { unsynced_window: self.options.unsynced_window }
+    }
+}
+
+fn scan_device(log: &DeviceLog, options: ReadOptions) -> Result<DeviceScan, Error> {
+    let mut scan = DeviceScan {
+        device: log.device,
+        end: None,
+        last_ssn: None,
+        records: 0,
+        bytes: 0,
+        commands: 0,
+    };
+    let Some(mut reader) = log.reader(options) else { return Ok(scan) };
+    while let Some(r) = reader.next_record()? {
+        scan.records += 1;
+        scan.bytes += r.record.encoded_len() as u64;
+        scan.commands += u64::from(r.record.kind == RecordKind::Command);
+        scan.last_ssn = Some(r.record.ssn);
+    }
+    let end = reader.end().expect("a reader that returned None has an end");
+    debug_assert_eq!((end.last_ssn, end.records), (scan.last_ssn, scan.records));
+    scan.end = Some(end);
+    Ok(scan)
+}
