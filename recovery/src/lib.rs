@@ -67,7 +67,7 @@ pub mod testing;
 mod tests;
 
 pub use error::Error;
-pub use plan::{DeviceLog, DeviceScan, RecoveryPlan, ScanOptions};
+pub use plan::{DeviceLog, DeviceScan, RecoveryPlan, ScanOptions, Sealed};
 pub use progress::{Phase, Progress, Summary};
 pub use replay::serial::SerialReplayer;
 pub use replay::value::{replay, PROGRESS_INTERVAL};

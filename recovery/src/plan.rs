@@ -19,6 +19,9 @@
 //! [`ScanOptions::unsynced_window`] = the logger's `ring_bytes` ([`ScanOptions::for_log`]),
 //! the most bytes a logger ever has written but not yet synced.
 //!
+//! After replay, [`RecoveryPlan::seal`] turns unacknowledged records above RSNe into aborts and
+//! zero-fills torn tails, so the log can be reopened and recovered from again.
+//!
 //! Not yet: a checkpoint in the plan. Once segments wholly below a checkpoint are deleted, a
 //! device's last durable SSN must be `max(last record, S)` (a valid checkpoint implies
 //! `CSN >= S`).
@@ -186,6 +189,89 @@ impl RecoveryPlan {
     pub fn read_options(&self) -> ReadOptions {
         ReadOptions { unsynced_window: self.options.unsynced_window }
     }
+
+    /// Makes the devices safe to append to and to recover from again, after replay and before
+    /// the log is reopened for new transactions:
+    ///
+    /// 1. Every non-blind value or command record with `ssn > RSNe` was never acknowledged and
+    ///    was not replayed. It stays in its segment, and once new records push RSNe past it a
+    ///    later recovery would replay it, resurrecting a transaction nobody saw commit. Each is
+    ///    overwritten in place by an Abort record of the same length and SSN (so the devices'
+    ///    SSN order, I2, and every later offset are unchanged, and replay skips it).
+    /// 2. A torn tail (`LogEnd::discarded > 0`) is zero-filled: once the log resumes in a new
+    ///    segment, leftover bytes in a segment that is no longer the last read as corruption.
+    ///
+    /// Each touched segment is synced before returning. Idempotent, and safe to crash in the
+    /// middle of: it changes no device's last durable SSN, so a recovery that restarts sees the
+    /// same RSNe and seals the rest.
+    pub fn seal(&self) -> Result<Sealed, Error> {
+        let mut sealed = Sealed::default();
+        for (log, scan) in self.devices.iter().zip(&self.scans) {
+            let Some(mut reader) = log.reader(self.read_options()) else { continue };
+            let mut overwrite = Vec::new();
+            while let Some(r) = reader.next_record()? {
+                let rec = &r.record;
+                let unacknowledged = rec.ssn > self.rsne
+                    && !rec.blind
+                    && matches!(rec.kind, RecordKind::Value | RecordKind::Command);
+                if unacknowledged {
+                    overwrite.push((r.segment, r.offset, rec.ssn, rec.encoded_len()));
+                }
+            }
+            drop(reader);
+            let device_of = |segment: SegmentNo| {
+                log.segments.iter().find(|(no, _)| *no == segment).map(|(_, d)| d.clone())
+            };
+            let io = |e: std::io::Error| Error::Log(wal::Error::io(log.device, e));
+            let mut touched: Vec<SegmentNo> = Vec::new();
+            for (segment, offset, ssn, len) in overwrite {
+                let Some(dev) = device_of(segment) else { continue };
+                let zeros = vec![0u8; len - wal::record::HEADER_LEN];
+                let abort =
+                    wal::Record { ssn, kind: RecordKind::Abort, blind: false, payload: &zeros };
+                let mut bytes = Vec::with_capacity(len);
+                abort.encode_into(&mut bytes);
+                debug_assert_eq!(bytes.len(), len, "an abort record replaces one of equal length");
+                dev.write_at(offset, &bytes).map_err(io)?;
+                sealed.aborted += 1;
+                if !touched.contains(&segment) {
+                    touched.push(segment);
+                }
+            }
+            if let Some(end) = scan.end.filter(|e| e.discarded > 0) {
+                if let Some(dev) = device_of(end.segment) {
+                    // Zero in bounded chunks: a torn tail is at most the unsynced window.
+                    let mut at = end.offset;
+                    let stop = end.offset + end.discarded;
+                    let chunk = vec![0u8; 64 << 10];
+                    while at < stop {
+                        let n = (stop - at).min(chunk.len() as u64) as usize;
+                        dev.write_at(at, &chunk[..n]).map_err(io)?;
+                        at += n as u64;
+                    }
+                    sealed.zeroed_bytes += end.discarded;
+                    if !touched.contains(&end.segment) {
+                        touched.push(end.segment);
+                    }
+                }
+            }
+            for segment in touched {
+                if let Some(dev) = device_of(segment) {
+                    dev.sync().map_err(io)?;
+                }
+            }
+        }
+        Ok(sealed)
+    }
+}
+
+/// What [`RecoveryPlan::seal`] changed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Sealed {
+    /// Unacknowledged records (non-blind, above RSNe) overwritten by Abort records.
+    pub aborted: u64,
+    /// Torn-tail bytes zero-filled.
+    pub zeroed_bytes: u64,
 }
 
 fn scan_device(log: &DeviceLog, options: ReadOptions) -> Result<DeviceScan, Error> {

@@ -471,3 +471,43 @@ fn reads_what_wal_log_open_wrote() {
     assert!(plan.records() >= 400);
     assert_eq!(replay_both(&plan, 0, 2), model);
 }
+
+/// After a recovery, records that were never acknowledged (non-blind, above RSNe) must not be
+/// replayed by a *later* recovery once new records push RSNe past them: `seal` turns them into
+/// aborts (keeping blind ones), and zero-fills a torn tail.
+#[test]
+fn seal_keeps_unacknowledged_records_from_coming_back() {
+    // Device 0 reaches SSN 9; device 1 only 4 (then a torn tail): RSNe = 4.
+    let d0 = vec![
+        value(1, false, vec![put(1, "a", "a1")]),
+        value(5, false, vec![put(1, "b", "b5")]),
+        value(7, true, vec![put(1, "c", "c7")]),
+        value(9, false, vec![put(1, "a", "a9")]),
+    ];
+    let d1 =
+        vec![value(2, false, vec![put(1, "d", "d2")]), value(4, false, vec![put(1, "e", "e4")])];
+    let (b0, _) = encode(&d0);
+    let (mut b1, _) = encode(&d1);
+    let clean_len = b1.len();
+    b1.extend_from_slice(&[0xAB; 10]); // torn tail
+    let devices = vec![device(0, b0, 256), device(1, b1, 256)];
+    let plan = scan(devices.clone()).unwrap();
+    assert_eq!(plan.rsne(), Ssn(4));
+    let first = replay_both(&plan, 0, 2);
+    assert_eq!(first, rows(&[(1, "a", "a1"), (1, "c", "c7"), (1, "d", "d2"), (1, "e", "e4")]));
+    let sealed = plan.seal().unwrap();
+    assert_eq!(sealed, crate::Sealed { aborted: 2, zeroed_bytes: 10 });
+
+    // The log moves on: new records on both devices raise RSNe above 9.
+    let mut more1 = Vec::new();
+    Record { ssn: Ssn(12), kind: RecordKind::Marker, blind: false, payload: &[] }
+        .encode_into(&mut more1);
+    devices[1].segments[0].1.write_at(clean_len as u64, &more1).unwrap();
+    let plan = scan(devices.clone()).unwrap();
+    assert_eq!(plan.rsne(), Ssn(9), "device 0 still ends at its (now aborted) record 9");
+    // Without the seal, b5 and a9 would be replayed now.
+    let second = replay_both(&plan, 0, 2);
+    assert_eq!(second, first, "sealed records must stay dead");
+    // Sealing again changes nothing.
+    assert_eq!(plan.seal().unwrap(), crate::Sealed { aborted: 0, zeroed_bytes: 0 });
+}
