@@ -397,8 +397,8 @@ static NEXT_URING_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::Atomi
 /// wait; other threads calling in are correct but serialized.
 pub struct UringDevice {
     state: Mutex<UringState>,
-    file: File,
-    poison: Poison,
+    /// The file and its fault state; plain writes, syncs and reads go through it unchanged.
+    plain: FileDevice,
     token: u64,
 }
 
@@ -418,7 +418,7 @@ struct InFlight {
 
 impl fmt::Debug for UringDevice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UringDevice").field("file", &self.file).finish_non_exhaustive()
+        f.debug_struct("UringDevice").field("file", &self.plain.file).finish_non_exhaustive()
     }
 }
 
@@ -437,8 +437,7 @@ impl UringDevice {
     fn with_ring(file: File, ring: IoUring) -> UringDevice {
         UringDevice {
             state: Mutex::new(UringState { ring, next_id: 0, in_flight: HashMap::new() }),
-            file,
-            poison: Poison::new(),
+            plain: FileDevice::from_file(file),
             token: NEXT_URING_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
@@ -477,38 +476,38 @@ impl UringDevice {
         } else {
             Ok(pair.buf)
         };
-        result.map_err(|e| self.poison.fail(e))
+        result.map_err(|e| self.plain.poison.fail(e))
     }
 }
 
 impl LogDevice for UringDevice {
     fn write_at(&self, offset: u64, bytes: &[u8]) -> io::Result<()> {
-        self.poison.guard(|| self.file.write_all_at(bytes, offset))
+        self.plain.write_at(offset, bytes)
     }
 
     fn sync(&self) -> io::Result<()> {
-        self.poison.guard(|| fdatasync(&self.file))
+        self.plain.sync()
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        read_full_at(&self.file, offset, buf)
+        self.plain.read_at(offset, buf)
     }
 
     fn len(&self) -> io::Result<u64> {
-        Ok(self.file.metadata()?.len())
+        self.plain.len()
     }
 
     fn truncate(&self, len: u64) -> io::Result<()> {
-        self.poison.guard(|| self.file.set_len(len))
+        self.plain.truncate(len)
     }
 
     fn allocate(&self, len: u64) -> io::Result<()> {
-        self.poison.guard(|| fallocate(&self.file, len))
+        self.plain.allocate(len)
     }
 
     fn submit_write_sync(&self, offset: u64, buf: Vec<u8>) -> io::Result<Pending> {
         assert!(buf.len() <= MAX_URING_WRITE, "one io_uring write of {} bytes", buf.len());
-        self.poison.check()?;
+        self.plain.poison.check()?;
         let mut guard = self.state.lock();
         let state = &mut *guard;
         // Keep the completion queue (2 × entries) from overflowing: at most entries / 2 pairs.
@@ -523,7 +522,7 @@ impl LogDevice for UringDevice {
             match state.ring.submit_and_wait(1) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.poison.fail(e)),
+                Err(e) => return Err(self.plain.poison.fail(e)),
             }
         }
         let id = state.next_id;
@@ -531,7 +530,7 @@ impl LogDevice for UringDevice {
         // Insert first: the Vec's heap block, which the SQE points into, never moves while the
         // Vec sits in the map (moving a Vec moves its pointer, not its heap block).
         let pair = state.in_flight.entry(id).or_insert(InFlight { buf, write: None, sync: None });
-        let fd = types::Fd(self.file.as_raw_fd());
+        let fd = types::Fd(self.plain.file.as_raw_fd());
         let write = opcode::Write::new(fd, pair.buf.as_ptr(), pair.buf.len() as u32)
             .offset(offset)
             .build()
@@ -544,7 +543,7 @@ impl LogDevice for UringDevice {
         // SAFETY: the WRITE SQE points into `in_flight[id].buf`, whose heap block stays alive and
         // unmoved until both CQEs of pair `id` are reaped: `wait` removes the entry only then, and
         // `Drop` waits for every pair (or leaks the buffers if it cannot). The fd belongs to
-        // `self.file`, which `Drop` also keeps open until then (it drops after the wait). Both
+        // `self.plain.file`, which `Drop` also keeps open until then (it drops after the wait). Both
         // SQEs go in one `push_multiple`, so the link never dangles.
         let pushed = unsafe { state.ring.submission().push_multiple(&[write, sync]) };
         if pushed.is_err() {
@@ -557,7 +556,7 @@ impl LogDevice for UringDevice {
                 Ok(_) => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // The SQEs may still be queued: the buffer stays in `in_flight` for `Drop`.
-                Err(e) => return Err(self.poison.fail(e)),
+                Err(e) => return Err(self.plain.poison.fail(e)),
             }
         }
         Ok(Pending(PendingState::Uring { device: self.token, id }))
@@ -584,7 +583,7 @@ impl LogDevice for UringDevice {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // The pair is still in flight: its buffer stays in `in_flight` for `Drop`.
-                Err(e) => return Err(self.poison.fail(e)),
+                Err(e) => return Err(self.plain.poison.fail(e)),
             }
         }
     }
