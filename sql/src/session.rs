@@ -108,10 +108,15 @@ fn index_specs(table: &Table) -> Vec<txn::IndexSpec> {
         .map(|i| {
             let cols: Vec<usize> = i.columns.iter().map(|c| *c as usize).collect();
             let types = types.clone();
+            // Decodes only the key columns (this runs for every write of an indexed table).
             let key_of = move |row: &[u8]| -> (Vec<u8>, bool) {
-                let values = types::decode_row(row, &types).unwrap_or_default();
-                let key_vals: Vec<Value> =
-                    cols.iter().map(|c| values.get(*c).cloned().unwrap_or(Value::Null)).collect();
+                let key_vals: Vec<Value> = cols
+                    .iter()
+                    .map(|c| {
+                        types::decode_column(row, &types, *c)
+                            .expect("engine rows are written by encode_row with these types")
+                    })
+                    .collect();
                 let has_null = key_vals.iter().any(|v| v.is_null());
                 let mut k = Vec::new();
                 types::encode_key(&key_vals, &mut k);

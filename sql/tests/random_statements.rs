@@ -100,6 +100,19 @@ const TOKENS: &[&str] = &[
     "now()",
 ];
 
+/// Runs `sql`, counting successes and errors; an internal error (a bug) fails the test.
+fn run(s: &mut Session, sql: &str, ok: &mut u32, errors: &mut u32) {
+    for r in s.execute_simple(sql) {
+        match r {
+            Ok(_) => *ok += 1,
+            Err(e) => {
+                assert!(e.sqlstate() != "XX000", "internal error for {sql:?}: {e}");
+                *errors += 1;
+            }
+        }
+    }
+}
+
 #[test]
 fn random_statements_never_panic() {
     let db = Database::open(&DatabaseConfig { data_dir: None, log_buffers: 1 }).expect("open");
@@ -119,7 +132,7 @@ fn random_statements_never_panic() {
         x ^= x << 17;
         x
     };
-    let (mut ok, mut errors) = (0, 0);
+    let (mut ok, mut errors) = (0u32, 0u32);
     for _ in 0..20_000 {
         let len = 2 + (next() % 14) as usize;
         let mut sql = String::new();
@@ -131,15 +144,7 @@ fn random_statements_never_panic() {
             sql.push(' ');
             sql.push_str(TOKENS[(next() % TOKENS.len() as u64) as usize]);
         }
-        for r in s.execute_simple(&sql) {
-            match r {
-                Ok(_) => ok += 1,
-                Err(e) => {
-                    assert!(e.sqlstate() != "XX000", "internal error for {sql:?}: {e}");
-                    errors += 1;
-                }
-            }
-        }
+        run(&mut s, &sql, &mut ok, &mut errors);
     }
     // Both outcomes occur, so the soup really reaches execution and error paths.
     assert!(ok > 0 && errors > 0, "ok {ok}, errors {errors}");
@@ -238,7 +243,7 @@ fn random_expressions_never_panic() {
             _ => format!("({a} IN ({b}, {a}))"),
         }
     }
-    let (mut ok, mut errors) = (0, 0);
+    let (mut ok, mut errors) = (0u32, 0u32);
     for _ in 0..5_000 {
         let e1 = expr(3, &mut rnd);
         let e2 = expr(3, &mut rnd);
@@ -249,15 +254,7 @@ fn random_expressions_never_panic() {
             3 => format!("SELECT max({e1}) FROM t ORDER BY 1"),
             _ => format!("SELECT {e1}, {e2}"),
         };
-        for r in s.execute_simple(&sql) {
-            match r {
-                Ok(_) => ok += 1,
-                Err(e) => {
-                    assert!(e.sqlstate() != "XX000", "internal error for {sql:?}: {e}");
-                    errors += 1;
-                }
-            }
-        }
+        run(&mut s, &sql, &mut ok, &mut errors);
     }
     println!("ok {ok}, errors {errors}");
     assert!(ok > 0 && errors > 0, "ok {ok}, errors {errors}");

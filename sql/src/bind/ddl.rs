@@ -20,9 +20,6 @@ pub enum SetValue {
     Value(String),
 }
 
-/// A column to add (ALTER TABLE ADD COLUMN).
-pub type ColumnSpec = Column;
-
 /// A CREATE TABLE, resolved.
 #[derive(Debug, Clone)]
 pub struct CreateTable {

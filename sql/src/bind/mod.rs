@@ -15,7 +15,7 @@ use std::sync::Arc;
 use catalog::{DataType, Snapshot, Table};
 use sqlparser::ast::{self as ast, Ident, ObjectName, ObjectNamePart, Spanned};
 
-pub use ddl::{ColumnSpec, Command, CreateTable, IndexSpec, SetValue};
+pub use ddl::{Command, CreateTable, IndexSpec, SetValue};
 pub(crate) use select::walk as walk_expr;
 
 use crate::error::{Error, Result, Span};
