@@ -55,6 +55,9 @@ pub enum Error {
         /// The record's SSN.
         ssn: Ssn,
     },
+    /// Startup could not open the database (catalog, device list, finishing the replay).
+    #[error("{0}")]
+    Startup(String),
     /// The [`crate::Target`] refused an entry.
     #[error("installing table {table} key {key:02x?} at SSN {ssn} failed: {message}")]
     Install {

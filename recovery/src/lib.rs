@@ -60,6 +60,7 @@ mod error;
 mod plan;
 mod progress;
 mod replay;
+pub mod startup;
 mod target;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -45,28 +45,69 @@ pub struct ServeArgs {
     /// Address to listen on; port 0 picks a free port (the chosen one is printed).
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:5432")]
     pub listen: String,
-    /// Data directory (catalog and checkpoints); created if missing.
+    /// Data directory (catalog, checkpoints, and by default the log); created if missing.
     #[arg(long, value_name = "DIR", default_value = "./aspen-data")]
     pub data_dir: PathBuf,
-    /// Write-ahead log directory, one per log buffer; repeat it to spread the log over devices
-    /// (default: 2 log buffers).
+    /// Write-ahead log device directory, one log buffer and one logger thread each; repeat it
+    /// to spread the log over devices (default: DATA_DIR/wal/0 and DATA_DIR/wal/1). A data
+    /// directory must always be started with the same list, in the same order.
     #[arg(long = "wal-dir", value_name = "DIR")]
     pub wal_dirs: Vec<PathBuf>,
+    /// Server default of synchronous_commit: `on` acknowledges a commit only once it is
+    /// durable; `off` acknowledges at once (a crash may lose the last commits, never
+    /// consistency). Sessions may `SET synchronous_commit`.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off)]
+    pub synchronous_commit: bool,
+    /// Group commit: how long a log writer waits, after the previous sync returned, to batch
+    /// more commits (0 = write at once, never delay a lone commit).
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
+    pub group_commit_delay_us: u64,
+    /// Log writes through io_uring (`auto` falls back to pwrite where io_uring is unavailable).
+    #[arg(long, value_name = "auto|uring|pwrite", default_value = "auto", value_parser = parse_backend)]
+    pub wal_io: wal::device::Backend,
+    /// Size of each log segment file, preallocated with zeros when it is created (a new one per
+    /// device at every start and whenever the current one fills).
+    #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub wal_segment_mb: u64,
+    /// Replay threads at recovery (default: the number of CPUs).
+    #[arg(long, value_name = "N")]
+    pub recovery_threads: Option<usize>,
 }
 
-/// Log buffers when no `--wal-dir` is given.
-pub const DEFAULT_LOG_BUFFERS: usize = 2;
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("expected on or off, got \"{s}\"")),
+    }
+}
+
+fn parse_backend(s: &str) -> Result<wal::device::Backend, String> {
+    match s {
+        "auto" => Ok(wal::device::Backend::Auto),
+        "uring" | "io_uring" => Ok(wal::device::Backend::Uring),
+        "pwrite" | "file" => Ok(wal::device::Backend::File),
+        _ => Err(format!("expected auto, uring or pwrite, got \"{s}\"")),
+    }
+}
 
 impl ServeArgs {
-    /// The database configuration these options describe.
-    pub fn database_config(&self) -> sql::DatabaseConfig {
-        sql::DatabaseConfig {
-            data_dir: Some(self.data_dir.clone()),
-            log_buffers: if self.wal_dirs.is_empty() {
-                DEFAULT_LOG_BUFFERS
-            } else {
-                self.wal_dirs.len()
-            },
+    /// The startup configuration these options describe.
+    pub fn startup_config(&self) -> recovery::startup::StartupConfig {
+        let mut log = wal::LogOptions {
+            group_commit_delay: std::time::Duration::from_micros(self.group_commit_delay_us),
+            ..wal::LogOptions::default()
+        };
+        log.device.backend = self.wal_io;
+        log.device.segment_size = self.wal_segment_mb << 20;
+        recovery::startup::StartupConfig {
+            data_dir: self.data_dir.clone(),
+            wal_dirs: self.wal_dirs.clone(),
+            log,
+            synchronous_commit: self.synchronous_commit,
+            replay_threads: self.recovery_threads.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+            }),
         }
     }
 }
@@ -86,7 +127,10 @@ mod tests {
         let cli = Cli::parse_from(["aspen", "serve"]);
         let Command::Serve(args) = cli.command else { panic!("expected serve") };
         assert_eq!(args.listen, "127.0.0.1:5432");
-        assert_eq!(args.database_config().log_buffers, 2);
+        assert!(args.synchronous_commit);
+        let config = args.startup_config();
+        assert_eq!(config.wal_dirs().len(), 2);
+        assert!(config.wal_dirs()[1].ends_with("wal/1"));
         let cli = Cli::parse_from([
             "aspen",
             "serve",
@@ -99,6 +143,6 @@ mod tests {
         ]);
         let Command::Serve(args) = cli.command else { panic!("expected serve") };
         assert_eq!(args.wal_dirs.len(), 3);
-        assert_eq!(args.database_config().log_buffers, 3);
+        assert_eq!(args.startup_config().wal_dirs().len(), 3);
     }
 }

@@ -58,6 +58,8 @@ pub const SERVER_VERSION: &str = concat!("15.0 (Aspen ", env!("CARGO_PKG_VERSION
 
 /// State shared by every connection of one server.
 pub struct Shared {
+    /// Awaits the durability of commits before their results go out.
+    pub acker: crate::ack::Acker,
     /// The database.
     pub db: Arc<Database>,
     /// Cancel registry: BackendKeyData → the connection's cancel handle.
@@ -152,6 +154,30 @@ impl Handler {
     /// Fails the session's transaction block (after an error the SQL layer never saw).
     pub(crate) fn fail_transaction(&self) {
         self.conn.fail_transaction();
+    }
+
+    /// The acknowledge rule: waits until everything the session's latest results depend on is
+    /// durable. If the log failed, nothing may be acknowledged: the client gets FATAL 58030
+    /// and the connection closes (the server shuts down, see `listener`).
+    async fn acknowledge(&self) -> PgWireResult<()> {
+        let tickets = self.conn.with_session(Session::take_acks)?;
+        if tickets.is_empty() {
+            return Ok(());
+        }
+        match self.shared.acker.wait(tickets).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let mut info = ErrorInfo::new(
+                    "FATAL".to_owned(),
+                    "58030".to_owned(),
+                    format!(
+                        "could not make the transaction durable: {e}; the server is shutting down"
+                    ),
+                );
+                info.severity_nonlocalized = Some("FATAL".to_owned());
+                Err(PgWireError::UserError(Box::new(info)))
+            }
+        }
     }
 
     /// Sends `ReadyForQuery` with the session's status and flushes.
@@ -280,7 +306,9 @@ impl StartupHandler for Handler {
 
         let params: Vec<(String, String)> =
             startup.parameters.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        *self.conn.session.lock() = Some(Session::new(self.shared.db.clone(), &params));
+        let mut session = Session::new(self.shared.db.clone(), &params);
+        session.set_deferred_acks(true);
+        *self.conn.session.lock() = Some(session);
 
         client.feed(PgWireBackendMessage::Authentication(Authentication::Ok)).await?;
         for (name, value) in startup_parameters(&startup.parameters) {
@@ -313,6 +341,7 @@ impl SimpleQueryHandler for Handler {
         client.set_state(PgWireConnectionState::QueryInProgress);
         let sql = query.query;
         let results = self.conn.with_session(|s| s.execute_simple(&sql))?;
+        self.acknowledge().await?;
         if results.is_empty() {
             client
                 .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new()))
@@ -631,6 +660,7 @@ impl ExtendedQueryHandler for Handler {
                 let params = stmt.take_params();
                 let result =
                     self.conn.with_session(|s| s.execute_prepared(&stmt.prepared, params))?;
+                self.acknowledge().await?;
                 // Keep pgwire's view in step (it turns an error into `E` only inside a block).
                 client.set_transaction_status(self.conn.status());
                 let out = match result {

@@ -81,6 +81,7 @@
 //! server in-process on `127.0.0.1:0` and talks to it with tokio-postgres and with a raw
 //! message-level client (for pipelines and exact message sequences).
 
+pub mod ack;
 pub mod bench;
 pub mod config;
 mod connection;

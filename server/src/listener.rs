@@ -29,7 +29,9 @@ impl Server {
     /// Binds `addr` (`HOST:PORT`; port 0 picks a free port, see [`Server::local_addr`]).
     pub async fn bind(addr: &str, db: Arc<Database>) -> io::Result<Server> {
         let listener = TcpListener::bind(addr).await?;
+        let acker = crate::ack::Acker::new(db.engine().log().clone())?;
         let shared = Arc::new(Shared {
+            acker,
             db,
             cancel: Arc::new(ConnectionManager::new()),
             keys: RandomPidSecretKeyGenerator::default(),
@@ -43,12 +45,26 @@ impl Server {
     }
 
     /// Accepts connections until `shutdown` completes, then closes every session and returns.
+    /// If the log fails (a device write or sync failed, a disk is full) it stops the same way
+    /// and returns an error: the process must exit so that recovery restarts from what is
+    /// durable (DESIGN.md §3).
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
+        let shared = self.shared.clone();
+        let log_failed = shared.acker.failed();
+        tokio::pin!(log_failed);
+        let mut failure = None;
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
+                () = &mut log_failed => {
+                    let e = self.shared.db.engine().log().failure();
+                    let message = e.map_or_else(|| "unknown".to_string(), |e| e.to_string());
+                    tracing::error!(error = %message, "the write-ahead log failed; shutting down");
+                    failure = Some(io::Error::other(format!("write-ahead log failed: {message}")));
+                    break;
+                }
                 accepted = self.listener.accept() => match accepted {
                     Ok((socket, peer)) => {
                         let shared = self.shared.clone();
@@ -81,6 +97,6 @@ impl Server {
             tracing::info!(open, "closing client connections");
         }
         connections.shutdown().await;
-        Ok(())
+        failure.map_or(Ok(()), Err)
     }
 }

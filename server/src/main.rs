@@ -53,13 +53,43 @@ fn main() -> ExitCode {
 }
 
 async fn serve(args: ServeArgs) -> ExitCode {
-    let db = match sql::Database::open(&args.database_config()) {
-        Ok(db) => db,
+    let config = args.startup_config();
+    // Recovery runs before the listener exists: no client sees a half-recovered database.
+    let opened = tokio::task::block_in_place(|| {
+        recovery::startup::open_database(&config, &|p: &recovery::Progress| {
+            tracing::info!(
+                phase = ?p.phase,
+                done_mb = p.bytes_done >> 20,
+                total_mb = p.bytes_total >> 20,
+                records = p.records_done,
+                rate_mb_s = format!("{:.0}", p.rate() / 1e6),
+                eta_s = p.eta().map(|e| e.as_secs_f64()).unwrap_or(0.0),
+                "recovering"
+            );
+        })
+    });
+    let started = match opened {
+        Ok(started) => started,
         Err(e) => {
             tracing::error!(error = %e, data_dir = %args.data_dir.display(), "cannot open the database");
             return ExitCode::FAILURE;
         }
     };
+    let r = &started.replay;
+    tracing::info!(
+        rsne = %started.rsne,
+        max_ssn = %started.max_ssn,
+        log_mb = format!("{:.1}", r.bytes as f64 / 1e6),
+        records = r.records,
+        scan_ms = started.replay.scan.as_millis() as u64,
+        replay_ms = started.replay.replay.as_millis() as u64,
+        total_ms = started.elapsed.as_millis() as u64,
+        replay_gb_s = format!("{:.2}", r.replay_gb_per_sec()),
+        sealed_records = started.sealed.aborted,
+        zeroed_bytes = started.sealed.zeroed_bytes,
+        "recovered"
+    );
+    let db = started.db;
     let server = match Server::bind(&args.listen, db).await {
         Ok(server) => server,
         Err(e) => {

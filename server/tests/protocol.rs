@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use server::Server;
-use sql::{Database, DatabaseConfig};
+use sql::Database;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -23,8 +23,7 @@ struct TestServer {
 
 impl TestServer {
     async fn start() -> TestServer {
-        let db = Database::open(&DatabaseConfig { data_dir: None, log_buffers: 1 })
-            .expect("open in-memory database");
+        let db = Database::in_memory(1);
         let server = Server::bind("127.0.0.1:0", db).await.expect("bind");
         let addr = server.local_addr().expect("local addr");
         let (stop, stopped) = oneshot::channel::<()>();

@@ -10,6 +10,7 @@ pub mod types;
 
 pub use error::{Error, Result};
 pub use session::{
-    ColumnInfo, Database, DatabaseConfig, Notice, Output, Prepared, Session, Tag, TxnStatus,
+    Checkpointer, ColumnInfo, Database, DatabaseOptions, Notice, Output, Prepared, Session, Tag,
+    TxnStatus,
 };
 pub use types::Value;

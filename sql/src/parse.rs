@@ -19,8 +19,17 @@ pub const MAX_OPERATORS: usize = 3000;
 /// and memory bounded per connection).
 pub const MAX_SQL_BYTES: usize = 64 << 20;
 
+/// One parsed statement.
+#[derive(Debug)]
+pub enum Parsed {
+    /// Anything sqlparser knows.
+    Sql(Statement),
+    /// PostgreSQL's `CHECKPOINT`, which sqlparser does not know.
+    Checkpoint,
+}
+
 /// Parses `sql` into statements (possibly none, for an empty string or only `;`).
-pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
     if sql.len() > MAX_SQL_BYTES {
         return Err(Error::ProgramLimitExceeded {
             message: format!("statement text of {} bytes is too long", sql.len()),
@@ -31,9 +40,42 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
         .tokenize_with_location()
         .map_err(|e| convert_error(sql, ParserError::TokenizerError(e.to_string())))?;
     check_operator_count(&tokens)?;
+    let is_checkpoint = |t: &TokenWithSpan| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("checkpoint"));
+    if !tokens.iter().any(is_checkpoint) {
+        return parse_tokens(sql, tokens);
+    }
+    // Split at top-level semicolons (the tokenizer has already consumed strings, comments and
+    // dollar quotes) and recognize a statement that is exactly `CHECKPOINT`.
+    let mut out = Vec::new();
+    let mut chunk = Vec::new();
+    let mut rest = tokens.into_iter();
+    loop {
+        let next = rest.next();
+        let end = matches!(next.as_ref().map(|t| &t.token), None | Some(Token::SemiColon));
+        if !end {
+            chunk.extend(next);
+            continue;
+        }
+        let words: Vec<&TokenWithSpan> =
+            chunk.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
+        match words.as_slice() {
+            [] => {}
+            [w] if is_checkpoint(w) => out.push(Parsed::Checkpoint),
+            _ => out.extend(parse_tokens(sql, std::mem::take(&mut chunk))?),
+        }
+        chunk.clear();
+        if next.is_none() {
+            return Ok(out);
+        }
+    }
+}
+
+fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Vec<Parsed>> {
+    let dialect = PostgreSqlDialect {};
     let mut parser =
         Parser::new(&dialect).with_recursion_limit(MAX_NESTING).with_tokens_with_locations(tokens);
-    parser.parse_statements().map_err(|e| convert_error(sql, e))
+    let stmts = parser.parse_statements().map_err(|e| convert_error(sql, e))?;
+    Ok(stmts.into_iter().map(Parsed::Sql).collect())
 }
 
 /// Operator chains (`1 + 1 + … + 1`) parse without recursion but build trees as deep as the

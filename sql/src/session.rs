@@ -8,7 +8,6 @@
 //! DDL takes effect immediately and is not rolled back with the block.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -19,6 +18,7 @@ use parking_lot::RwLock;
 use crate::bind::{Binder, Bound, Command, SetValue};
 use crate::error::{Error, Result};
 use crate::exec::{self, Ctx};
+use crate::parse::Parsed;
 use crate::plan::{InsertValue, OutColumn, Statement};
 use crate::types::{self, Value};
 
@@ -28,13 +28,22 @@ pub const AUTOCOMMIT_RETRIES: usize = 8;
 /// Plan cache capacity (entries); the cache is cleared when it fills.
 pub const PLAN_CACHE_CAPACITY: usize = 4096;
 
-/// How to open a database.
-#[derive(Debug, Clone)]
-pub struct DatabaseConfig {
-    /// Data directory (holds `catalog/`); `None` = everything in memory (tests).
-    pub data_dir: Option<PathBuf>,
-    /// Number of log buffers (sessions are spread over them round robin).
-    pub log_buffers: usize,
+/// Server-wide options of a [`Database`] (the durability wiring lives in `recovery::startup`).
+#[derive(Debug, Clone, Default)]
+pub struct DatabaseOptions {
+    /// Server default of `synchronous_commit` (`true` = "on": acknowledge only durable commits).
+    pub synchronous_commit: bool,
+    /// Read-only server parameters shown by `SHOW` (e.g. `data_directory`, `aspen.wal_dirs`),
+    /// by canonical GUC name. Names that are not GUCs are ignored.
+    pub settings: Vec<(&'static str, String)>,
+}
+
+/// Runs a checkpoint (DESIGN.md §5) for the `CHECKPOINT` statement. Installed by
+/// `recovery::startup` (the SQL layer does not depend on `recovery`); an in-memory database
+/// has none and `CHECKPOINT` does nothing there.
+pub trait Checkpointer: Send + Sync {
+    /// Takes a checkpoint and returns when it is valid (or why it failed).
+    fn checkpoint(&self) -> std::result::Result<(), String>;
 }
 
 /// A bound statement cached for reuse.
@@ -56,35 +65,90 @@ pub struct Database {
     plans: RwLock<PlanCache>,
     next_buffer: AtomicUsize,
     log_buffers: usize,
+    /// Server-level values of GUCs (over their built-in defaults).
+    settings: BTreeMap<&'static str, String>,
+    checkpointer: std::sync::OnceLock<Arc<dyn Checkpointer>>,
 }
 
 impl Database {
-    /// Opens (or creates) the database described by `config`.
-    pub fn open(config: &DatabaseConfig) -> Result<Arc<Database>> {
-        let catalog = match &config.data_dir {
-            Some(dir) => {
-                std::fs::create_dir_all(dir).map_err(|e| Error::IoError {
-                    message: format!("could not create data directory \"{}\": {e}", dir.display()),
-                })?;
-                Catalog::open(&dir.join("catalog")).map_err(catalog_error)?
+    /// A database whose catalog and log live in memory (tests, benchmarks): nothing survives
+    /// the process. A durable database is opened by `recovery::startup`.
+    pub fn in_memory(log_buffers: usize) -> Arc<Database> {
+        let log = Arc::new(wal::Log::new(log_buffers.max(1)));
+        let options = DatabaseOptions { synchronous_commit: true, settings: vec![] };
+        Database::new(Catalog::in_memory(), txn::Engine::new(log), options)
+    }
+
+    /// A database over `catalog` and `engine`: creates an empty engine table (with its
+    /// secondary indexes) for every catalog table. Recovery then replays rows into
+    /// [`Database::engine`] and calls [`Database::restore_row_ids`].
+    pub fn new(catalog: Catalog, engine: txn::Engine, options: DatabaseOptions) -> Arc<Database> {
+        let log_buffers = engine.log().n_buffers();
+        let mut settings = BTreeMap::new();
+        let sync = if options.synchronous_commit { "on" } else { "off" };
+        settings.insert("synchronous_commit", sync.to_string());
+        for (name, value) in options.settings {
+            if let Some(g) = guc(name) {
+                settings.insert(g.name, value);
             }
-            None => Catalog::in_memory(),
-        };
-        let buffers = config.log_buffers.max(1);
-        let log = Arc::new(wal::Log::new(buffers));
-        let engine = txn::Engine::new(log);
+        }
         let db = Database {
             catalog,
             engine,
             plans: RwLock::new(Default::default()),
             next_buffer: AtomicUsize::new(0),
-            log_buffers: buffers,
+            log_buffers,
+            settings,
+            checkpointer: std::sync::OnceLock::new(),
         };
         let snapshot = db.catalog.snapshot();
         for table in snapshot.tables() {
             db.engine.create_table(exec::tid(table), index_specs(table));
         }
-        Ok(Arc::new(db))
+        Arc::new(db)
+    }
+
+    /// Recovery, after the rows are replayed: hidden row ids (tables without a primary key)
+    /// continue above the largest one present, so none is reused.
+    pub fn restore_row_ids(&self) -> Result<()> {
+        let snapshot = self.catalog.snapshot();
+        for table in snapshot.tables().filter(|t| t.primary_index().is_none()) {
+            let mut t = self.engine.begin(0);
+            let mut last = None;
+            t.scan(
+                exec::tid(table),
+                None,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                true,
+                &mut |k, _| {
+                    last = Some(k.to_vec());
+                    false
+                },
+            )
+            .map_err(exec::txn_error)?;
+            t.abort();
+            if let Some(id) = last.as_deref().and_then(types::decode_row_id_key) {
+                self.engine.set_next_row_id_at_least(exec::tid(table), id as u64 + 1);
+            }
+        }
+        Ok(())
+    }
+
+    /// Installs the checkpointer that `CHECKPOINT` calls (once; later calls are ignored).
+    pub fn set_checkpointer(&self, checkpointer: Arc<dyn Checkpointer>) {
+        let _ = self.checkpointer.set(checkpointer);
+    }
+
+    /// Takes a checkpoint now (the `CHECKPOINT` statement; also periodic and at shutdown).
+    /// Does nothing for an in-memory database.
+    pub fn checkpoint(&self) -> Result<()> {
+        match self.checkpointer.get() {
+            Some(c) => c.checkpoint().map_err(|message| Error::IoError {
+                message: format!("checkpoint failed: {message}"),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The current catalog snapshot.
@@ -92,7 +156,12 @@ impl Database {
         self.catalog.snapshot()
     }
 
-    /// The transaction engine (for benchmarks and tests).
+    /// The catalog (for recovery: which tables exist, its version).
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The transaction engine (for recovery, benchmarks and tests).
     pub fn engine(&self) -> &txn::Engine {
         &self.engine
     }
@@ -282,6 +351,36 @@ struct Guc {
 /// The parameters Aspen knows. `SET` of anything else is `42704`, as in PostgreSQL.
 const GUCS: &[Guc] = &[
     Guc {
+        name: "aspen.checkpoint_dirs",
+        default: "",
+        report: false,
+        description: "Directories checkpoints are written to, one writer each.",
+    },
+    Guc {
+        name: "aspen.group_commit_delay",
+        default: "0",
+        report: false,
+        description: "How long a log writer waits to batch more commits before it writes.",
+    },
+    Guc {
+        name: "aspen.wal_dirs",
+        default: "",
+        report: false,
+        description: "Write-ahead log devices (one log buffer and one logger thread each).",
+    },
+    Guc {
+        name: "checkpoint_timeout",
+        default: "0",
+        report: false,
+        description: "Sets the maximum time between automatic checkpoints (0 = none).",
+    },
+    Guc {
+        name: "data_directory",
+        default: "",
+        report: false,
+        description: "Sets the server's data directory.",
+    },
+    Guc {
         name: "application_name",
         default: "",
         report: true,
@@ -441,6 +540,11 @@ const GUCS: &[Guc] = &[
 
 /// Parameters that cannot be changed with SET.
 const READ_ONLY_GUCS: &[&str] = &[
+    "aspen.checkpoint_dirs",
+    "aspen.group_commit_delay",
+    "aspen.wal_dirs",
+    "checkpoint_timeout",
+    "data_directory",
     "server_version",
     "server_version_num",
     "server_encoding",
@@ -464,6 +568,11 @@ pub struct Session {
     user: String,
     database: String,
     log_buffer: usize,
+    /// Durability waits of commits whose results are still held (see [`Session::take_acks`]).
+    pending_acks: Vec<wal::Ticket>,
+    /// Whether the caller awaits [`Session::take_acks`] itself (the server, asynchronously)
+    /// instead of the session blocking in every commit.
+    defer_acks: bool,
 }
 
 impl Session {
@@ -478,6 +587,8 @@ impl Session {
             user: "postgres".into(),
             database: "postgres".into(),
             log_buffer,
+            pending_acks: Vec::new(),
+            defer_acks: false,
         };
         for (k, v) in params {
             match k.as_str() {
@@ -499,10 +610,77 @@ impl Session {
         s
     }
 
-    /// The value of a server parameter for this session.
+    /// The value of a server parameter for this session: the session's own value, else the
+    /// server's, else the built-in default.
     pub fn setting(&self, name: &str) -> Option<String> {
         let g = guc(name)?;
-        Some(self.settings.get(g.name).cloned().unwrap_or_else(|| g.default.to_string()))
+        let value = self.settings.get(g.name).or_else(|| self.db.settings.get(g.name));
+        Some(value.cloned().unwrap_or_else(|| g.default.to_string()))
+    }
+
+    /// The acknowledge rule (DESIGN.md §3) is applied by whoever sends results to the client.
+    /// By default the session itself blocks in every commit until the commit may be
+    /// acknowledged. With `defer = true` it only records what must become durable, and the
+    /// caller must await every ticket of [`Session::take_acks`] (`wal::Log::wait_durable`)
+    /// before it sends any result of the statements it just ran.
+    pub fn set_deferred_acks(&mut self, defer: bool) {
+        self.defer_acks = defer;
+    }
+
+    /// The durability tickets that results produced since the last call wait for (empty when
+    /// nothing needs waiting: all durable already, `synchronous_commit = off`, or acks not
+    /// deferred).
+    pub fn take_acks(&mut self) -> Vec<wal::Ticket> {
+        std::mem::take(&mut self.pending_acks)
+    }
+
+    /// Whether commits wait for durability (`synchronous_commit` is not `off`).
+    fn synchronous_commit(&self) -> bool {
+        let v = self
+            .settings
+            .get("synchronous_commit")
+            .or_else(|| self.db.settings.get("synchronous_commit"));
+        v.is_none_or(|v| v != "off")
+    }
+
+    /// Commits `t` and applies the acknowledge rule: a writer's results wait until its record
+    /// is durable (SSN ≤ CSN, or its own device's DSN if blind), a read-only transaction's until
+    /// SSN ≤ CSN. With `synchronous_commit = off` nothing waits (as in PostgreSQL).
+    fn commit(&mut self, t: txn::Transaction) -> Result<()> {
+        let info = t.commit().map_err(exec::txn_error)?;
+        if !self.synchronous_commit() {
+            return Ok(());
+        }
+        let ticket = info.ticket.unwrap_or(wal::Ticket {
+            ssn: info.ssn,
+            device: wal::DeviceId(0),
+            blind: false,
+        });
+        self.require_durable(ticket, false)
+    }
+
+    /// Commits `t` and blocks until it is durable, whatever `synchronous_commit` says: DDL
+    /// that rewrites rows must have them durable before it changes the catalog.
+    fn commit_durable_now(&mut self, t: txn::Transaction) -> Result<()> {
+        let info = t.commit().map_err(exec::txn_error)?;
+        match info.ticket {
+            Some(ticket) => self.require_durable(ticket, true),
+            None => Ok(()),
+        }
+    }
+
+    /// Holds the current results until `ticket` is durable: blocks if `block` or acks are not
+    /// deferred, else records it for [`Session::take_acks`].
+    fn require_durable(&mut self, ticket: wal::Ticket, block: bool) -> Result<()> {
+        let log = self.db.engine.log();
+        if log.is_durable(ticket) {
+            return Ok(());
+        }
+        if self.defer_acks && !block {
+            self.pending_acks.push(ticket);
+            return Ok(());
+        }
+        log.wait_durable(ticket).map_err(|e| exec::txn_error(txn::Error::from(e)))
     }
 
     /// Simple query protocol: runs every statement of `sql` in order and stops after the first
@@ -628,17 +806,14 @@ impl Session {
         Ok(Some(cached))
     }
 
-    fn bind(
-        &self,
-        snapshot: &Snapshot,
-        sql: &str,
-        stmt: &sqlparser::ast::Statement,
-        oids: &[u32],
-    ) -> Result<Cached> {
+    fn bind(&self, snapshot: &Snapshot, sql: &str, stmt: &Parsed, oids: &[u32]) -> Result<Cached> {
         let declared: Vec<Option<DataType>> =
             oids.iter().map(|o| oid_type(*o)).collect::<Result<_>>()?;
         let mut binder = Binder::new(snapshot, sql, declared);
-        let bound = binder.bind(stmt)?;
+        let bound = match stmt {
+            Parsed::Sql(stmt) => binder.bind(stmt)?,
+            Parsed::Checkpoint => Bound::Command(Command::Checkpoint),
+        };
         let columns = match &bound {
             Bound::Plan(p) => {
                 p.columns().map(|cols| Arc::new(cols.iter().map(ColumnInfo::from).collect()))
@@ -667,7 +842,7 @@ impl Session {
     fn run_ast(
         &mut self,
         sql: &str,
-        stmt: &sqlparser::ast::Statement,
+        stmt: &Parsed,
         oids: &[u32],
         params: &[Value],
     ) -> Result<Output> {
@@ -693,7 +868,7 @@ impl Session {
                     let mut t = self.db.engine.begin(self.log_buffer);
                     let result = self.run_plan(&mut t, now, stmt, cached, params);
                     let result = match result {
-                        Ok(out) => t.commit().map(|_| out).map_err(exec::txn_error),
+                        Ok(out) => self.commit(t).map(|_| out),
                         Err(e) => {
                             let e = e.or_serialization_failure(|| t.reads_still_valid());
                             t.abort();
@@ -724,8 +899,15 @@ impl Session {
         let result = self.run_plan(&mut t, now, stmt, cached, params);
         match result {
             Ok(out) => {
+                // Rows shown inside a block must not be taken back by a crash either: they wait
+                // until everything read so far is durable (SSN of the reads <= CSN).
+                let read = t.read_ssn();
                 if let Some(open) = &mut self.txn {
                     open.txn = Some(t);
+                }
+                if self.synchronous_commit() {
+                    let ticket = wal::Ticket { ssn: read, device: wal::DeviceId(0), blind: false };
+                    self.require_durable(ticket, false)?;
                 }
                 Ok(out)
             }
@@ -884,7 +1066,7 @@ impl Session {
                 )),
                 Some(OpenTxn { txn: None, .. }) => Ok(Output::tag(Tag::new("ROLLBACK"))),
                 Some(OpenTxn { txn: Some(t), .. }) => {
-                    t.commit().map_err(exec::txn_error)?;
+                    self.commit(t)?;
                     Ok(Output::tag(Tag::new("COMMIT")))
                 }
             },
@@ -955,6 +1137,11 @@ impl Session {
                 })
             }
             Command::NoOp(tag) => Ok(Output::tag(Tag::new(tag))),
+            Command::Checkpoint => {
+                // As in PostgreSQL, also allowed inside a transaction block (it is not part of it).
+                self.db.checkpoint()?;
+                Ok(Output::tag(Tag::new("CHECKPOINT")))
+            }
             ddl => self.run_ddl(ddl),
         }
     }
@@ -1131,9 +1318,28 @@ impl Session {
                         }
                     }
                 }
-                for t in tables {
-                    engine.truncate(exec::tid(t));
+                // One logged transaction deletes every row of every table, so recovery sees
+                // the truncate in SSN order like any other write.
+                let mut t = self.db.engine.begin(self.log_buffer);
+                for table in tables {
+                    let mut keys = Vec::new();
+                    t.scan(
+                        exec::tid(table),
+                        None,
+                        std::ops::Bound::Unbounded,
+                        std::ops::Bound::Unbounded,
+                        false,
+                        &mut |k, _| {
+                            keys.push(k.to_vec());
+                            true
+                        },
+                    )
+                    .map_err(exec::txn_error)?;
+                    for k in keys {
+                        t.delete(exec::tid(table), &k).map_err(exec::txn_error)?;
+                    }
                 }
+                self.commit_durable_now(t)?;
                 Ok(Output::tag(Tag::new("TRUNCATE TABLE")))
             }
             Command::AddColumn { table, column, if_not_exists } => {
@@ -1193,6 +1399,9 @@ impl Session {
                 table: table.name.clone(),
             });
         }
+        // Rows first, durably, then the catalog: a crash in between leaves rows with one more
+        // value than the catalog's columns, which decoding ignores (and a retried ADD COLUMN
+        // rewrites). The other order could show NULL instead of the default after a crash.
         self.rewrite_rows(table, |row| row.push(fill.clone()))?;
         self.db.catalog.add_column(table.id, col).map_err(catalog_error)?;
         Ok(())
@@ -1226,8 +1435,7 @@ impl Session {
             types::encode_row(&row, &mut out);
             t.update(exec::tid(table), &k, out).map_err(exec::txn_error)?;
         }
-        t.commit().map_err(exec::txn_error)?;
-        Ok(())
+        self.commit_durable_now(t)
     }
 
     fn add_primary_key(&mut self, table: &Arc<Table>, spec: &crate::bind::IndexSpec) -> Result<()> {
@@ -1282,12 +1490,13 @@ impl Session {
             }
             rekeyed.push((k, nk, bytes));
         }
-        self.db.catalog.add_primary_key(table.id, spec.def.clone()).map_err(catalog_error)?;
         for (old, new, bytes) in rekeyed {
             t.delete(exec::tid(table), &old).map_err(exec::txn_error)?;
             t.insert(exec::tid(table), new, (*bytes).clone()).map_err(exec::txn_error)?;
         }
-        t.commit().map_err(exec::txn_error)?;
+        // The re-keyed rows are durable before the catalog names the key.
+        self.commit_durable_now(t)?;
+        self.db.catalog.add_primary_key(table.id, spec.def.clone()).map_err(catalog_error)?;
         Ok(())
     }
 }
@@ -1363,6 +1572,14 @@ fn validate_setting(name: &str, v: &str) -> Result<String> {
                 Err(Error::unsupported(format!("DateStyle \"{v}\" (only ISO)")))
             }
         }
+        "synchronous_commit" => match v.trim().to_lowercase().as_str() {
+            "on" | "true" | "yes" | "1" => Ok("on".into()),
+            "off" | "false" | "no" | "0" => Ok("off".into()),
+            l @ ("local" | "remote_write" | "remote_apply") => Ok(l.to_string()),
+            _ => Err(Error::InvalidParameterValue {
+                message: format!("invalid value for parameter \"synchronous_commit\": \"{v}\""),
+            }),
+        },
         "extra_float_digits" => match v.trim().parse::<i32>() {
             Ok(n) if (-15..=3).contains(&n) => Ok(n.to_string()),
             _ => Err(Error::InvalidParameterValue {

@@ -1,7 +1,7 @@
 //! Random token soup must never panic the SQL layer: every statement either runs or returns an
 //! error with a SQLSTATE. Deterministic (a fixed seed), 20 000 statements.
 
-use sql::{Database, DatabaseConfig, Session};
+use sql::{Database, Session};
 
 const TOKENS: &[&str] = &[
     "SELECT",
@@ -115,7 +115,7 @@ fn run(s: &mut Session, sql: &str, ok: &mut u32, errors: &mut u32) {
 
 #[test]
 fn random_statements_never_panic() {
-    let db = Database::open(&DatabaseConfig { data_dir: None, log_buffers: 1 }).expect("open");
+    let db = Database::in_memory(1);
     let mut s = Session::new(db, &[]);
     for sql in [
         "CREATE TABLE t (a int PRIMARY KEY, b text, c numeric(5,2))",
@@ -155,7 +155,7 @@ fn random_statements_never_panic() {
 /// WHERE clauses and SET lists: typing, casts and evaluation must error cleanly, never panic.
 #[test]
 fn random_expressions_never_panic() {
-    let db = Database::open(&DatabaseConfig { data_dir: None, log_buffers: 1 }).expect("open");
+    let db = Database::in_memory(1);
     let mut s = Session::new(db, &[]);
     for sql in [
         "CREATE TABLE t (a int PRIMARY KEY, b text, c numeric(5,2), d double precision, \

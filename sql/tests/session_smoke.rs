@@ -1,9 +1,9 @@
 //! End-to-end through `Session` without the wire: DDL, DML, queries, transaction states.
 
-use sql::{Database, DatabaseConfig, Session, TxnStatus, Value};
+use sql::{Database, Session, TxnStatus, Value};
 
 fn session() -> Session {
-    let db = Database::open(&DatabaseConfig { data_dir: None, log_buffers: 2 }).expect("open");
+    let db = Database::in_memory(2);
     Session::new(db, &[])
 }
 
@@ -121,7 +121,7 @@ fn joins_groups_subqueries() {
 /// as 40001 (retryable), not as the error itself.
 #[test]
 fn error_after_stale_read_is_a_serialization_failure() {
-    let db = Database::open(&DatabaseConfig { data_dir: None, log_buffers: 2 }).expect("open");
+    let db = Database::in_memory(2);
     let mut a = Session::new(db.clone(), &[]);
     let mut b = Session::new(db, &[]);
     run(&mut a, "CREATE TABLE t (id int PRIMARY KEY, v int)");

@@ -404,6 +404,12 @@ impl Transaction {
         self.writes.values().any(|w| w.entries.values().any(|e| e.kind != WriteKind::LockOnly))
     }
 
+    /// The largest SSN among the versions this transaction has read so far (its `base` before
+    /// commit): results computed from those reads may be released once this SSN is `<= CSN`.
+    pub fn read_ssn(&self) -> wal::Ssn {
+        wal::Ssn(self.base)
+    }
+
     /// Ordered scan over the primary index (`index == None`) or a secondary index.
     ///
     /// Bounds are *prefix* bounds on entry keys: `hi = Included(p)` includes every entry that

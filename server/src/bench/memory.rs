@@ -19,7 +19,7 @@ use std::time::Instant;
 use chrono::NaiveDateTime;
 use rust_decimal::Decimal;
 use sql::types::{cast, encode_row, CastKind};
-use sql::{Database, DatabaseConfig, Session, Value};
+use sql::{Database, Session, Value};
 
 use super::{fmt_rate, BenchArgs, Rng};
 
@@ -67,7 +67,7 @@ const COLUMNS: usize = 21;
 /// Runs the suite and returns its markdown section.
 pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>> {
     let rows = args.rows.unwrap_or(1_000_000).max(1);
-    let db = Database::open(&DatabaseConfig { data_dir: None, log_buffers: 2 })?;
+    let db = Database::in_memory(2);
     let mut session = Session::new(db.clone(), &[]);
     for ddl in [CREATE_TABLE, CREATE_INDEX] {
         for result in session.execute_simple(ddl) {

@@ -107,6 +107,8 @@ pub enum Command {
     },
     /// DISCARD ALL and other no-ops that only need a tag.
     NoOp(&'static str),
+    /// CHECKPOINT (parsed by `parse`, not by sqlparser).
+    Checkpoint,
 }
 
 impl Binder<'_> {
@@ -128,7 +130,8 @@ impl Binder<'_> {
                     "all" => Command::ShowAll,
                     "transaction isolation level" => Command::Show("transaction_isolation".into()),
                     "time zone" => Command::Show("timezone".into()),
-                    _ => Command::Show(name),
+                    // A qualified name (`SHOW aspen.wal_dirs`).
+                    _ => Command::Show(variable.iter().map(ident).collect::<Vec<_>>().join(".")),
                 }
             }
             S::Reset(r) => match &r.reset {

@@ -20,7 +20,7 @@ impl Binder<'_> {
             return Ok(Expr::Literal(crate::types::Value::Null));
         };
         let stmts = crate::parse::parse(&format!("SELECT {}", default.sql))?;
-        let Some(ast::Statement::Query(q)) = stmts.first() else {
+        let Some(crate::parse::Parsed::Sql(ast::Statement::Query(q))) = stmts.first() else {
             return Err(Error::internal(format!("bad default expression {}", default.sql)));
         };
         let SetExpr::Select(s) = q.body.as_ref() else {

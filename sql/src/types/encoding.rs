@@ -282,6 +282,18 @@ pub fn encode_key_as(values: &[Value], types: &[DataType], out: &mut Vec<u8>) {
     }
 }
 
+/// The hidden row id of a table without a primary key from its engine key (the key is
+/// `encode_key([Int64(id)])`); `None` if `key` is not such a key.
+pub fn decode_row_id_key(key: &[u8]) -> Option<i64> {
+    match key {
+        [KEY_INT, rest @ ..] if rest.len() == 8 => {
+            let raw = u64::from_be_bytes(rest.try_into().ok()?);
+            Some((raw ^ (1 << 63)) as i64)
+        }
+        _ => None,
+    }
+}
+
 fn encode_key_value(v: &Value, bpchar: bool, out: &mut Vec<u8>) {
     match v {
         Value::Null => out.push(KEY_NULL),
@@ -608,6 +620,10 @@ mod tests {
             k
         };
         assert_eq!(key(Value::Int16(7)), key(Value::Int64(7)));
+        for id in [1i64, 255, 1 << 40, i64::MAX] {
+            assert_eq!(decode_row_id_key(&key(Value::Int64(id))), Some(id));
+        }
+        assert_eq!(decode_row_id_key(&key(Value::Text("x".into()))), None);
         assert_eq!(key(Value::Int32(-7)), key(Value::Int64(-7)));
         let n = |s: &str| parse_text(s, &DataType::Numeric(None)).unwrap();
         assert_eq!(key(n("1.5")), key(n("1.50")));

@@ -29,7 +29,9 @@ pub use arith::{arith, arith_result_type, negate, ArithOp};
 pub use binary::{decode_binary, decode_binary_as, encode_binary};
 pub use cast::{cast, cast_allowed, common_type, CastKind};
 pub use compare::{compare, compare_as, sort_cmp, sort_cmp_as};
-pub use encoding::{decode_column, decode_row, encode_key, encode_key_as, encode_row, KEY_NULL};
+pub use encoding::{
+    decode_column, decode_row, decode_row_id_key, encode_key, encode_key_as, encode_row, KEY_NULL,
+};
 pub use like::like;
 pub use text::{format_text, format_text_into, parse_text};
 pub use value::Value;

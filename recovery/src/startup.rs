@@ -1,0 +1,231 @@
+//! Opening a durable database: the server's startup sequence (DESIGN.md §5).
+//!
+//! ```text
+//! 1 devices    the --wal-dir list must be the one the data directory was created with
+//!              (<data-dir>/wal_devices): a device left out would lose its records silently
+//! 2 catalog    RocksDB (<data-dir>/catalog): tables, indexes, ids never reused
+//! 3 scan       RecoveryPlan::scan over every device: where each valid log ends, RSNe
+//! 4 seal       unacknowledged records above RSNe → Abort records, torn tails zero-filled,
+//!              so that no later recovery can resurrect them once the log grows past them
+//! 5 open log   wal::Log::open(dirs, start_ssn = largest SSN on any device): new segments,
+//!              every new SSN above every old one (I2 across restarts)
+//! 6 engine     sql::Database::new creates an empty engine table per catalog table
+//! 7 replay     every value record with ssn <= RSNe, plus blind ones beyond, in parallel by
+//!              (table, key), last writer wins; records of dropped tables are skipped
+//! 8 finish     Engine::finish_replay (tombstones, secondary indexes, L.ssn raised),
+//!              Database::restore_row_ids (hidden row ids continue above the largest)
+//! ```
+//!
+//! Only then does the server accept connections. Progress is reported through the caller's
+//! callback while it runs; [`Started`] carries the summary.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wal::{DeviceId, Ssn};
+
+use crate::{DeviceLog, Error, Progress, RecoveryPlan, ScanOptions, Sealed, Summary, Target};
+
+/// How to open a durable database.
+#[derive(Debug, Clone)]
+pub struct StartupConfig {
+    /// The data directory (catalog, device list; default place of logs and checkpoints).
+    pub data_dir: PathBuf,
+    /// One directory per log device; empty = [`DEFAULT_LOG_DEVICES`] under `data_dir/wal/`.
+    pub wal_dirs: Vec<PathBuf>,
+    /// Log options (ring size, group-commit delay, device backend). `start_ssn` is ignored:
+    /// startup sets it from the log.
+    pub log: wal::LogOptions,
+    /// Server default of `synchronous_commit`.
+    pub synchronous_commit: bool,
+    /// Replay threads (at least 1).
+    pub replay_threads: usize,
+}
+
+/// Log devices when no `--wal-dir` is given.
+pub const DEFAULT_LOG_DEVICES: usize = 2;
+
+impl StartupConfig {
+    /// The log directories: the configured ones, or `data_dir/wal/0 …` by default.
+    pub fn wal_dirs(&self) -> Vec<PathBuf> {
+        if self.wal_dirs.is_empty() {
+            (0..DEFAULT_LOG_DEVICES)
+                .map(|d| self.data_dir.join("wal").join(d.to_string()))
+                .collect()
+        } else {
+            self.wal_dirs.clone()
+        }
+    }
+}
+
+/// An open database and what recovery did.
+pub struct Started {
+    /// The database, ready for sessions.
+    pub db: Arc<sql::Database>,
+    /// The log it writes (also reachable as `db.engine().log()`).
+    pub log: Arc<wal::Log>,
+    /// RSNe of the log that was recovered.
+    pub rsne: Ssn,
+    /// The largest SSN found on any device (every new SSN is above it).
+    pub max_ssn: Ssn,
+    /// What sealing changed.
+    pub sealed: Sealed,
+    /// The replay summary (scan and replay times, bytes, records).
+    pub replay: Summary,
+    /// Wall time of the whole startup.
+    pub elapsed: Duration,
+}
+
+/// Runs the startup sequence of the module doc and returns the open database.
+pub fn open_database(
+    config: &StartupConfig,
+    progress: &dyn Fn(&Progress),
+) -> Result<Started, Error> {
+    let start = Instant::now();
+    let dirs = config.wal_dirs();
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|source| Error::Dir { path: config.data_dir.clone(), source })?;
+    for dir in &dirs {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Dir { path: dir.clone(), source })?;
+    }
+    check_devices(&config.data_dir, &dirs)?;
+
+    let catalog = catalog::Catalog::open(&config.data_dir.join("catalog"))
+        .map_err(|e| Error::Startup(format!("cannot open the catalog: {e}")))?;
+
+    let devices = dirs
+        .iter()
+        .enumerate()
+        .map(|(d, dir)| DeviceLog::from_dir(DeviceId(d as u16), dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    let plan = RecoveryPlan::scan(devices, ScanOptions::for_log(&config.log))?;
+    let sealed = plan.seal()?;
+    let rsne = plan.rsne();
+    let max_ssn = plan.devices().iter().filter_map(|d| d.last_ssn).max().unwrap_or(Ssn::ZERO);
+
+    let options = wal::LogOptions { start_ssn: max_ssn, ..config.log.clone() };
+    let log = Arc::new(wal::Log::open(&dirs, &options)?);
+    let db_options = sql::DatabaseOptions {
+        synchronous_commit: config.synchronous_commit,
+        settings: vec![
+            ("data_directory", config.data_dir.display().to_string()),
+            ("aspen.wal_dirs", join_paths(&dirs)),
+            (
+                "aspen.group_commit_delay",
+                format!("{}us", config.log.group_commit_delay.as_micros()),
+            ),
+        ],
+    };
+    let db = sql::Database::new(catalog, txn::Engine::new(log.clone()), db_options);
+
+    let snapshot = db.snapshot();
+    let target = LiveTables {
+        engine: crate::EngineTarget(db.engine()),
+        live: &|table| snapshot.table_by_id(catalog::TableId(table)).is_some(),
+    };
+    let replay = crate::replay(&plan, Ssn::ZERO, &target, config.replay_threads, progress)?;
+    db.engine()
+        .finish_replay(max_ssn)
+        .map_err(|e| Error::Startup(format!("cannot finish replay: {e}")))?;
+    db.restore_row_ids().map_err(|e| Error::Startup(format!("cannot restore row ids: {e}")))?;
+    Ok(Started { db, log, rsne, max_ssn, sealed, replay, elapsed: start.elapsed() })
+}
+
+/// Skips rows of tables the catalog no longer has (dropped after their rows were logged).
+struct LiveTables<'a> {
+    engine: crate::EngineTarget<'a>,
+    live: &'a (dyn Fn(u32) -> bool + Sync),
+}
+
+impl Target for LiveTables<'_> {
+    fn install(&self, table: u32, key: &[u8], row: Option<&[u8]>, ssn: Ssn) -> Result<(), String> {
+        if !(self.live)(table) {
+            return Ok(());
+        }
+        self.engine.install(table, key, row, ssn)
+    }
+}
+
+/// In the data directory: `<database id> <number of devices>`.
+const DEVICES_FILE: &str = "wal_devices";
+/// In each log directory: `<database id> <device index>`.
+const DEVICE_FILE: &str = "aspen_device";
+
+/// The first start records the device list (a database id and the device count in the data
+/// directory, the id and the device's position in each log directory); later starts must
+/// name the same devices in the same order: device ids are positions, and RSNe needs every
+/// device, so a device left out or swapped would lose records silently. Directories may move.
+fn check_devices(data_dir: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
+    let path = data_dir.join(DEVICES_FILE);
+    let mismatch = |what: String| {
+        Error::Startup(format!(
+            "{what}; start the server with the --wal-dir list the data directory {} was created \
+             with, in the same order",
+            data_dir.display()
+        ))
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(recorded) => {
+            let mut it = recorded.split_whitespace();
+            let (id, n) =
+                (it.next().unwrap_or(""), it.next().and_then(|n| n.parse::<usize>().ok()));
+            if n != Some(dirs.len()) {
+                return Err(mismatch(format!(
+                    "the data directory has {} log devices but {} were given",
+                    n.map_or("?".to_string(), |n| n.to_string()),
+                    dirs.len()
+                )));
+            }
+            for (d, dir) in dirs.iter().enumerate() {
+                let found = std::fs::read_to_string(dir.join(DEVICE_FILE)).unwrap_or_default();
+                if found.trim_end() != format!("{id} {d}") {
+                    return Err(mismatch(format!(
+                        "{} is not log device {d} of this database (its {DEVICE_FILE} reads \"{}\")",
+                        dir.display(),
+                        found.trim_end()
+                    )));
+                }
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            for dir in dirs {
+                let used = wal::list_segments(dir)
+                    .map_err(|source| Error::Dir { path: dir.clone(), source })?;
+                if !used.is_empty() {
+                    return Err(mismatch(format!(
+                        "{} already holds a log but the data directory has no {DEVICES_FILE}",
+                        dir.display()
+                    )));
+                }
+            }
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let id = format!("{:016x}", (nanos as u64) ^ (u64::from(std::process::id()) << 40));
+            for (d, dir) in dirs.iter().enumerate() {
+                write_durably(dir, DEVICE_FILE, &format!("{id} {d}\n"))?;
+            }
+            // Last: a crash before this leaves device files that the next start rewrites.
+            write_durably(data_dir, DEVICES_FILE, &format!("{id} {}\n", dirs.len()))
+        }
+        Err(source) => Err(Error::Dir { path, source }),
+    }
+}
+
+/// Writes `dir/name` atomically and durably (temp file, fsync, rename, fsync the directory).
+fn write_durably(dir: &Path, name: &str, contents: &str) -> Result<(), Error> {
+    let path = dir.join(name);
+    let tmp = dir.join(format!("{name}.tmp"));
+    let io = |source| Error::Dir { path: path.clone(), source };
+    std::fs::write(&tmp, contents).map_err(io)?;
+    std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io)?;
+    std::fs::rename(&tmp, &path).map_err(io)?;
+    std::fs::File::open(dir).and_then(|f| f.sync_all()).map_err(io)?;
+    Ok(())
+}
+
+fn join_paths(dirs: &[PathBuf]) -> String {
+    dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+}
