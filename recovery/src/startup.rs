@@ -41,6 +41,22 @@ pub struct StartupConfig {
     pub synchronous_commit: bool,
     /// Replay threads (at least 1).
     pub replay_threads: usize,
+    /// Wraps each device's segment store before the log opens it (fault injection in tests:
+    /// `aspen serve --inject-wal-fault`). `None` in production.
+    pub wrap_store: Option<StoreWrapper>,
+}
+
+/// See [`StartupConfig::wrap_store`]: `(device index, store) -> store`.
+#[derive(Clone)]
+pub struct StoreWrapper(
+    #[allow(clippy::type_complexity)]
+    pub  Arc<dyn Fn(usize, Box<dyn wal::SegmentStore>) -> Box<dyn wal::SegmentStore> + Send + Sync>,
+);
+
+impl std::fmt::Debug for StoreWrapper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreWrapper")
+    }
 }
 
 /// Log devices when no `--wal-dir` is given.
@@ -105,7 +121,18 @@ pub fn open_database(
     let max_ssn = plan.devices().iter().filter_map(|d| d.last_ssn).max().unwrap_or(Ssn::ZERO);
 
     let options = wal::LogOptions { start_ssn: max_ssn, ..config.log.clone() };
-    let log = Arc::new(wal::Log::open(&dirs, &options)?);
+    let log = Arc::new(match &config.wrap_store {
+        None => wal::Log::open(&dirs, &options)?,
+        Some(wrap) => {
+            let mut stores = Vec::with_capacity(dirs.len());
+            for (d, dir) in dirs.iter().enumerate() {
+                let store = wal::DirStore::open(dir, options.device)
+                    .map_err(|source| Error::Dir { path: dir.clone(), source })?;
+                stores.push((wrap.0)(d, Box::new(store)));
+            }
+            wal::Log::with_stores(stores, &options)?
+        }
+    });
     let db_options = sql::DatabaseOptions {
         synchronous_commit: config.synchronous_commit,
         settings: vec![

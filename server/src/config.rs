@@ -67,11 +67,15 @@ pub struct ServeArgs {
     pub wal_io: wal::device::Backend,
     /// Size of each log segment file, preallocated with zeros when it is created (a new one per
     /// device at every start and whenever the current one fills).
-    #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    #[arg(long, value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub wal_segment_mb: u64,
     /// Replay threads at recovery (default: the number of CPUs).
     #[arg(long, value_name = "N")]
     pub recovery_threads: Option<usize>,
+    /// Testing only: make a log device fail (`device=D,write|sync|nospace=N`, see
+    /// `server::fault`).
+    #[arg(long, value_name = "SPEC", hide = true, value_parser = crate::fault::parse)]
+    pub inject_wal_fault: Option<crate::fault::FaultSpec>,
 }
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -108,6 +112,7 @@ impl ServeArgs {
             replay_threads: self.recovery_threads.unwrap_or_else(|| {
                 std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
             }),
+            wrap_store: self.inject_wal_fault.map(crate::fault::wrapper),
         }
     }
 }

@@ -87,6 +87,7 @@ pub mod config;
 mod connection;
 pub mod encode;
 pub mod error;
+pub mod fault;
 pub mod framing;
 pub mod handler;
 pub mod listener;

@@ -25,6 +25,9 @@ pub struct Server {
     shared: Arc<Shared>,
 }
 
+/// How long a failed log lets sessions report the failure before connections close.
+const FAILURE_GRACE: Duration = Duration::from_millis(500);
+
 impl Server {
     /// Binds `addr` (`HOST:PORT`; port 0 picks a free port, see [`Server::local_addr`]).
     pub async fn bind(addr: &str, db: Arc<Database>) -> io::Result<Server> {
@@ -63,6 +66,9 @@ impl Server {
                     let message = e.map_or_else(|| "unknown".to_string(), |e| e.to_string());
                     tracing::error!(error = %message, "the write-ahead log failed; shutting down");
                     failure = Some(io::Error::other(format!("write-ahead log failed: {message}")));
+                    // Sessions waiting for an acknowledgement are failing with FATAL 58030
+                    // right now: let them send it before the connections are closed.
+                    tokio::time::sleep(FAILURE_GRACE).await;
                     break;
                 }
                 accepted = self.listener.accept() => match accepted {
