@@ -70,6 +70,33 @@ pub enum Error {
         /// What the target reported.
         message: String,
     },
+    /// Reading or writing a checkpoint file or directory failed.
+    #[error("checkpoint file {path}: {source}")]
+    CheckpointIo {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the operating system reported.
+        #[source]
+        source: io::Error,
+    },
+    /// A checkpoint file (data or metadata) does not match its checksums, its metadata or its
+    /// format. Recovery never skips it: restore the file, or remove the checkpoint by hand
+    /// knowing that the log below it may be gone.
+    #[error("checkpoint file {path} is corrupt at byte offset {offset}: {reason}")]
+    CheckpointCorrupt {
+        /// The file.
+        path: PathBuf,
+        /// Where the damage was found.
+        offset: u64,
+        /// What is wrong there.
+        reason: String,
+    },
+    /// Scanning a checkpoint cut failed.
+    #[error("checkpoint scan: {0}")]
+    CheckpointScan(txn::Error),
+    /// `write_checkpoint` needs at least one directory.
+    #[error("a checkpoint needs at least one directory")]
+    NoCheckpointDirs,
 }
 
 impl From<wal::Error> for Error {

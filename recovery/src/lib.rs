@@ -1,18 +1,32 @@
-//! # recovery — log scan, RSNe and parallel value replay (checkpoints and PACMAN: not yet)
+//! # recovery — checkpoints, log scan, RSNe and parallel value replay (PACMAN: not yet)
 //!
-//! DESIGN.md §5, the part that exists: after a crash, find how far the log is durable on every
-//! device and replay it into the storage engine.
+//! DESIGN.md §5: after a crash, load the newest valid checkpoint, find how far the log is
+//! durable on every device, and replay the log above the checkpoint into the storage engine.
 //!
 //! ## What exists
 //!
+//! 0. **Checkpoints** (`checkpoint/`). [`write_checkpoint`] writes a `txn::CheckpointCut`
+//!    (the engine's transaction-consistent cut `S` with copy-on-write, see `txn`'s
+//!    `checkpoint` module) into checkpoint directories, one writer thread per directory, every
+//!    row with its SSN and CRC-32C per block and per file; waits until `CSN >= S`; then writes
+//!    the metadata last and atomically. [`newest_checkpoint`] finds the newest checkpoint whose
+//!    metadata exists, [`load_checkpoint`] loads it in parallel (one reader per file) through
+//!    [`Target::install`], checking every checksum (a mismatch is
+//!    [`Error::CheckpointCorrupt`], never skipped), and [`delete_older_checkpoints`] retires
+//!    the older ones. Once a checkpoint is valid, `wal::Log::delete_segments_below(S + 1)`
+//!    may delete the log it covers.
 //! 1. [`RecoveryPlan::scan`] (`plan.rs`) reads every device ([`DeviceLog`]: from a `wal/<n>/`
 //!    directory with [`DeviceLog::from_dir`], or from in-memory segments) to the end of its valid
 //!    log with `wal::SegmentReader`, one thread per device, with
 //!    [`ScanOptions::unsynced_window`] = the logger's `ring_bytes` ([`ScanOptions::for_log`]).
 //!    A torn tail ends a device's log at its last good record; any other damaged record is
 //!    [`Error::Corrupt`] `{ device, segment, offset, reason }` and recovery stops (never
-//!    skipped). It computes **`RSNe = min over devices of the SSN of the last durable record`**
-//!    (value, command, marker or abort; a device without records counts as 0).
+//!    skipped). It computes **`RSNe = min over devices of max(SSN of the last durable record,
+//!    S)`** (value, command, marker or abort; a device without records counts as 0, or as `S`
+//!    with [`ScanOptions::checkpoint_ssn`] = `S`: its segments below `S` may have been
+//!    deleted). It also records each segment's last SSN ([`RecoveryPlan::existing_segments`]),
+//!    which the reopened log adopts (`wal::LogOptions::existing_segments`) so that the next
+//!    checkpoint can delete them.
 //! 2. [`replay()`] (`replay/value.rs`) reads the devices a second time and installs, through
 //!    [`Target::install`], every entry of every value record with **`S < ssn <= RSNe`**, plus
 //!    every **blind** value record with `ssn > S` (acknowledged at its own device's DSN). Markers
@@ -22,40 +36,51 @@
 //!    bytes and records done, rate, ETA) and returns a [`Summary`] (time per phase, GB/s).
 //! 3. [`SerialReplayer`] (`replay/serial.rs`) is the oracle: one thread, all devices merged in
 //!    SSN order. Tests check parallel == serial == a model of the workload.
+//! 4. [`RecoveryPlan::seal`] turns unacknowledged records above RSNe into aborts and zero-fills
+//!    torn tails; [`startup`] is the server's startup sequence.
 //!
 //! ```text
-//! devices ──scan──► RecoveryPlan { per device: end, last SSN;  RSNe = min }
-//!                        │
-//!                        ├─► replay(plan, S, target, threads, progress)   (parallel)
+//! checkpoint dirs ──newest_checkpoint──► CheckpointMeta { S, files } ──load_checkpoint──┐
+//! devices ──scan(checkpoint_ssn = S)──► RecoveryPlan { per device: end, last SSN;        │
+//!                        │                            RSNe = min max(last, S) }          │
+//!                        ├─► replay(plan, S, target, threads, progress)   (parallel) ◄───┘
 //!                        └─► SerialReplayer::new(plan).replay(S, target)  (oracle)
 //! select: kind = value  and  S < ssn  and  (ssn <= RSNe  or  blind)
+//! then:   Engine::finish_replay(plan.max_ssn())
 //! ```
 //!
 //! ## The seam
 //!
 //! [`Target`] (`target.rs`) is STYLE's `recovery::Target`: `install(table, key, row, ssn)`,
-//! last writer wins, deletes leave a tombstone until replay ends. The adapter over
-//! `txn::Engine::replay_install` is not here yet (this crate does not use txn internals);
-//! [`testing::MapTarget`] is the in-memory double.
+//! last writer wins, deletes leave a tombstone until replay ends. [`EngineTarget`] is the
+//! adapter over `txn::Engine::replay_install`; `testing::MapTarget` (feature `testing`) is the
+//! in-memory double.
+//! A checkpoint may hold the same `(key, ssn)` twice (copy-on-write); last-writer-wins makes
+//! the second install a no-op.
 //!
 //! ## What does not exist yet
 //!
-//! - **Checkpoints** (the cut `S`, copy-on-write writers, metadata, loading the newest valid
-//!   one): callers pass `S` themselves (`Ssn::ZERO` = replay everything). With checkpoints and
-//!   log deletion, a device's last durable SSN must become `max(last record, S)`.
+//! - [`startup`] does not load checkpoints yet, and nothing here schedules them: wiring them
+//!   into the server (a checkpoint daemon, `CHECKPOINT`) is separate work.
 //! - **PACMAN** replay of command records: a command record that must be replayed makes replay
 //!   fail with [`Error::Unsupported`] (it is never skipped).
-//! - Zero-filling a discarded torn tail ([`DeviceScan::end`] says where) before the log is
-//!   reopened, and the server's startup sequence (catalog → checkpoint → RSNe → replay).
+//! - A fault-injecting file shim for checkpoint files (STYLE rule 7): they use `std::fs`.
 //!
 //! ## Testing
 //!
 //! Logs are built by encoding `wal::Record`s into `wal::testing::MemDevice` segments (torn
 //! tails, corruption in the middle, several devices) and by writing through `wal::Log::open`
-//! into real segment directories. `src/tests.rs` covers RSNe over devices, records beyond RSNe
-//! (excluded unless blind), a torn tail lowering RSNe, a corrupt record as a hard error,
-//! command records as `Unsupported`, and randomized parallel-vs-serial equivalence.
+//! into real segment directories. `src/tests.rs` covers RSNe over devices (with and without a
+//! checkpoint cut), records beyond RSNe (excluded unless blind), a torn tail lowering RSNe, a
+//! corrupt record as a hard error, command records as `Unsupported`, per-segment last SSNs,
+//! and randomized parallel-vs-serial equivalence. `checkpoint/format.rs` checks the documented
+//! byte layouts. `tests/checkpoint_round_trip.rs` runs a bank workload on real directories
+//! while a checkpoint is written, deletes the log below `S`, recovers (checkpoint + log above
+//! `S`) into a fresh engine and compares; restarts adopting the old segments and deletes them
+//! after the next checkpoint; ignores a checkpoint whose metadata was never written; and
+//! rejects flipped bytes, truncation and missing files with an error naming the file.
 
+mod checkpoint;
 mod error;
 mod plan;
 mod progress;
@@ -67,6 +92,10 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 
+pub use checkpoint::{
+    delete_older_checkpoints, load_checkpoint, newest_checkpoint, write_checkpoint, CheckpointFile,
+    CheckpointMeta,
+};
 pub use error::Error;
 pub use plan::{DeviceLog, DeviceScan, RecoveryPlan, ScanOptions, Sealed};
 pub use progress::{Phase, Progress, Summary};

@@ -22,9 +22,15 @@
 //! After replay, [`RecoveryPlan::seal`] turns unacknowledged records above RSNe into aborts and
 //! zero-fills torn tails, so the log can be reopened and recovered from again.
 //!
-//! Not yet: a checkpoint in the plan. Once segments wholly below a checkpoint are deleted, a
-//! device's last durable SSN must be `max(last record, S)` (a valid checkpoint implies
-//! `CSN >= S`).
+//! **With a checkpoint** at cut `S` ([`ScanOptions::checkpoint_ssn`]), a device's last durable
+//! SSN is `max(last record, S)`: a valid checkpoint implies `CSN >= S` when it was written, so
+//! every device had durable records up to `S` then, and segments wholly below `S` may have
+//! been deleted since (a device whose log was deleted down to nothing still counts as `S`).
+//!
+//! The scan also records, per device and per segment, the SSN of the segment's last valid
+//! record ([`RecoveryPlan::existing_segments`]): the reopened log adopts them
+//! (`wal::LogOptions::existing_segments`) so that it can delete them once a later checkpoint
+//! covers them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -83,12 +89,21 @@ pub struct ScanOptions {
     /// when synced). 0 treats any valid record after a bad one as proof of corruption, which
     /// can reject a log whose unsynced pages reached the disk out of order.
     pub unsynced_window: u64,
+    /// The cut `S` of the checkpoint recovery loaded ([`Ssn::ZERO`] if none): every device's
+    /// last durable SSN counts as at least `S` (module doc).
+    pub checkpoint_ssn: Ssn,
 }
 
 impl ScanOptions {
-    /// The options for a log written with `options`.
+    /// The options for a log written with `options`, without a checkpoint.
     pub fn for_log(options: &wal::LogOptions) -> ScanOptions {
-        ScanOptions { unsynced_window: options.ring_bytes as u64 }
+        ScanOptions { unsynced_window: options.ring_bytes as u64, checkpoint_ssn: Ssn::ZERO }
+    }
+
+    /// These options with the checkpoint cut `S`.
+    #[must_use]
+    pub fn with_checkpoint(self, checkpoint_ssn: Ssn) -> ScanOptions {
+        ScanOptions { checkpoint_ssn, ..self }
     }
 }
 
@@ -110,11 +125,16 @@ pub struct DeviceScan {
     pub commands: u64,
 }
 
+/// One device's segments, each with the SSN of its last valid record.
+type SegmentSsns = Vec<(SegmentNo, Option<Ssn>)>;
+
 /// The devices, where each one's log ends, and RSNe.
 #[derive(Debug)]
 pub struct RecoveryPlan {
     pub(crate) devices: Vec<DeviceLog>,
     scans: Vec<DeviceScan>,
+    /// Per device (in id order), per segment: the SSN of its last valid record.
+    segments: Vec<SegmentSsns>,
     rsne: Ssn,
     options: ScanOptions,
     scan_time: Duration,
@@ -122,7 +142,8 @@ pub struct RecoveryPlan {
 
 impl RecoveryPlan {
     /// Reads every device to the end of its valid log (one thread per device), and computes
-    /// RSNe = min over devices of the last durable SSN (module doc).
+    /// RSNe = min over devices of the last durable SSN, `max(last record, S)` with
+    /// `S = options.checkpoint_ssn` (module doc).
     ///
     /// Fails with [`Error::Corrupt`] for a damaged record that is not a torn tail, with
     /// [`Error::Log`] if a device cannot be read, and with [`Error::NoDevices`] /
@@ -140,15 +161,20 @@ impl RecoveryPlan {
             return Err(Error::DuplicateDevice(w[0].device));
         }
         let read = ReadOptions { unsynced_window: options.unsynced_window };
-        let results: Vec<Result<DeviceScan, Error>> = std::thread::scope(|s| {
+        type Scanned = Result<(DeviceScan, SegmentSsns), Error>;
+        let results: Vec<Scanned> = std::thread::scope(|s| {
             let handles: Vec<_> =
                 devices.iter().map(|d| s.spawn(move || scan_device(d, read))).collect();
             handles.into_iter().map(|h| h.join().expect("scan thread panicked")).collect()
         });
         // Report the first failing device in id order, so the error is deterministic.
-        let scans = results.into_iter().collect::<Result<Vec<_>, _>>()?;
-        let rsne = scans.iter().map(|s| s.last_ssn.unwrap_or(Ssn::ZERO)).min().unwrap_or(Ssn::ZERO);
-        let plan = RecoveryPlan { devices, scans, rsne, options, scan_time: start.elapsed() };
+        let (scans, segments): (Vec<_>, Vec<_>) =
+            results.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter().unzip();
+        let cut = options.checkpoint_ssn;
+        let rsne =
+            scans.iter().map(|s| s.last_ssn.unwrap_or(Ssn::ZERO).max(cut)).min().unwrap_or(cut);
+        let plan =
+            RecoveryPlan { devices, scans, segments, rsne, options, scan_time: start.elapsed() };
         tracing::info!(
             devices = plan.scans.len(),
             rsne = plan.rsne.0,
@@ -160,9 +186,36 @@ impl RecoveryPlan {
         Ok(plan)
     }
 
-    /// RSNe: the minimum over devices of the SSN of the last durable record.
+    /// RSNe: the minimum over devices of the last durable SSN (the SSN of the device's last
+    /// valid record, or the checkpoint cut if that is larger).
     pub fn rsne(&self) -> Ssn {
         self.rsne
+    }
+
+    /// The checkpoint cut `S` the plan was made with ([`ScanOptions::checkpoint_ssn`]).
+    pub fn checkpoint_ssn(&self) -> Ssn {
+        self.options.checkpoint_ssn
+    }
+
+    /// The largest SSN recovery knows of: every device's last valid record and the checkpoint
+    /// cut. Every SSN allocated after recovery must be above it: pass it to
+    /// `txn::Engine::finish_replay` and as the reopened log's `wal::LogOptions::start_ssn`.
+    pub fn max_ssn(&self) -> Ssn {
+        self.scans
+            .iter()
+            .filter_map(|s| s.last_ssn)
+            .max()
+            .unwrap_or(Ssn::ZERO)
+            .max(self.options.checkpoint_ssn)
+    }
+
+    /// Per device in id order (index `d` is `DeviceId(d)` when the devices are `0..N`, as
+    /// `wal::Log::open` numbers them), every segment scanned with the SSN of its last valid
+    /// record (`None` if it has none). This is what `wal::LogOptions::existing_segments`
+    /// wants, so that the reopened log can delete these segments once a checkpoint covers
+    /// them. Call it after [`RecoveryPlan::seal`] or before: sealing keeps every SSN.
+    pub fn existing_segments(&self) -> Vec<Vec<(SegmentNo, Option<Ssn>)>> {
+        self.segments.clone()
     }
 
     /// Per device, in id order.
@@ -274,7 +327,8 @@ pub struct Sealed {
     pub zeroed_bytes: u64,
 }
 
-fn scan_device(log: &DeviceLog, options: ReadOptions) -> Result<DeviceScan, Error> {
+/// Scans one device: what it holds, and per segment the SSN of its last valid record.
+fn scan_device(log: &DeviceLog, options: ReadOptions) -> Result<(DeviceScan, SegmentSsns), Error> {
     let mut scan = DeviceScan {
         device: log.device,
         end: None,
@@ -283,15 +337,23 @@ fn scan_device(log: &DeviceLog, options: ReadOptions) -> Result<DeviceScan, Erro
         bytes: 0,
         commands: 0,
     };
-    let Some(mut reader) = log.reader(options) else { return Ok(scan) };
+    let mut segments: Vec<(SegmentNo, Option<Ssn>)> =
+        log.segments.iter().map(|(no, _)| (*no, None)).collect();
+    let Some(mut reader) = log.reader(options) else { return Ok((scan, segments)) };
+    // Segments are in order and so are records: a cursor finds each record's segment.
+    let mut at = 0;
     while let Some(r) = reader.next_record()? {
         scan.records += 1;
         scan.bytes += r.record.encoded_len() as u64;
         scan.commands += u64::from(r.record.kind == RecordKind::Command);
         scan.last_ssn = Some(r.record.ssn);
+        while segments[at].0 != r.segment {
+            at += 1;
+        }
+        segments[at].1 = Some(r.record.ssn);
     }
     let end = reader.end().expect("a reader that returned None has an end");
     debug_assert_eq!((end.last_ssn, end.records), (scan.last_ssn, scan.records));
     scan.end = Some(end);
-    Ok(scan)
+    Ok((scan, segments))
 }

@@ -12,6 +12,10 @@ pub enum Phase {
     Scan,
     /// [`crate::replay`]: records selected and installed.
     Replay,
+    /// [`crate::write_checkpoint`]: a cut's rows written to checkpoint files.
+    Checkpoint,
+    /// [`crate::load_checkpoint`]: a checkpoint's rows read and installed.
+    Load,
 }
 
 impl fmt::Display for Phase {
@@ -19,6 +23,8 @@ impl fmt::Display for Phase {
         f.write_str(match self {
             Phase::Scan => "scan",
             Phase::Replay => "replay",
+            Phase::Checkpoint => "checkpoint",
+            Phase::Load => "load",
         })
     }
 }
@@ -43,21 +49,23 @@ pub struct Progress {
 impl Progress {
     /// Bytes per second so far (0 before any time has passed).
     pub fn rate(&self) -> f64 {
-        let secs = self.elapsed.as_secs_f64();
-        if secs > 0.0 {
-            self.bytes_done as f64 / secs
-        } else {
-            0.0
-        }
+        per_sec(self.bytes_done, self.elapsed)
     }
 
-    /// Time left at the rate so far; `None` while the rate is unknown.
+    /// Time left at the rate so far; `None` while the rate is unknown. Counted in bytes, or
+    /// in records when the phase does not know its bytes in advance (`bytes_total` 0 while
+    /// bytes are done, as when writing a checkpoint).
     pub fn eta(&self) -> Option<Duration> {
-        let left = self.bytes_total.saturating_sub(self.bytes_done);
+        let (done, total) = if self.bytes_total == 0 && self.bytes_done > 0 {
+            (self.records_done, self.records_total)
+        } else {
+            (self.bytes_done, self.bytes_total)
+        };
+        let left = total.saturating_sub(done);
         if left == 0 {
             return Some(Duration::ZERO);
         }
-        let rate = self.rate();
+        let rate = per_sec(done, self.elapsed);
         (rate > 0.0).then(|| Duration::from_secs_f64(left as f64 / rate))
     }
 }
@@ -120,6 +128,15 @@ impl Summary {
     /// Log gigabytes per second of the replay phase alone.
     pub fn replay_gb_per_sec(&self) -> f64 {
         gbps(self.bytes, self.replay)
+    }
+}
+
+fn per_sec(n: u64, time: Duration) -> f64 {
+    let secs = time.as_secs_f64();
+    if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        0.0
     }
 }
 

@@ -3,7 +3,8 @@
 use wal::Ssn;
 
 /// Where replay installs rows (STYLE rule 2: `recovery → txn, sql`). The adapter over
-/// `txn::Engine::replay_install` implements it; [`crate::testing::MapTarget`] is the test double.
+/// `txn::Engine::replay_install` implements it ([`EngineTarget`]); `testing::MapTarget` (feature
+/// `testing`) is the test double.
 ///
 /// Contract:
 /// - **Last writer wins.** `install(table, key, row, ssn)` makes `row` the version of `key`

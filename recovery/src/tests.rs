@@ -511,3 +511,71 @@ fn seal_keeps_unacknowledged_records_from_coming_back() {
     // Sealing again changes nothing.
     assert_eq!(plan.seal().unwrap(), crate::Sealed { aborted: 0, zeroed_bytes: 0 });
 }
+
+/// With a checkpoint at `S`, a device's last durable SSN is `max(last record, S)`: a device
+/// whose segments below `S` were all deleted counts as durable up to `S`, and replay starts
+/// above `S`.
+#[test]
+fn checkpoint_cut_raises_every_device_to_s() {
+    let d0 = vec![
+        value(11, false, vec![put(1, "a", "a11")]),
+        value(14, false, vec![put(1, "b", "b14")]),
+    ];
+    let d2 =
+        vec![value(12, false, vec![put(1, "c", "c12")]), value(20, false, vec![put(1, "d", "x")])];
+    let make = |d1: &[Rec]| {
+        vec![
+            device(0, encode(&d0).0, 64),
+            device(1, encode(d1).0, 64),
+            device(2, encode(&d2).0, 64),
+        ]
+    };
+    // Device 1's records <= S were deleted; it has one record above S.
+    let d1 = vec![marker(15)];
+    let options = ScanOptions::default().with_checkpoint(Ssn(10));
+    let plan = RecoveryPlan::scan(make(&d1), options).unwrap();
+    assert_eq!(plan.checkpoint_ssn(), Ssn(10));
+    assert_eq!(plan.rsne(), Ssn(14), "min(max(14, 10), max(15, 10), max(20, 10))");
+    assert_eq!(plan.max_ssn(), Ssn(20));
+    let got = replay_both(&plan, 10, 2);
+    assert_eq!(got, rows(&[(1, "a", "a11"), (1, "b", "b14"), (1, "c", "c12")]));
+
+    // Device 1 has nothing left at all. Without the cut it would hold RSNe at 0; with it, at
+    // S: nothing non-blind above S was acknowledged (CSN never passed device 1's DSN <= S).
+    assert_eq!(scan(make(&[])).unwrap().rsne(), Ssn::ZERO);
+    let plan = RecoveryPlan::scan(make(&[]), options).unwrap();
+    assert_eq!(plan.rsne(), Ssn(10));
+    assert!(replay_both(&plan, 10, 2).is_empty());
+    // A cut above every record: every device counts as S.
+    let plan = RecoveryPlan::scan(make(&d1), ScanOptions::default().with_checkpoint(Ssn(30)));
+    let plan = plan.unwrap();
+    assert_eq!((plan.rsne(), plan.max_ssn()), (Ssn(30), Ssn(30)));
+    assert!(replay_both(&plan, 30, 1).is_empty());
+}
+
+/// The scan reports each segment's last SSN (what `wal::LogOptions::existing_segments` wants).
+#[test]
+fn scan_reports_each_segments_last_ssn() {
+    let seg = |recs: &[Rec]| encode(recs).0;
+    let d0 = devices_segments(
+        0,
+        vec![
+            seg(&[
+                value(1, false, vec![put(1, "a", "1")]),
+                value(3, false, vec![put(1, "a", "3")]),
+            ]),
+            seg(&[]),
+            seg(&[marker(5)]),
+        ],
+        32,
+    );
+    let d1 = devices_segments(1, vec![seg(&[value(2, false, vec![put(1, "b", "2")])])], 32);
+    let plan = scan(vec![d1, d0]).unwrap();
+    assert_eq!(
+        plan.existing_segments(),
+        vec![
+            vec![(SegmentNo(0), Some(Ssn(3))), (SegmentNo(1), None), (SegmentNo(2), Some(Ssn(5)))],
+            vec![(SegmentNo(0), Some(Ssn(2)))],
+        ]
+    );
+}

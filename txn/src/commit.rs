@@ -7,9 +7,13 @@
 //! 3. allocate: `base` = max wssn of everything read or written (and the written tables'
 //!    `delete_ssn` and `cmd_read_ssn`); `ssn = log.reserve(buffer, base, len).ssn`.
 //! 4. [`install`]: publish rows with TID = ssn and unlock; remove replaced and deleted entries.
+//!    While a checkpoint is active, first preserve each replaced version its cut covers.
+//!
+//! Steps 3 and 4 of a writer run inside the checkpoint's install gate (module `checkpoint`).
 //!
 //! On a failure in 1 or 2, [`Locked::rollback`] unlocks and unlinks what 1 published.
 
+use crate::checkpoint::Cow;
 use crate::engine::{Secondary, Table};
 use crate::error::Error;
 use crate::index::Insert;
@@ -319,9 +323,16 @@ fn validate(txn: &Transaction, st: Option<&Locked>) -> Result<(), Error> {
 }
 
 /// Phase 4: publish and unlock. Nothing can fail any more.
-fn install(st: &Locked, ssn: Ssn) {
+///
+/// `cow` is the active checkpoint's copy-on-write context (module `checkpoint`): an update or
+/// delete that replaces a version the cut covers preserves it first, while still locked.
+/// `shard` picks the preserved map's shard (the transaction's log buffer).
+fn install(st: &Locked, ssn: Ssn, cow: Option<&Cow>, shard: usize) {
     for (table, items) in &st.groups {
         for it in items {
+            if let (Some(cow), WriteKind::Update | WriteKind::Delete) = (cow, it.kind) {
+                cow.preserve(table, shard, &it.key, it.prior.wssn(), &it.record);
+            }
             match it.kind {
                 WriteKind::Insert | WriteKind::Update => {
                     if it.kind == WriteKind::Update {
@@ -393,7 +404,7 @@ impl Transaction {
             base = base.max(table.cmd_read_ssn.load(Ordering::Acquire));
         }
         if st.logged == 0 {
-            install(&st, Ssn(base));
+            install(&st, Ssn(base), None, 0);
             return Ok(CommitInfo { ssn: Ssn(base), read_only: true, ticket: None });
         }
         // The value record (DESIGN.md §3), encoded before the reservation so that the range is
@@ -413,11 +424,16 @@ impl Transaction {
         drop(entries);
         let blind = self.reads.is_empty() && self.scans.is_empty();
         let len = wal::Record::encoded_len_for(payload.len());
+        // From before the SSN is reserved until the install is done, this committer is inside
+        // the install gate: a checkpoint's cut waits for it, so every SSN <= S is installed
+        // when the cut is taken (module `checkpoint`).
+        let gate = self.inner.checkpoint.gate.enter(self.buffer);
         let reservation = match self.inner.log.try_reserve(self.buffer, Ssn(base), len) {
             Ok(r) => r,
             Err(e) => {
                 // Nothing was installed: abort cleanly (an SSN may have been consumed, which
                 // leaves a harmless gap).
+                drop(gate);
                 st.rollback();
                 return Err(Error::from(e));
             }
@@ -426,7 +442,9 @@ impl Transaction {
         let ticket = reservation.ticket(blind);
         // Fill before install: no reservation is held while anything else happens.
         reservation.fill_record(RecordKind::Value, blind, &payload);
-        install(&st, ssn);
+        let cow = self.inner.checkpoint.cow(ssn);
+        install(&st, ssn, cow.as_ref(), self.buffer);
+        drop(gate);
         Ok(CommitInfo { ssn, read_only: false, ticket: Some(ticket) })
     }
 

@@ -1,5 +1,6 @@
 //! The engine: tables, their indexes, and DDL.
 
+use crate::checkpoint::CheckpointState;
 use crate::error::Error;
 use crate::index::{new_primary_index, new_secondary_index, Insert, OrderedIndex};
 use crate::record::Record;
@@ -153,6 +154,8 @@ pub(crate) struct Inner {
     /// Copy-on-write map: readers never lock; DDL replaces it under `ddl`.
     pub(crate) tables: ArcSwap<HashMap<TableId, Arc<Table>>>,
     ddl: Mutex<()>,
+    /// The install gate and the active checkpoint's copy-on-write state (module `checkpoint`).
+    pub(crate) checkpoint: CheckpointState,
 }
 
 impl Inner {
@@ -176,11 +179,13 @@ pub struct Engine {
 impl Engine {
     /// An engine with no tables that allocates SSNs from `log`.
     pub fn new(log: Arc<wal::Log>) -> Engine {
+        let checkpoint = CheckpointState::new(log.n_buffers());
         Engine {
             inner: Arc::new(Inner {
                 log,
                 tables: ArcSwap::from_pointee(HashMap::new()),
                 ddl: Mutex::new(()),
+                checkpoint,
             }),
         }
     }
@@ -216,8 +221,9 @@ impl Engine {
         }
     }
 
-    /// Empties a table, keeping its indexes and its row-id counter. Not transactional (it logs
-    /// nothing in this issue): transactions that touched the table before fail with
+    /// Empties a table, keeping its indexes and its row-id counter. Not transactional and
+    /// **not logged**: a recovery would bring the rows back, so the SQL layer's `TRUNCATE` does
+    /// not use it (it deletes every row in one logged transaction): transactions that touched the table before fail with
     /// [`Error::Conflict`]; a commit that had already validated may still install into the old
     /// table, which is as if it committed just before the truncate.
     pub fn truncate(&self, table: TableId) {

@@ -50,6 +50,9 @@ pub enum Error {
     /// DESIGN.md §3). Shared (`Arc`) so that the error stays `Clone`.
     #[error("log: {0}")]
     Log(#[source] Arc<wal::Error>),
+    /// [`crate::Engine::begin_checkpoint`] while another checkpoint's cut is still alive.
+    #[error("a checkpoint is already in progress")]
+    CheckpointActive,
 }
 
 impl From<wal::Error> for Error {
@@ -76,6 +79,7 @@ impl PartialEq for Error {
             }
             (NotFound { table: a }, NotFound { table: b }) => a == b,
             (Log(a), Log(b)) => Arc::ptr_eq(a, b) || a.to_string() == b.to_string(),
+            (CheckpointActive, CheckpointActive) => true,
             _ => false,
         }
     }

@@ -138,7 +138,10 @@
 //! Bytes written but not yet synced never exceed `ring_bytes` per device (ring space is freed
 //! only when its pair is synced): read with `ReadOptions { unsynced_window: ring_bytes }`.
 //! A reopened log ([`Log::open`]) starts a new segment after the existing ones and takes
-//! `LogOptions::start_ssn` (the largest SSN recovered) as every `L.ssn`.
+//! `LogOptions::start_ssn` (the largest SSN recovered) as every `L.ssn`. The existing segments
+//! it is told about (`LogOptions::existing_segments`: per device, each segment's last SSN, as
+//! recovery's scan found them) become closed segments of the new log, so that
+//! [`Log::delete_segments_below`] deletes them too once a checkpoint covers them.
 //!
 //! ## Deadlock rule for callers
 //!

@@ -57,6 +57,13 @@ pub struct LogOptions {
     pub start_ssn: Ssn,
     /// How [`Log::open`] opens segment files (segment size, preallocation, io_uring).
     pub device: DeviceOptions,
+    /// Per device (index `d` = device `d`), the segments that existed before this open, each
+    /// with the SSN of its last valid record (`None`: it has none), as recovery's scan found
+    /// them. They are registered as closed, so [`Log::delete_segments_below`] can delete them
+    /// once a checkpoint covers them; segments not listed here are never deleted by this log.
+    /// Every listed segment must exist in the device's store and come before the segment this
+    /// log starts. Default: empty (nothing adopted).
+    pub existing_segments: Vec<Vec<(SegmentNo, Option<Ssn>)>>,
 }
 
 impl Default for LogOptions {
@@ -67,6 +74,7 @@ impl Default for LogOptions {
             group_commit_delay: Duration::ZERO,
             start_ssn: Ssn::ZERO,
             device: DeviceOptions::default(),
+            existing_segments: Vec::new(),
         }
     }
 }
@@ -331,25 +339,54 @@ impl Log {
         assert!(options.ring_bytes >= MIN_RESERVATION, "ring_bytes below one record header");
         assert!(options.max_in_flight > 0, "max_in_flight must be at least 1");
         let mut first = Vec::new();
+        let mut adopted = Vec::new();
         let mut max_record = options.ring_bytes;
         for (d, store) in stores.iter().enumerate() {
             let err = |e| Error::io(DeviceId(d as u16), e);
             let size = store.segment_size();
             assert!(size >= MIN_RESERVATION as u64, "segment size below one record header");
             max_record = max_record.min(usize::try_from(size).unwrap_or(usize::MAX));
-            let no = store.list().map_err(err)?.last().map_or(SegmentNo(0), |n| SegmentNo(n.0 + 1));
-            first.push((no, store.create(no).map_err(err)?));
+            let mut listed = store.list().map_err(err)?;
+            listed.sort();
+            let no = listed.last().map_or(SegmentNo(0), |n| SegmentNo(n.0 + 1));
+            let mut existing = options.existing_segments.get(d).cloned().unwrap_or_default();
+            existing.sort();
+            existing.dedup_by_key(|(no, _)| *no);
+            for (old, _) in &existing {
+                if listed.binary_search(old).is_err() {
+                    return Err(err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!("existing segment {} of device {d} is not in its store", old.0),
+                    )));
+                }
+            }
+            adopted.push(
+                existing
+                    .into_iter()
+                    .map(|(no, last_ssn)| SegmentMeta { no, last_ssn, closed: true })
+                    .collect::<Vec<_>>(),
+            );
+            first.push(no);
         }
+        // Create the first segments only once every device's options checked out.
+        let first = stores
+            .iter()
+            .zip(first)
+            .enumerate()
+            .map(|(d, (store, no))| {
+                store.create(no).map(|seg| (no, seg)).map_err(|e| Error::io(DeviceId(d as u16), e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let buffers = (0..stores.len())
             .map(|_| Log::new_buffer(options.ring_bytes, options.start_ssn))
             .collect();
         let devices = stores
             .into_iter()
             .zip(&first)
-            .map(|(store, (no, _))| DeviceState {
-                dsn: AtomicU64::new(0),
-                store,
-                segments: Mutex::new(vec![SegmentMeta { no: *no, last_ssn: None, closed: false }]),
+            .zip(adopted)
+            .map(|((store, (no, _)), mut segments)| {
+                segments.push(SegmentMeta { no: *no, last_ssn: None, closed: false });
+                DeviceState { dsn: AtomicU64::new(0), store, segments: Mutex::new(segments) }
             })
             .collect();
         let mut log = Log::from_parts(buffers, devices, max_record);
@@ -377,7 +414,8 @@ impl Log {
         Ok(log)
     }
 
-    /// The segments of `device` that this log wrote, oldest first (the last one is current).
+    /// The segments of `device` that this log knows, oldest first: those adopted from
+    /// [`LogOptions::existing_segments`], then those it wrote (the last one is current).
     pub fn segments(&self, device: DeviceId) -> Vec<SegmentNo> {
         match self.inner.devices.get(usize::from(device.0)) {
             Some(state) => state.segments.lock().iter().map(|s| s.no).collect(),
@@ -386,7 +424,9 @@ impl Log {
     }
 
     /// Deletes every closed segment (on every device) all of whose records have an SSN below
-    /// `ssn`, e.g. `cut + 1` once a checkpoint at `cut` is valid. The current segment of a
+    /// `ssn`, e.g. `cut + 1` once a checkpoint at `cut` is valid, oldest first, stopping at a
+    /// device's first segment that must stay. Closed segments are those this log moved on from
+    /// and those adopted at open ([`LogOptions::existing_segments`]); the current segment of a
     /// device is never deleted. Returns what was deleted. A failed deletion is reported and
     /// leaves the remaining segments in place; it does not fail the log.
     pub fn delete_segments_below(&self, ssn: Ssn) -> Result<Vec<(DeviceId, SegmentNo)>, Error> {

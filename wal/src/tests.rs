@@ -465,3 +465,89 @@ fn in_memory_log_acknowledges_at_once() {
     log.wait_csn(Ssn(1000)).unwrap();
     assert_eq!(log.csn(), Ssn(6));
 }
+
+/// Segments that existed before `Log::open` (listed in `LogOptions::existing_segments` with
+/// their last SSNs, as recovery found them) are closed segments of the new log:
+/// `delete_segments_below` deletes those a checkpoint covers, oldest first, and keeps the rest.
+#[test]
+fn existing_segments_are_adopted_and_deletable() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs: Vec<_> = (0..2).map(|d| dir.path().join("wal").join(d.to_string())).collect();
+    let options = LogOptions {
+        device: crate::DeviceOptions { segment_size: 4096, ..crate::DeviceOptions::default() },
+        ..LogOptions::default()
+    };
+    {
+        let log = Log::open(&dirs, &options).unwrap();
+        for i in 0..400u64 {
+            let t = commit(&log, (i % 2) as usize, Ssn::ZERO, &[i as u8; 64], false);
+            if i % 50 == 0 {
+                log.wait_durable(t).unwrap();
+            }
+        }
+    }
+    // What recovery's scan learns: per device, per segment, the SSN of its last record.
+    let mut existing = Vec::new();
+    let mut max = Ssn::ZERO;
+    for (d, path) in dirs.iter().enumerate() {
+        let mut segments = Vec::new();
+        for (no, p) in crate::list_segments(path).unwrap() {
+            let dev = crate::FileDevice::open(&p).unwrap();
+            let mut reader = SegmentReader::single(DeviceId(d as u16), no, &dev);
+            let mut last = None;
+            while let Some(r) = reader.next_record().unwrap() {
+                last = Some(r.record.ssn);
+            }
+            max = max.max(last.unwrap_or(Ssn::ZERO));
+            segments.push((no, last));
+        }
+        assert!(segments.len() > 2, "the test needs several segments per device");
+        existing.push(segments);
+    }
+    // A segment that does not exist is refused.
+    let mut bogus = existing.clone();
+    bogus[1].push((crate::SegmentNo(9999), None));
+    let refused = Log::open(&dirs, &LogOptions { existing_segments: bogus, ..options.clone() });
+    assert!(refused.is_err());
+
+    let log = Log::open(
+        &dirs,
+        &LogOptions { start_ssn: max, existing_segments: existing.clone(), ..options.clone() },
+    )
+    .unwrap();
+    for (d, segments) in existing.iter().enumerate() {
+        let known = log.segments(DeviceId(d as u16));
+        assert_eq!(known.len(), segments.len() + 1, "adopted plus the new current one");
+        assert_eq!(&known[..segments.len()], &segments.iter().map(|s| s.0).collect::<Vec<_>>()[..]);
+    }
+    // A cut in the middle of device 0's third segment: everything wholly below goes.
+    let cut = existing[0][2].1.unwrap();
+    let deleted = log.delete_segments_below(cut.next()).unwrap();
+    for (d, segments) in existing.iter().enumerate() {
+        let gone: Vec<_> =
+            deleted.iter().filter(|(dev, _)| dev.0 as usize == d).map(|(_, no)| *no).collect();
+        let want: Vec<_> = segments
+            .iter()
+            .take_while(|(_, last)| last.is_none_or(|l| l <= cut))
+            .map(|(no, _)| *no)
+            .collect();
+        assert_eq!(gone, want, "device {d}");
+        assert!(!gone.is_empty());
+        let on_disk: Vec<_> =
+            crate::list_segments(&dirs[d]).unwrap().into_iter().map(|(no, _)| no).collect();
+        assert!(gone.iter().all(|no| !on_disk.contains(no)));
+        assert_eq!(
+            on_disk.len(),
+            segments.len() + 1 - gone.len(),
+            "{on_disk:?} {segments:?} {gone:?}"
+        );
+    }
+    // Everything adopted goes once the cut passes the last old record; the current stays.
+    log.delete_segments_below(max.next()).unwrap();
+    for d in 0..2u16 {
+        assert_eq!(log.segments(DeviceId(d)).len(), 1);
+        assert_eq!(crate::list_segments(&dirs[usize::from(d)]).unwrap().len(), 1);
+    }
+    let t = commit(&log, 0, Ssn::ZERO, b"after", false);
+    log.wait_durable(t).unwrap();
+}
