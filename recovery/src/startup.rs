@@ -4,23 +4,34 @@
 //! 1 devices    the --wal-dir list must be the one the data directory was created with
 //!              (<data-dir>/wal_devices): a device left out would lose its records silently
 //! 2 catalog    RocksDB (<data-dir>/catalog): tables, indexes, ids never reused
-//! 3 scan       RecoveryPlan::scan over every device: where each valid log ends, RSNe
-//! 4 seal       unacknowledged records above RSNe → Abort records, torn tails zero-filled,
+//! 3 checkpoint the newest valid one (metadata present) in the checkpoint directories: cut S
+//! 4 scan       RecoveryPlan::scan over every device: where each valid log ends, RSNe
+//!              (a device's last durable SSN is at least S: its older segments may be gone)
+//! 5 seal       unacknowledged records above RSNe → Abort records, torn tails zero-filled,
 //!              so that no later recovery can resurrect them once the log grows past them
-//! 5 open log   wal::Log::open(dirs, start_ssn = largest SSN on any device): new segments,
-//!              every new SSN above every old one (I2 across restarts)
-//! 6 engine     sql::Database::new creates an empty engine table per catalog table
-//! 7 replay     every value record with ssn <= RSNe, plus blind ones beyond, in parallel by
-//!              (table, key), last writer wins; records of dropped tables are skipped
-//! 8 finish     Engine::finish_replay (tombstones, secondary indexes, L.ssn raised),
+//! 6 open log   wal::Log::open(dirs, start_ssn = max(S, largest SSN on any device)): new
+//!              segments, every new SSN above every old one (I2 across restarts); the old
+//!              segments are adopted so a later checkpoint can delete them
+//! 7 engine     sql::Database::new creates an empty engine table per catalog table
+//! 8 load       the checkpoint's rows, in parallel (one reader per file)
+//! 9 replay     every value record with S < ssn <= RSNe, plus blind ones beyond, in parallel
+//!              by (table, key), last writer wins; rows of dropped tables are skipped
+//! 10 finish    Engine::finish_replay (tombstones, secondary indexes, L.ssn raised),
 //!              Database::restore_row_ids (hidden row ids continue above the largest)
 //! ```
 //!
 //! Only then does the server accept connections. Progress is reported through the caller's
 //! callback while it runs; [`Started`] carries the summary.
+//!
+//! The returned database has a [`sql::Checkpointer`] installed ([`DbCheckpointer`]): the
+//! `CHECKPOINT` statement, the periodic checkpoint thread (`checkpoint_interval`) and the
+//! server's clean shutdown all go through it. A checkpoint takes the engine's cut
+//! (`txn::Engine::begin_checkpoint`), writes it ([`crate::write_checkpoint`]: valid once synced
+//! and `CSN >= S`, metadata last), then deletes older checkpoints and the log segments whose
+//! records are all `<= S`.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use wal::{DeviceId, Ssn};
@@ -41,6 +52,13 @@ pub struct StartupConfig {
     pub synchronous_commit: bool,
     /// Replay threads (at least 1).
     pub replay_threads: usize,
+    /// Checkpoint directories, one writer each; empty = `data_dir/checkpoint`. Like the log
+    /// devices, the list must stay the same across restarts (the newest checkpoint's metadata
+    /// is in the first).
+    pub checkpoint_dirs: Vec<PathBuf>,
+    /// Take a checkpoint this often when anything was committed since the last (`None` =
+    /// only on `CHECKPOINT` and at clean shutdown).
+    pub checkpoint_interval: Option<Duration>,
     /// Wraps each device's segment store before the log opens it (fault injection in tests:
     /// `aspen serve --inject-wal-fault`). `None` in production.
     pub wrap_store: Option<StoreWrapper>,
@@ -63,6 +81,15 @@ impl std::fmt::Debug for StoreWrapper {
 pub const DEFAULT_LOG_DEVICES: usize = 2;
 
 impl StartupConfig {
+    /// The checkpoint directories: the configured ones, or `data_dir/checkpoint`.
+    pub fn checkpoint_dirs(&self) -> Vec<PathBuf> {
+        if self.checkpoint_dirs.is_empty() {
+            vec![self.data_dir.join("checkpoint")]
+        } else {
+            self.checkpoint_dirs.clone()
+        }
+    }
+
     /// The log directories: the configured ones, or `data_dir/wal/0 …` by default.
     pub fn wal_dirs(&self) -> Vec<PathBuf> {
         if self.wal_dirs.is_empty() {
@@ -87,6 +114,8 @@ pub struct Started {
     pub max_ssn: Ssn,
     /// What sealing changed.
     pub sealed: Sealed,
+    /// The checkpoint loaded (`None` if there was none) and its load summary.
+    pub checkpoint: Option<(crate::CheckpointMeta, Summary)>,
     /// The replay summary (scan and replay times, bytes, records).
     pub replay: Summary,
     /// Wall time of the whole startup.
@@ -110,17 +139,29 @@ pub fn open_database(
     let catalog = catalog::Catalog::open(&config.data_dir.join("catalog"))
         .map_err(|e| Error::Startup(format!("cannot open the catalog: {e}")))?;
 
+    let checkpoint_dirs = config.checkpoint_dirs();
+    for dir in &checkpoint_dirs {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Dir { path: dir.clone(), source })?;
+    }
+    let checkpoint = crate::newest_checkpoint(&checkpoint_dirs)?;
+    let cut = checkpoint.as_ref().map_or(Ssn::ZERO, |m| m.ssn);
+
     let devices = dirs
         .iter()
         .enumerate()
         .map(|(d, dir)| DeviceLog::from_dir(DeviceId(d as u16), dir))
         .collect::<Result<Vec<_>, _>>()?;
-    let plan = RecoveryPlan::scan(devices, ScanOptions::for_log(&config.log))?;
+    let plan = RecoveryPlan::scan(devices, ScanOptions::for_log(&config.log).with_checkpoint(cut))?;
     let sealed = plan.seal()?;
     let rsne = plan.rsne();
-    let max_ssn = plan.devices().iter().filter_map(|d| d.last_ssn).max().unwrap_or(Ssn::ZERO);
+    // The largest SSN on any device, and at least S: every new SSN must be above both.
+    let max_ssn = plan.max_ssn();
 
-    let options = wal::LogOptions { start_ssn: max_ssn, ..config.log.clone() };
+    let options = wal::LogOptions {
+        start_ssn: max_ssn,
+        existing_segments: plan.existing_segments(),
+        ..config.log.clone()
+    };
     let log = Arc::new(match &config.wrap_store {
         None => wal::Log::open(&dirs, &options)?,
         Some(wrap) => {
@@ -142,21 +183,104 @@ pub fn open_database(
                 "aspen.group_commit_delay",
                 format!("{}us", config.log.group_commit_delay.as_micros()),
             ),
+            ("aspen.checkpoint_dirs", join_paths(&checkpoint_dirs)),
+            (
+                "checkpoint_timeout",
+                config.checkpoint_interval.map_or("0".into(), |i| format!("{}s", i.as_secs())),
+            ),
         ],
     };
     let db = sql::Database::new(catalog, txn::Engine::new(log.clone()), db_options);
 
     let snapshot = db.snapshot();
-    let target = LiveTables {
-        engine: crate::EngineTarget(db.engine()),
-        live: &|table| snapshot.table_by_id(catalog::TableId(table)).is_some(),
+    let live = |table: u32| snapshot.table_by_id(catalog::TableId(table)).is_some();
+    let target = LiveTables { engine: crate::EngineTarget(db.engine()), live: &live };
+    let checkpoint = match checkpoint {
+        Some(meta) => {
+            let summary = crate::load_checkpoint(&meta, &target, &live, progress)?;
+            Some((meta, summary))
+        }
+        None => None,
     };
-    let replay = crate::replay(&plan, Ssn::ZERO, &target, config.replay_threads, progress)?;
+    let replay = crate::replay(&plan, cut, &target, config.replay_threads, progress)?;
     db.engine()
         .finish_replay(max_ssn)
         .map_err(|e| Error::Startup(format!("cannot finish replay: {e}")))?;
     db.restore_row_ids().map_err(|e| Error::Startup(format!("cannot restore row ids: {e}")))?;
-    Ok(Started { db, log, rsne, max_ssn, sealed, replay, elapsed: start.elapsed() })
+
+    let checkpointer = Arc::new(DbCheckpointer {
+        db: Arc::downgrade(&db),
+        log: log.clone(),
+        dirs: checkpoint_dirs,
+        running: Mutex::new(cut),
+    });
+    db.set_checkpointer(checkpointer.clone());
+    if let Some(interval) = config.checkpoint_interval {
+        spawn_periodic(checkpointer, interval)
+            .map_err(|source| Error::Dir { path: config.data_dir.clone(), source })?;
+    }
+    Ok(Started { db, log, rsne, max_ssn, sealed, checkpoint, replay, elapsed: start.elapsed() })
+}
+
+/// Takes checkpoints of one database (see the module doc). One at a time.
+pub struct DbCheckpointer {
+    db: Weak<sql::Database>,
+    log: Arc<wal::Log>,
+    dirs: Vec<PathBuf>,
+    /// Held while a checkpoint runs; the cut of the newest valid checkpoint.
+    running: Mutex<Ssn>,
+}
+
+impl DbCheckpointer {
+    /// Takes a checkpoint unless nothing was committed since the last one (`force` = always).
+    /// Returns its metadata, or `None` if skipped.
+    pub fn run(&self, force: bool) -> Result<Option<crate::CheckpointMeta>, Error> {
+        let mut last = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if !force && self.log.max_ssn() <= *last {
+            return Ok(None);
+        }
+        let db =
+            self.db.upgrade().ok_or_else(|| Error::Startup("the database is closed".into()))?;
+        let version = db.snapshot().version().0;
+        let cut = db
+            .engine()
+            .begin_checkpoint()
+            .map_err(|e| Error::Startup(format!("cannot start a checkpoint: {e}")))?;
+        let meta = crate::write_checkpoint(&cut, &self.log, &self.dirs, version, &|_| {})?;
+        drop(cut);
+        *last = meta.ssn;
+        crate::delete_older_checkpoints(&self.dirs, &meta)?;
+        let deleted = self.log.delete_segments_below(Ssn(meta.ssn.0 + 1))?;
+        tracing::info!(
+            ssn = meta.ssn.0,
+            rows = meta.rows,
+            bytes = meta.bytes,
+            deleted_log_segments = deleted.len(),
+            "checkpoint valid"
+        );
+        Ok(Some(meta))
+    }
+}
+
+impl sql::Checkpointer for DbCheckpointer {
+    fn checkpoint(&self) -> Result<(), String> {
+        self.run(true).map(drop).map_err(|e| e.to_string())
+    }
+}
+
+/// The periodic checkpoint thread: every `interval`, a checkpoint if anything was committed
+/// since the last one. It ends when the database is dropped.
+fn spawn_periodic(checkpointer: Arc<DbCheckpointer>, interval: Duration) -> std::io::Result<()> {
+    std::thread::Builder::new().name("checkpointer".into()).spawn(move || loop {
+        std::thread::sleep(interval);
+        if checkpointer.db.strong_count() == 0 {
+            return;
+        }
+        if let Err(e) = checkpointer.run(false) {
+            tracing::error!(error = %e, "periodic checkpoint failed");
+        }
+    })?;
+    Ok(())
 }
 
 /// Skips rows of tables the catalog no longer has (dropped after their rows were logged).

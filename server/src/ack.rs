@@ -16,6 +16,9 @@ use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
 use wal::Ticket;
 
+/// How often an idle `wal-ack` thread checks whether the log failed.
+const FAILURE_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
 type Done = oneshot::Sender<Result<(), wal::Error>>;
 
 /// The acknowledgement service of one log.
@@ -68,9 +71,12 @@ fn run(log: &wal::Log, rx: &mpsc::Receiver<(Vec<Ticket>, Done)>, failed: &watch:
     let mut pending: Vec<(Vec<Ticket>, Done)> = Vec::new();
     loop {
         if pending.is_empty() {
-            match rx.recv() {
+            // Poll for a failure now and then even when nobody waits: a commit that found the
+            // log failed reports 58030 itself, and the server must still shut down.
+            match rx.recv_timeout(FAILURE_POLL) {
                 Ok(r) => pending.push(r),
-                Err(_) => return,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
             }
         }
         pending.extend(rx.try_iter());

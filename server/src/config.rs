@@ -69,6 +69,15 @@ pub struct ServeArgs {
     /// device at every start and whenever the current one fills).
     #[arg(long, value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub wal_segment_mb: u64,
+    /// Checkpoint directory, one writer thread each; repeat it to write checkpoints in
+    /// parallel (default: DATA_DIR/checkpoint). Keep the same list across restarts.
+    #[arg(long = "checkpoint-dir", value_name = "DIR")]
+    pub checkpoint_dirs: Vec<PathBuf>,
+    /// Seconds between automatic checkpoints (taken only if something was committed since the
+    /// last); 0 = only on CHECKPOINT and at clean shutdown. Like PostgreSQL's
+    /// checkpoint_timeout (default 5 min).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub checkpoint_interval_secs: u64,
     /// Replay threads at recovery (default: the number of CPUs).
     #[arg(long, value_name = "N")]
     pub recovery_threads: Option<usize>,
@@ -113,6 +122,9 @@ impl ServeArgs {
                 std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
             }),
             wrap_store: self.inject_wal_fault.map(crate::fault::wrapper),
+            checkpoint_dirs: self.checkpoint_dirs.clone(),
+            checkpoint_interval: (self.checkpoint_interval_secs > 0)
+                .then(|| std::time::Duration::from_secs(self.checkpoint_interval_secs)),
         }
     }
 }

@@ -75,6 +75,15 @@ async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some((meta, load)) = &started.checkpoint {
+        tracing::info!(
+            ssn = meta.ssn.0,
+            rows = load.entries,
+            mb = format!("{:.1}", load.bytes as f64 / 1e6),
+            load_ms = load.replay.as_millis() as u64,
+            "checkpoint loaded"
+        );
+    }
     let r = &started.replay;
     tracing::info!(
         rsne = %started.rsne,
@@ -90,7 +99,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         "recovered"
     );
     let db = started.db;
-    let server = match Server::bind(&args.listen, db).await {
+    let server = match Server::bind(&args.listen, db.clone()).await {
         Ok(server) => server,
         Err(e) => {
             tracing::error!(error = %e, listen = %args.listen, "cannot listen");
@@ -109,7 +118,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     match server.run(shutdown_signal()).await {
         Ok(()) => {
-            tracing::info!("shut down");
+            // Every session is closed: a final checkpoint makes the next start fast.
+            match tokio::task::block_in_place(|| db.checkpoint()) {
+                Ok(()) => tracing::info!("shut down"),
+                Err(e) => tracing::error!(error = %e, "shut down without a final checkpoint"),
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -1145,7 +1145,18 @@ pub fn txn_error(e: txn::Error) -> Error {
             detail: String::new(),
             table: String::new(),
         },
-        // A failed log device (or a record the log cannot take): never acknowledged.
+        // A transaction whose value record exceeds what one log record may hold (the ring or
+        // segment size): rolled back, the log is unaffected.
+        txn::Error::Log(e) if matches!(*e, wal::Error::RecordSize { .. }) => {
+            let wal::Error::RecordSize { len, max, .. } = *e else { unreachable!() };
+            Error::ProgramLimitExceeded {
+                message: format!(
+                    "transaction too large: its log record would be {len} bytes, the limit is \
+                     {max} bytes; split it into smaller transactions"
+                ),
+            }
+        }
+        // A failed log device: never acknowledged.
         txn::Error::Log(e) => {
             Error::IoError { message: format!("could not write to the log: {e}") }
         }

@@ -23,7 +23,7 @@ pub const MAX_SQL_BYTES: usize = 64 << 20;
 #[derive(Debug)]
 pub enum Parsed {
     /// Anything sqlparser knows.
-    Sql(Statement),
+    Sql(Box<Statement>),
     /// PostgreSQL's `CHECKPOINT`, which sqlparser does not know.
     Checkpoint,
 }
@@ -75,7 +75,7 @@ fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Vec<Parsed>> {
     let mut parser =
         Parser::new(&dialect).with_recursion_limit(MAX_NESTING).with_tokens_with_locations(tokens);
     let stmts = parser.parse_statements().map_err(|e| convert_error(sql, e))?;
-    Ok(stmts.into_iter().map(Parsed::Sql).collect())
+    Ok(stmts.into_iter().map(|s| Parsed::Sql(Box::new(s))).collect())
 }
 
 /// Operator chains (`1 + 1 + … + 1`) parse without recursion but build trees as deep as the

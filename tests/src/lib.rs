@@ -11,6 +11,10 @@
 //! - [`AspenServer`] runs the already-built `aspen` binary on `--listen 127.0.0.1:0` with a fresh
 //!   data directory, learns the port from the `aspen listening on 127.0.0.1:PORT` line it prints,
 //!   and kills it on `Drop`. [`AspenServer::restart`] keeps the data directory (restart tests).
+//!   Crash tests start it with extra arguments on a prepared data directory
+//!   ([`AspenServer::try_start_in`]), spawn it without waiting ([`AspenServer::spawn`]), wait for
+//!   recovery with a longer timeout ([`AspenServer::wait_listening`]) and SIGKILL it at any
+//!   instant in between ([`AspenServer::kill`]).
 //!   **This crate never builds the server.** Run `cargo build -p server` first (`.ci/run` does);
 //!   the binary is found through [`aspen_bin`].
 //! - [`PgServer`] is a throwaway PostgreSQL 15 cluster (`initdb` + `postgres` with `fsync=off`
@@ -33,6 +37,7 @@
 //! | `psql` (`compat/psql.rs`) | `psql -c`, `psql -f`, and an interactive session over stdin |
 //! | `client_binary` (`compat/client_binary.rs`) | tokio-postgres binary parameters and results for every supported type, inferred parameter types, result column names, a 2000-parameter INSERT |
 //! | `restart` (`e2e/restart.rs`) | the schema survives a restart (Aspen only) |
+//! | `crash` (`e2e/crash.rs`) | kill -9 during a concurrent workload (and during recovery): every acknowledged commit survives, nothing unacknowledged appears, balances agree (Aspen only; `ASPEN_CRASH_POINTS=300` for the long mode) |
 //!
 //! Running:
 //!
@@ -52,6 +57,7 @@
 
 #![warn(missing_docs)]
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -114,10 +120,19 @@ pub fn tests_dir() -> PathBuf {
 
 /// A running `aspen serve` process with its own temporary data directory.
 ///
-/// Dropping it kills the process (SIGKILL) and deletes the data directory.
+/// Dropping it kills the process (SIGKILL) and deletes the data directory (unless
+/// [`AspenServer::keep_data_dir`] was called).
+///
+/// Crash tests drive the process in two steps: [`AspenServer::spawn`] starts it on the same data
+/// directory and returns at once (recovery is still running), [`AspenServer::wait_listening`]
+/// waits for its listening line, and [`AspenServer::kill`] can come at any moment in between.
 pub struct AspenServer {
     child: Child,
     port: u16,
+    /// Delivers the port once the current process prints its listening line (disconnects if
+    /// it exits first); `None` once the port was received.
+    listening: Option<mpsc::Receiver<u16>>,
+    extra_args: Vec<OsString>,
     data_dir: tempfile::TempDir,
 }
 
@@ -133,29 +148,101 @@ impl AspenServer {
 
     /// Like [`AspenServer::start`], but returns the reason instead of panicking.
     pub fn try_start() -> Result<AspenServer, String> {
-        let data_dir = tempfile::Builder::new()
-            .prefix("aspen-test-")
-            .tempdir()
-            .map_err(|e| format!("cannot create a data dir: {e}"))?;
-        let (child, port) = spawn_aspen(data_dir.path())?;
-        Ok(AspenServer { child, port, data_dir })
+        Self::try_start_in(fresh_data_dir()?, Vec::new())
+    }
+
+    /// Starts `aspen serve --listen 127.0.0.1:0 --data-dir <data_dir> <extra_args...>` and waits
+    /// [`STARTUP_TIMEOUT`] for its listening line. The same `extra_args` are passed again by
+    /// every restart; they may name paths inside `data_dir` (e.g. `--wal-dir`).
+    pub fn try_start_in(
+        data_dir: tempfile::TempDir,
+        extra_args: Vec<OsString>,
+    ) -> Result<AspenServer, String> {
+        let (child, listening) = launch_aspen(data_dir.path(), &extra_args)?;
+        let mut server =
+            AspenServer { child, port: 0, listening: Some(listening), extra_args, data_dir };
+        server.wait_listening(STARTUP_TIMEOUT)?;
+        Ok(server)
     }
 
     /// Stops the server and starts it again on the same data directory (and a new port).
     pub fn restart(&mut self) {
-        self.kill();
-        let (child, port) = spawn_aspen(self.data_dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        self.child = child;
-        self.port = port;
+        self.try_restart(STARTUP_TIMEOUT).unwrap_or_else(|e| panic!("{e}"));
     }
 
-    /// Kills the process immediately (SIGKILL), as a crash would.
+    /// Like [`AspenServer::restart`], allowing `timeout` for recovery to finish and the
+    /// listening line to appear; returns the reason instead of panicking.
+    pub fn try_restart(&mut self, timeout: Duration) -> Result<(), String> {
+        self.spawn()?;
+        self.wait_listening(timeout)
+    }
+
+    /// Kills the current process (SIGKILL) if it runs, then starts a new one on the same data
+    /// directory and returns immediately, before it has recovered or bound its socket. Follow
+    /// with [`AspenServer::wait_listening`] (or [`AspenServer::kill`] to crash it during
+    /// recovery).
+    pub fn spawn(&mut self) -> Result<(), String> {
+        self.kill();
+        let (child, listening) = launch_aspen(self.data_dir.path(), &self.extra_args)?;
+        self.child = child;
+        self.listening = Some(listening);
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for the current process to print its listening line, and records
+    /// the port. Returns at once if it was already seen. On failure (timeout or exit) the
+    /// process is killed and the error says how it ended.
+    pub fn wait_listening(&mut self, timeout: Duration) -> Result<(), String> {
+        let Some(rx) = self.listening.take() else { return Ok(()) };
+        match rx.recv_timeout(timeout) {
+            Ok(port) => {
+                self.port = port;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.child.kill();
+                let status = self.child.wait().ok();
+                Err(format!(
+                    "aspen did not print `{LISTENING_PREFIX}127.0.0.1:PORT` within {timeout:?} ({e}); \
+                     exit status {status:?}; rerun with ASPEN_TEST_LOG=1 to see its output"
+                ))
+            }
+        }
+    }
+
+    /// Whether the current process has printed its listening line yet, without waiting
+    /// (records the port when it has).
+    pub fn is_listening(&mut self) -> bool {
+        if let Some(rx) = &self.listening {
+            match rx.try_recv() {
+                Ok(port) => {
+                    self.port = port;
+                    self.listening = None;
+                }
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    /// Kills the process immediately (SIGKILL), as a crash would, and reaps it.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
-    /// The TCP port the server listens on.
+    /// The process id of the current server process.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Replaces the extra arguments that later restarts pass (e.g. to restart without a fault
+    /// that the first start injected).
+    pub fn set_extra_args(&mut self, extra_args: Vec<OsString>) {
+        self.extra_args = extra_args;
+    }
+
+    /// The TCP port the server listens on (valid once its listening line was seen).
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -163,6 +250,13 @@ impl AspenServer {
     /// The data directory the server was started with.
     pub fn data_dir(&self) -> &Path {
         self.data_dir.path()
+    }
+
+    /// Keeps the data directory after this value is dropped (for post-mortems of a failed
+    /// test) and returns its path.
+    pub fn keep_data_dir(&mut self) -> PathBuf {
+        self.data_dir.disable_cleanup(true);
+        self.data_dir.path().to_path_buf()
     }
 
     /// Whether the process is still running (it has not crashed).
@@ -177,8 +271,20 @@ impl Drop for AspenServer {
     }
 }
 
-/// Spawns `aspen serve` on a fresh port and waits for its listening line.
-fn spawn_aspen(data_dir: &Path) -> Result<(Child, u16), String> {
+/// A new, empty temporary directory for a server's data (deleted when dropped).
+pub fn fresh_data_dir() -> Result<tempfile::TempDir, String> {
+    tempfile::Builder::new()
+        .prefix("aspen-test-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a data dir: {e}"))
+}
+
+/// Spawns `aspen serve` on a fresh port; the receiver delivers the port once the server prints
+/// its listening line (and disconnects if the process exits without printing it).
+fn launch_aspen(
+    data_dir: &Path,
+    extra_args: &[OsString],
+) -> Result<(Child, mpsc::Receiver<u16>), String> {
     let bin = aspen_bin();
     if !bin.is_file() {
         return Err(format!(
@@ -190,6 +296,7 @@ fn spawn_aspen(data_dir: &Path) -> Result<(Child, u16), String> {
     let mut child = Command::new(&bin)
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)
+        .args(extra_args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(if log { Stdio::inherit() } else { Stdio::null() })
@@ -227,17 +334,7 @@ fn spawn_aspen(data_dir: &Path) -> Result<(Child, u16), String> {
             let _ = reader.read_to_end(&mut Vec::new());
         }
     });
-    match rx.recv_timeout(STARTUP_TIMEOUT) {
-        Ok(port) => Ok((child, port)),
-        Err(e) => {
-            let _ = child.kill();
-            let status = child.wait().ok();
-            Err(format!(
-                "aspen did not print `{LISTENING_PREFIX}127.0.0.1:PORT` ({e}); exit status {status:?}; \
-                 rerun with ASPEN_TEST_LOG=1 to see its output"
-            ))
-        }
-    }
+    Ok((child, rx))
 }
 
 /// A throwaway PostgreSQL 15 cluster in a temporary directory.

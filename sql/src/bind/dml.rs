@@ -20,7 +20,10 @@ impl Binder<'_> {
             return Ok(Expr::Literal(crate::types::Value::Null));
         };
         let stmts = crate::parse::parse(&format!("SELECT {}", default.sql))?;
-        let Some(crate::parse::Parsed::Sql(ast::Statement::Query(q))) = stmts.first() else {
+        let Some(crate::parse::Parsed::Sql(stmt)) = stmts.first() else {
+            return Err(Error::internal(format!("bad default expression {}", default.sql)));
+        };
+        let ast::Statement::Query(q) = stmt.as_ref() else {
             return Err(Error::internal(format!("bad default expression {}", default.sql)));
         };
         let SetExpr::Select(s) = q.body.as_ref() else {
