@@ -9,6 +9,9 @@
 //!   (every write and sync refused) and counts attempts, so tests can check "no retry".
 //! - [`ThrottledDevice`]: wraps any device with an emulated bandwidth and `fdatasync` latency
 //!   (DESIGN §8: device-scaling benchmarks where the log, not the CPU, is the bottleneck).
+//! - [`StripedDevice`]: RAID-0 over several devices, each driven by its own thread, so that a
+//!   single log buffer can use N emulated devices at once (the centralized-log baseline of the
+//!   device-scaling benchmark: one sequence over N devices, against Poplar's N sequences).
 //!
 //! Counting is 1-based and covers every call of the kind, including the write and sync that
 //! [`LogDevice::submit_write_sync`] performs (the wrappers use its default, synchronous
@@ -21,7 +24,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::device::{LogDevice, Poison, SegmentNo};
+use std::sync::mpsc;
+
+use crate::device::{LogDevice, Pending, Poison, SegmentNo};
 use crate::store::SegmentStore;
 use crate::sync::{AtomicU64, Mutex, Ordering};
 
@@ -447,6 +452,244 @@ impl<D: LogDevice> LogDevice for ThrottledDevice<D> {
     }
 }
 
+/// One request to a member of a [`StripedDevice`], answered on `reply`.
+enum StripeJob {
+    /// Write each `(member offset, bytes)` in order; then sync if `sync`.
+    Io { writes: Vec<(u64, Vec<u8>)>, sync: bool, reply: mpsc::Sender<io::Result<()>> },
+    /// Set the member's length (`allocate` if `grow`, else `truncate`).
+    SetLen { len: u64, grow: bool, reply: mpsc::Sender<io::Result<()>> },
+}
+
+/// RAID-0 (striping) over `N` member devices: logical bytes `[k·unit, (k+1)·unit)` live on
+/// member `k mod N` at member offset `(k div N)·unit`. Each member has its own thread, so a
+/// write's pieces go to all members **in parallel** (with [`ThrottledDevice`] members the
+/// emulated bandwidth adds up), and a sync syncs **every** member in parallel (as a flush of a
+/// Linux `md` RAID-0 array reaches every member disk), completing when the slowest is done.
+///
+/// The benchmark use: one log buffer (one SSN sequence, one logger) over N throttled devices,
+/// the centralized baseline that Poplar's N buffers are compared with on the same N devices.
+/// [`LogDevice::submit_write_sync`] sends each member its pieces and the sync in one request.
+///
+/// The fault policy holds per member (a failed member refuses later writes); the wrapper
+/// passes the first error of a request on. Reads assemble the stripes; the logical length is
+/// the largest end written, allocated or truncated to.
+pub struct StripedDevice {
+    unit: u64,
+    members: Vec<mpsc::Sender<StripeJob>>,
+    /// Direct access to the members, for reads (reads do not need the member threads).
+    devices: Vec<Arc<dyn LogDevice>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    len: Mutex<u64>,
+}
+
+impl fmt::Debug for StripedDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StripedDevice")
+            .field("unit", &self.unit)
+            .field("members", &self.devices.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl StripedDevice {
+    /// Stripes over `members` (at least one) in units of `unit` bytes (at least 1), starting one
+    /// thread per member. The members should be empty.
+    ///
+    /// # Panics
+    /// If `members` is empty, `unit` is 0, or a thread cannot be started.
+    pub fn new(members: Vec<Arc<dyn LogDevice>>, unit: u64) -> StripedDevice {
+        assert!(!members.is_empty(), "a striped device needs at least one member");
+        assert!(unit > 0, "the stripe unit must be at least one byte");
+        let mut senders = Vec::with_capacity(members.len());
+        let mut threads = Vec::with_capacity(members.len());
+        for (m, device) in members.iter().enumerate() {
+            let (tx, rx) = mpsc::channel::<StripeJob>();
+            let device = device.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("stripe-member-{m}"))
+                .spawn(move || {
+                    for job in rx {
+                        match job {
+                            StripeJob::Io { writes, sync, reply } => {
+                                let result = writes
+                                    .iter()
+                                    .try_for_each(|(offset, bytes)| device.write_at(*offset, bytes))
+                                    .and_then(|()| if sync { device.sync() } else { Ok(()) });
+                                let _ = reply.send(result);
+                            }
+                            StripeJob::SetLen { len, grow, reply } => {
+                                let result =
+                                    if grow { device.allocate(len) } else { device.truncate(len) };
+                                let _ = reply.send(result);
+                            }
+                        }
+                    }
+                })
+                .expect("start a stripe member thread");
+            senders.push(tx);
+            threads.push(thread);
+        }
+        StripedDevice { unit, members: senders, devices: members, threads, len: Mutex::new(0) }
+    }
+
+    /// The member devices.
+    pub fn members(&self) -> &[Arc<dyn LogDevice>] {
+        &self.devices
+    }
+
+    /// The pieces of logical range `[offset, offset + len)`: `(member, member offset, start
+    /// within the range, piece length)`, in logical order.
+    fn pieces(&self, offset: u64, len: usize) -> Vec<(usize, u64, usize, usize)> {
+        let n = self.devices.len() as u64;
+        let mut out = Vec::new();
+        let mut at = offset;
+        let end = offset + len as u64;
+        while at < end {
+            let stripe = at / self.unit;
+            let within = at % self.unit;
+            let piece = (self.unit - within).min(end - at);
+            let member_offset = (stripe / n) * self.unit + within;
+            out.push((
+                (stripe % n) as usize,
+                member_offset,
+                (at - offset) as usize,
+                piece as usize,
+            ));
+            at += piece;
+        }
+        out
+    }
+
+    /// The length member `m` has when the logical length is `len`.
+    fn member_len(&self, len: u64, m: usize) -> u64 {
+        let n = self.devices.len() as u64;
+        let (full, rest) = (len / self.unit, len % self.unit);
+        let m = m as u64;
+        let whole = full / n + u64::from(full % n > m);
+        whole * self.unit + if full % n == m { rest } else { 0 }
+    }
+
+    /// Sends one request to each member in `to` (built by `job`) and waits for every answer;
+    /// returns the first error.
+    fn run(
+        &self,
+        to: impl IntoIterator<Item = usize>,
+        mut job: impl FnMut(usize, mpsc::Sender<io::Result<()>>) -> StripeJob,
+    ) -> io::Result<()> {
+        let (reply, answers) = mpsc::channel();
+        let mut sent = 0;
+        for m in to {
+            self.members[m]
+                .send(job(m, reply.clone()))
+                .map_err(|_| io::Error::other("stripe member thread is gone"))?;
+            sent += 1;
+        }
+        drop(reply);
+        let mut result = Ok(());
+        for _ in 0..sent {
+            let answer =
+                answers.recv().map_err(|_| io::Error::other("stripe member thread is gone"))?;
+            if result.is_ok() {
+                result = answer;
+            }
+        }
+        result
+    }
+
+    /// Writes `bytes` at `offset` across the members in parallel, then (if `sync`) syncs every
+    /// member in parallel.
+    fn write_striped(&self, offset: u64, bytes: &[u8], sync: bool) -> io::Result<()> {
+        // A member's pieces of one write are contiguous on the member (stripes k and k + N
+        // are neighbours there): coalesce them, so each member gets one write per call.
+        let mut per_member: Vec<Vec<(u64, Vec<u8>)>> = vec![Vec::new(); self.devices.len()];
+        for (m, member_offset, start, n) in self.pieces(offset, bytes.len()) {
+            let piece = &bytes[start..start + n];
+            match per_member[m].last_mut() {
+                Some((at, run)) if *at + run.len() as u64 == member_offset => {
+                    run.extend_from_slice(piece)
+                }
+                _ => per_member[m].push((member_offset, piece.to_vec())),
+            }
+        }
+        let to: Vec<usize> =
+            (0..self.devices.len()).filter(|&m| sync || !per_member[m].is_empty()).collect();
+        self.run(to, |m, reply| StripeJob::Io {
+            writes: std::mem::take(&mut per_member[m]),
+            sync,
+            reply,
+        })?;
+        let mut len = self.len.lock();
+        *len = (*len).max(offset + bytes.len() as u64);
+        Ok(())
+    }
+
+    fn set_len(&self, len: u64, grow: bool) -> io::Result<()> {
+        self.run(0..self.devices.len(), |m, reply| StripeJob::SetLen {
+            len: self.member_len(len, m),
+            grow,
+            reply,
+        })?;
+        let mut current = self.len.lock();
+        *current = if grow { (*current).max(len) } else { len };
+        Ok(())
+    }
+}
+
+impl Drop for StripedDevice {
+    fn drop(&mut self) {
+        self.members.clear(); // closes the channels: the member threads end
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl LogDevice for StripedDevice {
+    fn write_at(&self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        self.write_striped(offset, bytes, false)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.run(0..self.devices.len(), |_, reply| StripeJob::Io {
+            writes: Vec::new(),
+            sync: true,
+            reply,
+        })
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let len = *self.len.lock();
+        let n = buf.len().min(len.saturating_sub(offset) as usize);
+        for (m, member_offset, start, piece) in self.pieces(offset, n) {
+            let got = self.devices[m].read_at(member_offset, &mut buf[start..start + piece])?;
+            // Never-written parts of a member read as zeros.
+            buf[start + got..start + piece].fill(0);
+        }
+        Ok(n)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(*self.len.lock())
+    }
+
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        self.set_len(len, false)
+    }
+
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        if len <= *self.len.lock() {
+            return Ok(());
+        }
+        self.set_len(len, true)
+    }
+
+    /// One request per member: its pieces, then its sync (all members, in parallel).
+    fn submit_write_sync(&self, offset: u64, buf: Vec<u8>) -> io::Result<Pending> {
+        let result = self.write_striped(offset, &buf, true).map(|()| buf);
+        Ok(Pending::ready(result))
+    }
+}
+
 /// Wraps a new segment's [`MemDevice`] into the device the log writes (faults, throttling).
 pub type WrapSegment = dyn Fn(SegmentNo, Arc<MemDevice>) -> Box<dyn LogDevice> + Send + Sync;
 
@@ -636,5 +879,80 @@ mod tests {
             .collect();
         threads.into_iter().for_each(|t| t.join().unwrap());
         assert!(start.elapsed() >= Duration::from_millis(40));
+    }
+
+    #[test]
+    fn striped_device_round_trips_across_stripes() {
+        let members: Vec<Arc<MemDevice>> = (0..3).map(|_| Arc::new(MemDevice::new())).collect();
+        let d = StripedDevice::new(
+            members.iter().map(|m| m.clone() as Arc<dyn LogDevice>).collect(),
+            4,
+        );
+        let bytes: Vec<u8> = (0..30).collect();
+        d.write_at(2, &bytes[..20]).unwrap();
+        d.submit_write_sync(22, bytes[20..].to_vec()).and_then(|p| d.wait(p)).unwrap();
+        assert_eq!(d.len().unwrap(), 32);
+        let mut buf = vec![0xAA; 40];
+        assert_eq!(d.read_at(0, &mut buf).unwrap(), 32);
+        assert_eq!(&buf[..2], &[0, 0]);
+        assert_eq!(&buf[2..32], &bytes[..]);
+        // Logical stripes 0, 3, 6 are member 0's stripes 0, 1, 2.
+        assert_eq!(members[0].durable_bytes(), [0, 0, 0, 1, 10, 11, 12, 13, 22, 23, 24, 25]);
+        assert_eq!(members[1].durable_bytes(), [2, 3, 4, 5, 14, 15, 16, 17, 26, 27, 28, 29]);
+        assert_eq!(members[2].durable_bytes(), [6, 7, 8, 9, 18, 19, 20, 21]);
+        d.truncate(9).unwrap();
+        d.sync().unwrap();
+        let lens: Vec<usize> = members.iter().map(|m| m.durable_bytes().len()).collect();
+        assert_eq!(lens, [4, 4, 1], "9 bytes: stripes 0, 1 whole and 1 byte of stripe 2");
+        d.allocate(13).unwrap();
+        assert_eq!(d.len().unwrap(), 13);
+        let mut buf = vec![0xAA; 13];
+        assert_eq!(d.read_at(0, &mut buf).unwrap(), 13);
+        assert_eq!(&buf[..9], &[0, 0, 0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(&buf[9..], &[0; 4], "allocated bytes read as zero");
+    }
+
+    #[test]
+    fn striped_device_sends_each_member_one_write_per_call() {
+        let members: Vec<Arc<FaultyDevice<MemDevice>>> =
+            (0..3).map(|_| Arc::new(FaultyDevice::new(MemDevice::new()))).collect();
+        let d = StripedDevice::new(
+            members.iter().map(|m| m.clone() as Arc<dyn LogDevice>).collect(),
+            4,
+        );
+        d.write_and_sync(1, &[9; 40]).unwrap();
+        for m in &members {
+            assert_eq!((m.writes(), m.syncs()), (1, 1), "stripes k, k + 3, ... coalesced");
+        }
+        d.sync().unwrap();
+        assert!(members.iter().all(|m| m.syncs() == 2), "a sync reaches every member");
+    }
+
+    /// Lower bounds, and upper bounds with a wide margin: the members work in parallel, so a
+    /// sync of four members costs one member's latency (100 ms), not four (400 ms).
+    #[test]
+    fn striped_device_syncs_and_writes_members_in_parallel() {
+        let members: Vec<Arc<dyn LogDevice>> = (0..4)
+            .map(|_| {
+                let throttled =
+                    ThrottledDevice::new(MemDevice::new(), 1_000_000, Duration::from_millis(100));
+                Arc::new(throttled) as Arc<dyn LogDevice>
+            })
+            .collect();
+        let d = StripedDevice::new(members, 1000);
+        let start = Instant::now();
+        d.sync().unwrap();
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(100), "{took:?}");
+        assert!(took < Duration::from_millis(300), "four syncs ran one after another: {took:?}");
+        // 40 KB over four 1 MB/s members: 10 ms each in parallel (40 ms on one), then 100 ms.
+        let start = Instant::now();
+        d.write_and_sync(0, &[7; 40_000]).unwrap();
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(110), "{took:?}");
+        assert!(
+            took < Duration::from_millis(330),
+            "the members did not work in parallel: {took:?}"
+        );
     }
 }

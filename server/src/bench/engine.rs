@@ -19,28 +19,28 @@ use sql::Value;
 use super::{fmt_rate, BenchArgs, Rng};
 
 /// The benchmark table's id.
-const TABLE: txn::TableId = txn::TableId(1);
+pub(super) const TABLE: txn::TableId = txn::TableId(1);
 /// Rows per transaction while loading.
 const LOAD_BATCH: u64 = 1000;
 /// Raw-get measurement: reads per (dropped) transaction, so the read set stays small.
 const GETS_PER_TXN: u64 = 1000;
 /// Length of the `pad` text that brings a row to ~100 bytes.
-const PAD_LEN: usize = 86;
+pub(super) const PAD_LEN: usize = 86;
 /// Every worker checks the clock after this many transactions.
 const CLOCK_EVERY: u64 = 64;
 
 /// The column types of the row, for `decode_row`.
-fn row_types() -> [catalog::DataType; 3] {
+pub(super) fn row_types() -> [catalog::DataType; 3] {
     [catalog::DataType::Int64, catalog::DataType::Int64, catalog::DataType::Text]
 }
 
-fn key(k: u64) -> Vec<u8> {
+pub(super) fn key(k: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(10);
     encode_key(&[Value::Int64(k as i64)], &mut out);
     out
 }
 
-fn row(k: u64, v: i64, pad: &str) -> Vec<u8> {
+pub(super) fn row(k: u64, v: i64, pad: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(PAD_LEN + 24);
     encode_row(&[Value::Int64(k as i64), Value::Int64(v), Value::Text(pad.to_string())], &mut out);
     out
@@ -117,7 +117,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
          the cores (`CPU share` = CPU time / (window × threads)).\n\n\
          | workload | threads | ops/s total | ops/s per thread | ops per CPU-second | CPU share | conflicts |\n\
          |---|---:|---:|---:|---:|---:|---:|\n",
-        args.seconds,
+        args.window().as_secs_f64(),
         load.as_secs_f64(),
         fmt_rate(rows as f64 / load.as_secs_f64()),
     );

@@ -13,12 +13,28 @@
 //!   PostgreSQL 15 in one run: prepared point selects and single-row updates per second and the
 //!   Aspen/PostgreSQL ratio.
 //!
+//! - `logging`, `scaling`, `latency`, `replay` (issue 3, "Durability"; shared parts in
+//!   [`durable`]): logging overhead against no logging ([`logging`]); throughput against the
+//!   number of emulated log devices, Poplar against a centralized log ([`scaling`]);
+//!   `commit_durable` latency against the disk's `fdatasync` floor ([`latency`]); recovery
+//!   scan and replay speed of a value log ([`replay`]). `durability` runs the four, each in a
+//!   process of its own (see [`run_each_in_child`]), as `all` runs all its suites.
+//!
+//! Still to come, with its hook: a checkpoint-load phase in the replay suite (see
+//! [`replay`]'s module doc).
+//!
 //! Numbers are only meaningful from a release build; a debug build says so in its output.
 //! Random keys come from [`Rng`] (SplitMix64): the same seed gives the same key sequence, and it
 //! costs a few nanoseconds, so it does not dilute the engine numbers.
 
+mod durable;
 mod engine;
+mod latency;
+mod logging;
 mod memory;
+mod replay;
+mod scaling;
+mod tpcb;
 mod wire;
 
 use std::path::PathBuf;
@@ -33,7 +49,19 @@ pub enum Suite {
     Wire,
     /// Bytes per row of a TPC-C `customer` table.
     Memory,
-    /// engine, memory, then wire.
+    /// Logging overhead: no log against value logging with 1, 2, 4 devices (tmpfs and disk).
+    Logging,
+    /// Throughput against emulated log devices: Poplar against one centralized log.
+    Scaling,
+    /// `commit_durable` latency against the disk's `fdatasync` floor.
+    Latency,
+    /// Recovery: scan and replay a value log into a fresh engine, serial and parallel.
+    Replay,
+    /// TPC-B with pgbench over the wire, Aspen against PostgreSQL 15, both durable.
+    Tpcb,
+    /// replay, logging, latency, then scaling, each in a process of its own.
+    Durability,
+    /// engine, memory, wire, then the durability suites, each in a process of its own.
     All,
 }
 
@@ -46,12 +74,61 @@ pub struct BenchArgs {
     /// Table size (default: 1000000 for engine and memory, 100000 for wire).
     #[arg(long)]
     pub rows: Option<u64>,
-    /// Length of each measurement window, in seconds.
+    /// Length of each measurement window, in seconds (default: 10 for engine and wire; 0.5 for
+    /// logging; 1.5 for scaling; 2 for latency).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// Durability suites: how often each measurement is repeated (rounds interleave the
+    /// configurations; the report gives the median and the range).
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
+    /// Durability suites: committer thread counts, comma separated (default: 2,16 for logging;
+    /// 256 for scaling; 1,16,64,256 for latency).
+    #[arg(long, value_delimiter = ',')]
+    pub committers: Option<Vec<usize>>,
+    /// Durability suites: log device counts, comma separated (default: 1,2,4 for logging;
+    /// 1,2,4,8 for scaling; 1,2 for latency; 2 for replay, which uses the largest).
+    #[arg(long, value_delimiter = ',')]
+    pub devices: Option<Vec<usize>>,
+    /// Durability suites: sessions per committer thread with deferred acknowledgement (the
+    /// committer keeps going while earlier commits become durable, as `server::ack` does;
+    /// default: 64 for logging and latency, 2048 for scaling).
+    #[arg(long)]
+    pub sessions: Option<usize>,
+    /// Logging suite: a tmpfs directory for logs whose devices are not the bottleneck.
+    #[arg(long, value_name = "DIR", default_value = "/dev/shm")]
+    pub tmpfs_dir: PathBuf,
+    /// Logging, latency and replay suites: a directory on the disk under test.
+    #[arg(long, value_name = "DIR", default_value = "/tmp")]
+    pub disk_dir: PathBuf,
+    /// Durability suites: the logs' group-commit timer (`LogOptions::group_commit_delay`), in
+    /// microseconds; 0 (the default) writes as soon as the previous write+sync was submitted.
+    #[arg(long, default_value_t = 0)]
+    pub group_commit_us: u64,
+    /// Scaling suite: emulated bandwidth of each log device, MB/s (10^6 B/s).
     #[arg(long, default_value_t = 10.0)]
-    pub seconds: f64,
+    pub device_mbps: f64,
+    /// Scaling suite: emulated `fdatasync` latency of each log device, microseconds.
+    #[arg(long, default_value_t = 500)]
+    pub sync_us: u64,
+    /// Scaling suite: stripe unit of the centralized log's striped device, KiB.
+    #[arg(long, default_value_t = 4)]
+    pub stripe_kib: u64,
+    /// Replay suite: megabytes (10^6 B) of value log to generate and replay.
+    #[arg(long, default_value_t = 512)]
+    pub log_mb: u64,
+    /// Replay suite: install thread counts of the parallel replay, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    pub replay_threads: Vec<usize>,
+    /// Replay suite: approximate bytes of each row (the log record is ~30 B more).
+    #[arg(long, default_value_t = 100)]
+    pub row_bytes: usize,
     /// Engine suite: the thread counts to measure, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     pub threads: Vec<usize>,
+    /// TPC-B suite: pgbench scale (100 000 accounts per unit).
+    #[arg(long, default_value_t = 4)]
+    pub scale: i64,
     /// Wire suite: concurrent client connections per system.
     #[arg(long, default_value_t = 4)]
     pub clients: usize,
@@ -70,8 +147,37 @@ pub struct BenchArgs {
 }
 
 impl BenchArgs {
+    /// The measurement window: `--seconds`, or `default` seconds.
+    fn window_or(&self, default: f64) -> Duration {
+        Duration::from_secs_f64(self.seconds.unwrap_or(default).max(0.1))
+    }
+
     fn window(&self) -> Duration {
-        Duration::from_secs_f64(self.seconds.max(0.1))
+        self.window_or(10.0)
+    }
+
+    /// `--committers`, or `default`.
+    fn committers_or(&self, default: &[usize]) -> Vec<usize> {
+        self.committers.clone().unwrap_or_else(|| default.to_vec())
+    }
+
+    /// The `wal::LogOptions` of every log the durability suites open: the defaults, with
+    /// `--group-commit-us`.
+    fn log_options(&self) -> wal::LogOptions {
+        wal::LogOptions {
+            group_commit_delay: Duration::from_micros(self.group_commit_us),
+            ..wal::LogOptions::default()
+        }
+    }
+
+    /// `--sessions`, or `default`.
+    fn sessions_or(&self, default: usize) -> usize {
+        self.sessions.unwrap_or(default)
+    }
+
+    /// `--devices`, or `default`.
+    fn devices_or(&self, default: &[usize]) -> Vec<usize> {
+        self.devices.clone().unwrap_or_else(|| default.to_vec())
     }
 }
 
@@ -84,22 +190,72 @@ pub fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     if args.clients == 0 {
         return Err("--clients must be positive".into());
     }
-    println!("{}", header());
-    let suites: &[Suite] = match args.suite {
-        Suite::All => &[Suite::Engine, Suite::Memory, Suite::Wire],
-        Suite::Engine => &[Suite::Engine],
-        Suite::Memory => &[Suite::Memory],
-        Suite::Wire => &[Suite::Wire],
+    let positive =
+        |v: &Option<Vec<usize>>| v.as_ref().is_none_or(|v| !v.is_empty() && !v.contains(&0));
+    if !positive(&args.committers)
+        || !positive(&args.devices)
+        || args.rounds == 0
+        || args.sessions == Some(0)
+    {
+        return Err("--committers, --devices, --rounds and --sessions need positive values".into());
+    }
+    if args.replay_threads.is_empty() || args.replay_threads.contains(&0) {
+        return Err("--replay-threads needs one or more positive counts".into());
+    }
+    const DURABILITY: [Suite; 4] = [Suite::Replay, Suite::Logging, Suite::Latency, Suite::Scaling];
+    let suites: Vec<Suite> = match args.suite {
+        Suite::All => {
+            [Suite::Engine, Suite::Memory, Suite::Wire].into_iter().chain(DURABILITY).collect()
+        }
+        Suite::Durability => DURABILITY.to_vec(),
+        one => vec![one],
     };
+    if suites.len() > 1 {
+        return run_each_in_child(&suites);
+    }
+    println!("{}", header());
     for suite in suites {
         let section = match suite {
             Suite::Engine => engine::run(&args)?,
             Suite::Memory => memory::run(&args)?,
             Suite::Wire => wire::run(&args)?,
-            Suite::All => unreachable!("expanded above"),
+            Suite::Logging => logging::run(&args)?,
+            Suite::Scaling => scaling::run(&args)?,
+            Suite::Latency => latency::run(&args)?,
+            Suite::Replay => replay::run(&args)?,
+            Suite::Tpcb => tpcb::run(&args)?,
+            Suite::All | Suite::Durability => unreachable!("expanded above"),
         };
         // Print each section as soon as it is done, so a failure later keeps earlier numbers.
         println!("{section}");
+    }
+    Ok(())
+}
+
+/// Runs each suite in a process of its own (this executable with the same arguments and
+/// `--suite <name>`), one after the other; each prints its own header. A process keeps costs
+/// from what it ran before: `txn` rows live in `arc_swap` cells, and every row store walks one
+/// debt node per thread the process has ever had at once, so a suite that ran 256 committer
+/// threads would slow every later suite's updates (BENCHMARKS.md, "Durability").
+fn run_each_in_child(suites: &[Suite]) -> Result<(), Box<dyn std::error::Error>> {
+    use clap::ValueEnum;
+    let exe = std::env::current_exe()?;
+    let mut rest = Vec::new();
+    let mut given = std::env::args().skip(1);
+    while let Some(arg) = given.next() {
+        if arg == "--suite" {
+            given.next();
+        } else if !arg.starts_with("--suite=") {
+            rest.push(arg);
+        }
+    }
+    for suite in suites {
+        let name = suite.to_possible_value().expect("every suite has a name").get_name().to_owned();
+        let status =
+            std::process::Command::new(&exe).args(&rest).args(["--suite", &name]).status()?;
+        if !status.success() {
+            return Err(format!("suite {name} failed ({status})").into());
+        }
     }
     Ok(())
 }

@@ -1,0 +1,712 @@
+//! What the durability suites (`logging`, `scaling`, `latency`, `replay`; issue 3) share: log
+//! configurations, the key-value table and its transactions, and a driver that runs many
+//! committer threads for a fixed window and counts what completed inside it.
+//!
+//! ## The table and the transactions
+//!
+//! The engine suite's table ([`super::engine`]): int8 key, ~100-byte row `(k, v, pad)` encoded
+//! with `sql::types`. Two transactions, each one value record of one entry when logged:
+//!
+//! - insert: `begin; insert(new key); commit` (write-only; keys from a shared counter, never
+//!   reused);
+//! - RMW: `begin; get; decode; v += 1; encode; update; commit`, retried on conflict.
+//!
+//! Neither is *blind* in the acknowledge rule's sense: `txn` records an insert's uniqueness
+//! check as a read (a miss), and `update` reads the row it replaces, so both wait for
+//! `ssn <= CSN`, not for their own device's DSN.
+//!
+//! ## The driver ([`drive`])
+//!
+//! `committers` threads start at once and run transactions back to back, committing as
+//! [`Commit`] says: without waiting, blocking in `commit_durable`, or with deferred
+//! acknowledgement over many sessions per thread. A commit counts when it is *acknowledged*
+//! (returns, or is seen durable) inside the window `[start + warmup, start + warmup + window)`;
+//! threads stop at the end of the window. Throughput is the count over the window; latency (when
+//! asked for) runs from the start of the commit call to the acknowledgement. Sampled at both
+//! ends of the window: log bytes filled, write+sync pairs issued (group commit), and the
+//! process's CPU time and context switches (`getrusage`), which say whether the two cores, the
+//! wake-ups or the log were the limit.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sql::types::{decode_row, encode_row};
+use sql::Value;
+use wal::testing::{MemDevice, StripedDevice, ThrottledDevice};
+use wal::{DirStore, LogDevice, LogOptions, Pending, SegmentStore};
+
+use super::engine::{key, row, row_types, PAD_LEN, TABLE};
+use super::Rng;
+
+/// Stack size of committer threads: the transactions are shallow, and the suites start
+/// hundreds of threads.
+const COMMITTER_STACK: usize = 256 << 10;
+/// Rows per transaction while loading the table.
+const LOAD_BATCH: u64 = 1000;
+
+/// A scratch directory `<base>/aspen-bench-<pid>-<n>`, removed (with its contents) on drop.
+#[derive(Debug)]
+pub(super) struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    pub(super) fn new(base: &Path, name: &str) -> std::io::Result<Scratch> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = base.join(format!("aspen-bench-{}-{n}-{name}", std::process::id()));
+        std::fs::create_dir_all(&path)?;
+        Ok(Scratch { path })
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `wal/0 … wal/n-1` inside the scratch directory.
+    pub(super) fn device_dirs(&self, n: usize) -> Vec<PathBuf> {
+        (0..n).map(|d| self.path.join("wal").join(d.to_string())).collect()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Write+sync pairs and their bytes, shared by every segment of one device.
+#[derive(Debug, Default)]
+pub(super) struct PairCounts {
+    pairs: AtomicU64,
+    bytes: AtomicU64,
+    /// Pairs of one record header or less: an idle-device marker written alone.
+    markers: AtomicU64,
+}
+
+impl PairCounts {
+    /// (write+sync pairs, bytes in them, marker-only pairs) so far.
+    fn get(&self) -> (u64, u64, u64) {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        (load(&self.pairs), load(&self.bytes), load(&self.markers))
+    }
+}
+
+/// A [`LogDevice`] wrapper that counts write+sync pairs and their bytes (group commit) into
+/// shared [`PairCounts`], and otherwise forwards everything, including pipelined pairs.
+#[derive(Debug)]
+pub(super) struct Counted<D> {
+    inner: D,
+    counts: Arc<PairCounts>,
+}
+
+impl<D: LogDevice> LogDevice for Counted<D> {
+    fn write_at(&self, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+        self.inner.write_at(offset, bytes)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.inner.sync()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read_at(offset, buf)
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+    fn truncate(&self, len: u64) -> std::io::Result<()> {
+        self.inner.truncate(len)
+    }
+    fn allocate(&self, len: u64) -> std::io::Result<()> {
+        self.inner.allocate(len)
+    }
+    fn submit_write_sync(&self, offset: u64, buf: Vec<u8>) -> std::io::Result<Pending> {
+        self.counts.pairs.fetch_add(1, Ordering::Relaxed);
+        self.counts.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        if buf.len() <= wal::MIN_RESERVATION {
+            self.counts.markers.fetch_add(1, Ordering::Relaxed);
+        }
+        self.inner.submit_write_sync(offset, buf)
+    }
+    fn wait(&self, pending: Pending) -> std::io::Result<Vec<u8>> {
+        self.inner.wait(pending)
+    }
+}
+
+/// `inner`, counted into a new [`PairCounts`].
+fn counted<D>(inner: D) -> (Counted<D>, Arc<PairCounts>) {
+    let counts = Arc::new(PairCounts::default());
+    (Counted { inner, counts: counts.clone() }, counts)
+}
+
+/// A [`SegmentStore`] whose segments are [`Counted`] into one [`PairCounts`].
+#[derive(Debug)]
+struct CountedStore<S> {
+    inner: S,
+    counts: Arc<PairCounts>,
+}
+
+impl<S: SegmentStore> SegmentStore for CountedStore<S> {
+    fn segment_size(&self) -> u64 {
+        self.inner.segment_size()
+    }
+    fn list(&self) -> std::io::Result<Vec<wal::SegmentNo>> {
+        self.inner.list()
+    }
+    fn create(&self, no: wal::SegmentNo) -> std::io::Result<Box<dyn LogDevice>> {
+        let inner = self.inner.create(no)?;
+        Ok(Box::new(Counted { inner, counts: self.counts.clone() }))
+    }
+    fn remove(&self, no: wal::SegmentNo) -> std::io::Result<()> {
+        self.inner.remove(no)
+    }
+}
+
+/// An emulated device for the scaling suite: bandwidth and `fdatasync` latency.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Emulated {
+    pub(super) bytes_per_sec: u64,
+    pub(super) sync: Duration,
+}
+
+impl Emulated {
+    fn device(self) -> ThrottledDevice<MemDevice> {
+        ThrottledDevice::new(MemDevice::new(), self.bytes_per_sec, self.sync)
+    }
+}
+
+/// Where a configuration's log goes.
+#[derive(Clone, Debug)]
+pub(super) enum LogKind {
+    /// No devices: `wal::Log::new(buffers)` (SSNs are allocated, nothing is written).
+    Off { buffers: usize },
+    /// `n` device directories under `base` (`wal::Log` over `wal::DirStore`s: zero-filled
+    /// segments, io_uring where available, the suite's `LogOptions`).
+    Dirs { base: PathBuf, n: usize },
+    /// Poplar over `n` emulated devices: `n` buffers, `n` loggers, `n` SSN sequences.
+    Poplar { n: usize, device: Emulated },
+    /// The centralized baseline: one buffer (one SSN sequence, one logger) whose device is a
+    /// [`StripedDevice`] over `n` emulated devices in stripes of `unit` bytes.
+    Central { n: usize, device: Emulated, unit: u64 },
+}
+
+/// An open log with what the suites read from it.
+pub(super) struct OpenLog {
+    pub(super) log: Arc<wal::Log>,
+    counters: Vec<Arc<PairCounts>>,
+    /// Keeps the segment directories until the log is dropped (declared after `log`, so the
+    /// log's loggers finish before the files go).
+    _scratch: Option<Scratch>,
+}
+
+impl OpenLog {
+    pub(super) fn open(
+        kind: &LogKind,
+        options: &LogOptions,
+    ) -> Result<OpenLog, Box<dyn std::error::Error>> {
+        Ok(match kind {
+            LogKind::Off { buffers } => OpenLog {
+                log: Arc::new(wal::Log::new(*buffers)),
+                counters: Vec::new(),
+                _scratch: None,
+            },
+            LogKind::Dirs { base, n } => {
+                let scratch = Scratch::new(base, "log")?;
+                let mut stores: Vec<Box<dyn SegmentStore>> = Vec::new();
+                let mut counters = Vec::new();
+                for dir in scratch.device_dirs(*n) {
+                    let counts = Arc::new(PairCounts::default());
+                    let inner = DirStore::open(&dir, options.device)?;
+                    stores.push(Box::new(CountedStore { inner, counts: counts.clone() }));
+                    counters.push(counts);
+                }
+                let log = wal::Log::with_stores(stores, options)?;
+                OpenLog { log: Arc::new(log), counters, _scratch: Some(scratch) }
+            }
+            LogKind::Poplar { n, device } => {
+                let (devices, counters): (Vec<Box<dyn LogDevice>>, Vec<_>) = (0..*n)
+                    .map(|_| {
+                        let (d, c) = counted(device.device());
+                        (Box::new(d) as Box<dyn LogDevice>, c)
+                    })
+                    .unzip();
+                let log = wal::Log::with_devices(devices, options)?;
+                OpenLog { log: Arc::new(log), counters, _scratch: None }
+            }
+            LogKind::Central { n, device, unit } => {
+                let members =
+                    (0..*n).map(|_| Arc::new(device.device()) as Arc<dyn LogDevice>).collect();
+                let (striped, counts) = counted(StripedDevice::new(members, *unit));
+                let log = wal::Log::with_devices(vec![Box::new(striped)], options)?;
+                OpenLog { log: Arc::new(log), counters: vec![counts], _scratch: None }
+            }
+        })
+    }
+
+    /// Bytes filled into every buffer so far.
+    pub(super) fn filled_bytes(&self) -> u64 {
+        (0..self.log.n_buffers()).map(|b| self.log.filled_bytes(b)).sum()
+    }
+
+    /// Write+sync pairs, their bytes, and marker-only pairs so far, over every counted device
+    /// (0 if not counted).
+    pub(super) fn pair_counts(&self) -> (u64, u64, u64) {
+        self.counters
+            .iter()
+            .map(|c| c.get())
+            .fold((0, 0, 0), |a, c| (a.0 + c.0, a.1 + c.1, a.2 + c.2))
+    }
+
+    /// Deletes the closed segments that only hold records written so far (as a checkpoint
+    /// would allow), so that long runs do not fill tmpfs or the disk.
+    pub(super) fn trim(&self) {
+        if let Err(e) = self.log.delete_segments_below(self.log.max_ssn()) {
+            eprintln!("bench: could not delete old log segments: {e}");
+        }
+    }
+}
+
+/// A transaction kind of [`drive`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Workload {
+    /// `begin; insert(new key); commit`.
+    Insert,
+    /// `begin; get; update(v + 1); commit`.
+    Rmw,
+}
+
+impl Workload {
+    pub(super) fn label(self) -> &'static str {
+        match self {
+            Workload::Insert => "insert (write-only)",
+            Workload::Rmw => "read-modify-write",
+        }
+    }
+}
+
+/// How a transaction commits and is acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Commit {
+    /// `commit()`: installed, never waited for (`synchronous_commit = off`).
+    NoWait,
+    /// `commit_durable()`: the committer thread blocks until the acknowledge rule holds.
+    Durable,
+    /// Deferred acknowledgement, as a server that does not block a thread per commit does
+    /// (`server::ack`): each committer thread serves `sessions` sessions round robin (session
+    /// `j` of thread `i` uses log buffer `i · sessions + j`). It runs a session's transaction
+    /// with `commit()`, keeps the ticket, and acknowledges tickets in commit order once
+    /// `Log::is_durable` says so; a session's next transaction starts only after its previous
+    /// one was acknowledged, so when all `sessions` wait, the thread blocks in
+    /// `Log::wait_durable` on the oldest. Latency is commit → acknowledgement seen.
+    Deferred { sessions: usize },
+}
+
+impl Commit {
+    pub(super) fn label(self) -> String {
+        match self {
+            Commit::NoWait => "`commit` (no wait)".into(),
+            Commit::Durable => "`commit_durable`".into(),
+            Commit::Deferred { sessions } => format!("deferred ack, {sessions} sessions/thread"),
+        }
+    }
+}
+
+/// An engine over one log with the bench table loaded.
+pub(super) struct Bed {
+    pub(super) engine: txn::Engine,
+    pub(super) log: OpenLog,
+    rows: u64,
+    next_insert: AtomicU64,
+    pad: String,
+}
+
+impl Bed {
+    /// Opens the log with `options`, creates the table and loads `rows` rows (through the log,
+    /// without waiting), then waits until the load is durable.
+    pub(super) fn new(
+        kind: &LogKind,
+        rows: u64,
+        options: &LogOptions,
+    ) -> Result<Bed, Box<dyn std::error::Error>> {
+        Bed::with_pad(kind, rows, PAD_LEN, options)
+    }
+
+    /// [`Bed::new`] with rows padded by `pad_len` characters instead of [`PAD_LEN`].
+    pub(super) fn with_pad(
+        kind: &LogKind,
+        rows: u64,
+        pad_len: usize,
+        options: &LogOptions,
+    ) -> Result<Bed, Box<dyn std::error::Error>> {
+        let log = OpenLog::open(kind, options)?;
+        let engine = txn::Engine::new(log.log.clone());
+        engine.create_table(TABLE, vec![]);
+        let pad = "x".repeat(pad_len);
+        let mut k = 1;
+        while k <= rows {
+            let mut t = engine.begin(0);
+            let end = (k + LOAD_BATCH).min(rows + 1);
+            for i in k..end {
+                t.insert(TABLE, key(i), row(i, 0, &pad))?;
+            }
+            t.commit()?;
+            k = end;
+        }
+        log.log.wait_csn(log.log.max_ssn())?;
+        Ok(Bed { engine, log, rows, next_insert: AtomicU64::new(rows + 1), pad })
+    }
+
+    /// Waits until every commit so far is durable by the acknowledge rule (`CSN >= max L.ssn`,
+    /// which makes idle devices write markers up to it, so recovery's RSNe covers every
+    /// record), closes the engine and the log, and hands over the log's directory, which then
+    /// outlives them. (Dropping a `wal::Log` alone writes what is reserved but no markers: records
+    /// above the other devices' last SSN would then lie above RSNe and not be replayed.)
+    pub(super) fn into_files(self) -> Result<Option<Scratch>, wal::Error> {
+        self.log.log.wait_csn(self.log.log.max_ssn())?;
+        let Bed { engine, log, .. } = self;
+        drop(engine);
+        let OpenLog { log, _scratch: scratch, .. } = log;
+        drop(Arc::try_unwrap(log).expect("the bench holds the last reference to its log"));
+        Ok(scratch)
+    }
+
+    /// One transaction of `workload` on log buffer `buffer`, retried on conflict, committed
+    /// with `commit_durable` if `durable`, else `commit`. Returns what the commit returned,
+    /// when the (last) commit call started, and the conflicts retried.
+    fn run_one(
+        &self,
+        workload: Workload,
+        durable: bool,
+        buffer: usize,
+        rng: &mut Rng,
+    ) -> Result<(txn::CommitInfo, Instant, u64), txn::Error> {
+        let types = row_types();
+        let mut conflicts = 0;
+        let k = match workload {
+            Workload::Insert => self.next_insert.fetch_add(1, Ordering::Relaxed),
+            Workload::Rmw => rng.range(1, self.rows),
+        };
+        let kb = key(k);
+        loop {
+            let mut t = self.engine.begin(buffer);
+            let prepared = match workload {
+                Workload::Insert => t.insert(TABLE, kb.clone(), row(k, 0, &self.pad)),
+                Workload::Rmw => (|| {
+                    let old = t.get(TABLE, &kb)?.expect("every key in 1..=rows was loaded");
+                    let mut values = decode_row(&old, &types).expect("the bench wrote this row");
+                    if let Value::Int64(v) = &mut values[1] {
+                        *v += 1;
+                    }
+                    let mut new = Vec::with_capacity(old.len());
+                    encode_row(&values, &mut new);
+                    t.update(TABLE, &kb, new)
+                })(),
+            };
+            let started = Instant::now();
+            let result =
+                prepared.and_then(|()| if durable { t.commit_durable() } else { t.commit() });
+            match result {
+                Ok(info) => return Ok((info, started, conflicts)),
+                Err(txn::Error::Conflict { .. }) => conflicts += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// What one committer thread counted inside the window.
+#[derive(Default)]
+struct Counts {
+    commits: u64,
+    conflicts: u64,
+    latencies: Vec<u64>,
+}
+
+/// The window and what to record, shared by the committer threads.
+struct Window {
+    start: Instant,
+    end: Instant,
+    record_latency: bool,
+}
+
+impl Window {
+    /// Counts one acknowledgement at `now` of a commit that started at `started`. Returns
+    /// false once the window has ended (the thread should stop).
+    fn count(&self, counts: &mut Counts, started: Instant, now: Instant, retried: u64) -> bool {
+        if now >= self.end {
+            return false;
+        }
+        if now >= self.start {
+            counts.commits += 1;
+            counts.conflicts += retried;
+            if self.record_latency {
+                counts.latencies.push((now - started).as_nanos() as u64);
+            }
+        }
+        true
+    }
+}
+
+/// One committer thread of [`drive`].
+fn committer(
+    bed: &Bed,
+    workload: Workload,
+    commit: Commit,
+    id: usize,
+    window: &Window,
+    stop: &AtomicBool,
+) -> Result<Counts, Box<dyn std::error::Error + Send + Sync>> {
+    let mut rng = Rng::new(0xC0FF_EE00 + id as u64);
+    let mut counts = Counts::default();
+    let log = &bed.log.log;
+    match commit {
+        Commit::NoWait | Commit::Durable => {
+            while !stop.load(Ordering::Relaxed) {
+                let (_, started, retried) =
+                    bed.run_one(workload, commit == Commit::Durable, id, &mut rng)?;
+                if !window.count(&mut counts, started, Instant::now(), retried) {
+                    break;
+                }
+            }
+        }
+        Commit::Deferred { sessions } => {
+            // Unacknowledged commits in commit order: (ticket, commit started, conflicts).
+            let mut pending = std::collections::VecDeque::with_capacity(sessions);
+            let mut session = 0;
+            'run: while !stop.load(Ordering::Relaxed) {
+                let (info, started, retried) =
+                    bed.run_one(workload, false, id * sessions + session, &mut rng)?;
+                session = (session + 1) % sessions;
+                let ticket = info.ticket.expect("every bench transaction writes");
+                pending.push_back((ticket, started, retried));
+                // The oldest session must be acknowledged before it runs again.
+                if pending.len() >= sessions {
+                    log.wait_durable(pending[0].0)?;
+                }
+                while let Some(&(ticket, started, retried)) = pending.front() {
+                    if !log.is_durable(ticket) {
+                        break;
+                    }
+                    pending.pop_front();
+                    if !window.count(&mut counts, started, Instant::now(), retried) {
+                        break 'run;
+                    }
+                }
+            }
+        }
+    }
+    Ok(counts)
+}
+
+/// What one [`drive`] measured.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Cell {
+    /// Commits that returned inside the window.
+    pub(super) commits: u64,
+    pub(super) conflicts: u64,
+    pub(super) window: Duration,
+    /// Log bytes filled during the window.
+    pub(super) log_bytes: u64,
+    /// Write+sync pairs (and their bytes) during the window, on counted devices.
+    pub(super) pairs: u64,
+    pub(super) pair_bytes: u64,
+    /// Pairs that carried nothing but an idle-device marker.
+    pub(super) marker_pairs: u64,
+    /// CPU time of the whole process during the window.
+    pub(super) cpu: Duration,
+    /// Context switches of the whole process during the window.
+    pub(super) switches: u64,
+    /// `max L.ssn - min L.ssn` over the log's buffers at the end of the window: how far the
+    /// devices' SSN sequences drifted apart (a commit waits for `CSN = min DSN`).
+    pub(super) ssn_spread: u64,
+    /// Commit-call durations in nanoseconds, if recorded (unsorted).
+    pub(super) latencies: Vec<u64>,
+}
+
+impl Cell {
+    pub(super) fn rate(&self) -> f64 {
+        self.commits as f64 / self.window.as_secs_f64()
+    }
+
+    /// Log megabytes (10^6 B) per second.
+    pub(super) fn log_mb_per_sec(&self) -> f64 {
+        self.log_bytes as f64 / self.window.as_secs_f64() / 1e6
+    }
+
+    /// Context switches per commit (blocking and waking threads is what waiting costs).
+    pub(super) fn switches_per_commit(&self) -> f64 {
+        self.switches as f64 / self.commits.max(1) as f64
+    }
+
+    /// CPU used over the window as a share of all cores.
+    pub(super) fn cpu_share(&self) -> f64 {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        self.cpu.as_secs_f64() / (self.window.as_secs_f64() * cores)
+    }
+}
+
+/// CPU time (user + system) and context switches (voluntary + involuntary) of this process
+/// so far, all threads including finished ones (`getrusage(RUSAGE_SELF)`).
+pub(super) fn process_usage() -> (Duration, u64) {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `usage` is a valid, writable `rusage`; getrusage only writes into it.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return (Duration::ZERO, 0);
+    }
+    // SAFETY: getrusage returned 0, so it filled the struct (it was zeroed before anyway).
+    let usage = unsafe { usage.assume_init() };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let switches = usage.ru_nvcsw as u64 + usage.ru_nivcsw as u64;
+    (tv(usage.ru_utime) + tv(usage.ru_stime), switches)
+}
+
+fn sleep_until(deadline: Instant) {
+    let now = Instant::now();
+    if deadline > now {
+        std::thread::sleep(deadline - now);
+    }
+}
+
+/// Runs `committers` threads of `workload` on `bed` for `warmup + window` (see the module doc).
+pub(super) fn drive(
+    bed: &Bed,
+    workload: Workload,
+    commit: Commit,
+    committers: usize,
+    warmup: Duration,
+    window: Duration,
+    record_latency: bool,
+) -> Result<Cell, Box<dyn std::error::Error>> {
+    let stop = AtomicBool::new(false);
+    let start = Instant::now() + warmup;
+    let w = Window { start, end: start + window, record_latency };
+    std::thread::scope(|s| {
+        let mut workers = Vec::with_capacity(committers);
+        for id in 0..committers {
+            let (stop, w) = (&stop, &w);
+            let worker = std::thread::Builder::new()
+                .name(format!("committer-{id}"))
+                .stack_size(COMMITTER_STACK)
+                .spawn_scoped(s, move || {
+                    let result = committer(bed, workload, commit, id, w, stop);
+                    if result.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    result
+                })?;
+            workers.push(worker);
+        }
+        sleep_until(w.start);
+        let (bytes0, (pairs0, pair_bytes0, markers0), (cpu0, switches0)) =
+            (bed.log.filled_bytes(), bed.log.pair_counts(), process_usage());
+        sleep_until(w.end);
+        let (bytes1, (pairs1, pair_bytes1, markers1), (cpu1, switches1)) =
+            (bed.log.filled_bytes(), bed.log.pair_counts(), process_usage());
+        let log = &bed.log.log;
+        let ssns: Vec<u64> = (0..log.n_buffers()).map(|b| log.buffer_ssn(b).0).collect();
+        let ssn_spread = ssns.iter().max().unwrap_or(&0) - ssns.iter().min().unwrap_or(&0);
+        let mut cell = Cell {
+            window,
+            log_bytes: bytes1 - bytes0,
+            pairs: pairs1 - pairs0,
+            pair_bytes: pair_bytes1 - pair_bytes0,
+            marker_pairs: markers1 - markers0,
+            cpu: cpu1.saturating_sub(cpu0),
+            switches: switches1.saturating_sub(switches0),
+            ssn_spread,
+            ..Cell::default()
+        };
+        let mut error = None;
+        for worker in workers {
+            match worker.join().expect("committer thread panicked") {
+                Ok(counts) => {
+                    cell.commits += counts.commits;
+                    cell.conflicts += counts.conflicts;
+                    cell.latencies.extend(counts.latencies);
+                }
+                Err(e) => error = Some(e),
+            }
+        }
+        match error {
+            Some(e) => Err(e as Box<dyn std::error::Error>),
+            None => Ok(cell),
+        }
+    })
+}
+
+/// The `p`-quantile (0..=1) of sorted `values` (nearest rank).
+pub(super) fn quantile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Median and range of repeated measurements.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Spread {
+    pub(super) median: f64,
+    pub(super) min: f64,
+    pub(super) max: f64,
+}
+
+impl Spread {
+    pub(super) fn of(values: &[f64]) -> Spread {
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let median = if v.is_empty() {
+            0.0
+        } else if v.len() % 2 == 1 {
+            v[v.len() / 2]
+        } else {
+            (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+        };
+        Spread {
+            median,
+            min: v.first().copied().unwrap_or(0.0),
+            max: v.last().copied().unwrap_or(0.0),
+        }
+    }
+
+    /// `(max - min) / median` in percent: how far apart the repetitions were.
+    pub(super) fn range_pct(&self) -> f64 {
+        if self.median > 0.0 {
+            (self.max - self.min) / self.median * 100.0
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Whether io_uring works here (the log falls back to `pwrite` + `fdatasync` otherwise).
+pub(super) fn uring_status(dir: &Path) -> String {
+    let path = dir.join(format!("aspen-bench-uring-probe-{}", std::process::id()));
+    let status = match wal::UringDevice::open(&path, 8) {
+        Ok(_) => "io_uring".to_string(),
+        Err(e) => format!("pwrite + fdatasync (io_uring unavailable: {e})"),
+    };
+    let _ = std::fs::remove_file(&path);
+    status
+}
+
+/// The file system type and device of `dir`, from `/proc/self/mounts` (longest matching mount
+/// point), e.g. `tmpfs` or `ext4 on /dev/vda`.
+pub(super) fn fs_of(dir: &Path) -> String {
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let best = mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 3 && dir.starts_with(f[1])).then(|| (f[1].len(), f[0], f[2]))
+        })
+        .max_by_key(|m| m.0);
+    match best {
+        Some((_, _, "tmpfs")) => "tmpfs".to_string(),
+        Some((_, dev, fstype)) => format!("{fstype} on {dev}"),
+        None => "unknown file system".to_string(),
+    }
+}

@@ -1,0 +1,259 @@
+//! The latency suite: how long `commit_durable` takes on real files, against what one
+//! `fdatasync` of the same disk takes.
+//!
+//! 1. **The floor.** In a scratch directory under `--disk-dir` (default `/tmp`), a 64 MiB file
+//!    is preallocated as the log preallocates its segments (zeros written and synced), then
+//!    [`FLOOR_SAMPLES`] times: `pwrite` of 4 KiB (then 16 KiB) at the next offset and
+//!    `fdatasync`, timed together (`wal::FileDevice::write_at` + `sync`). Its median is the
+//!    floor: no commit can be durable faster than one such pair.
+//! 2. **Commits.** A real log (`wal::Log`, default options) on `n` directories of the same
+//!    disk (default 1 and 2); the read-modify-write transaction of [`super::durable`] with
+//!    `commit_durable` on each committer count (default 1, 16, 64, 256: the higher ones are
+//!    "high throughput"), and with deferred acknowledgement (one thread per core, `--sessions`
+//!    sessions each, default 64: how a server acknowledges without a thread per commit).
+//!    Every commit is timed from the commit call to its acknowledgement. Percentiles pool the
+//!    rounds.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use wal::LogDevice;
+
+use super::durable::{
+    drive, fs_of, quantile, uring_status, Bed, Cell, Commit, LogKind, Scratch, Spread, Workload,
+};
+use super::{fmt_rate, load_average, BenchArgs};
+
+/// Timed `pwrite` + `fdatasync` pairs per size for the first floor measurement.
+const FLOOR_SAMPLES: usize = 300;
+/// Timed 4 KiB pairs right before each commit measurement.
+const CELL_FLOOR_SAMPLES: usize = 100;
+/// Size of the preallocated floor file.
+const FLOOR_FILE: u64 = 64 << 20;
+
+/// One commit measurement and the floor samples (ns) taken right before it.
+type Measured = (Cell, Vec<u64>);
+
+/// Percentiles of one floor measurement, in nanoseconds.
+struct Floor {
+    size: usize,
+    p50: u64,
+    p99: u64,
+    mean: u64,
+}
+
+impl Floor {
+    fn of(size: usize, mut samples: Vec<u64>) -> Floor {
+        let mean = samples.iter().sum::<u64>() / samples.len().max(1) as u64;
+        samples.sort_unstable();
+        Floor { size, p50: quantile(&samples, 0.5), p99: quantile(&samples, 0.99), mean }
+    }
+}
+
+/// A preallocated file in the directory under test, for timing write+sync pairs whenever the
+/// suite needs the floor (before every commit measurement, since the disk's sync time drifts
+/// with what else the machine writes).
+struct FloorProbe {
+    device: Box<dyn LogDevice>,
+    offset: u64,
+    _scratch: Scratch,
+}
+
+impl FloorProbe {
+    /// Creates the file in a scratch directory under `dir` with `wal::open_device`, zero-filled
+    /// and synced as the log's segments are. `Backend::File` times `pwrite` + `fdatasync`;
+    /// `Backend::Uring` times an io_uring WRITE linked to FSYNC(DATASYNC), as the log writes.
+    fn new(
+        dir: &std::path::Path,
+        backend: wal::Backend,
+    ) -> Result<FloorProbe, Box<dyn std::error::Error>> {
+        let scratch = Scratch::new(dir, "floor")?;
+        let options = wal::DeviceOptions {
+            segment_size: FLOOR_FILE,
+            preallocate: wal::Preallocate::ZeroFill,
+            backend,
+            ..wal::DeviceOptions::default()
+        };
+        let device = wal::open_device(&scratch.path().join("floor.log"), &options)?.device;
+        Ok(FloorProbe { device, offset: 0, _scratch: scratch })
+    }
+
+    /// Times `n` write+sync pairs of `size` bytes at the next offsets (wrapping).
+    fn sample(&mut self, n: usize, size: usize) -> Result<Vec<u64>, Box<dyn std::error::Error>> {
+        let block = vec![0x5Au8; size];
+        let mut samples = Vec::with_capacity(n);
+        for _ in 0..n {
+            if self.offset + size as u64 > FLOOR_FILE {
+                self.offset = 0;
+            }
+            let started = Instant::now();
+            self.device.write_and_sync(self.offset, &block)?;
+            samples.push(started.elapsed().as_nanos() as u64);
+            self.offset += size as u64;
+        }
+        Ok(samples)
+    }
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// Runs the suite and returns its markdown section.
+pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>> {
+    let rows = args.rows.unwrap_or(100_000).max(1);
+    let committers = args.committers_or(&[1, 16, 64, 256]);
+    let devices = args.devices_or(&[1, 2]);
+    let window = args.window_or(2.0);
+    let warmup = (window / 4).max(Duration::from_millis(300));
+    let load_before = load_average();
+    let options = args.log_options();
+    let gc = options.group_commit_delay.as_micros();
+
+    eprintln!("latency: measuring the fdatasync floor in {}", args.disk_dir.display());
+    let mut probe = FloorProbe::new(&args.disk_dir, wal::Backend::File)?;
+    // The same through io_uring (what the log does), alternating with the first probe in
+    // blocks of 10 so that both see the same disk.
+    let mut uring = FloorProbe::new(&args.disk_dir, wal::Backend::Uring).ok();
+    let (mut file_4k, mut uring_4k) = (Vec::new(), Vec::new());
+    for _ in 0..FLOOR_SAMPLES / 10 {
+        file_4k.extend(probe.sample(10, 4 << 10)?);
+        if let Some(u) = &mut uring {
+            uring_4k.extend(u.sample(10, 4 << 10)?);
+        }
+    }
+    let mut floors = vec![
+        (Floor::of(4 << 10, file_4k), "`pwrite` + `fdatasync`, first"),
+        (
+            Floor::of(16 << 10, probe.sample(FLOOR_SAMPLES, 16 << 10)?),
+            "`pwrite` + `fdatasync`, first",
+        ),
+    ];
+    if uring.is_some() {
+        floors.push((Floor::of(4 << 10, uring_4k), "io_uring WRITE → FSYNC(DATASYNC), first"));
+    }
+    // Every 4 KiB sample, including those taken before each measurement.
+    let mut all_floor_samples = Vec::new();
+
+    let mut beds = Vec::new();
+    for &n in &devices {
+        eprintln!("latency: disk ×{n}: loading {rows} rows");
+        beds.push(Bed::new(&LogKind::Dirs { base: args.disk_dir.clone(), n }, rows, &options)?);
+    }
+    // (commit mode, committer threads): deferred acknowledgement on one thread per core, then
+    // blocking committers, fewest threads first, each mode with all its rounds before the
+    // next: a process that has run many threads makes every later row store slower (see
+    // BENCHMARKS.md, "Durability": arc-swap's debt list), so no measurement follows one with
+    // more threads than its own.
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let sessions = args.sessions_or(64);
+    let mut committers = committers;
+    committers.sort_unstable();
+    committers.dedup();
+    let mut modes = vec![(Commit::Deferred { sessions }, cores)];
+    modes.extend(committers.iter().map(|&c| (Commit::Durable, c)));
+    let mut cells: HashMap<(usize, usize), Vec<Measured>> = HashMap::new();
+    for (m, &(commit, threads)) in modes.iter().enumerate() {
+        for round in 1..=args.rounds {
+            for (i, &n) in devices.iter().enumerate() {
+                eprintln!(
+                    "latency: round {round}: {} / {threads} threads / disk ×{n}",
+                    commit.label()
+                );
+                let floor = probe.sample(CELL_FLOOR_SAMPLES, 4 << 10)?;
+                all_floor_samples.extend_from_slice(&floor);
+                let cell = drive(&beds[i], Workload::Rmw, commit, threads, warmup, window, true)?;
+                beds[i].log.trim();
+                cells.entry((n, m)).or_default().push((cell, floor));
+            }
+        }
+    }
+    let pooled = Floor::of(4 << 10, all_floor_samples);
+
+    let mut out = format!(
+        "### Commit latency (real files)\n\n\
+         Disk: `{}` ({}), writes through {}. The floor: `pwrite` + `fdatasync` on a \
+         preallocated, zero-filled 64 MiB file in the same directory: {FLOOR_SAMPLES} samples \
+         per size first (4 KiB alternating, in blocks of 10, with the same pair through \
+         io_uring on a second file, as the log writes), then {CELL_FLOOR_SAMPLES} samples of 4 KiB right before every commit \
+         measurement (this disk is shared: its sync time moves with what else the machine \
+         writes, so each measurement is compared with the floor taken next to it).\n\n\
+         | floor | p50 ms | p99 ms | mean ms |\n|---|---:|---:|---:|\n",
+        args.disk_dir.display(),
+        fs_of(&args.disk_dir),
+        uring_status(&args.disk_dir),
+    );
+    floors.push((pooled, "`pwrite` + `fdatasync`, before each measurement, pooled"));
+    for (f, what) in &floors {
+        out.push_str(&format!(
+            "| {} KiB {what} | {:.2} | {:.2} | {:.2} |\n",
+            f.size >> 10,
+            ms(f.p50),
+            ms(f.p99),
+            ms(f.mean)
+        ));
+    }
+    out.push_str(&format!(
+        "\nCommits: the read-modify-write transaction on a log with `n` device directories in \
+         the same file system (`LogOptions`: 4 write+sync pairs in flight per device, \
+         group-commit timer {gc} µs), timed from the start of the commit call to the \
+         acknowledgement: `commit_durable` returning (blocking committers), or the commit seen \
+         durable (deferred ack: one thread per core, {sessions} sessions each). {rows} rows; \
+         windows of {:.1} s after {:.1} s of warm-up; {} rounds (throughput: median ± half the \
+         range; percentiles: all rounds pooled). `floor` = p50 of the 4 KiB samples taken right \
+         before this row's measurements; `/ floor` divides by it. `pairs/s` and `B/pair` count \
+         write+`fdatasync` pairs over all devices.\n\n\
+         | devices | commit | threads | txn/s | pairs/s | B/pair | p50 ms | p99 ms | p99.9 ms | max ms | floor ms | p50 / floor | p99 / floor |\n\
+         |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        window.as_secs_f64(),
+        warmup.as_secs_f64(),
+        args.rounds,
+    ));
+    let mut verdicts = Vec::new();
+    let top = committers.iter().max().copied().unwrap_or(1);
+    for &n in &devices {
+        for (m, &(commit, c)) in modes.iter().enumerate() {
+            let list = &cells[&(n, m)];
+            let rate = Spread::of(&list.iter().map(|(x, _)| x.rate()).collect::<Vec<_>>());
+            let mut all: Vec<u64> =
+                list.iter().flat_map(|(x, _)| x.latencies.iter().copied()).collect();
+            all.sort_unstable();
+            let mut near: Vec<u64> = list.iter().flat_map(|(_, f)| f.iter().copied()).collect();
+            near.sort_unstable();
+            let floor = quantile(&near, 0.5).max(1) as f64;
+            let (p50, p99) = (quantile(&all, 0.5), quantile(&all, 0.99));
+            let (pairs, bytes) =
+                list.iter().fold((0, 0), |a, (x, _)| (a.0 + x.pairs, a.1 + x.pair_bytes));
+            let secs: f64 = list.iter().map(|(x, _)| x.window.as_secs_f64()).sum();
+            out.push_str(&format!(
+                "| {n} | {} | {c} | {} ±{:.0}% | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}× | {:.2}× |\n",
+                commit.label(),
+                fmt_rate(rate.median),
+                rate.range_pct() / 2.0,
+                fmt_rate(pairs as f64 / secs),
+                fmt_rate(bytes as f64 / pairs.max(1) as f64),
+                ms(p50),
+                ms(p99),
+                ms(quantile(&all, 0.999)),
+                ms(all.last().copied().unwrap_or(0)),
+                floor / 1e6,
+                p50 as f64 / floor,
+                p99 as f64 / floor,
+            ));
+            if c == top || commit != Commit::Durable {
+                verdicts.push((n, commit, c, (p50 as f64 / floor, p99 as f64 / floor)));
+            }
+        }
+    }
+    out.push_str("\nTarget (issue 3), at high throughput: p50 ≤ 2× floor, p99 ≤ 5× floor.\n\n");
+    for (n, commit, c, (p50, p99)) in verdicts {
+        out.push_str(&format!(
+            "- {n} device(s), {}, {c} threads: p50 = {p50:.2}× ({}), p99 = {p99:.2}× ({})\n",
+            commit.label(),
+            if p50 <= 2.0 { "met" } else { "**not met**" },
+            if p99 <= 5.0 { "met" } else { "**not met**" },
+        ));
+    }
+    out.push_str(&format!("\nLoad average before: {load_before}; after: {}.\n", load_average()));
+    Ok(out)
+}
