@@ -81,6 +81,7 @@
 //! rejects flipped bytes, truncation and missing files with an error naming the file.
 
 mod checkpoint;
+mod durable_file;
 mod error;
 mod plan;
 mod progress;

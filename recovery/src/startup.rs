@@ -365,16 +365,10 @@ fn check_devices(data_dir: &Path, dirs: &[PathBuf]) -> Result<(), Error> {
     }
 }
 
-/// Writes `dir/name` atomically and durably (temp file, fsync, rename, fsync the directory).
 fn write_durably(dir: &Path, name: &str, contents: &str) -> Result<(), Error> {
-    let path = dir.join(name);
-    let tmp = dir.join(format!("{name}.tmp"));
-    let io = |source| Error::Dir { path: path.clone(), source };
-    std::fs::write(&tmp, contents).map_err(io)?;
-    std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io)?;
-    std::fs::rename(&tmp, &path).map_err(io)?;
-    std::fs::File::open(dir).and_then(|f| f.sync_all()).map_err(io)?;
-    Ok(())
+    crate::durable_file::write_atomically(dir, &format!("{name}.tmp"), name, contents.as_bytes())
+        .map(drop)
+        .map_err(|(path, source)| Error::Dir { path, source })
 }
 
 fn join_paths(dirs: &[PathBuf]) -> String {

@@ -1133,6 +1133,17 @@ impl Acc {
     }
 }
 
+/// Every row of `table` in key order, read in `t` (DDL that rewrites or removes all rows).
+pub fn all_rows(t: &mut txn::Transaction, table: &Table) -> Result<Vec<(Vec<u8>, txn::Row)>> {
+    let mut rows = Vec::new();
+    t.scan(tid(table), None, Bound::Unbounded, Bound::Unbounded, false, &mut |k, r| {
+        rows.push((k.to_vec(), r.clone()));
+        true
+    })
+    .map_err(txn_error)?;
+    Ok(rows)
+}
+
 /// Maps an engine error to a SQL error (unique violations are mapped by the DML executor, which
 /// knows the constraint name and the key).
 pub fn txn_error(e: txn::Error) -> Error {

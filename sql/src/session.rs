@@ -1322,20 +1322,7 @@ impl Session {
                 // the truncate in SSN order like any other write.
                 let mut t = self.db.engine.begin(self.log_buffer);
                 for table in tables {
-                    let mut keys = Vec::new();
-                    t.scan(
-                        exec::tid(table),
-                        None,
-                        std::ops::Bound::Unbounded,
-                        std::ops::Bound::Unbounded,
-                        false,
-                        &mut |k, _| {
-                            keys.push(k.to_vec());
-                            true
-                        },
-                    )
-                    .map_err(exec::txn_error)?;
-                    for k in keys {
+                    for (k, _) in exec::all_rows(&mut t, table)? {
                         t.delete(exec::tid(table), &k).map_err(exec::txn_error)?;
                     }
                 }
@@ -1415,19 +1402,7 @@ impl Session {
     ) -> Result<()> {
         let mut t = self.db.engine.begin(self.log_buffer);
         let types = exec::column_types(table);
-        let mut rows = Vec::new();
-        t.scan(
-            exec::tid(table),
-            None,
-            std::ops::Bound::Unbounded,
-            std::ops::Bound::Unbounded,
-            false,
-            &mut |k, r| {
-                rows.push((k.to_vec(), r.clone()));
-                true
-            },
-        )
-        .map_err(exec::txn_error)?;
+        let rows = exec::all_rows(&mut t, table)?;
         for (k, bytes) in rows {
             let mut row = types::decode_row(&bytes, &types)?;
             f(&mut row);
@@ -1450,19 +1425,7 @@ impl Session {
         // Re-key every row by the new primary key, checking NOT NULL and uniqueness.
         let mut t = self.db.engine.begin(self.log_buffer);
         let types = exec::column_types(table);
-        let mut rows = Vec::new();
-        t.scan(
-            exec::tid(table),
-            None,
-            std::ops::Bound::Unbounded,
-            std::ops::Bound::Unbounded,
-            false,
-            &mut |k, r| {
-                rows.push((k.to_vec(), r.clone()));
-                true
-            },
-        )
-        .map_err(exec::txn_error)?;
+        let rows = exec::all_rows(&mut t, table)?;
         let mut seen = std::collections::HashSet::new();
         let mut rekeyed = Vec::new();
         for (k, bytes) in rows {

@@ -353,16 +353,14 @@ impl Checkpoint<Synced> {
         log.wait_csn(self.ssn).map_err(Error::Log)?;
         let dir = &self.dirs[0];
         let meta = self.meta(dir.join(meta_file_name(self.seq)));
-        let tmp = dir.join(meta_tmp_name(self.seq));
         let bytes = super::format::encode_meta(&meta);
-        (|| {
-            let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()
-        })()
-        .map_err(|e| io_error(&tmp, e))?;
-        fs::rename(&tmp, &meta.path).map_err(|e| io_error(&meta.path, e))?;
-        sync_dir(dir)?;
+        crate::durable_file::write_atomically(
+            dir,
+            &meta_tmp_name(self.seq),
+            &meta_file_name(self.seq),
+            &bytes,
+        )
+        .map_err(|(path, e)| io_error(&path, e))?;
         let Checkpoint { seq, ssn, catalog_version, dirs, files, .. } = self;
         let meta_path = Some(meta.path);
         Ok(Checkpoint { seq, ssn, catalog_version, dirs, files, meta_path, state: PhantomData })
