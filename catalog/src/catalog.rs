@@ -67,14 +67,21 @@ pub struct TableDef {
     pub hidden_pk: bool,
 }
 
-/// The id counters. They only grow, and are persisted with every DDL batch.
+/// The id counters. They only grow, and are persisted with every DDL batch (and when a
+/// [`DdlBatch`] reserves ids).
 #[derive(Debug, Clone, Copy)]
 struct Counters {
     next_table_id: u32,
     next_index_id: u32,
 }
 
-impl Counters {
+/// Where a DDL operation takes the ids it assigns.
+trait Ids {
+    fn table_id(&mut self) -> Result<TableId, Error>;
+    fn index_id(&mut self) -> Result<IndexId, Error>;
+}
+
+impl Ids for Counters {
     fn table_id(&mut self) -> Result<TableId, Error> {
         let id = self.next_table_id;
         self.next_table_id = id
@@ -92,11 +99,142 @@ impl Counters {
     }
 }
 
+/// Fresh ids from the counters, remembered so that the operation can be validated again at
+/// commit with the same ids ([`Replayed`]).
+struct Recording<'a> {
+    counters: &'a mut Counters,
+    ids: RecordedIds,
+}
+
+impl Ids for Recording<'_> {
+    fn table_id(&mut self) -> Result<TableId, Error> {
+        let id = self.counters.table_id()?;
+        self.ids.tables.push(id);
+        Ok(id)
+    }
+
+    fn index_id(&mut self) -> Result<IndexId, Error> {
+        let id = self.counters.index_id()?;
+        self.ids.indexes.push(id);
+        Ok(id)
+    }
+}
+
+/// The ids an operation was given when it was staged, handed out again in the same order.
+#[derive(Debug, Clone, Default)]
+struct RecordedIds {
+    tables: Vec<TableId>,
+    indexes: Vec<IndexId>,
+}
+
+struct Replayed<'a> {
+    tables: std::slice::Iter<'a, TableId>,
+    indexes: std::slice::Iter<'a, IndexId>,
+}
+
+impl Ids for Replayed<'_> {
+    fn table_id(&mut self) -> Result<TableId, Error> {
+        Ok(*self.tables.next().expect("replayed in the order it was staged"))
+    }
+
+    fn index_id(&mut self) -> Result<IndexId, Error> {
+        Ok(*self.indexes.next().expect("replayed in the order it was staged"))
+    }
+}
+
+/// One schema change: what a DDL statement asks of the catalog. The fields are the arguments
+/// of the [`Catalog`] method named in each variant.
+#[allow(missing_docs)]
+#[derive(Debug, Clone)]
+pub enum Ddl {
+    /// See [`Catalog::create_table`].
+    CreateTable(TableDef),
+    /// See [`Catalog::drop_table`].
+    DropTable { id: TableId, cascade: bool },
+    /// See [`Catalog::create_index`] (a primary `def` adds the primary key).
+    CreateIndex { table: TableId, def: IndexDef },
+    /// See [`Catalog::drop_index`].
+    DropIndex(IndexId),
+    /// See [`Catalog::add_column`].
+    AddColumn { table: TableId, column: Column },
+    /// See [`Catalog::add_foreign_key`].
+    AddForeignKey { table: TableId, fk: ForeignKey },
+}
+
+/// What a successful [`Ddl`] produced.
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    /// The created table (`CreateTable`).
+    pub table: Option<TableId>,
+    /// The created index (`CreateIndex`).
+    pub index: Option<Index>,
+    /// PostgreSQL-style notices (`DropTable … cascade`).
+    pub notices: Vec<String>,
+}
+
 /// The tables a DDL operation writes (created or changed) and deletes.
 #[derive(Default)]
 struct Change {
     put: Vec<Table>,
     delete: Vec<TableId>,
+}
+
+/// Private snapshot versions have the top bit set, so they never equal a published version
+/// (a plan cached against one is never mistaken for a plan of the published catalog).
+const PRIVATE_VERSION: u64 = 1 << 63;
+static NEXT_PRIVATE_VERSION: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(PRIVATE_VERSION);
+
+/// Schema changes of one transaction, not yet visible to anyone else (transactional DDL).
+///
+/// [`Catalog::stage`] validates each change against the batch's private snapshot and applies
+/// it there; [`Catalog::prepare`] validates the whole batch again under the writer lock and
+/// [`PreparedDdl::publish`] makes it durable and visible at once. Dropping the batch (or the
+/// prepared commit) is the rollback: nothing was published. The ids a staged change assigns
+/// are reserved durably when it is staged, so they are never handed out twice, even if the
+/// batch is rolled back and the server restarts (log records may already name them).
+#[derive(Debug)]
+pub struct DdlBatch {
+    base: Arc<Snapshot>,
+    working: Arc<Snapshot>,
+    ops: Vec<(Ddl, RecordedIds)>,
+}
+
+impl DdlBatch {
+    /// The catalog as this transaction sees it: the published snapshot it started from plus
+    /// its own changes. Its version is private (never equal to a published one).
+    pub fn snapshot(&self) -> &Arc<Snapshot> {
+        &self.working
+    }
+
+    /// Whether nothing has been staged.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+/// A batch validated under the catalog's writer lock, ready to publish. Other DDL waits while
+/// this exists; dropping it publishes nothing.
+pub struct PreparedDdl<'a> {
+    catalog: &'a Catalog,
+    counters: parking_lot::MutexGuard<'a, Counters>,
+    version: CatalogVersion,
+    tables: BTreeMap<TableId, Arc<Table>>,
+    puts: Vec<(String, Vec<u8>)>,
+    deletes: Vec<String>,
+}
+
+impl PreparedDdl<'_> {
+    /// Writes the batch (synced, atomic) and publishes the new snapshot.
+    pub fn publish(self) -> Result<Arc<Snapshot>, Error> {
+        let mut puts = meta_puts(self.version, *self.counters);
+        puts.extend(self.puts);
+        self.catalog.store.write_batch(puts, self.deletes)?;
+        let published = Arc::new(Snapshot::new(self.version, self.tables));
+        self.catalog.current.store(published.clone());
+        tracing::debug!(version = self.version.0, "catalog version published (transaction)");
+        Ok(published)
+    }
 }
 
 /// The schema catalog: owns the store and publishes snapshots.
@@ -108,6 +246,8 @@ struct Change {
 ///   store error) publishes nothing and consumes no ids.
 /// - Every successful DDL publishes a snapshot whose version is exactly one more than the
 ///   previous one; the version is persisted, so it keeps growing across restarts.
+/// - Transactional DDL stages changes in a [`DdlBatch`] and publishes them together (one
+///   version for the whole batch); see [`Catalog::stage`].
 ///
 /// `Catalog` is `Send + Sync`; share it as `Arc<Catalog>`.
 pub struct Catalog {
@@ -165,8 +305,199 @@ impl Catalog {
     /// referenced columns are not exactly the columns of a unique index;
     /// [`Error::InvalidDefinition`] for anything else malformed (e.g. two primary keys).
     pub fn create_table(&self, def: TableDef) -> Result<Arc<Table>, Error> {
-        let mut created = None;
-        let published = self.apply(|snapshot, counters| {
+        let (published, applied) = self.apply(Ddl::CreateTable(def))?;
+        let id = applied.table.expect("set by a successful CreateTable");
+        Ok(published.table_by_id(id).expect("the new snapshot holds the new table").clone())
+    }
+
+    /// Drops table `id` and its indexes, and returns PostgreSQL-style notices.
+    ///
+    /// Without `cascade`, fails with [`Error::DependentObjects`] if a foreign key of another
+    /// table references it. With `cascade`, those foreign keys are removed in the same atomic
+    /// batch, and one notice `drop cascades to constraint <fk> on table <t>` is returned for
+    /// each. The id is never reused.
+    pub fn drop_table(&self, id: TableId, cascade: bool) -> Result<Vec<String>, Error> {
+        Ok(self.apply(Ddl::DropTable { id, cascade })?.1.notices)
+    }
+
+    /// Creates an index on `table` and returns it with its assigned id. A `def` with
+    /// `primary = true` behaves as [`Catalog::add_primary_key`].
+    ///
+    /// Errors: [`Error::UndefinedTable`], [`Error::DuplicateIndexName`],
+    /// [`Error::InvalidDefinition`].
+    pub fn create_index(&self, table: TableId, def: IndexDef) -> Result<Index, Error> {
+        let applied = self.apply(Ddl::CreateIndex { table, def })?.1;
+        Ok(applied.index.expect("set by a successful CreateIndex"))
+    }
+
+    /// Adds the primary key `def` (its `primary` flag is forced on) to `table`, which then no
+    /// longer has a hidden primary key. Its columns become `NOT NULL`; checking that existing
+    /// rows have no NULLs or duplicates is the caller's job, before calling this.
+    ///
+    /// Errors as [`Catalog::create_index`], and [`Error::InvalidDefinition`] (`multiple primary
+    /// keys for table "t" are not allowed`) if the table already has one.
+    pub fn add_primary_key(&self, table: TableId, def: IndexDef) -> Result<Index, Error> {
+        self.create_index(table, IndexDef { primary: true, ..def })
+    }
+
+    /// Drops index `id`.
+    ///
+    /// Errors: [`Error::UndefinedObject`]; [`Error::DependentObjects`] if it is the primary
+    /// key (PostgreSQL: `cannot drop index x because constraint x on table t requires it`) or
+    /// if a foreign key needs it as the only unique index over its referenced columns.
+    pub fn drop_index(&self, id: IndexId) -> Result<(), Error> {
+        self.apply(Ddl::DropIndex(id))?;
+        Ok(())
+    }
+
+    /// Appends `column` to `table`; its position is assigned (the current column count).
+    /// Filling existing rows with its default is the caller's job.
+    ///
+    /// Errors: [`Error::UndefinedTable`], [`Error::DuplicateColumn`],
+    /// [`Error::InvalidDefinition`] (too many columns, empty name).
+    pub fn add_column(&self, table: TableId, column: Column) -> Result<(), Error> {
+        self.apply(Ddl::AddColumn { table, column })?;
+        Ok(())
+    }
+
+    /// Adds foreign key `fk` to `table` (`ALTER TABLE … ADD FOREIGN KEY`). Unlike
+    /// [`Catalog::create_table`], `fk.ref_table` may be `table` itself. Checking that existing
+    /// rows satisfy it is the caller's job.
+    ///
+    /// Errors: [`Error::UndefinedTable`], [`Error::InvalidForeignKey`],
+    /// [`Error::InvalidDefinition`].
+    pub fn add_foreign_key(&self, table: TableId, fk: ForeignKey) -> Result<(), Error> {
+        self.apply(Ddl::AddForeignKey { table, fk })?;
+        Ok(())
+    }
+
+    /// Starts a batch of transactional schema changes on top of the current snapshot.
+    pub fn begin_batch(&self) -> DdlBatch {
+        let base = self.snapshot();
+        DdlBatch { working: base.clone(), base, ops: Vec::new() }
+    }
+
+    /// Applies `ddl` to `batch` only: validated against the batch's snapshot, visible to no one
+    /// else. Ids it assigns are reserved durably (the counters are persisted) before it
+    /// returns. On error the batch is unchanged.
+    pub fn stage(&self, batch: &mut DdlBatch, ddl: Ddl) -> Result<Applied, Error> {
+        let mut counters = self.writer.lock();
+        let mut next = *counters;
+        let mut recording = Recording { counters: &mut next, ids: RecordedIds::default() };
+        let (change, applied) = validate(&batch.working, ddl.clone(), &mut recording)?;
+        let ids = recording.ids;
+        if !ids.tables.is_empty() || !ids.indexes.is_empty() {
+            let published = self.current.load().version();
+            self.store.write_batch(meta_puts(published, next), Vec::new())?;
+            *counters = next;
+        }
+        drop(counters);
+        let version =
+            CatalogVersion(NEXT_PRIVATE_VERSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let mut tables = batch.working.table_map().clone();
+        apply_change(&mut tables, change);
+        batch.working = Arc::new(Snapshot::new(version, tables));
+        batch.ops.push((ddl, ids));
+        Ok(applied)
+    }
+
+    /// Commit, step 1: takes the writer lock and validates `batch` against the current
+    /// snapshot. If no DDL was published since the batch began, its snapshot is taken as is;
+    /// otherwise each change is validated again, in order, with the ids it was given, and a
+    /// table that the batch changes and someone else changed meanwhile is a conflict
+    /// ([`Error::ConcurrentChange`]). Publishing is [`PreparedDdl::publish`].
+    pub fn prepare(&self, batch: DdlBatch) -> Result<PreparedDdl<'_>, Error> {
+        let counters = self.writer.lock();
+        let current = self.current.load_full();
+        let base = batch.base.table_map();
+        let working = batch.working.table_map();
+        let tables = if current.version() == batch.base.version() {
+            working.clone()
+        } else {
+            let touched = base
+                .iter()
+                .filter(|(id, t)| working.get(id).is_none_or(|w| !Arc::ptr_eq(w, t)))
+                .map(|(id, _)| *id);
+            for id in touched {
+                if current.table_map().get(&id).is_none_or(|c| !Arc::ptr_eq(c, &base[&id])) {
+                    return Err(Error::ConcurrentChange(base[&id].name.clone()));
+                }
+            }
+            let mut snapshot = current.clone();
+            for (ddl, ids) in &batch.ops {
+                let mut replayed =
+                    Replayed { tables: ids.tables.iter(), indexes: ids.indexes.iter() };
+                let (change, _) = validate(&snapshot, ddl.clone(), &mut replayed)?;
+                let mut tables = snapshot.table_map().clone();
+                apply_change(&mut tables, change);
+                snapshot = Arc::new(Snapshot::new(snapshot.version(), tables));
+            }
+            snapshot.table_map().clone()
+        };
+        let mut puts = Vec::new();
+        let mut deletes = Vec::new();
+        for (id, table) in &tables {
+            if current.table_map().get(id).is_none_or(|c| !Arc::ptr_eq(c, table)) {
+                puts.push((table_key(*id), encode_table(table)));
+            }
+        }
+        for id in current.table_map().keys() {
+            if !tables.contains_key(id) {
+                deletes.push(table_key(*id));
+            }
+        }
+        Ok(PreparedDdl {
+            catalog: self,
+            counters,
+            version: CatalogVersion(current.version().0 + 1),
+            tables,
+            puts,
+            deletes,
+        })
+    }
+
+    /// Runs one DDL operation: under the writer lock, it is validated against the current
+    /// snapshot; the change, the new version and the counters are written in one batch; only
+    /// then are the counters kept and the new snapshot published. Returns the published
+    /// snapshot and what the operation produced.
+    fn apply(&self, ddl: Ddl) -> Result<(Arc<Snapshot>, Applied), Error> {
+        let mut counters = self.writer.lock();
+        let current = self.current.load_full();
+        let mut next_counters = *counters;
+        let (change, applied) = validate(&current, ddl, &mut next_counters)?;
+        let version = CatalogVersion(current.version().0 + 1);
+
+        let mut puts = meta_puts(version, next_counters);
+        let deletes = change.delete.iter().map(|id| table_key(*id)).collect();
+        for table in &change.put {
+            puts.push((table_key(table.id), encode_table(table)));
+        }
+        self.store.write_batch(puts, deletes)?;
+
+        let mut tables = current.table_map().clone();
+        apply_change(&mut tables, change);
+        *counters = next_counters;
+        let published = Arc::new(Snapshot::new(version, tables));
+        self.current.store(published.clone());
+        tracing::debug!(version = version.0, "catalog version published");
+        Ok((published, applied))
+    }
+}
+
+fn apply_change(tables: &mut BTreeMap<TableId, Arc<Table>>, change: Change) {
+    for id in change.delete {
+        tables.remove(&id);
+    }
+    for table in change.put {
+        tables.insert(table.id, Arc::new(table));
+    }
+}
+
+/// Validates `ddl` against `snapshot` and computes its change; ids come from `ids`.
+fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change, Applied), Error> {
+    let mut applied = Applied::default();
+    let change = match ddl {
+        Ddl::CreateTable(def) => {
             if snapshot.relation_exists(&def.name) {
                 return Err(Error::DuplicateTable(def.name));
             }
@@ -180,7 +511,7 @@ impl Catalog {
             let mut columns = def.columns;
             check_columns(&mut columns)?;
             let mut table = Table {
-                id: counters.table_id()?,
+                id: ids.table_id()?,
                 name: def.name,
                 columns,
                 indexes: Vec::new(),
@@ -191,28 +522,16 @@ impl Catalog {
                 if snapshot.relation_exists(&index.name) || index.name == table.name {
                     return Err(Error::DuplicateIndexName(index.name));
                 }
-                let id = counters.index_id()?;
+                let id = ids.index_id()?;
                 add_index(&mut table, id, index)?;
             }
             for fk in def.foreign_keys {
                 add_foreign_key(snapshot, &mut table, fk)?;
             }
-            created = Some(table.id);
-            Ok(Change { put: vec![table], delete: Vec::new() })
-        })?;
-        let id = created.expect("set by a successful apply");
-        Ok(published.table_by_id(id).expect("the new snapshot holds the new table").clone())
-    }
-
-    /// Drops table `id` and its indexes, and returns PostgreSQL-style notices.
-    ///
-    /// Without `cascade`, fails with [`Error::DependentObjects`] if a foreign key of another
-    /// table references it. With `cascade`, those foreign keys are removed in the same atomic
-    /// batch, and one notice `drop cascades to constraint <fk> on table <t>` is returned for
-    /// each. The id is never reused.
-    pub fn drop_table(&self, id: TableId, cascade: bool) -> Result<Vec<String>, Error> {
-        let mut notices = Vec::new();
-        self.apply(|snapshot, _| {
+            applied.table = Some(table.id);
+            Change { put: vec![table], delete: Vec::new() }
+        }
+        Ddl::DropTable { id, cascade } => {
             let table = must_get_table(snapshot, id)?;
             let dependents: Vec<_> = snapshot
                 .referencing_fks(id)
@@ -244,48 +563,19 @@ impl Catalog {
                     .retain(|fk| fk.ref_table != id);
             }
             change.put.extend(referencing.into_values());
-            notices = lines.into_iter().map(|l| format!("drop cascades to {l}")).collect();
-            Ok(change)
-        })?;
-        Ok(notices)
-    }
-
-    /// Creates an index on `table` and returns it with its assigned id. A `def` with
-    /// `primary = true` behaves as [`Catalog::add_primary_key`].
-    ///
-    /// Errors: [`Error::UndefinedTable`], [`Error::DuplicateIndexName`],
-    /// [`Error::InvalidDefinition`].
-    pub fn create_index(&self, table: TableId, def: IndexDef) -> Result<Index, Error> {
-        let mut created = None;
-        self.apply(|snapshot, counters| {
+            applied.notices = lines.into_iter().map(|l| format!("drop cascades to {l}")).collect();
+            change
+        }
+        Ddl::CreateIndex { table, def } => {
             let mut changed = Table::clone(must_get_table(snapshot, table)?);
             if snapshot.relation_exists(&def.name) {
                 return Err(Error::DuplicateIndexName(def.name));
             }
-            let id = counters.index_id()?;
-            created = Some(add_index(&mut changed, id, def)?);
-            Ok(Change { put: vec![changed], delete: Vec::new() })
-        })?;
-        Ok(created.expect("set by a successful apply"))
-    }
-
-    /// Adds the primary key `def` (its `primary` flag is forced on) to `table`, which then no
-    /// longer has a hidden primary key. Its columns become `NOT NULL`; checking that existing
-    /// rows have no NULLs or duplicates is the caller's job, before calling this.
-    ///
-    /// Errors as [`Catalog::create_index`], and [`Error::InvalidDefinition`] (`multiple primary
-    /// keys for table "t" are not allowed`) if the table already has one.
-    pub fn add_primary_key(&self, table: TableId, def: IndexDef) -> Result<Index, Error> {
-        self.create_index(table, IndexDef { primary: true, ..def })
-    }
-
-    /// Drops index `id`.
-    ///
-    /// Errors: [`Error::UndefinedObject`]; [`Error::DependentObjects`] if it is the primary
-    /// key (PostgreSQL: `cannot drop index x because constraint x on table t requires it`) or
-    /// if a foreign key needs it as the only unique index over its referenced columns.
-    pub fn drop_index(&self, id: IndexId) -> Result<(), Error> {
-        self.apply(|snapshot, _| {
+            let id = ids.index_id()?;
+            applied.index = Some(add_index(&mut changed, id, def)?);
+            Change { put: vec![changed], delete: Vec::new() }
+        }
+        Ddl::DropIndex(id) => {
             let (table, index) = snapshot
                 .index_by_id(id)
                 .ok_or_else(|| Error::UndefinedObject(format!("index {} does not exist", id.0)))?;
@@ -320,74 +610,21 @@ impl Catalog {
                     detail: Some(dependents.join("\n")),
                 });
             }
-            Ok(Change { put: vec![changed], delete: Vec::new() })
-        })?;
-        Ok(())
-    }
-
-    /// Appends `column` to `table`; its position is assigned (the current column count).
-    /// Filling existing rows with its default is the caller's job.
-    ///
-    /// Errors: [`Error::UndefinedTable`], [`Error::DuplicateColumn`],
-    /// [`Error::InvalidDefinition`] (too many columns, empty name).
-    pub fn add_column(&self, table: TableId, column: Column) -> Result<(), Error> {
-        self.apply(|snapshot, _| {
+            Change { put: vec![changed], delete: Vec::new() }
+        }
+        Ddl::AddColumn { table, column } => {
             let mut changed = Table::clone(must_get_table(snapshot, table)?);
             changed.columns.push(column);
             check_columns(&mut changed.columns)?;
-            Ok(Change { put: vec![changed], delete: Vec::new() })
-        })?;
-        Ok(())
-    }
-
-    /// Adds foreign key `fk` to `table` (`ALTER TABLE … ADD FOREIGN KEY`). Unlike
-    /// [`Catalog::create_table`], `fk.ref_table` may be `table` itself. Checking that existing
-    /// rows satisfy it is the caller's job.
-    ///
-    /// Errors: [`Error::UndefinedTable`], [`Error::InvalidForeignKey`],
-    /// [`Error::InvalidDefinition`].
-    pub fn add_foreign_key(&self, table: TableId, fk: ForeignKey) -> Result<(), Error> {
-        self.apply(|snapshot, _| {
+            Change { put: vec![changed], delete: Vec::new() }
+        }
+        Ddl::AddForeignKey { table, fk } => {
             let mut changed = Table::clone(must_get_table(snapshot, table)?);
             add_foreign_key(snapshot, &mut changed, fk)?;
-            Ok(Change { put: vec![changed], delete: Vec::new() })
-        })?;
-        Ok(())
-    }
-
-    /// Runs one DDL operation: under the writer lock, `op` validates against the current
-    /// snapshot and returns its change; the change, the new version and the counters are
-    /// written in one batch; only then are the counters kept and the new snapshot published.
-    /// Returns the published snapshot.
-    fn apply(
-        &self,
-        op: impl FnOnce(&Snapshot, &mut Counters) -> Result<Change, Error>,
-    ) -> Result<Arc<Snapshot>, Error> {
-        let mut counters = self.writer.lock();
-        let current = self.current.load_full();
-        let mut next_counters = *counters;
-        let change = op(&current, &mut next_counters)?;
-        let version = CatalogVersion(current.version().0 + 1);
-
-        let mut tables = current.table_map().clone();
-        let mut puts = meta_puts(version, next_counters);
-        let mut deletes = Vec::new();
-        for id in change.delete {
-            tables.remove(&id);
-            deletes.push(table_key(id));
+            Change { put: vec![changed], delete: Vec::new() }
         }
-        for table in change.put {
-            puts.push((table_key(table.id), encode_table(&table)));
-            tables.insert(table.id, Arc::new(table));
-        }
-        self.store.write_batch(puts, deletes)?;
-
-        *counters = next_counters;
-        let published = Arc::new(Snapshot::new(version, tables));
-        self.current.store(published.clone());
-        tracing::debug!(version = version.0, "catalog version published");
-        Ok(published)
-    }
+    };
+    Ok((change, applied))
 }
 
 /// The `meta/` puts written with every batch.
@@ -681,6 +918,92 @@ mod tests {
         // The old snapshot is unchanged.
         assert_eq!(empty.tables().count(), 0);
         assert!(empty.table("a").is_none());
+    }
+
+    #[test]
+    fn a_batch_is_private_until_published_and_publishes_one_version() {
+        let store = MemStore::new();
+        let catalog = Catalog::with_store(Box::new(store.clone())).unwrap();
+        catalog.create_table(simple("a")).unwrap();
+        let mut batch = catalog.begin_batch();
+        let b = catalog.stage(&mut batch, Ddl::CreateTable(simple("b"))).unwrap().table.unwrap();
+        catalog
+            .stage(
+                &mut batch,
+                Ddl::AddColumn { table: TableId(1), column: column("w", DataType::Int64) },
+            )
+            .unwrap();
+        catalog.stage(&mut batch, Ddl::DropTable { id: TableId(1), cascade: false }).unwrap();
+        assert!(batch.snapshot().table("b").is_some() && batch.snapshot().table("a").is_none());
+        assert!(batch.snapshot().version().0 >= PRIVATE_VERSION, "private versions never collide");
+        // Nobody else sees the batch.
+        assert_eq!(catalog.snapshot().version(), CatalogVersion(1));
+        assert!(catalog.snapshot().table("b").is_none() && catalog.snapshot().table("a").is_some());
+        // The reserved id is durable at once: a restart does not hand it out again.
+        let reopened = Catalog::with_store(Box::new(store.clone())).unwrap();
+        assert_eq!(reopened.writer.lock().next_table_id, b.0 + 1);
+        drop(reopened);
+
+        let published = catalog.prepare(batch).unwrap().publish().unwrap();
+        assert_eq!(published.version(), CatalogVersion(2), "one version for the whole batch");
+        assert_eq!(published.tables().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["b"]);
+        let reloaded = Catalog::with_store(Box::new(store)).unwrap().snapshot();
+        assert_eq!(reloaded.tables().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["b"]);
+    }
+
+    #[test]
+    fn a_dropped_batch_publishes_nothing_and_a_failed_stage_changes_nothing() {
+        let catalog = Catalog::in_memory();
+        let mut batch = catalog.begin_batch();
+        catalog.stage(&mut batch, Ddl::CreateTable(simple("a"))).unwrap();
+        let before = batch.snapshot().clone();
+        let err = catalog.stage(&mut batch, Ddl::CreateTable(simple("a"))).unwrap_err();
+        assert_eq!(err, Error::DuplicateTable("a".into()));
+        assert!(Arc::ptr_eq(batch.snapshot(), &before));
+        drop(catalog.prepare(batch).unwrap()); // prepared, never published
+        assert_eq!(catalog.snapshot().version(), CatalogVersion(0));
+        assert!(catalog.snapshot().table("a").is_none());
+        // Ids of a rolled-back batch are not reused.
+        assert_eq!(catalog.create_table(simple("a")).unwrap().id, TableId(2));
+    }
+
+    #[test]
+    fn a_batch_commits_over_unrelated_ddl_but_not_over_a_change_of_its_tables() {
+        let catalog = Catalog::in_memory();
+        catalog.create_table(simple("a")).unwrap();
+        catalog.create_table(simple("b")).unwrap();
+        let mut batch = catalog.begin_batch();
+        catalog.stage(&mut batch, Ddl::CreateTable(simple("c"))).unwrap();
+        catalog
+            .stage(
+                &mut batch,
+                Ddl::AddColumn { table: TableId(1), column: column("w", DataType::Int64) },
+            )
+            .unwrap();
+        // Unrelated DDL meanwhile: the batch is validated again and still commits.
+        catalog.create_table(simple("d")).unwrap();
+        let published = catalog.prepare(batch).unwrap().publish().unwrap();
+        assert_eq!(
+            published.tables().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            ["a", "b", "c", "d"]
+        );
+        assert_eq!(published.table("a").unwrap().columns.len(), 3);
+
+        // A concurrent change of a table the batch changed: conflict.
+        let mut batch = catalog.begin_batch();
+        catalog
+            .stage(
+                &mut batch,
+                Ddl::AddColumn { table: TableId(2), column: column("w", DataType::Int64) },
+            )
+            .unwrap();
+        catalog.add_column(TableId(2), column("z", DataType::Int64)).unwrap();
+        assert_eq!(catalog.prepare(batch).err(), Some(Error::ConcurrentChange("b".into())));
+        // A concurrent create of the same name: the re-validation fails.
+        let mut batch = catalog.begin_batch();
+        catalog.stage(&mut batch, Ddl::CreateTable(simple("e"))).unwrap();
+        catalog.create_table(simple("e")).unwrap();
+        assert_eq!(catalog.prepare(batch).err(), Some(Error::DuplicateTable("e".into())));
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub enum Error {
     /// (`42830`).
     #[error("{0}")]
     InvalidForeignKey(String),
+    /// A transaction's schema change cannot commit because another transaction changed the
+    /// same table since it began (`40001`). Holds the table's name.
+    #[error("could not serialize access due to a concurrent change of table \"{0}\"")]
+    ConcurrentChange(String),
     /// The persistent store failed, or holds data this version cannot read (`58030` / `XX001`
     /// are both reasonable; the catalog cannot tell an IO error from corruption here).
     #[error("catalog store: {0}")]

@@ -38,6 +38,18 @@
 //! it is visible; a failed operation changes nothing, not even the id counters. `TRUNCATE`
 //! changes no schema and needs no catalog operation.
 //!
+//! # Transactional DDL
+//!
+//! A transaction's schema changes go through a [`DdlBatch`] instead: [`Catalog::stage`]
+//! validates each [`Ddl`] against the batch's private snapshot (which only that transaction
+//! binds against), [`Catalog::prepare`] validates the whole batch again under the writer lock
+//! (re-applying it over DDL that others published meanwhile, or failing with
+//! [`Error::ConcurrentChange`] if they changed a table it changes), and
+//! [`PreparedDdl::publish`] persists and publishes it as one new version. Dropping the batch
+//! is the rollback. Ids assigned while staging are reserved durably at once (the counters are
+//! written), so a rolled-back batch consumes ids, and no id that a log record may name is ever
+//! handed out twice.
+//!
 //! # What is persisted, and how
 //!
 //! A [`CatalogStore`] is an ordered key-value map with atomic, synced batches: [`RocksStore`]
@@ -73,7 +85,7 @@ pub mod schema;
 mod snapshot;
 mod store;
 
-pub use crate::catalog::{Catalog, IndexDef, TableDef};
+pub use crate::catalog::{Applied, Catalog, Ddl, DdlBatch, IndexDef, PreparedDdl, TableDef};
 pub use crate::error::Error;
 pub use crate::ids::{CatalogVersion, IndexId, TableId};
 pub use crate::schema::{Column, ColumnDefault, DataType, FkAction, ForeignKey, Index, Table};

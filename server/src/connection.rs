@@ -1,7 +1,7 @@
 //! One client connection: the message loop.
 //!
 //! This mirrors pgwire 0.42's `process_socket` for plain TCP (its `negotiate_tls`,
-//! `peek_for_sslrequest` and `process_socket_messages!`), with three differences:
+//! `peek_for_sslrequest` and `process_socket_messages!`), with these differences:
 //!
 //! - The socket is a [`CheckedStream`], which checks message framing and the UTF-8 of Query and
 //!   Parse text before pgwire decodes them (see [`crate::framing`]).
@@ -10,6 +10,10 @@
 //!   closes silently.
 //! - A Query or Parse whose text is not valid UTF-8 is answered with ERROR 22021 instead of
 //!   running its lossily decoded text; the session continues.
+//! - Before an Execute runs, the loop looks at the bytes already received: if a Sync comes
+//!   next, the statement is the whole implicit transaction and may commit at once (and be
+//!   retried on a serialization failure); otherwise it joins an implicit transaction that
+//!   the Sync commits (see `Session::set_pipelined`).
 //! - A panic in pgwire's decoder (some malformed messages make it read past its buffer) is
 //!   caught and treated as a malformed message: FATAL 08P01, only that connection closes.
 //!
@@ -118,6 +122,10 @@ pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>) -> io::Result<()>
             }
         }
 
+        if let PgWireFrontendMessage::Execute(_) = &msg {
+            // A Sync is 'S' and a length of 4; it is often in the same packet as the Execute.
+            handler.set_sync_follows(socket.read_buffer().starts_with(b"S\0\0\0\x04"));
+        }
         let is_extended_query = match socket.state() {
             PgWireConnectionState::CopyInProgress(is_extended_query) => is_extended_query,
             _ => msg.is_extended_query(),

@@ -73,6 +73,10 @@ pub struct Shared {
 #[derive(Default)]
 pub struct Connection {
     session: Mutex<Option<Session>>,
+    /// Set by the message loop before an Execute: whether the next message (already received)
+    /// is Sync, so the statement is its implicit transaction's only one (see
+    /// [`Session::set_pipelined`]).
+    sync_follows: std::sync::atomic::AtomicBool,
 }
 
 impl Connection {
@@ -154,6 +158,14 @@ impl Handler {
     /// Fails the session's transaction block (after an error the SQL layer never saw).
     pub(crate) fn fail_transaction(&self) {
         self.conn.fail_transaction();
+    }
+
+    /// Tells the next Execute whether a Sync directly follows it (the message loop peeks at
+    /// the bytes already received). When unsure, say false: the statement then runs in an
+    /// implicit transaction that Sync commits, which is always correct; true lets it commit
+    /// at once and be retried after a serialization failure.
+    pub(crate) fn set_sync_follows(&self, follows: bool) {
+        self.conn.sync_follows.store(follows, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The acknowledge rule: waits until everything the session's latest results depend on is
@@ -658,8 +670,11 @@ impl ExtendedQueryHandler for Handler {
             PortalExecutionState::Initial => {
                 let stmt = &portal.statement.statement;
                 let params = stmt.take_params();
-                let result =
-                    self.conn.with_session(|s| s.execute_prepared(&stmt.prepared, params))?;
+                let pipelined = !self.conn.sync_follows.load(std::sync::atomic::Ordering::Relaxed);
+                let result = self.conn.with_session(|s| {
+                    s.set_pipelined(pipelined);
+                    s.execute_prepared(&stmt.prepared, params)
+                })?;
                 self.acknowledge().await?;
                 // Keep pgwire's view in step (it turns an error into `E` only inside a block).
                 client.set_transaction_status(self.conn.status());
@@ -760,7 +775,10 @@ impl ExtendedQueryHandler for Handler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if let Err(error) = self.conn.with_session(Session::sync)? {
+        let result = self.conn.with_session(Session::sync)?;
+        // The implicit transaction's commit: nothing more goes out before it is durable.
+        self.acknowledge().await?;
+        if let Err(error) = result {
             let info = crate::error::error_info(&crate::error::WireError::Sql {
                 error,
                 sql: String::new(),

@@ -5,7 +5,17 @@
 //! OCC validation is retried up to `AUTOCOMMIT_RETRIES` times before the client sees `40001`.
 //! Inside a block (BEGIN … COMMIT) an error puts the block into the failed state: every
 //! statement gets `25P02` until ROLLBACK (or COMMIT, which then reports ROLLBACK).
-//! DDL takes effect immediately and is not rolled back with the block.
+//! Several statements of one simple Query, or of one extended-protocol pipeline (up to Sync),
+//! outside a block form an *implicit* transaction, as in PostgreSQL: it commits at the end and
+//! an error rolls all of it back.
+//!
+//! DDL is transactional. Each transaction stages its schema changes in a private catalog
+//! batch ([`catalog::DdlBatch`]) that its own statements bind against; the engine objects it
+//! creates exist at once (nobody else can name them) and are dropped on rollback, the ones it
+//! drops are removed after commit. COMMIT validates the batch under the catalog's writer lock,
+//! commits the rows and waits until they are durable, then publishes the batch: a crash in
+//! between leaves rows under table ids the catalog never named, which recovery skips. SET is
+//! transactional too (undone by a rollback).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -209,6 +219,7 @@ fn catalog_error(e: catalog::Error) -> Error {
         C::InvalidDefinition(message) => Error::InvalidTableDefinition { message },
         C::InvalidForeignKey(message) => Error::InvalidForeignKey { message },
         C::Store(message) => Error::IoError { message: format!("catalog store: {message}") },
+        e @ C::ConcurrentChange(_) => Error::SerializationFailure { message: e.to_string() },
     }
 }
 
@@ -333,10 +344,62 @@ pub struct Prepared {
     plan: Option<Arc<Cached>>,
 }
 
+/// The session's open transaction: a block (BEGIN …) or an implicit transaction.
 struct OpenTxn {
     /// `None` once the block has failed (the engine transaction was aborted).
     txn: Option<txn::Transaction>,
     now: NaiveDateTime,
+    /// Opened by the protocol, not by BEGIN: the statements of one multi-statement Query, or
+    /// of an extended-protocol pipeline up to Sync. It commits at the end of the Query or at
+    /// Sync, and an error rolls all of it back (PostgreSQL's implicit transaction block).
+    implicit: bool,
+    /// Schema changes made in this transaction, private until it commits.
+    ddl: Option<PendingDdl>,
+    /// The session settings before the first SET of this transaction, restored if it rolls
+    /// back (SET is transactional in PostgreSQL).
+    saved_settings: Option<BTreeMap<&'static str, String>>,
+}
+
+impl OpenTxn {
+    fn new(txn: txn::Transaction, implicit: bool) -> OpenTxn {
+        OpenTxn { txn: Some(txn), now: now(), implicit, ddl: None, saved_settings: None }
+    }
+
+    /// What a failed block keeps until ROLLBACK: only the fact that it failed.
+    fn failed() -> OpenTxn {
+        OpenTxn { txn: None, now: now(), implicit: false, ddl: None, saved_settings: None }
+    }
+}
+
+/// Transactional DDL: the catalog batch of one transaction and the engine objects behind it.
+///
+/// Tables and indexes a transaction creates exist in the engine at once (its own statements
+/// write them; nobody else can name them, since they are not in the published catalog) and
+/// are removed if it rolls back. Tables and indexes it drops stay in the engine until the
+/// batch is published. At COMMIT the batch is validated under the catalog's writer lock, the
+/// rows are committed and made durable, and only then is the batch published: a crash in
+/// between leaves rows of a table the catalog never named, which recovery ignores.
+struct PendingDdl {
+    batch: catalog::DdlBatch,
+    /// Engine objects created by this transaction (dropped on rollback).
+    created: Vec<EngineObject>,
+    /// Engine objects this transaction drops (dropped once it has committed).
+    dropped: Vec<EngineObject>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum EngineObject {
+    Table(TableId),
+    Index(TableId, catalog::IndexId),
+}
+
+impl EngineObject {
+    fn drop_from(self, engine: &txn::Engine) {
+        match self {
+            EngineObject::Table(t) => engine.drop_table(txn::TableId(t.0)),
+            EngineObject::Index(t, i) => engine.drop_index(txn::TableId(t.0), txn::IndexId(i.0)),
+        }
+    }
 }
 
 /// A server parameter (GUC) known to Aspen.
@@ -573,6 +636,9 @@ pub struct Session {
     /// Whether the caller awaits [`Session::take_acks`] itself (the server, asynchronously)
     /// instead of the session blocking in every commit.
     defer_acks: bool,
+    /// Statements outside a block open an implicit transaction that lasts until
+    /// [`Session::sync`] (or the end of a multi-statement Query) instead of committing alone.
+    pipelined: bool,
 }
 
 impl Session {
@@ -589,6 +655,7 @@ impl Session {
             log_buffer,
             pending_acks: Vec::new(),
             defer_acks: false,
+            pipelined: false,
         };
         for (k, v) in params {
             match k.as_str() {
@@ -685,11 +752,18 @@ impl Session {
 
     /// Simple query protocol: runs every statement of `sql` in order and stops after the first
     /// error (which is the last element). An empty string gives an empty vector.
+    ///
+    /// Several statements outside a block form one implicit transaction, as in PostgreSQL: it
+    /// commits after the last statement (a failure to commit is the last element) and an error
+    /// rolls all of it back. COMMIT or ROLLBACK inside it end it early; BEGIN turns it into a
+    /// block.
     pub fn execute_simple(&mut self, sql: &str) -> Vec<Result<Output>> {
         let stmts = match crate::parse::parse(sql) {
             Ok(s) => s,
             Err(e) => return vec![Err(self.fail(e))],
         };
+        let implicit = stmts.len() > 1;
+        self.pipelined = implicit;
         let mut out = Vec::with_capacity(stmts.len());
         for stmt in &stmts {
             let result = self.run_ast(sql, stmt, &[], &[]);
@@ -698,6 +772,10 @@ impl Session {
             if failed {
                 break;
             }
+        }
+        self.pipelined = false;
+        if let Err(e) = self.end_implicit() {
+            out.push(Err(e));
         }
         out
     }
@@ -729,7 +807,7 @@ impl Session {
                 ),
             });
         }
-        let cached = if cached.version == self.db.catalog.snapshot().version().0 {
+        let cached = if cached.version == self.snapshot().version().0 {
             cached.clone()
         } else {
             // The catalog changed since Parse: bind again.
@@ -743,32 +821,133 @@ impl Session {
         result.map_err(|e| self.fail(e))
     }
 
-    /// Extended protocol Sync. Autocommit statements have already committed, so there is
-    /// nothing to finish.
-    pub fn sync(&mut self) -> Result<()> {
-        Ok(())
+    /// Extended protocol: whether more messages follow before the next Sync. If so, the next
+    /// statement outside a block opens an implicit transaction that [`Session::sync`] commits
+    /// (PostgreSQL runs everything up to Sync as one transaction); if the next message is
+    /// Sync, the statement is that whole transaction and commits (or is retried) at once.
+    pub fn set_pipelined(&mut self, pipelined: bool) {
+        self.pipelined = pipelined;
     }
 
-    /// The status for ReadyForQuery.
+    /// Extended protocol Sync: commits the implicit transaction, if one is open. On failure it
+    /// is rolled back and the error is returned (the client sees it before ReadyForQuery).
+    pub fn sync(&mut self) -> Result<()> {
+        self.pipelined = false;
+        self.end_implicit()
+    }
+
+    /// Commits the implicit transaction, if one is open.
+    fn end_implicit(&mut self) -> Result<()> {
+        match self.txn.take() {
+            Some(open) if open.implicit => self.commit_open(open),
+            other => {
+                self.txn = other;
+                Ok(())
+            }
+        }
+    }
+
+    /// The catalog as this session sees it: the published snapshot, plus the schema changes
+    /// of its open transaction.
+    fn snapshot(&self) -> Arc<Snapshot> {
+        match &self.txn {
+            Some(OpenTxn { ddl: Some(d), .. }) => d.batch.snapshot().clone(),
+            _ => self.db.catalog.snapshot(),
+        }
+    }
+
+    /// Whether binding must not use (or fill) the shared plan cache: this session sees
+    /// schema changes nobody else does.
+    fn private_catalog(&self) -> bool {
+        matches!(&self.txn, Some(OpenTxn { ddl: Some(_), .. }))
+    }
+
+    /// Opens an implicit transaction (see [`OpenTxn::implicit`]).
+    fn open_implicit(&mut self) {
+        let t = self.db.engine.begin(self.log_buffer);
+        self.txn = Some(OpenTxn::new(t, true));
+    }
+
+    /// Commits an open transaction: its rows, then its schema changes. Without schema
+    /// changes this is [`Session::commit`] (the acknowledge rule). With them, the catalog
+    /// batch is validated under the catalog's writer lock, the rows commit and are made
+    /// durable (blocking), and then the batch is published. Any failure rolls everything back.
+    fn commit_open(&mut self, mut open: OpenTxn) -> Result<()> {
+        let Some(t) = open.txn.take() else {
+            self.rollback_open(open);
+            return Ok(());
+        };
+        let Some(pending) = open.ddl.take() else {
+            let result = self.commit(t);
+            if result.is_err() {
+                self.rollback_open(open);
+            }
+            return result;
+        };
+        let db = self.db.clone();
+        let engine = &db.engine;
+        let result = (|| {
+            let prepared = db.catalog.prepare(pending.batch).map_err(catalog_error)?;
+            self.commit_durable_now(t)?;
+            prepared.publish().map_err(catalog_error)
+        })();
+        match result {
+            Ok(_) => {
+                for object in pending.dropped {
+                    object.drop_from(engine);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                for object in pending.created.into_iter().rev() {
+                    object.drop_from(engine);
+                }
+                self.rollback_open(open);
+                Err(e)
+            }
+        }
+    }
+
+    /// Rolls an open transaction back: aborts its engine transaction, removes the engine
+    /// objects its schema changes created, and restores the settings it changed.
+    fn rollback_open(&mut self, open: OpenTxn) {
+        if let Some(pending) = open.ddl {
+            for object in pending.created.into_iter().rev() {
+                object.drop_from(&self.db.engine);
+            }
+        }
+        if let Some(saved) = open.saved_settings {
+            self.settings = saved;
+        }
+        drop(open.txn);
+    }
+
+    /// The status for ReadyForQuery. An implicit transaction is not a block (`I`).
     pub fn status(&self) -> TxnStatus {
         match &self.txn {
-            None => TxnStatus::Idle,
+            None | Some(OpenTxn { implicit: true, .. }) => TxnStatus::Idle,
             Some(OpenTxn { txn: None, .. }) => TxnStatus::Failed,
             Some(_) => TxnStatus::InBlock,
         }
     }
 
     /// An error raised outside the SQL layer (e.g. the protocol layer rejecting a message's
-    /// encoding) fails the current transaction block, as any statement error does.
+    /// encoding) fails the current transaction, as any statement error does: a block enters
+    /// the failed state, an implicit transaction is rolled back.
     pub fn fail_transaction(&mut self) {
-        if let Some(open) = &mut self.txn {
-            open.txn = None;
+        let Some(open) = self.txn.take() else { return };
+        let block = !open.implicit;
+        self.rollback_open(open);
+        if block {
+            self.txn = Some(OpenTxn::failed());
         }
     }
 
-    /// Called when the connection ends: aborts any open transaction.
+    /// Called when the connection ends: rolls back any open transaction.
     pub fn close(&mut self) {
-        self.txn = None;
+        if let Some(open) = self.txn.take() {
+            self.rollback_open(open);
+        }
     }
 
     /// Records a statement error: inside a block the block fails (its transaction is aborted).
@@ -779,11 +958,14 @@ impl Session {
 
     /// Parses and binds (through the plan cache). `None` for an empty statement.
     fn plan(&mut self, sql: &str, oids: &[u32]) -> Result<Option<Arc<Cached>>> {
-        let snapshot = self.db.catalog.snapshot();
+        let snapshot = self.snapshot();
+        let private = self.private_catalog();
         let key = (sql.to_string(), oids.to_vec());
-        if let Some(c) = self.db.plans.read().get(&key) {
-            if c.version == snapshot.version().0 {
-                return Ok(Some(c.clone()));
+        if !private {
+            if let Some(c) = self.db.plans.read().get(&key) {
+                if c.version == snapshot.version().0 {
+                    return Ok(Some(c.clone()));
+                }
             }
         }
         let stmts = crate::parse::parse(sql)?;
@@ -798,6 +980,9 @@ impl Session {
             }
         };
         let cached = Arc::new(self.bind(&snapshot, sql, stmt, oids)?);
+        if private {
+            return Ok(Some(cached));
+        }
         let mut plans = self.db.plans.write();
         if plans.len() >= PLAN_CACHE_CAPACITY {
             plans.clear();
@@ -846,7 +1031,7 @@ impl Session {
         oids: &[u32],
         params: &[Value],
     ) -> Result<Output> {
-        let snapshot = self.db.catalog.snapshot();
+        let snapshot = self.snapshot();
         let cached = self.bind(&snapshot, sql, stmt, oids)?;
         self.run_bound(&cached, params)
     }
@@ -857,6 +1042,9 @@ impl Session {
             Bound::Plan(stmt) => {
                 if let Some(OpenTxn { txn: None, .. }) = &self.txn {
                     return Err(Error::InFailedTransaction);
+                }
+                if self.txn.is_none() && self.pipelined {
+                    self.open_implicit();
                 }
                 if self.txn.is_some() {
                     return self.run_in_block(stmt, cached, params);
@@ -961,7 +1149,7 @@ impl Session {
                     }
                     let row = check_row(table, row)?;
                     let key = exec::primary_key(table, &row, &self.db.engine);
-                    check_foreign_keys(&mut ctx, &self.db.catalog.snapshot(), table, &row)?;
+                    check_foreign_keys(&mut ctx, &self.snapshot(), table, &row)?;
                     let mut bytes = Vec::with_capacity(64);
                     types::encode_row(&row, &mut bytes);
                     ctx.txn
@@ -983,7 +1171,7 @@ impl Session {
                     .primary_index()
                     .map(|i| i.columns.iter().map(|c| *c as usize).collect())
                     .unwrap_or_default();
-                let snapshot = self.db.catalog.snapshot();
+                let snapshot = self.snapshot();
                 for (key, old) in rows {
                     let mut new = old.clone();
                     for (col, e) in sets {
@@ -1025,7 +1213,7 @@ impl Session {
                 let rows = ctx.scan(scan)?;
                 let n = rows.len();
                 let mut out_rows = Vec::new();
-                let snapshot = self.db.catalog.snapshot();
+                let snapshot = self.snapshot();
                 for (key, old) in rows {
                     check_referencing(&mut ctx, &snapshot, table, &old, true)?;
                     ctx.txn.delete(exec::tid(table), &key).map_err(exec::txn_error)?;
@@ -1044,51 +1232,81 @@ impl Session {
         let failed = matches!(self.txn, Some(OpenTxn { txn: None, .. }));
         match cmd {
             Command::Begin(tag) => {
-                if self.txn.is_some() {
-                    if failed {
-                        return Err(Error::InFailedTransaction);
+                match &mut self.txn {
+                    // BEGIN inside an implicit transaction makes it a block: what ran before
+                    // it belongs to the block (PostgreSQL, without a warning).
+                    Some(open) if open.implicit => open.implicit = false,
+                    Some(_) if failed => return Err(Error::InFailedTransaction),
+                    Some(_) => {
+                        return Ok(Output::tag(Tag::new(tag)).with_notice(
+                            "WARNING",
+                            "25001",
+                            "there is already a transaction in progress".into(),
+                        ))
                     }
-                    return Ok(Output::tag(Tag::new(tag)).with_notice(
-                        "WARNING",
-                        "25001",
-                        "there is already a transaction in progress".into(),
-                    ));
+                    None => {
+                        let t = self.db.engine.begin(self.log_buffer);
+                        self.txn = Some(OpenTxn::new(t, false));
+                    }
                 }
-                let t = self.db.engine.begin(self.log_buffer);
-                self.txn = Some(OpenTxn { txn: Some(t), now: now() });
                 Ok(Output::tag(Tag::new(tag)))
             }
-            Command::Commit => match self.txn.take() {
-                None => Ok(Output::tag(Tag::new("COMMIT")).with_notice(
+            Command::Commit => {
+                let no_block = Output::tag(Tag::new("COMMIT")).with_notice(
                     "WARNING",
                     "25P01",
                     "there is no transaction in progress".into(),
-                )),
-                Some(OpenTxn { txn: None, .. }) => Ok(Output::tag(Tag::new("ROLLBACK"))),
-                Some(OpenTxn { txn: Some(t), .. }) => {
-                    self.commit(t)?;
-                    Ok(Output::tag(Tag::new("COMMIT")))
+                );
+                match self.txn.take() {
+                    None => Ok(no_block),
+                    Some(open @ OpenTxn { txn: None, .. }) => {
+                        self.rollback_open(open);
+                        Ok(Output::tag(Tag::new("ROLLBACK")))
+                    }
+                    // COMMIT inside an implicit transaction commits it, with a warning.
+                    Some(open) if open.implicit => self.commit_open(open).map(|_| no_block),
+                    Some(open) => self.commit_open(open).map(|_| Output::tag(Tag::new("COMMIT"))),
                 }
-            },
-            Command::Rollback => match self.txn.take() {
-                None => Ok(Output::tag(Tag::new("ROLLBACK")).with_notice(
-                    "WARNING",
-                    "25P01",
-                    "there is no transaction in progress".into(),
-                )),
-                Some(_) => Ok(Output::tag(Tag::new("ROLLBACK"))),
-            },
+            }
+            Command::Rollback => {
+                let out = Output::tag(Tag::new("ROLLBACK"));
+                match self.txn.take() {
+                    None => Ok(out.with_notice(
+                        "WARNING",
+                        "25P01",
+                        "there is no transaction in progress".into(),
+                    )),
+                    Some(open) => {
+                        let implicit = open.implicit;
+                        self.rollback_open(open);
+                        Ok(if implicit {
+                            out.with_notice(
+                                "WARNING",
+                                "25P01",
+                                "there is no transaction in progress".into(),
+                            )
+                        } else {
+                            out
+                        })
+                    }
+                }
+            }
             _ if failed => Err(Error::InFailedTransaction),
             Command::SetTransaction => Ok(Output::tag(Tag::new("SET"))),
-            Command::Set { name, value } => self.set(name, value),
+            Command::Set { name, value } => {
+                self.save_settings();
+                self.set(name, value)
+            }
             Command::Reset(name) => match name {
                 None => {
+                    self.save_settings();
                     let user = self.user.clone();
                     self.settings.clear();
                     self.settings.insert("session_authorization", user);
                     Ok(Output::tag(Tag::new("RESET")))
                 }
                 Some(n) => {
+                    self.save_settings();
                     let out = self.set(n, &SetValue::Default)?;
                     Ok(Output { tag: Tag::new("RESET"), ..out })
                 }
@@ -1142,7 +1360,42 @@ impl Session {
                 self.db.checkpoint()?;
                 Ok(Output::tag(Tag::new("CHECKPOINT")))
             }
-            ddl => self.run_ddl(ddl),
+            ddl => {
+                // DDL always runs in a transaction: the open one (block or implicit), else one
+                // of its own that commits at once.
+                if self.txn.is_some() {
+                    return self.run_ddl(ddl);
+                }
+                self.open_implicit();
+                if self.pipelined {
+                    return self.run_ddl(ddl);
+                }
+                let open_after = |s: &mut Session| s.txn.take().expect("opened above");
+                match self.run_ddl(ddl) {
+                    Ok(out) => {
+                        let open = open_after(self);
+                        self.commit_open(open).map(|_| out)
+                    }
+                    Err(e) => {
+                        let open = open_after(self);
+                        self.rollback_open(open);
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Before the first SET in a transaction: remembers the settings, to restore them if it
+    /// rolls back. Outside a transaction, SET takes effect for the session at once.
+    fn save_settings(&mut self) {
+        if self.txn.is_none() && self.pipelined {
+            self.open_implicit();
+        }
+        if let Some(open) = &mut self.txn {
+            if open.saved_settings.is_none() {
+                open.saved_settings = Some(self.settings.clone());
+            }
         }
     }
 
@@ -1174,12 +1427,46 @@ impl Session {
         Ok(out)
     }
 
+    /// Stages a schema change in the open transaction's catalog batch.
+    fn stage(&mut self, ddl: catalog::Ddl) -> Result<catalog::Applied> {
+        let open = self.txn.as_mut().expect("DDL runs in a transaction");
+        let pending = open.ddl.get_or_insert_with(|| PendingDdl {
+            batch: self.db.catalog.begin_batch(),
+            created: Vec::new(),
+            dropped: Vec::new(),
+        });
+        self.db.catalog.stage(&mut pending.batch, ddl).map_err(catalog_error)
+    }
+
+    /// The pending DDL of the open transaction (after a [`Session::stage`]).
+    fn pending_ddl(&mut self) -> &mut PendingDdl {
+        self.txn
+            .as_mut()
+            .and_then(|open| open.ddl.as_mut())
+            .expect("staged in the open transaction")
+    }
+
+    /// Runs `f` with the open transaction's engine transaction (DDL that reads or rewrites
+    /// rows does it inside the transaction, so it commits or rolls back with it).
+    fn with_txn<R>(
+        &mut self,
+        f: impl FnOnce(&mut Self, &mut txn::Transaction) -> Result<R>,
+    ) -> Result<R> {
+        let open = self.txn.as_mut().expect("DDL runs in a transaction");
+        let mut t = open.txn.take().expect("not a failed block");
+        let result = f(self, &mut t);
+        if let Some(open) = &mut self.txn {
+            open.txn = Some(t);
+        }
+        result
+    }
+
     fn run_ddl(&mut self, cmd: &Command) -> Result<Output> {
-        let catalog = &self.db.catalog;
-        let engine = &self.db.engine;
+        let db = self.db.clone();
+        let engine = &db.engine;
         match cmd {
             Command::CreateTable(ct) => {
-                let snapshot = catalog.snapshot();
+                let snapshot = self.snapshot();
                 if snapshot.table(&ct.def.name).is_some() && ct.if_not_exists {
                     return Ok(Output::tag(Tag::new("CREATE TABLE")).with_notice(
                         "NOTICE",
@@ -1195,20 +1482,18 @@ impl Session {
                     .cloned()
                     .collect();
                 def.foreign_keys.retain(|f| f.ref_table != TableId(u32::MAX));
-                let table = catalog.create_table(def).map_err(catalog_error)?;
+                let id = self.stage(catalog::Ddl::CreateTable(def))?.table.expect("created");
+                let table = self.snapshot().table_by_id(id).expect("staged").clone();
                 engine.create_table(exec::tid(&table), index_specs(&table));
+                self.pending_ddl().created.push(EngineObject::Table(id));
                 for mut fk in self_refs {
-                    fk.ref_table = table.id;
-                    if let Err(e) = catalog.add_foreign_key(table.id, fk) {
-                        let _ = catalog.drop_table(table.id, true);
-                        engine.drop_table(exec::tid(&table));
-                        return Err(catalog_error(e));
-                    }
+                    fk.ref_table = id;
+                    self.stage(catalog::Ddl::AddForeignKey { table: id, fk })?;
                 }
                 Ok(Output::tag(Tag::new("CREATE TABLE")))
             }
             Command::DropTable { names, if_exists, cascade } => {
-                let snapshot = catalog.snapshot();
+                let snapshot = self.snapshot();
                 let mut out = Output::tag(Tag::new("DROP TABLE"));
                 let mut tables = Vec::new();
                 for n in names {
@@ -1225,24 +1510,24 @@ impl Session {
                     }
                 }
                 for t in tables {
-                    let notices = catalog.drop_table(t.id, *cascade).map_err(|e| match catalog_error(e) {
+                    let applied = self.stage(catalog::Ddl::DropTable { id: t.id, cascade: *cascade }).map_err(|e| match e {
                         Error::DependentObjects { message, detail } => Error::DependentObjects {
                             message,
                             detail: format!("{detail}\nHINT:  Use DROP ... CASCADE to drop the dependent objects too.").trim().to_string(),
                         },
                         other => other,
                     })?;
-                    for n in notices {
+                    for n in applied.notices {
                         out = out.with_notice("NOTICE", "00000", n);
                     }
-                    engine.drop_table(exec::tid(&t));
+                    self.pending_ddl().dropped.push(EngineObject::Table(t.id));
                 }
                 Ok(out)
             }
             Command::CreateIndex(spec) | Command::AddIndex(spec) => {
                 let is_alter = matches!(cmd, Command::AddIndex(_));
                 let tag = if is_alter { "ALTER TABLE" } else { "CREATE INDEX" };
-                let snapshot = catalog.snapshot();
+                let snapshot = self.snapshot();
                 if spec.if_not_exists && snapshot.index_by_name(&spec.def.name).is_some() {
                     return Ok(Output::tag(Tag::new(tag)).with_notice(
                         "NOTICE",
@@ -1256,39 +1541,35 @@ impl Session {
                 if spec.def.primary {
                     return self.add_primary_key(&table, spec).map(|_| Output::tag(Tag::new(tag)));
                 }
-                let index =
-                    catalog.create_index(table.id, spec.def.clone()).map_err(catalog_error)?;
-                // A concurrent DROP TABLE may have removed the table since the index was added.
-                let txn_spec = catalog
+                let index = self
+                    .stage(catalog::Ddl::CreateIndex { table: table.id, def: spec.def.clone() })?
+                    .index
+                    .expect("created");
+                let txn_spec = self
                     .snapshot()
                     .table_by_id(table.id)
                     .and_then(|t| index_specs(t).into_iter().find(|s| s.id.0 == index.id.0))
-                    .ok_or_else(|| Error::UndefinedTable {
-                        name: table.name.clone(),
-                        span: None,
-                    })?;
-                if let Err(e) = engine.create_index(exec::tid(&table), txn_spec) {
-                    let _ = catalog.drop_index(index.id);
-                    return Err(match e {
-                        txn::Error::UniqueViolation { .. } => Error::UniqueViolation {
-                            constraint: index.name.clone(),
-                            detail: "Key values are duplicated in existing rows.".into(),
-                            table: table.name.clone(),
-                        }
-                        .with_create_index_message(),
-                        other => exec::txn_error(other),
-                    });
-                }
+                    .expect("staged");
+                engine.create_index(exec::tid(&table), txn_spec).map_err(|e| match e {
+                    txn::Error::UniqueViolation { .. } => Error::UniqueViolation {
+                        constraint: index.name.clone(),
+                        detail: "Key values are duplicated in existing rows.".into(),
+                        table: table.name.clone(),
+                    }
+                    .with_create_index_message(),
+                    other => exec::txn_error(other),
+                })?;
+                self.pending_ddl().created.push(EngineObject::Index(table.id, index.id));
                 Ok(Output::tag(Tag::new(tag)))
             }
             Command::DropIndex { names, if_exists } => {
-                let snapshot = catalog.snapshot();
                 let mut out = Output::tag(Tag::new("DROP INDEX"));
                 for n in names {
+                    let snapshot = self.snapshot();
                     match snapshot.index_by_name(n) {
                         Some((t, i)) => {
-                            catalog.drop_index(i.id).map_err(catalog_error)?;
-                            engine.drop_index(exec::tid(t), txn::IndexId(i.id.0));
+                            self.stage(catalog::Ddl::DropIndex(i.id))?;
+                            self.pending_ddl().dropped.push(EngineObject::Index(t.id, i.id));
                         }
                         None if *if_exists => {
                             out = out.with_notice(
@@ -1307,7 +1588,7 @@ impl Session {
                 Ok(out)
             }
             Command::Truncate(tables) => {
-                let snapshot = catalog.snapshot();
+                let snapshot = self.snapshot();
                 for t in tables {
                     for (child, fk) in snapshot.referencing_fks(t.id) {
                         if !tables.iter().any(|x| x.id == child.id) {
@@ -1318,15 +1599,16 @@ impl Session {
                         }
                     }
                 }
-                // One logged transaction deletes every row of every table, so recovery sees
-                // the truncate in SSN order like any other write.
-                let mut t = self.db.engine.begin(self.log_buffer);
-                for table in tables {
-                    for (k, _) in exec::all_rows(&mut t, table)? {
-                        t.delete(exec::tid(table), &k).map_err(exec::txn_error)?;
+                // Deletes every row in the transaction, so recovery sees the truncate in SSN
+                // order like any other write, and a rollback undoes it.
+                self.with_txn(|_, t| {
+                    for table in tables {
+                        for (k, _) in exec::all_rows(t, table)? {
+                            t.delete(exec::tid(table), &k).map_err(exec::txn_error)?;
+                        }
                     }
-                }
-                self.commit_durable_now(t)?;
+                    Ok(())
+                })?;
                 Ok(Output::tag(Tag::new("TRUNCATE TABLE")))
             }
             Command::AddColumn { table, column, if_not_exists } => {
@@ -1349,7 +1631,7 @@ impl Session {
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
             }
             Command::AddForeignKey { table, fk } => {
-                catalog.add_foreign_key(table.id, fk.clone()).map_err(catalog_error)?;
+                self.stage(catalog::Ddl::AddForeignKey { table: table.id, fk: fk.clone() })?;
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
             }
             other => Err(Error::internal(format!("unexpected command {other:?}"))),
@@ -1357,9 +1639,10 @@ impl Session {
     }
 
     /// ALTER TABLE … ADD COLUMN: existing rows get the default (or NULL); NOT NULL without a
-    /// default on a non-empty table fails as in PostgreSQL.
+    /// default on a non-empty table fails as in PostgreSQL. The rows are rewritten in the
+    /// transaction (so they commit, durably, before the catalog names the column).
     fn add_column(&mut self, table: &Arc<Table>, column: &catalog::Column) -> Result<()> {
-        let snapshot = self.db.catalog.snapshot();
+        let snapshot = self.snapshot();
         // Compute the fill value first (a constant default).
         let mut with_col = (**table).clone();
         let mut col = column.clone();
@@ -1380,39 +1663,30 @@ impl Session {
             };
             ctx.eval(&e, &[])?
         };
-        if fill.is_null() && col.not_null && self.db.engine.row_count(exec::tid(table)) > 0 {
-            return Err(Error::NotNullViolation {
-                column: col.name.clone(),
-                table: table.name.clone(),
-            });
-        }
-        // Rows first, durably, then the catalog: a crash in between leaves rows with one more
-        // value than the catalog's columns, which decoding ignores (and a retried ADD COLUMN
-        // rewrites). The other order could show NULL instead of the default after a crash.
-        self.rewrite_rows(table, |row| row.push(fill.clone()))?;
-        self.db.catalog.add_column(table.id, col).map_err(catalog_error)?;
+        self.with_txn(|_, t| {
+            let types = exec::column_types(table);
+            let rows = exec::all_rows(t, table)?;
+            if fill.is_null() && col.not_null && !rows.is_empty() {
+                return Err(Error::NotNullViolation {
+                    column: col.name.clone(),
+                    table: table.name.clone(),
+                });
+            }
+            for (k, bytes) in rows {
+                let mut row = types::decode_row(&bytes, &types)?;
+                row.push(fill.clone());
+                let mut out = Vec::new();
+                types::encode_row(&row, &mut out);
+                t.update(exec::tid(table), &k, out).map_err(exec::txn_error)?;
+            }
+            Ok(())
+        })?;
+        self.stage(catalog::Ddl::AddColumn { table: table.id, column: col })?;
         Ok(())
     }
 
-    /// Rewrites every row of a table in one transaction (used by ADD COLUMN).
-    fn rewrite_rows(
-        &mut self,
-        table: &Arc<Table>,
-        mut f: impl FnMut(&mut Vec<Value>),
-    ) -> Result<()> {
-        let mut t = self.db.engine.begin(self.log_buffer);
-        let types = exec::column_types(table);
-        let rows = exec::all_rows(&mut t, table)?;
-        for (k, bytes) in rows {
-            let mut row = types::decode_row(&bytes, &types)?;
-            f(&mut row);
-            let mut out = Vec::new();
-            types::encode_row(&row, &mut out);
-            t.update(exec::tid(table), &k, out).map_err(exec::txn_error)?;
-        }
-        self.commit_durable_now(t)
-    }
-
+    /// ALTER TABLE … ADD PRIMARY KEY: re-keys every row by the new key (in the transaction),
+    /// checking NOT NULL and uniqueness.
     fn add_primary_key(&mut self, table: &Arc<Table>, spec: &crate::bind::IndexSpec) -> Result<()> {
         if table.primary_index().is_some() {
             return Err(Error::InvalidTableDefinition {
@@ -1422,44 +1696,46 @@ impl Session {
                 ),
             });
         }
-        // Re-key every row by the new primary key, checking NOT NULL and uniqueness.
-        let mut t = self.db.engine.begin(self.log_buffer);
-        let types = exec::column_types(table);
-        let rows = exec::all_rows(&mut t, table)?;
-        let mut seen = std::collections::HashSet::new();
-        let mut rekeyed = Vec::new();
-        for (k, bytes) in rows {
-            let row = types::decode_row(&bytes, &types)?;
-            let mut key_vals = Vec::new();
-            for c in &spec.def.columns {
-                let v = row[*c as usize].clone();
-                if v.is_null() {
-                    return Err(Error::NotNullViolation {
-                        column: table.columns[*c as usize].name.clone(),
+        self.with_txn(|_, t| {
+            let types = exec::column_types(table);
+            let rows = exec::all_rows(t, table)?;
+            let mut seen = std::collections::HashSet::new();
+            let mut rekeyed = Vec::new();
+            for (k, bytes) in rows {
+                let row = types::decode_row(&bytes, &types)?;
+                let mut key_vals = Vec::new();
+                for c in &spec.def.columns {
+                    let v = row[*c as usize].clone();
+                    if v.is_null() {
+                        return Err(Error::NotNullViolation {
+                            column: table.columns[*c as usize].name.clone(),
+                            table: table.name.clone(),
+                        });
+                    }
+                    key_vals.push(v);
+                }
+                let mut nk = Vec::new();
+                types::encode_key(&key_vals, &mut nk);
+                if !seen.insert(nk.clone()) {
+                    return Err(Error::UniqueViolation {
+                        constraint: spec.def.name.clone(),
+                        detail: "Key values are duplicated in existing rows.".into(),
                         table: table.name.clone(),
-                    });
+                    }
+                    .with_create_index_message());
                 }
-                key_vals.push(v);
+                rekeyed.push((k, nk, bytes));
             }
-            let mut nk = Vec::new();
-            types::encode_key(&key_vals, &mut nk);
-            if !seen.insert(nk.clone()) {
-                return Err(Error::UniqueViolation {
-                    constraint: spec.def.name.clone(),
-                    detail: "Key values are duplicated in existing rows.".into(),
-                    table: table.name.clone(),
-                }
-                .with_create_index_message());
+            for (old, _, _) in &rekeyed {
+                t.delete(exec::tid(table), old).map_err(exec::txn_error)?;
             }
-            rekeyed.push((k, nk, bytes));
-        }
-        for (old, new, bytes) in rekeyed {
-            t.delete(exec::tid(table), &old).map_err(exec::txn_error)?;
-            t.insert(exec::tid(table), new, (*bytes).clone()).map_err(exec::txn_error)?;
-        }
-        // The re-keyed rows are durable before the catalog names the key.
-        self.commit_durable_now(t)?;
-        self.db.catalog.add_primary_key(table.id, spec.def.clone()).map_err(catalog_error)?;
+            for (_, new, bytes) in rekeyed {
+                t.insert(exec::tid(table), new, (*bytes).clone()).map_err(exec::txn_error)?;
+            }
+            Ok(())
+        })?;
+        let def = catalog::IndexDef { primary: true, ..spec.def.clone() };
+        self.stage(catalog::Ddl::CreateIndex { table: table.id, def })?;
         Ok(())
     }
 }

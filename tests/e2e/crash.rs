@@ -16,7 +16,9 @@
 //!   in `BEGIN … COMMIT` blocks, plus reads of their own rows (read-your-writes);
 //! - a reader: `sum(balance)` must always be the initial total, and `count(*)` of transfers
 //!   never below the number acknowledged before the query was sent;
-//! - a checkpointer: `CHECKPOINT` every 30–300 ms (see [`CHECKPOINT_MUST_SUCCEED`]).
+//! - a checkpointer: `CHECKPOINT` every 30–300 ms (see [`CHECKPOINT_MUST_SUCCEED`]);
+//! - a DDL client: `CREATE TABLE ddl_<k>` with three rows in one transaction (a `BEGIN … COMMIT`
+//!   block or a multi-statement implicit transaction), and `DROP TABLE` of tables it created.
 //!
 //! A commit whose `COMMIT` (or autocommit statement) returned OK is *acknowledged*; one whose
 //! answer was lost to the kill is *in doubt*. After every restart ([`check`]):
@@ -26,7 +28,9 @@
 //!   (so no transaction is partially applied), and the total is unchanged;
 //! - every scratch row holds the value of its last acknowledged write (absent after an
 //!   acknowledged delete) or of an in-doubt write, and an in-doubt transaction is applied to
-//!   all of its rows or to none.
+//!   all of its rows or to none;
+//! - every acknowledged `ddl_<k>` exists with exactly its three rows, every acknowledged drop
+//!   or rolled-back create left no table, and an in-doubt create or drop is all-or-nothing.
 //!
 //! In-doubt commits then resolve to what was found, and the workload goes on. Correctness never
 //! depends on timing: timing only picks the kill moments.
@@ -125,6 +129,13 @@ struct Ledger {
     scratch: BTreeMap<i64, Option<String>>,
     /// Scratch transactions whose commit was lost to the kill.
     scratch_in_doubt: Vec<Vec<ScratchWrite>>,
+    /// Every `ddl_<k>` table ever attempted: whether it exists after its last acknowledged
+    /// (or resolved) create or drop; `false` for creates that rolled back.
+    ddl: BTreeMap<i64, bool>,
+    /// The create or drop whose answer was lost to the kill: (k, exists if it applied).
+    ddl_in_doubt: Option<(i64, bool)>,
+    /// The next `k` for `ddl_<k>`.
+    next_ddl: i64,
 }
 
 impl Ledger {
@@ -139,6 +150,8 @@ struct Observed {
     accounts: BTreeMap<i32, i64>,
     transfers: BTreeMap<i64, Transfer>,
     scratch: BTreeMap<i64, String>,
+    /// For each `ddl_<k>` the ledger knows: `(count(*), sum(v))` if the table exists.
+    ddl: BTreeMap<i64, Option<(i64, i64)>>,
 }
 
 /// `[1, 2, 3, … (N in all)]`, at most 20 items.
@@ -308,6 +321,27 @@ fn check(ledger: &Ledger, seen: &Observed) -> Vec<String> {
             list(&wrong_value)
         ));
     }
+
+    // DDL: a table exists exactly as its last acknowledged create or drop says, always with
+    // all three of its rows; an in-doubt create or drop is all-or-nothing.
+    for (k, exists) in &ledger.ddl {
+        let got = seen.ddl.get(k).copied().flatten();
+        let in_doubt = ledger.ddl_in_doubt.filter(|(d, _)| d == k).map(|(_, e)| e);
+        let allowed = |e: bool| Some(e) == in_doubt || e == *exists;
+        match got {
+            None if !allowed(false) => {
+                problems.push(format!("table ddl_{k} is missing after an acknowledged create"))
+            }
+            Some(_) if !allowed(true) => problems.push(format!(
+                "table ddl_{k} exists, but its create rolled back or its drop was acknowledged"
+            )),
+            Some(rows) if rows != (3, 3 * k) => problems.push(format!(
+                "table ddl_{k} holds (count, sum) {rows:?}, its transaction wrote (3, {})",
+                3 * k
+            )),
+            _ => {}
+        }
+    }
     problems
 }
 
@@ -333,6 +367,12 @@ fn resolve(ledger: &mut Ledger, seen: &Observed) -> Resolved {
             r.transfers_absent += 1;
         }
     }
+    if let Some((k, _)) = ledger.ddl_in_doubt.take() {
+        ledger.ddl.insert(k, seen.ddl.get(&k).is_some_and(Option::is_some));
+    }
+    // Tables found absent as they should be are not checked again (their names are never
+    // reused), so the check stays proportional to the tables that exist.
+    ledger.ddl.retain(|_, exists| *exists);
     for txn in std::mem::take(&mut ledger.scratch_in_doubt) {
         let applied = txn.iter().all(|w| seen.scratch.get(&w.id).cloned() == w.after);
         if applied {
@@ -459,6 +499,7 @@ struct Tally {
     retries: usize,
     checkpoints: usize,
     checkpoints_refused: usize,
+    ddl: usize,
 }
 
 impl Tally {
@@ -469,6 +510,7 @@ impl Tally {
         self.retries += o.retries;
         self.checkpoints += o.checkpoints;
         self.checkpoints_refused += o.checkpoints_refused;
+        self.ddl += o.ddl;
     }
 }
 
@@ -657,6 +699,57 @@ async fn scratch_client(ctx: Ctx, n: i64, point: usize, seed: u64) -> Result<Tal
             l.scratch.insert(w.id, w.after);
         }
         tally.scratch_commits += 1;
+    }
+    Ok(tally)
+}
+
+/// Creates tables with three rows in one transaction, and drops them, until the kill.
+async fn ddl_client(ctx: Ctx, seed: u64) -> Result<Tally, String> {
+    let mut tally = Tally::default();
+    let Some(c) = ctx.open("ddl client".to_string()).await? else { return Ok(tally) };
+    let mut rng = StdRng::seed_from_u64(seed);
+    while !c.killed() {
+        let existing: Vec<i64> =
+            ctx.ledger().ddl.iter().filter(|(_, e)| **e).map(|(k, _)| *k).collect();
+        let (k, exists_after, sql) = match existing.choose(&mut rng) {
+            Some(&k) if existing.len() > 20 || rng.gen_bool(0.3) => {
+                (k, false, format!("DROP TABLE ddl_{k}"))
+            }
+            _ => {
+                let k = {
+                    let mut l = ctx.ledger();
+                    l.next_ddl += 1;
+                    l.next_ddl
+                };
+                let body = format!(
+                    "CREATE TABLE ddl_{k} (id int PRIMARY KEY, v bigint); \
+                     INSERT INTO ddl_{k} VALUES (1, {k}), (2, {k}), (3, {k})"
+                );
+                let sql = if rng.gen_bool(0.5) { format!("BEGIN; {body}; COMMIT") } else { body };
+                (k, true, sql)
+            }
+        };
+        match c.batch(&sql).await? {
+            Outcome::Done(()) => {
+                ctx.ledger().ddl.insert(k, exists_after);
+                tally.ddl += 1;
+            }
+            Outcome::Retry => {
+                tally.retries += 1;
+                if exists_after {
+                    ctx.ledger().ddl.insert(k, false);
+                }
+                if !c.rollback().await? {
+                    return Ok(tally);
+                }
+            }
+            Outcome::Lost => {
+                let mut l = ctx.ledger();
+                l.ddl.entry(k).or_insert(false);
+                l.ddl_in_doubt = Some((k, exists_after));
+                return Ok(tally);
+            }
+        }
     }
     Ok(tally)
 }
@@ -894,6 +987,7 @@ async fn run_and_kill(
         tasks.push(tokio::spawn(scratch_client(ctx.clone(), n, point, rng.gen())));
     }
     tasks.push(tokio::spawn(reader(ctx.clone(), rng.gen())));
+    tasks.push(tokio::spawn(ddl_client(ctx.clone(), rng.gen())));
     tasks.push(tokio::spawn(checkpointer(ctx.clone(), rng.gen(), sent_tx)));
 
     tokio::time::sleep(plan.run_for).await;
@@ -964,7 +1058,7 @@ async fn recover(
 }
 
 /// Reads the whole database after a restart (nothing else runs).
-async fn observe(port: u16) -> Result<Observed, String> {
+async fn observe(port: u16, ddl_tables: &[i64]) -> Result<Observed, String> {
     let killed = Arc::new(AtomicBool::new(false));
     let c = Conn::open(port, "verifier".to_string(), killed)
         .await?
@@ -993,6 +1087,17 @@ async fn observe(port: u16) -> Result<Observed, String> {
     for r in &rows[2] {
         let v: Option<String> = r.get(1);
         seen.scratch.insert(r.get(0), v.unwrap_or_default());
+    }
+    for k in ddl_tables {
+        let sql = format!("SELECT count(*), sum(v)::bigint FROM ddl_{k}");
+        let got = match tokio::time::timeout(STATEMENT_TIMEOUT, c.client.query_one(&sql, &[])).await
+        {
+            Ok(Ok(row)) => Some((row.get(0), row.get::<_, Option<i64>>(1).unwrap_or(0))),
+            Ok(Err(e)) if e.code().map(|c| c.code()) == Some("42P01") => None,
+            Ok(Err(e)) => return Err(format!("verifier: `{sql}`: {e:?}")),
+            Err(_) => return Err(format!("verifier: `{sql}` timed out")),
+        };
+        seen.ddl.insert(*k, got);
     }
     Ok(seen)
 }
@@ -1052,7 +1157,11 @@ async fn acknowledged_commits_survive_kill_9() {
         if !notes.is_empty() {
             context = format!("{context}; recovery: {}", notes.join(", "));
         }
-        let seen = match observe(server.port()).await {
+        let ddl_tables: Vec<i64> = {
+            let l = ledger.lock().expect("no task holds the ledger now");
+            l.ddl.keys().copied().collect()
+        };
+        let seen = match observe(server.port(), &ddl_tables).await {
             Ok(seen) => seen,
             Err(e) => fail(&mut server, &context, &e),
         };
@@ -1073,13 +1182,14 @@ async fn acknowledged_commits_survive_kill_9() {
         let resolved = resolve(&mut ledger.lock().expect("no task holds the ledger now"), &seen);
         println!(
             "{context}: ok; acknowledged {} transfers, {} scratch commits, {} reads, {} retries, \
-             {} checkpoints; in doubt: transfers {} present / {} absent, scratch {} applied / {} \
+             {} checkpoints, {} DDL transactions; in doubt: transfers {} present / {} absent, scratch {} applied / {} \
              absent; recovered in {took:.2?}; {} transfers in all",
             tally.transfers,
             tally.scratch_commits,
             tally.reads,
             tally.retries,
             tally.checkpoints,
+            tally.ddl,
             resolved.transfers_present,
             resolved.transfers_absent,
             resolved.scratch_applied,
@@ -1117,6 +1227,15 @@ fn check_reports_lost_extra_and_partial_commits() {
     }
     seen.scratch.insert(100, "a".into());
     seen.scratch.insert(200, "x".into());
+    ledger.ddl.insert(1, true);
+    ledger.ddl.insert(2, false);
+    ledger.ddl.insert(3, true);
+    ledger.ddl.insert(4, false);
+    ledger.ddl_in_doubt = Some((4, true));
+    seen.ddl.insert(1, Some((3, 3)));
+    seen.ddl.insert(2, None);
+    seen.ddl.insert(3, Some((3, 9)));
+    seen.ddl.insert(4, Some((3, 12)));
     assert_eq!(check(&ledger, &seen), Vec::<String>::new());
 
     let mut bad = Observed { accounts: seen.accounts.clone(), ..Observed::default() };
@@ -1125,6 +1244,10 @@ fn check_reports_lost_extra_and_partial_commits() {
     bad.scratch.insert(101, "back".into());
     bad.scratch.insert(201, "y".into());
     bad.scratch.insert(200, "x".into());
+    bad.ddl.insert(1, None);
+    bad.ddl.insert(2, Some((3, 6)));
+    bad.ddl.insert(3, Some((2, 6)));
+    bad.ddl.insert(4, Some((1, 4)));
     let problems = check(&ledger, &bad).join("\n");
     for expected in [
         "lost 1 of 2 acknowledged transfers: ids [1]",
@@ -1133,6 +1256,10 @@ fn check_reports_lost_extra_and_partial_commits() {
         "applied partially: applied to ids [200], not to ids [201]",
         "acknowledged scratch rows lost: ids [100]",
         "acknowledged scratch deletes undone (row back): ids [101]",
+        "table ddl_1 is missing after an acknowledged create",
+        "table ddl_2 exists, but its create rolled back or its drop was acknowledged",
+        "table ddl_3 holds (count, sum) (2, 6), its transaction wrote (3, 9)",
+        "table ddl_4 holds (count, sum) (1, 4), its transaction wrote (3, 12)",
     ] {
         assert!(problems.contains(expected), "missing {expected:?} in:\n{problems}");
     }

@@ -57,6 +57,8 @@
 
 #![warn(missing_docs)]
 
+pub mod raw;
+
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
