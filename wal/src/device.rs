@@ -295,7 +295,7 @@ fn fallocate(file: &File, len: u64) -> io::Result<()> {
 /// The chunk size of zero-filling.
 const ZERO_CHUNK: usize = 1 << 20;
 
-fn zero_fill_file(file: &File, from: u64, to: u64) -> io::Result<()> {
+pub(crate) fn zero_fill_file(file: &File, from: u64, to: u64) -> io::Result<()> {
     let zeros = vec![0u8; ZERO_CHUNK];
     let mut at = from;
     while at < to {

@@ -13,7 +13,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::device::{open_device, DeviceOptions, LogDevice, SegmentNo};
+use crate::device::{
+    open_device, zero_fill_file, DeviceOptions, LogDevice, Preallocate, SegmentNo,
+};
 
 /// The segment files of one log device.
 ///
@@ -75,11 +77,22 @@ pub fn list_segments(dir: &Path) -> io::Result<Vec<(SegmentNo, PathBuf)>> {
 }
 
 /// A log device directory (`wal/<n>/`) of segment files opened with [`open_device`].
+///
+/// With [`Preallocate::ZeroFill`], zero-filling a new segment (tens of milliseconds for 16 MiB)
+/// would stall every commit on the device at each rotation. So the store keeps a *spare*: a
+/// background thread zero-fills and syncs `spare.tmp` (not a segment name, so never listed),
+/// and [`SegmentStore::create`] renames it into place and syncs the directory, then starts
+/// the next spare. A spare left by a crash is deleted when the store opens (it may be short).
 #[derive(Debug)]
 pub struct DirStore {
     dir: PathBuf,
     options: DeviceOptions,
+    /// The spare being prepared (or ready): its thread returns the spare's path.
+    spare: parking_lot::Mutex<Option<std::thread::JoinHandle<io::Result<PathBuf>>>>,
 }
+
+/// The spare segment's file name.
+const SPARE_FILE: &str = "spare.tmp";
 
 impl DirStore {
     /// The store in `dir`, created (and its parent synced) if missing.
@@ -90,7 +103,38 @@ impl DirStore {
                 File::open(parent)?.sync_all()?;
             }
         }
-        Ok(DirStore { dir: dir.to_path_buf(), options })
+        let spare = dir.join(SPARE_FILE);
+        if spare.try_exists()? {
+            fs::remove_file(&spare)?;
+        }
+        Ok(DirStore { dir: dir.to_path_buf(), options, spare: parking_lot::Mutex::new(None) })
+    }
+
+    /// Starts preparing a spare segment in the background (zero-fill stores only).
+    fn prepare_spare(&self) {
+        if self.options.preallocate != Preallocate::ZeroFill {
+            return;
+        }
+        let (path, size) = (self.dir.join(SPARE_FILE), self.options.segment_size);
+        let thread = std::thread::Builder::new().name("wal-spare".into()).spawn(move || {
+            let file = fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)?;
+            zero_fill_file(&file, 0, size)?;
+            file.sync_all()?;
+            Ok(path)
+        });
+        // Without a thread there is no spare: segments are then zero-filled inline.
+        *self.spare.lock() = thread.ok();
+    }
+
+    /// The prepared spare, if one was being prepared and is complete (waits for it).
+    fn take_spare(&self) -> Option<PathBuf> {
+        let thread = self.spare.lock().take()?;
+        thread.join().ok()?.ok()
     }
 
     /// The directory.
@@ -116,7 +160,16 @@ impl SegmentStore for DirStore {
                 format!("segment {} exists already", path.display()),
             ));
         }
-        Ok(open_device(&path, &self.options)?.device)
+        let device = match self.take_spare() {
+            Some(spare) => {
+                fs::rename(&spare, &path)?;
+                File::open(&self.dir)?.sync_all()?;
+                open_device(&path, &self.options)?.device
+            }
+            None => open_device(&path, &self.options)?.device,
+        };
+        self.prepare_spare();
+        Ok(device)
     }
 
     fn remove(&self, no: SegmentNo) -> io::Result<()> {
@@ -148,5 +201,51 @@ impl SegmentStore for OneSegment {
 
     fn remove(&self, _no: SegmentNo) -> io::Result<()> {
         Err(io::Error::other("a single-device log cannot delete its only segment"))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileExt;
+
+    fn options() -> DeviceOptions {
+        DeviceOptions { segment_size: 1 << 20, ..DeviceOptions::default() }
+    }
+
+    fn assert_zeroed_segment(dir: &Path, no: SegmentNo) {
+        let file = File::open(dir.join(segment_file_name(no))).unwrap();
+        assert_eq!(file.metadata().unwrap().len(), 1 << 20, "segment {no:?} is full size");
+        let mut buf = vec![1u8; 1 << 20];
+        file.read_exact_at(&mut buf, 0).unwrap();
+        assert!(buf.iter().all(|b| *b == 0), "segment {no:?} is zero-filled");
+    }
+
+    /// Segments after the first come from the spare, renamed into place: full size, zeroed,
+    /// listed; the spare itself is never listed, and a leftover spare is removed on open.
+    #[test]
+    fn segments_come_from_a_zeroed_spare() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = DirStore::open(tmp.path(), options()).unwrap();
+        for n in 1..=3 {
+            let device = store.create(SegmentNo(n)).unwrap();
+            device.write_at(0, b"record").unwrap();
+            device.sync().unwrap();
+        }
+        assert!(store.take_spare().is_some(), "a spare is prepared after each create");
+        assert_eq!(store.list().unwrap(), [SegmentNo(1), SegmentNo(2), SegmentNo(3)]);
+        store.create(SegmentNo(4)).unwrap(); // inline: the spare was taken above
+        for n in 4..=5 {
+            if n == 5 {
+                store.create(SegmentNo(5)).unwrap(); // from the spare prepared by create(4)
+            }
+            assert_zeroed_segment(tmp.path(), SegmentNo(n));
+        }
+        let spare = tmp.path().join(SPARE_FILE);
+        drop(store.take_spare());
+        std::fs::write(&spare, b"short").unwrap();
+        let reopened = DirStore::open(tmp.path(), options()).unwrap();
+        assert!(!spare.exists(), "a leftover spare is removed on open");
+        assert_eq!(reopened.list().unwrap().len(), 5);
     }
 }
