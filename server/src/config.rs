@@ -56,7 +56,13 @@ pub struct ServeArgs {
     /// Server default of synchronous_commit: `on` acknowledges a commit only once it is
     /// durable; `off` acknowledges at once (a crash may lose the last commits, never
     /// consistency). Sessions may `SET synchronous_commit`.
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off)]
+    #[arg(
+        long,
+        value_name = "on|off",
+        default_value = "on",
+        value_parser = parse_on_off,
+        action = clap::ArgAction::Set
+    )]
     pub synchronous_commit: bool,
     /// Group commit: how long a log writer waits, after the previous sync returned, to batch
     /// more commits (0 = write at once, never delay a lone commit).
@@ -145,6 +151,9 @@ mod tests {
         let Command::Serve(args) = cli.command else { panic!("expected serve") };
         assert_eq!(args.listen, "127.0.0.1:5432");
         assert!(args.synchronous_commit);
+        let cli = Cli::parse_from(["aspen", "serve", "--synchronous-commit", "off"]);
+        let Command::Serve(args) = cli.command else { panic!("expected serve") };
+        assert!(!args.synchronous_commit, "`--synchronous-commit off` takes its value");
         let config = args.startup_config();
         assert_eq!(config.wal_dirs().len(), 2);
         assert!(config.wal_dirs()[1].ends_with("wal/1"));
