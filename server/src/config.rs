@@ -87,6 +87,10 @@ pub struct ServeArgs {
     /// Replay threads at recovery (default: the number of CPUs).
     #[arg(long, value_name = "N")]
     pub recovery_threads: Option<usize>,
+    /// Threads that serve client connections, each with its own event loop; connections are
+    /// dealt to them in turn (default: the number of CPUs).
+    #[arg(long, value_name = "N")]
+    pub connection_threads: Option<usize>,
     /// Testing only: make a log device fail (`device=D,write|sync|nospace=N`, see
     /// `server::fault`).
     #[arg(long, value_name = "SPEC", hide = true, value_parser = crate::fault::parse)]
@@ -111,6 +115,15 @@ fn parse_backend(s: &str) -> Result<wal::device::Backend, String> {
 }
 
 impl ServeArgs {
+    /// The number of connection threads: `--connection-threads`, else the number of CPUs.
+    pub fn connection_threads(&self) -> usize {
+        self.connection_threads
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+            })
+            .max(1)
+    }
+
     /// The startup configuration these options describe.
     pub fn startup_config(&self) -> recovery::startup::StartupConfig {
         let mut log = wal::LogOptions {

@@ -92,6 +92,18 @@ impl Connection {
         }
     }
 
+    /// Runs `f` on the session on tokio's blocking pool, so a long statement does not hold up
+    /// the other connections served by the same thread (see `listener`).
+    async fn with_session_blocking<R: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut Session) -> R + Send + 'static,
+    ) -> PgWireResult<R> {
+        let conn = self.clone();
+        tokio::task::spawn_blocking(move || conn.with_session(f)).await.map_err(|e| {
+            protocol_error(ProtocolError::Violation(format!("statement task failed: {e}")))
+        })?
+    }
+
     /// Fails the session's transaction block (after an error the SQL layer never saw).
     pub(crate) fn fail_transaction(&self) {
         if let Some(session) = self.session.lock().as_mut() {
@@ -352,7 +364,19 @@ impl SimpleQueryHandler for Handler {
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
         let sql = query.query;
-        let results = self.conn.with_session(|s| s.execute_simple(&sql))?;
+        // One short statement runs right here; anything else (several statements, DDL, long
+        // scans, or text that does not prepare) on the blocking pool.
+        let short = self.conn.with_session(|s| match s.prepare(&sql, &[]) {
+            Ok(p) if p.param_types.is_empty() && s.runs_briefly(&p) => Some(p),
+            _ => None,
+        })?;
+        let results = match short {
+            Some(p) => self.conn.with_session(|s| s.execute_simple_prepared(&p))?,
+            None => {
+                let text = sql.clone();
+                self.conn.with_session_blocking(move |s| s.execute_simple(&text)).await?
+            }
+        };
         self.acknowledge().await?;
         if results.is_empty() {
             client
@@ -671,10 +695,17 @@ impl ExtendedQueryHandler for Handler {
                 let stmt = &portal.statement.statement;
                 let params = stmt.take_params();
                 let pipelined = !self.conn.sync_follows.load(std::sync::atomic::Ordering::Relaxed);
-                let result = self.conn.with_session(|s| {
+                let prepared = stmt.prepared.clone();
+                let run = move |s: &mut Session| {
                     s.set_pipelined(pipelined);
-                    s.execute_prepared(&stmt.prepared, params)
-                })?;
+                    s.execute_prepared(&prepared, params)
+                };
+                let short = self.conn.with_session(|s| s.runs_briefly(&stmt.prepared))?;
+                let result = if short {
+                    self.conn.with_session(run)?
+                } else {
+                    self.conn.with_session_blocking(run).await?
+                };
                 self.acknowledge().await?;
                 // Keep pgwire's view in step (it turns an error into `E` only inside a block).
                 client.set_transaction_status(self.conn.status());

@@ -1,6 +1,16 @@
 //! The accept loop: one tokio task per connection, each with its own handlers and session;
 //! graceful shutdown.
 //!
+//! Connections are served by *connection threads*, each running its own single-threaded tokio
+//! runtime (its own epoll and timers), like PostgreSQL's backends each wait on their own
+//! socket. The accept loop deals new connections to them in turn. A statement runs on its
+//! connection's thread only when it is short (`Session::runs_briefly`: point reads and writes,
+//! transaction control); anything that may take long (DDL, CHECKPOINT, unbounded scans,
+//! multi-statement queries) goes to that runtime's blocking pool, so it does not hold up the
+//! other connections of the thread. Measured against tokio's multi-threaded runtime, whose one
+//! shared event loop and cross-thread wake-ups made the server latency-bound, this doubled
+//! prepared point-select throughput on 2 cores (BENCHMARKS.md).
+//!
 //! Shutdown (the `shutdown` future of [`Server::run`] completes): the listener closes, so new
 //! connections are refused; every connection task is then aborted at its next `.await`. A
 //! statement never spans an `.await`, so each session is dropped between messages, and dropping
@@ -23,14 +33,59 @@ use crate::handler::Shared;
 pub struct Server {
     listener: TcpListener,
     shared: Arc<Shared>,
+    threads: Vec<ConnectionThread>,
+}
+
+/// One connection thread: a current-thread runtime driven until `stop` fires.
+struct ConnectionThread {
+    handle: tokio::runtime::Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Stack size of the connection threads (and their blocking pools), where statements run:
+/// binding and evaluation recurse once per operator.
+const STACK_SIZE: usize = 64 << 20;
+
+impl ConnectionThread {
+    fn start(i: usize) -> io::Result<ConnectionThread> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .thread_stack_size(STACK_SIZE)
+            .thread_name(format!("conn-{i}-blocking"))
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(format!("conn-{i}"))
+            .stack_size(STACK_SIZE)
+            .spawn(move || {
+            runtime.block_on(async {
+                let _ = stopped.await;
+            });
+        })?;
+        Ok(ConnectionThread { handle, stop: Some(stop), thread: Some(thread) })
+    }
+}
+
+impl Drop for ConnectionThread {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// How long a failed log lets sessions report the failure before connections close.
 const FAILURE_GRACE: Duration = Duration::from_millis(500);
 
 impl Server {
-    /// Binds `addr` (`HOST:PORT`; port 0 picks a free port, see [`Server::local_addr`]).
-    pub async fn bind(addr: &str, db: Arc<Database>) -> io::Result<Server> {
+    /// Binds `addr` (`HOST:PORT`; port 0 picks a free port, see [`Server::local_addr`]) and
+    /// starts `threads` connection threads.
+    pub async fn bind(addr: &str, db: Arc<Database>, threads: usize) -> io::Result<Server> {
         let listener = TcpListener::bind(addr).await?;
         let acker = crate::ack::Acker::new(db.engine().log().clone())?;
         let shared = Arc::new(Shared {
@@ -39,7 +94,9 @@ impl Server {
             cancel: Arc::new(ConnectionManager::new()),
             keys: RandomPidSecretKeyGenerator::default(),
         });
-        Ok(Server { listener, shared })
+        let threads =
+            (0..threads.max(1)).map(ConnectionThread::start).collect::<io::Result<_>>()?;
+        Ok(Server { listener, shared, threads })
     }
 
     /// The address actually bound.
@@ -58,6 +115,7 @@ impl Server {
         let log_failed = shared.acker.failed();
         tokio::pin!(log_failed);
         let mut failure = None;
+        let mut next = 0;
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
@@ -73,14 +131,28 @@ impl Server {
                 }
                 accepted = self.listener.accept() => match accepted {
                     Ok((socket, peer)) => {
+                        // The socket moves to the connection thread's own event loop.
+                        let socket = match socket.into_std() {
+                            Ok(socket) => socket,
+                            Err(e) => {
+                                tracing::warn!(%peer, error = %e, "cannot hand over a connection");
+                                continue;
+                            }
+                        };
                         let shared = self.shared.clone();
-                        connections.spawn(async move {
+                        let thread = &self.threads[next % self.threads.len()];
+                        next += 1;
+                        connections.spawn_on(async move {
                             tracing::debug!(%peer, "connection opened");
-                            if let Err(e) = crate::connection::serve(socket, shared).await {
+                            let served = match tokio::net::TcpStream::from_std(socket) {
+                                Ok(socket) => crate::connection::serve(socket, shared).await,
+                                Err(e) => Err(e),
+                            };
+                            if let Err(e) = served {
                                 tracing::debug!(%peer, error = %e, "connection ended with an error");
                             }
                             tracing::debug!(%peer, "connection closed");
-                        });
+                        }, &thread.handle);
                     }
                     Err(e) => {
                         // Out of file descriptors and the like: back off instead of spinning.
@@ -103,6 +175,7 @@ impl Server {
             tracing::info!(open, "closing client connections");
         }
         connections.shutdown().await;
+        drop(self.threads);
         failure.map_or(Ok(()), Err)
     }
 }

@@ -99,7 +99,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         "recovered"
     );
     let db = started.db;
-    let server = match Server::bind(&args.listen, db.clone()).await {
+    let server = match Server::bind(&args.listen, db.clone(), args.connection_threads()).await {
         Ok(server) => server,
         Err(e) => {
             tracing::error!(error = %e, listen = %args.listen, "cannot listen");

@@ -24,7 +24,7 @@ struct TestServer {
 impl TestServer {
     async fn start() -> TestServer {
         let db = Database::in_memory(1);
-        let server = Server::bind("127.0.0.1:0", db).await.expect("bind");
+        let server = Server::bind("127.0.0.1:0", db, 2).await.expect("bind");
         let addr = server.local_addr().expect("local addr");
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async {

@@ -56,6 +56,32 @@ pub trait Checkpointer: Send + Sync {
     fn checkpoint(&self) -> std::result::Result<(), String>;
 }
 
+/// Whether a plan runs in a bounded, short time: every table access is a point get, an index
+/// range bounded by key values, or stops after a LIMIT; nothing generates rows without bound.
+/// (Subqueries inside expressions are not inspected.)
+fn plan_is_short(plan: &crate::plan::Plan) -> bool {
+    use crate::plan::{Access, Plan};
+    match plan {
+        Plan::Values { .. } => true,
+        Plan::Scan { access, limit, .. } => match access {
+            Access::PointGet(_) => true,
+            Access::Range { eq, lo, hi, .. } => {
+                !eq.is_empty() || lo.is_some() || hi.is_some() || limit.is_some()
+            }
+            Access::Full => limit.is_some(),
+        },
+        Plan::GenerateSeries { .. } => false,
+        Plan::NestedLoop { left, right, .. } => plan_is_short(left) && plan_is_short(right),
+        Plan::Filter { input, .. }
+        | Plan::Project { input, .. }
+        | Plan::Aggregate { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Distinct { input }
+        | Plan::Limit { input, .. }
+        | Plan::Truncate { input, .. } => plan_is_short(input),
+    }
+}
+
 /// A bound statement cached for reuse.
 #[derive(Debug)]
 struct Cached {
@@ -641,7 +667,44 @@ pub struct Session {
     pipelined: bool,
 }
 
+impl Prepared {
+    /// Whether executing this statement is short and never waits for I/O, so a server may run
+    /// it on the thread that serves its connection's socket: transaction control, SET / SHOW,
+    /// and queries and DML whose table accesses are bounded (see `plan_is_short`). DDL,
+    /// CHECKPOINT and unbounded scans are not. [`Session::runs_briefly`] adds the session's
+    /// state (a COMMIT that publishes schema changes waits for the log).
+    pub fn is_short(&self) -> bool {
+        let Some(cached) = &self.plan else { return true };
+        match &cached.bound {
+            Bound::Plan(Statement::Query(q)) => plan_is_short(&q.plan),
+            Bound::Plan(Statement::Insert { source, .. }) => plan_is_short(source),
+            Bound::Plan(Statement::Update { scan, .. } | Statement::Delete { scan, .. }) => {
+                plan_is_short(scan)
+            }
+            Bound::Command(
+                Command::Begin(_)
+                | Command::Commit
+                | Command::Rollback
+                | Command::Set { .. }
+                | Command::SetTransaction
+                | Command::Show(_)
+                | Command::ShowAll
+                | Command::Reset(_)
+                | Command::NoOp(_),
+            ) => true,
+            Bound::Command(_) => false,
+        }
+    }
+}
+
 impl Session {
+    /// Whether executing `stmt` now is short (see [`Prepared::is_short`]): also false for
+    /// COMMIT, ROLLBACK and a Sync-ending statement while the transaction holds schema changes
+    /// (publishing them waits until its rows are durable).
+    pub fn runs_briefly(&self, stmt: &Prepared) -> bool {
+        stmt.is_short() && !self.private_catalog()
+    }
+
     /// A new session on `db`. `params` are the startup parameters (user, database,
     /// application_name, …).
     pub fn new(db: Arc<Database>, params: &[(String, String)]) -> Session {
@@ -774,6 +837,18 @@ impl Session {
             }
         }
         self.pipelined = false;
+        if let Err(e) = self.end_implicit() {
+            out.push(Err(e));
+        }
+        out
+    }
+
+    /// Simple query protocol for a Query holding exactly one statement, already prepared (with
+    /// no parameters): the same as [`Session::execute_simple`] on its text. Lets a server
+    /// classify the statement ([`Session::runs_briefly`]) before choosing where to run it.
+    pub fn execute_simple_prepared(&mut self, stmt: &Prepared) -> Vec<Result<Output>> {
+        self.pipelined = false;
+        let mut out = vec![self.execute_prepared(stmt, Vec::new())];
         if let Err(e) = self.end_implicit() {
             out.push(Err(e));
         }

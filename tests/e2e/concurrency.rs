@@ -229,3 +229,34 @@ async fn transfers_keep_the_total() {
     assert_eq!(row.get::<_, i64>(0), transfers + inserts, "one audit row per committed write");
     assert_eq!(row.get::<_, i64>(1), transfers, "one audit row per committed transfer");
 }
+
+/// A long statement does not hold up the other connections of its connection thread: with a
+/// single connection thread, one session counts a join of 100 million generated rows (tens of
+/// seconds) while a second session runs short statements, prepared and simple, which must
+/// all answer while the long one is still running. Aspen only (it is about Aspen's threads).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_statement_does_not_block_its_thread() {
+    if tests::against_pg() {
+        return;
+    }
+    let data = tests::fresh_data_dir().expect("data dir");
+    let server =
+        tests::AspenServer::try_start_in(data, vec!["--connection-threads".into(), "1".into()])
+            .expect("start aspen");
+    let long = tests::connect(server.port()).await.expect("connect");
+    let short = tests::connect(server.port()).await.expect("connect");
+    let running = tokio::spawn(async move {
+        let sql = "SELECT count(*) FROM generate_series(1, 1000) a, generate_series(1, 1000) b, \
+                   generate_series(1, 100) c";
+        long.query_one(sql, &[]).await
+    });
+    // Let the long statement start (its connection is served first by the only thread).
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    for i in 0..20 {
+        let row = timed("short prepared", short.query_one("SELECT $1::int + 1", &[&i])).await;
+        assert_eq!(row.expect("short statement").get::<_, i32>(0), i + 1);
+        timed("short simple", short.simple_query("SELECT 1")).await.expect("simple");
+    }
+    assert!(!running.is_finished(), "the long statement ended before the short ones: too short");
+    running.abort();
+}
