@@ -27,13 +27,17 @@
 //!    deleted). It also records each segment's last SSN ([`RecoveryPlan::existing_segments`]),
 //!    which the reopened log adopts (`wal::LogOptions::existing_segments`) so that the next
 //!    checkpoint can delete them.
-//! 2. [`replay()`] (`replay/value.rs`) reads the devices a second time and installs, through
-//!    [`Target::install`], every entry of every value record with **`S < ssn <= RSNe`**, plus
-//!    every **blind** value record with `ssn > S` (acknowledged at its own device's DSN). Markers
-//!    and abort records carry no writes and are skipped. Entries are partitioned by
-//!    hash(table, key) over `threads` install threads; the target keeps the largest SSN per key
-//!    (last writer wins), so no order and no latch is needed. It reports [`Progress`] (phase,
-//!    bytes and records done, rate, ETA) and returns a [`Summary`] (time per phase, GB/s).
+//! 2. [`replay()`] (`replay/value.rs`) reads the devices a second time and replays every
+//!    entry of every value record with **`S < ssn <= RSNe`**, plus every **blind** value
+//!    record with `ssn > S` (acknowledged at its own device's DSN). Markers and abort records
+//!    carry no writes and are skipped. Entries are partitioned by hash(table, key) over
+//!    `threads` workers; each worker **stages** its partition without locks, keeping only the
+//!    write with the largest SSN per key (last writer wins, so no order and no latch is
+//!    needed), and when every reader is done hands the survivors to
+//!    [`Target::install_staged`] (each key once, all workers in parallel), then the caller's
+//!    thread runs [`Target::finish_staged`] (for the engine: the bulk index build of
+//!    `txn::Engine::replay_bulk`). It reports [`Progress`] (phase, bytes and records done, rate,
+//!    ETA) and returns a [`Summary`] (time per phase, GB/s).
 //! 3. [`SerialReplayer`] (`replay/serial.rs`) is the oracle: one thread, all devices merged in
 //!    SSN order. Tests check parallel == serial == a model of the workload.
 //! 4. [`RecoveryPlan::seal`] turns unacknowledged records above RSNe into aborts and zero-fills
@@ -52,9 +56,13 @@
 //! ## The seam
 //!
 //! [`Target`] (`target.rs`) is STYLE's `recovery::Target`: `install(table, key, row, ssn)`,
-//! last writer wins, deletes leave a tombstone until replay ends. [`EngineTarget`] is the
-//! adapter over `txn::Engine::replay_install`; `testing::MapTarget` (feature `testing`) is the
-//! in-memory double.
+//! last writer wins, deletes leave a tombstone until replay ends, plus the bulk path
+//! (`install_staged` of [`Staged`] writes, then `finish_staged`; the defaults fall back to
+//! `install`). [`EngineTarget`] is the adapter over `txn::Engine::replay_install` and
+//! `txn::ReplayBatch` / `txn::Engine::replay_bulk` (existing keys updated in place, new keys
+//! inserted in bulk; only before the engine serves transactions); `testing::MapTarget`
+//! (feature `testing`) is the in-memory double. [`load_checkpoint`] stages each file's rows
+//! the same way.
 //! A checkpoint may hold the same `(key, ssn)` twice (copy-on-write); last-writer-wins makes
 //! the second install a no-op.
 //!
@@ -73,7 +81,11 @@
 //! into real segment directories. `src/tests.rs` covers RSNe over devices (with and without a
 //! checkpoint cut), records beyond RSNe (excluded unless blind), a torn tail lowering RSNe, a
 //! corrupt record as a hard error, command records as `Unsupported`, per-segment last SSNs,
-//! and randomized parallel-vs-serial equivalence. `checkpoint/format.rs` checks the documented
+//! and randomized parallel-vs-serial equivalence (40 seeds, deletes, re-inserts, keys whose
+//! newest write is a delete, blind records, torn tails, checkpoint cuts): into `MapTarget`s,
+//! and into engines — serial per-entry `replay_install` against the bulk path on top of the
+//! checkpoint's rows (so checkpoint-loaded rows are updated and deleted by the log), replayed
+//! twice — all equal to a model. `checkpoint/format.rs` checks the documented
 //! byte layouts. `tests/checkpoint_round_trip.rs` runs a bank workload on real directories
 //! while a checkpoint is written, deletes the log below `S`, recovers (checkpoint + log above
 //! `S`) into a fresh engine and compares; restarts adopting the old segments and deletes them
@@ -102,4 +114,4 @@ pub use plan::{DeviceLog, DeviceScan, RecoveryPlan, ScanOptions, Sealed};
 pub use progress::{Phase, Progress, Summary};
 pub use replay::serial::SerialReplayer;
 pub use replay::value::{replay, PROGRESS_INTERVAL};
-pub use target::{EngineTarget, Target};
+pub use target::{EngineTarget, Staged, Target};

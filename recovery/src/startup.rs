@@ -194,7 +194,7 @@ pub fn open_database(
 
     let snapshot = db.snapshot();
     let live = |table: u32| snapshot.table_by_id(catalog::TableId(table)).is_some();
-    let target = LiveTables { engine: crate::EngineTarget(db.engine()), live: &live };
+    let target = LiveTables { engine: crate::EngineTarget::new(db.engine()), live: &live };
     let checkpoint = match checkpoint {
         Some(meta) => {
             let summary = crate::load_checkpoint(&meta, &target, &live, progress)?;
@@ -295,6 +295,15 @@ impl Target for LiveTables<'_> {
             return Ok(());
         }
         self.engine.install(table, key, row, ssn)
+    }
+
+    fn install_staged(&self, mut writes: Vec<crate::Staged>) -> Result<(), Error> {
+        writes.retain(|w| (self.live)(w.table));
+        self.engine.install_staged(writes)
+    }
+
+    fn finish_staged(&self) -> Result<(), Error> {
+        self.engine.finish_staged()
     }
 }
 

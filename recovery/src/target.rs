@@ -1,10 +1,15 @@
-//! The seam to the storage engine: [`Target`].
+//! The seam to the storage engine: [`Target`], the [`Staged`] writes of the bulk path, and the
+//! engine adapter [`EngineTarget`].
+
+use std::sync::Mutex;
 
 use wal::Ssn;
 
+use crate::error::Error;
+
 /// Where replay installs rows (STYLE rule 2: `recovery → txn, sql`). The adapter over
-/// `txn::Engine::replay_install` implements it ([`EngineTarget`]); `testing::MapTarget` (feature
-/// `testing`) is the test double.
+/// `txn::Engine` implements it ([`EngineTarget`]); `testing::MapTarget` (feature `testing`) is
+/// the test double.
 ///
 /// Contract:
 /// - **Last writer wins.** `install(table, key, row, ssn)` makes `row` the version of `key`
@@ -16,6 +21,13 @@ use wal::Ssn;
 ///   the row back. Dropping tombstones after replay is the adapter's business.
 /// - **No latches needed**: replay sends every call for one `(table, key)` to the same thread,
 ///   so two calls for one key never run concurrently. Calls for different keys do.
+/// - **The bulk path.** [`crate::replay()`] and [`crate::load_checkpoint`] first reduce their
+///   input to [`Staged`] writes (for the log: the newest per key) and hand them over with
+///   [`Target::install_staged`], one call per partition, concurrently, no key in two
+///   concurrent calls; then call [`Target::finish_staged`] once, after every `install_staged`
+///   returned. The result must be as if each staged write had gone through `install`, and it
+///   must be complete (visible) once `finish_staged` returns. The defaults do exactly that,
+///   one `install` at a time.
 /// - **Durability**: none. Replayed rows are durable because the log holds them; the target
 ///   keeps them in memory.
 /// - An `Err` stops recovery ([`crate::Error::Install`]).
@@ -23,16 +35,164 @@ pub trait Target: Sync {
     /// Installs `row` (or deletes, if `None`) as the version of `(table, key)` written at `ssn`,
     /// last writer wins (see the trait doc).
     fn install(&self, table: u32, key: &[u8], row: Option<&[u8]>, ssn: Ssn) -> Result<(), String>;
+
+    /// Installs every write of `writes` (last writer wins, as `install`). Their effect may stay
+    /// invisible until [`Target::finish_staged`] returns. The default calls `install` for each.
+    fn install_staged(&self, writes: Vec<Staged>) -> Result<(), Error> {
+        for w in writes {
+            self.install(w.table, w.key(), w.row(), w.ssn).map_err(|message| Error::Install {
+                table: w.table,
+                key: w.key().to_vec(),
+                ssn: w.ssn,
+                message,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Makes every staged write complete and visible; called once after the last
+    /// `install_staged` of a replay or load returned. The default does nothing.
+    fn finish_staged(&self) -> Result<(), Error> {
+        Ok(())
+    }
 }
 
-/// The adapter over the storage engine: installs through `txn::Engine::replay_install`, which is
-/// last-writer-wins with tombstones. After replay the caller runs
+/// One write as recovery stages it: `(table, key)` at `ssn`, with its row or a delete. The key
+/// and the row share one allocation (`key ++ row`), which becomes the engine's row without a
+/// copy ([`Staged::with_owned_row`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Staged {
+    /// The table id.
+    pub table: u32,
+    /// The writer's SSN.
+    pub ssn: Ssn,
+    /// `hash(table, key)` for the staging map (0 where unused).
+    pub(crate) hash: u64,
+    key_len: u32,
+    deleted: bool,
+    bytes: Vec<u8>,
+}
+
+impl std::fmt::Debug for Staged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Staged")
+            .field("table", &self.table)
+            .field("ssn", &self.ssn)
+            .field("key", &self.key())
+            .field("row", &self.row())
+            .finish()
+    }
+}
+
+impl Staged {
+    /// A write of `row` (a delete if `None`) to `(table, key)` at `ssn`.
+    pub fn new(table: u32, key: &[u8], row: Option<&[u8]>, ssn: Ssn) -> Staged {
+        Staged::with_hash(0, table, key, row, ssn)
+    }
+
+    pub(crate) fn with_hash(
+        hash: u64,
+        table: u32,
+        key: &[u8],
+        row: Option<&[u8]>,
+        ssn: Ssn,
+    ) -> Staged {
+        let mut bytes = Vec::with_capacity(key.len() + row.map_or(0, <[u8]>::len));
+        bytes.extend_from_slice(key);
+        bytes.extend_from_slice(row.unwrap_or_default());
+        let key_len = u32::try_from(key.len()).expect("a logged key is below 4 GiB");
+        Staged { table, ssn, hash, key_len, deleted: row.is_none(), bytes }
+    }
+
+    /// The key.
+    pub fn key(&self) -> &[u8] {
+        &self.bytes[..self.key_len as usize]
+    }
+
+    /// The row, or `None` for a delete.
+    pub fn row(&self) -> Option<&[u8]> {
+        (!self.deleted).then(|| &self.bytes[self.key_len as usize..])
+    }
+
+    /// Replaces the version by `row` at `ssn`, reusing the allocation when the row fits.
+    pub(crate) fn set(&mut self, row: Option<&[u8]>, ssn: Ssn) {
+        self.bytes.truncate(self.key_len as usize);
+        self.bytes.extend_from_slice(row.unwrap_or_default());
+        self.deleted = row.is_none();
+        self.ssn = ssn;
+    }
+
+    /// Calls `f(table, key, row, ssn)` with the row as an owned vector: the row bytes move to
+    /// the front of the write's own allocation (no allocation unless the key is long).
+    pub fn with_owned_row<R>(self, f: impl FnOnce(u32, &[u8], Option<Vec<u8>>, Ssn) -> R) -> R {
+        /// Keys up to this long are copied to the stack.
+        const SHORT: usize = 64;
+        let Staged { table, ssn, key_len, deleted, mut bytes, .. } = self;
+        let key_len = key_len as usize;
+        if key_len <= SHORT {
+            let mut key = [0u8; SHORT];
+            key[..key_len].copy_from_slice(&bytes[..key_len]);
+            let row = (!deleted).then(|| {
+                bytes.drain(..key_len);
+                bytes
+            });
+            f(table, &key[..key_len], row, ssn)
+        } else {
+            let row = bytes.split_off(key_len);
+            f(table, &bytes, (!deleted).then_some(row), ssn)
+        }
+    }
+}
+
+/// The adapter over the storage engine. `install` goes through `txn::Engine::replay_install`
+/// (last writer wins with tombstones); the bulk path through `txn::ReplayBatch` (each staged
+/// write installed once: existing keys updated in place, new keys inserted in bulk by
+/// `txn::Engine::replay_bulk` in [`Target::finish_staged`]). After replay the caller runs
 /// `txn::Engine::finish_replay(max_ssn)` (drops tombstones, rebuilds secondary indexes, raises
 /// every log buffer's `L.ssn`).
-pub struct EngineTarget<'a>(pub &'a txn::Engine);
+///
+/// Only before the engine serves transactions (the bulk path's rule).
+pub struct EngineTarget<'a> {
+    engine: &'a txn::Engine,
+    /// Batches staged and not yet merged by `finish_staged`.
+    pending: Mutex<Vec<txn::ReplayBatch>>,
+}
+
+impl<'a> EngineTarget<'a> {
+    /// The adapter over `engine`.
+    pub fn new(engine: &'a txn::Engine) -> EngineTarget<'a> {
+        EngineTarget { engine, pending: Mutex::new(Vec::new()) }
+    }
+}
 
 impl Target for EngineTarget<'_> {
     fn install(&self, table: u32, key: &[u8], row: Option<&[u8]>, ssn: Ssn) -> Result<(), String> {
-        self.0.replay_install(txn::TableId(table), key, row, ssn).map_err(|e| e.to_string())
+        self.engine.replay_install(txn::TableId(table), key, row, ssn).map_err(|e| e.to_string())
+    }
+
+    fn install_staged(&self, writes: Vec<Staged>) -> Result<(), Error> {
+        let mut batch = self.engine.replay_batch();
+        for w in writes {
+            w.with_owned_row(|table, key, row, ssn| {
+                batch.install(txn::TableId(table), key, row, ssn).map_err(|e| Error::Install {
+                    table,
+                    key: key.to_vec(),
+                    ssn,
+                    message: e.to_string(),
+                })
+            })?;
+        }
+        self.pending.lock().unwrap_or_else(|p| p.into_inner()).push(batch);
+        Ok(())
+    }
+
+    fn finish_staged(&self) -> Result<(), Error> {
+        let batches = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        self.engine.replay_bulk(batches).map_err(|e| Error::Install {
+            table: 0,
+            key: Vec::new(),
+            ssn: Ssn::ZERO,
+            message: format!("bulk install: {e}"),
+        })
     }
 }

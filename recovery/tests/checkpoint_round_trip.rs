@@ -214,7 +214,7 @@ fn recover_into(log: Arc<Log>, d: &Dirs) -> Result<Recovered, Error> {
     if let Some(meta) = &checkpoint {
         let summary = load_checkpoint(
             meta,
-            &EngineTarget(&engine),
+            &EngineTarget::new(&engine),
             &|t| t == ACCOUNTS.0 || t == HISTORY.0,
             &|_| {},
         )?;
@@ -230,7 +230,7 @@ fn recover_into(log: Arc<Log>, d: &Dirs) -> Result<Recovered, Error> {
     let options = ScanOptions::for_log(&log_options()).with_checkpoint(cut);
     let plan = RecoveryPlan::scan(devices, options)?;
     assert!(plan.rsne() >= cut);
-    let replayed = recovery::replay(&plan, cut, &EngineTarget(&engine), 2, &|_| {})?.replayed;
+    let replayed = recovery::replay(&plan, cut, &EngineTarget::new(&engine), 2, &|_| {})?.replayed;
     engine.finish_replay(plan.max_ssn()).expect("finish");
     Ok(Recovered { engine, plan, checkpoint, replayed })
 }

@@ -64,7 +64,7 @@ fn committed_transactions_survive_a_replay_into_a_fresh_engine() {
     let fresh = Engine::new(Arc::new(Log::new(2)));
     fresh.create_table(T, vec![]);
     let summary =
-        recovery::replay(&plan, Ssn::ZERO, &EngineTarget(&fresh), 3, &|_| {}).expect("replay");
+        recovery::replay(&plan, Ssn::ZERO, &EngineTarget::new(&fresh), 3, &|_| {}).expect("replay");
     fresh.finish_replay(summary.rsne).expect("finish");
     assert_eq!(contents(&fresh), before, "recovered rows differ from the committed ones");
 }

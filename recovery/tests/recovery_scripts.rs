@@ -440,8 +440,11 @@ fn replay_both(plan: &RecoveryPlan, values: &[(Ssn, bool)]) -> Result<String, Bo
         (Err(p), Err(s)) if p.to_string() == s.to_string() => return Err(p.into()),
         (p, s) => return Err(format!("the replayers disagree: {p:?} / {s:?}").into()),
     };
-    let (installed, versions) = parallel.snapshot();
-    if (installed.clone(), versions.clone()) != serial.snapshot() {
+    // The serial replayer installs every selected entry; the parallel one only the newest per
+    // key (it stages), so the SSNs it was given are a subset and its versions must be equal.
+    let (installed, versions) = serial.snapshot();
+    let (parallel_installed, parallel_versions) = parallel.snapshot();
+    if parallel_versions != versions || !parallel_installed.is_subset(&installed) {
         return Err("parallel replay != serial replay".into());
     }
     if (p.records, p.replayed) != (s.records, s.replayed) {

@@ -4,9 +4,10 @@ use crate::checkpoint::CheckpointState;
 use crate::error::Error;
 use crate::index::{new_primary_index, new_secondary_index, Insert, OrderedIndex};
 use crate::record::Record;
-use crate::sync::{AtomicU64, AtomicU8, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use crate::tid::Tid;
 use crate::transaction::Transaction;
+use crate::Row;
 use crate::{IndexId, TableId};
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
@@ -87,6 +88,9 @@ pub(crate) struct Table {
     /// DESIGN.md §4: the largest SSN of a command-logged transaction that read the table. Nothing
     /// raises it yet; writers already include it in their base.
     pub(crate) cmd_read_ssn: AtomicU64,
+    /// Recovery: set when replay may have left a delete tombstone in the primary index, so
+    /// that [`Engine::finish_replay`] looks for them only then.
+    pub(crate) replay_tombstones: AtomicBool,
 }
 
 impl Table {
@@ -103,6 +107,7 @@ impl Table {
             next_row_id: AtomicU64::new(next_row_id),
             delete_ssn: AtomicU64::new(delete_ssn),
             cmd_read_ssn: AtomicU64::new(0),
+            replay_tombstones: AtomicBool::new(false),
         }
     }
 
@@ -122,6 +127,41 @@ impl Table {
             .find(|s| s.spec.id == index)
             .cloned()
             .ok_or(Error::NoSuchIndex { table: self.id, index })
+    }
+}
+
+/// [`Engine::replay_install`] of one write into `t`, with an owned row: last writer wins by
+/// SSN; a replaced live record is retired (`UNLINKED`) and leaves the index, and the new
+/// record (a tombstone if `row` is `None`) takes its place.
+pub(crate) fn replay_one(
+    t: &Table,
+    key: &[u8],
+    row: Option<Row>,
+    ssn: wal::Ssn,
+) -> Result<(), Error> {
+    if row.is_none() {
+        t.replay_tombstones.store(true, Ordering::Relaxed);
+    }
+    let new = Record::replayed(key, row, ssn);
+    loop {
+        if let Some(old) = t.primary.get(key) {
+            let tid = old.tid.load();
+            if tid.wssn() >= ssn.0 {
+                return Ok(());
+            }
+            if !tid.is_unlinked() {
+                // Retire the old version as records leave indexes normally (UNLINKED).
+                old.tid.lock().map_err(|_| {
+                    Error::conflict(t.id, "record locked during replay (same key twice?)")
+                })?;
+                old.set_row_locked(None);
+                old.tid.store_unlocked(Tid::deleted(ssn));
+            }
+            t.primary.remove(key, &old);
+        }
+        if let Insert::Inserted { .. } = t.primary.insert_if_absent(key, &new) {
+            return Ok(());
+        }
     }
 }
 
@@ -269,6 +309,9 @@ impl Engine {
     /// unique-key clashes (row A takes key x at SSN 10 while row B's x from SSN 5 is still there
     /// because B's update to y at SSN 8 has not been applied yet).
     ///
+    /// For writes already reduced to the newest per key, [`Engine::replay_batch`] and
+    /// [`Engine::replay_bulk`] do the same in bulk (module `replay`).
+    ///
     /// [`Error::TableDropped`] if the table does not exist.
     pub fn replay_install(
         &self,
@@ -279,27 +322,7 @@ impl Engine {
     ) -> Result<(), Error> {
         assert!(ssn.0 > 0 && ssn.0 <= crate::tid::WSSN_MASK, "replayed ssn {ssn} out of range");
         let t = self.inner.table(table).ok_or(Error::TableDropped(table))?;
-        let new = Record::replayed(key, row.map(|r| Arc::new(r.to_vec())), ssn);
-        loop {
-            if let Some(old) = t.primary.get(key) {
-                let tid = old.tid.load();
-                if tid.wssn() >= ssn.0 {
-                    return Ok(());
-                }
-                if !tid.is_unlinked() {
-                    // Retire the old version as records leave indexes normally (UNLINKED).
-                    old.tid.lock().map_err(|_| {
-                        Error::conflict(table, "record locked during replay (same key twice?)")
-                    })?;
-                    old.set_row_locked(None);
-                    old.tid.store_unlocked(Tid::deleted(ssn));
-                }
-                t.primary.remove(key, &old);
-            }
-            if let Insert::Inserted { .. } = t.primary.insert_if_absent(key, &new) {
-                return Ok(());
-            }
-        }
+        replay_one(&t, key, row.map(|r| Arc::new(r.to_vec())), ssn)
     }
 
     /// Recovery: makes [`Engine::next_row_id`] of `table` return at least `v` from now on (pass
@@ -324,18 +347,23 @@ impl Engine {
         self.inner.log.raise_all(max_ssn);
         let _ddl = self.inner.ddl.lock();
         for t in self.inner.tables.load().values() {
-            let mut tombstones = Vec::new();
-            t.primary.range(Bound::Unbounded, Bound::Unbounded, false, &mut |_, rec| {
-                if rec.tid.load().is_unlinked() {
-                    tombstones.push(rec.clone());
+            if t.replay_tombstones.swap(false, Ordering::Relaxed) {
+                let mut tombstones = Vec::new();
+                t.primary.range_quick(Bound::Unbounded, Bound::Unbounded, &mut |_, rec| {
+                    if rec.tid.load().is_unlinked() {
+                        tombstones.push(rec.clone());
+                    }
+                    true
+                });
+                for rec in tombstones {
+                    t.primary.remove(rec.key.as_slice(), &rec);
                 }
-                true
-            });
-            for rec in tombstones {
-                t.primary.remove(rec.key.as_slice(), &rec);
             }
             let specs: Vec<IndexSpec> =
                 t.secondaries.load().iter().map(|s| s.spec.clone()).collect();
+            if specs.is_empty() {
+                continue;
+            }
             let mut list = Vec::with_capacity(specs.len());
             for spec in specs {
                 list.push(Arc::new(build_secondary(t, spec)?));

@@ -77,6 +77,12 @@ pub(crate) trait OrderedIndex: Send + Sync {
     }
     /// The number of entries (including placeholders and records being removed).
     fn len(&self) -> usize;
+    /// Recovery's bulk path ([`crate::Engine::replay_bulk`]): adds every entry of `entries`
+    /// (sorted by key, keys distinct) whose key is not in the index, taking each lock once
+    /// instead of once per entry, and returns the entries whose key was present, untouched
+    /// (the caller resolves them). Linearizable as a whole, not per entry: meant for an index
+    /// that nothing else uses meanwhile.
+    fn bulk_insert(&self, entries: Vec<(IKey, Arc<Record>)>) -> Vec<(IKey, Arc<Record>)>;
 }
 
 /// Bytes of a key stored inline in an [`IKey`].
@@ -228,6 +234,22 @@ impl Hashed {
         // hashbrown takes the bucket from the low bits and the tag from the top 7: pick the
         // shard from bits in between so that neither loses entropy within a shard.
         (h, &self.shards[(h >> 40) as usize & (SHARDS - 1)].0)
+    }
+
+    /// Adds `records` (keys absent from the hash) shard by shard, each shard locked once.
+    fn fill(&self, records: Vec<Arc<Record>>) {
+        let mut by_shard: Vec<Vec<(u64, Arc<Record>)>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        for r in records {
+            let h = hash_key(self.seed, r.key.as_slice());
+            by_shard[(h >> 40) as usize & (SHARDS - 1)].push((h, r));
+        }
+        for (shard, list) in self.shards.iter().zip(by_shard) {
+            let mut table = shard.0.write();
+            table.reserve(list.len(), self.hasher());
+            for (h, r) in list {
+                table.insert_unique(h, r, self.hasher());
+            }
+        }
     }
 
     fn hasher(&self) -> impl Fn(&Arc<Record>) -> u64 + '_ {
@@ -392,6 +414,39 @@ impl OrderedIndex for TreeIndex {
 
     fn len(&self) -> usize {
         self.tree.read().len()
+    }
+
+    fn bulk_insert(&self, entries: Vec<(IKey, Arc<Record>)>) -> Vec<(IKey, Arc<Record>)> {
+        debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0), "sorted, distinct keys");
+        let mut tree = self.tree.write();
+        if tree.is_empty() {
+            // A replay without checkpoint: one bulk build (`BTreeMap::from_iter` of sorted
+            // input appends leaf by leaf), the hash filled meanwhile on a second thread.
+            let records: Option<Vec<_>> =
+                self.hashed.as_ref().map(|_| entries.iter().map(|(_, r)| r.clone()).collect());
+            std::thread::scope(|s| {
+                if let (Some(h), Some(records)) = (&self.hashed, records) {
+                    s.spawn(move || h.fill(records));
+                }
+                *tree = entries.into_iter().collect();
+            });
+            return Vec::new();
+        }
+        let mut present = Vec::new();
+        let mut added = Vec::with_capacity(entries.len());
+        for (key, record) in entries {
+            match tree.entry(key) {
+                btree_map::Entry::Vacant(e) => {
+                    added.push(record.clone());
+                    e.insert(record);
+                }
+                btree_map::Entry::Occupied(e) => present.push((e.key().clone(), record)),
+            }
+        }
+        if let Some(h) = &self.hashed {
+            h.fill(added);
+        }
+        present
     }
 }
 

@@ -79,7 +79,10 @@
 //! several threads partitioned by key. `finish_replay(max_ssn)` then calls
 //! `log.raise_all(max_ssn)` (so every later SSN is above every replayed one; max_ssn >= RSNe),
 //! sweeps the tombstones and rebuilds secondary indexes from the rows. Hidden row ids:
-//! [`Engine::set_next_row_id_at_least`].
+//! [`Engine::set_next_row_id_at_least`]. The bulk path ([`ReplayBatch`],
+//! [`Engine::replay_bulk`], module `replay`) has the same semantics for writes that recovery
+//! has already reduced to the newest per key: existing keys are updated in place, new keys
+//! inserted into the primary index in bulk.
 //!
 //! Invariants: (a) a committed transaction's reads and scans were unchanged at a point where it
 //! held all its write locks, so commit order serializes it (Silo); (b) I1 of DESIGN.md §3: its
@@ -111,6 +114,7 @@ mod engine;
 mod error;
 mod index;
 mod record;
+mod replay;
 mod sync;
 mod tid;
 mod transaction;
@@ -120,6 +124,7 @@ use std::fmt;
 pub use checkpoint::CheckpointCut;
 pub use engine::{Engine, IndexSpec};
 pub use error::Error;
+pub use replay::ReplayBatch;
 pub use transaction::{CommitInfo, Transaction};
 
 /// A table's identity (the SQL layer maps its catalog ids to these).

@@ -18,7 +18,7 @@ use super::write::sync_dir;
 use super::{io_error, list_dir};
 use crate::error::Error;
 use crate::progress::{Phase, Progress, Summary};
-use crate::target::Target;
+use crate::target::{Staged, Target};
 use crate::PROGRESS_INTERVAL;
 
 /// The newest checkpoint in `dirs`: the one with the largest sequence number whose metadata
@@ -81,16 +81,18 @@ impl Shared<'_> {
     }
 }
 
-/// Loads checkpoint `meta` into `target`: every row through
-/// `Target::install(table, key, Some(row), ssn)`, in parallel, one reader thread per data
-/// file (at most the machine's parallelism at once). Rows of tables for which `keep_table`
+/// Loads checkpoint `meta` into `target`: every row as a [`Staged`] write, in parallel, one
+/// reader thread per data file (at most the machine's parallelism at once), each file's rows
+/// through one `Target::install_staged` once the file has checked, then
+/// `Target::finish_staged`. Rows of tables for which `keep_table`
 /// says `false` (dropped since) are read and checked but not installed. Every version of a key
 /// is in one file, so the target never sees one key from two threads.
 ///
 /// Every byte is checked: the file header, each block's CRC-32C as it is read (before any of
 /// its rows is installed), and at the end the file's size, row count and whole-file CRC-32C
 /// against the metadata. Any mismatch is [`Error::CheckpointCorrupt`] naming the file and the
-/// offset; never skipped (rows installed before the damage stay, and recovery must stop).
+/// offset; never skipped (rows of other files installed before the damage stay, and recovery
+/// must stop).
 /// [`Error::Install`] if the target refuses a row.
 ///
 /// `progress` gets [`Phase::Load`] reports every [`PROGRESS_INTERVAL`]. The [`Summary`] says:
@@ -148,6 +150,11 @@ pub fn load_checkpoint(
             report(&shared);
         }
     });
+    if !shared.failed.load(Ordering::Acquire) {
+        if let Err(e) = target.finish_staged() {
+            shared.fail(e);
+        }
+    }
     report(&shared);
     if let Some(e) = shared.error.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
@@ -217,6 +224,8 @@ fn load_file(file: &CheckpointFile, shared: &Shared<'_>) -> Result<(), Error> {
     let c = &shared.counters;
     let mut payload = Vec::new();
     let mut rows = 0u64;
+    // The file's rows, installed in one `install_staged` once the whole file has checked.
+    let mut staged = Vec::new();
     loop {
         if shared.failed.load(Ordering::Acquire) {
             return Ok(()); // another file failed and recorded why
@@ -241,14 +250,7 @@ fn load_file(file: &CheckpointFile, shared: &Shared<'_>) -> Result<(), Error> {
                 return Err(corrupt(at, format!("a row version {} outside (0, S]", row.ssn)));
             }
             if (shared.keep_table)(row.table) {
-                shared.target.install(row.table, row.key, Some(row.row), row.ssn).map_err(
-                    |message| Error::Install {
-                        table: row.table,
-                        key: row.key.to_vec(),
-                        ssn: row.ssn,
-                        message,
-                    },
-                )?;
+                staged.push(Staged::new(row.table, row.key, Some(row.row), row.ssn));
                 installed += 1;
             }
             Ok(())
@@ -270,7 +272,7 @@ fn load_file(file: &CheckpointFile, shared: &Shared<'_>) -> Result<(), Error> {
     if r.crc != file.crc32c {
         return Err(corrupt(0, "whole-file checksum mismatch".into()));
     }
-    Ok(())
+    shared.target.install_staged(staged)
 }
 
 /// Deletes every checkpoint older than `meta` (a smaller sequence number) from `dirs`,

@@ -357,20 +357,6 @@ impl Bed {
         Ok(Bed { engine, log, rows, next_insert: AtomicU64::new(rows + 1), pad })
     }
 
-    /// Waits until every commit so far is durable by the acknowledge rule (`CSN >= max L.ssn`,
-    /// which makes idle devices write markers up to it, so recovery's RSNe covers every
-    /// record), closes the engine and the log, and hands over the log's directory, which then
-    /// outlives them. (Dropping a `wal::Log` alone writes what is reserved but no markers: records
-    /// above the other devices' last SSN would then lie above RSNe and not be replayed.)
-    pub(super) fn into_files(self) -> Result<Option<Scratch>, wal::Error> {
-        self.log.log.wait_csn(self.log.log.max_ssn())?;
-        let Bed { engine, log, .. } = self;
-        drop(engine);
-        let OpenLog { log, _scratch: scratch, .. } = log;
-        drop(Arc::try_unwrap(log).expect("the bench holds the last reference to its log"));
-        Ok(scratch)
-    }
-
     /// One transaction of `workload` on log buffer `buffer`, retried on conflict, committed
     /// with `commit_durable` if `durable`, else `commit`. Returns what the commit returned,
     /// when the (last) commit call started, and the conflicts retried.

@@ -17,11 +17,9 @@
 //!   [`durable`]): logging overhead against no logging ([`logging`]); throughput against the
 //!   number of emulated log devices, Poplar against a centralized log ([`scaling`]);
 //!   `commit_durable` latency against the disk's `fdatasync` floor ([`latency`]); recovery
-//!   scan and replay speed of a value log ([`replay`]). `durability` runs the four, each in a
-//!   process of its own (see [`run_each_in_child`]), as `all` runs all its suites.
-//!
-//! Still to come, with its hook: a checkpoint-load phase in the replay suite (see
-//! [`replay`]'s module doc).
+//!   checkpoint-load, scan and replay speed of a value log ([`replay`], `--replay-workload`
+//!   `default` or `ycsb`). `durability` runs the four, each in a process of its own (see
+//!   [`run_each_in_child`]), as `all` runs all its suites.
 //!
 //! Numbers are only meaningful from a release build; a debug build says so in its output.
 //! Random keys come from [`Rng`] (SplitMix64): the same seed gives the same key sequence, and it
@@ -120,9 +118,13 @@ pub struct BenchArgs {
     /// Replay suite: install thread counts of the parallel replay, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     pub replay_threads: Vec<usize>,
-    /// Replay suite: approximate bytes of each row (the log record is ~30 B more).
+    /// Replay suite: approximate bytes of each row of the `default` workload (the log record
+    /// is ~86 B more).
     #[arg(long, default_value_t = 100)]
     pub row_bytes: usize,
+    /// Replay suite: the rows of the generated log (`ycsb`: 10 text fields of 100 bytes).
+    #[arg(long, value_enum, default_value = "default")]
+    pub replay_workload: ReplayWorkload,
     /// Engine suite: the thread counts to measure, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     pub threads: Vec<usize>,
@@ -302,6 +304,15 @@ pub(crate) fn load_average() -> String {
 fn meminfo_kib(field: &str) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/meminfo").ok()?;
     s.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The rows of the generated log (`--replay-workload`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum ReplayWorkload {
+    /// `(int8, int8, text)` rows of ~`--row-bytes` bytes; updates write a new counter.
+    Default,
+    /// YCSB-like: an int8 key and 10 text fields of 100 bytes; updates write new fields.
+    Ycsb,
 }
 
 /// SplitMix64: a small, fast, seedable generator for keys and TPC-C strings.
