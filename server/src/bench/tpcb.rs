@@ -9,8 +9,8 @@
 //!    server-side `INSERT … SELECT generate_series` in batches (Aspen bounds one transaction's
 //!    log record, so `pgbench -i`'s single 100 000-row INSERT is split); PostgreSQL then gets
 //!    `VACUUM ANALYZE`.
-//! 3. Run the same client, the system's `pgbench` (`-n -M prepared -b tpcb-like` and
-//!    `-b simple-update`, `--max-tries` so a `40001` is retried as PostgreSQL 15's pgbench
+//! 3. Run the same client, the system's `pgbench` (`-n -M prepared -b tpcb-like`,
+//!    `-b simple-update` and `-b select-only` (prepared point selects), `--max-tries` so a `40001` is retried as PostgreSQL 15's pgbench
 //!    does), `--clients` connections for `--seconds`, alternating Aspen and PostgreSQL for
 //!    [`ROUNDS`] rounds; report tps, average latency, failures and retries, and the ratio.
 //!
@@ -144,7 +144,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
         eprintln!("tpcb: loading scale {scale} into {}", server.name);
         versions.push(runtime.block_on(load(server, scale))?);
     }
-    let scripts = ["tpcb-like", "simple-update"];
+    let scripts = ["tpcb-like", "simple-update", "select-only"];
     // results[script][server] = runs
     let mut results = vec![vec![Vec::new(); servers.len()]; scripts.len()];
     for round in 0..ROUNDS {
