@@ -19,8 +19,9 @@ pub enum DataType {
     Float32,
     /// `double precision` / float8 (OID 701)
     Float64,
-    /// `numeric(p,s)` (OID 1700); `None` = unconstrained `numeric`.
-    Numeric(Option<(u8, u8)>),
+    /// `numeric(p,s)` (OID 1700), `1 <= p <= 1000`, `0 <= s <= p`; `None` = unconstrained
+    /// `numeric`.
+    Numeric(Option<(u16, u16)>),
     /// `varchar(n)` (OID 1043); `None` = no length limit.
     Varchar(Option<u32>),
     /// `char(n)` / bpchar (OID 1042), blank-padded to n.

@@ -218,8 +218,7 @@ mod tests {
     #[test]
     fn numeric_binary_matches_postgres() {
         // 97.76000213623047 with dscale 11, as pgjdbc sends it (research/benchbase.md §4.2).
-        let d: rust_decimal::Decimal = "97.76000213623047".parse().unwrap();
-        let d = d.round_dp(11);
+        let d = sql::types::Numeric::parse("97.76000213623047").unwrap().round(11).unwrap();
         let mut out = Vec::new();
         encode_binary(&Value::Numeric(d), &DataType::Numeric(None), &mut out);
         let words: Vec<u16> = out.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();

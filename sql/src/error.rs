@@ -64,6 +64,9 @@ pub enum Error {
     DependentObjects { message: String, detail: String },
     /// `22003`: numeric value out of range.
     NumericOutOfRange { message: String },
+    /// `22003`: "numeric field overflow" from a `numeric(p,s)` modifier; `detail` is
+    /// PostgreSQL's DETAIL line (the bound the value must round below).
+    NumericFieldOverflow { detail: String },
     /// `22012`: division by zero.
     DivisionByZero,
     /// `22P02`: invalid input syntax for type x: "v".
@@ -154,6 +157,7 @@ impl Error {
             Error::WrongObjectType { .. } => "42809",
             Error::DependentObjects { .. } => "2BP01",
             Error::NumericOutOfRange { .. } => "22003",
+            Error::NumericFieldOverflow { .. } => "22003",
             Error::DivisionByZero => "22012",
             Error::InvalidTextRepresentation { .. } => "22P02",
             Error::InvalidBinaryRepresentation { .. } => "22P03",
@@ -237,7 +241,8 @@ impl Error {
             Error::UniqueViolation { detail, .. }
             | Error::UniqueIndexBuild { detail, .. }
             | Error::ForeignKeyViolation { detail, .. }
-            | Error::DependentObjects { detail, .. } => Some(detail),
+            | Error::DependentObjects { detail, .. }
+            | Error::NumericFieldOverflow { detail } => Some(detail),
             _ => None,
         }
     }
@@ -316,6 +321,7 @@ impl fmt::Display for Error {
             Error::WrongObjectType { message } => write!(f, "{message}"),
             Error::DependentObjects { message, .. } => write!(f, "{message}"),
             Error::NumericOutOfRange { message } => write!(f, "{message}"),
+            Error::NumericFieldOverflow { .. } => write!(f, "numeric field overflow"),
             Error::DivisionByZero => write!(f, "division by zero"),
             Error::InvalidTextRepresentation { message } => write!(f, "{message}"),
             Error::InvalidBinaryRepresentation { message } => write!(f, "{message}"),

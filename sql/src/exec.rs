@@ -931,7 +931,6 @@ fn func(
     user: &str,
     database: &str,
 ) -> Result<Value> {
-    use rust_decimal::prelude::*;
     let strict = !matches!(
         f,
         Func::Concat
@@ -1011,35 +1010,23 @@ fn func(
             Value::Numeric(d) => Value::Numeric(d.abs()),
             other => return Err(Error::internal(format!("abs({other:?})"))),
         },
-        Func::Round => match (&args[0], args.get(1).and_then(int_arg)) {
-            (Value::Numeric(d), None) => {
-                Value::Numeric(d.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero))
+        Func::Round | Func::Trunc => {
+            let scale = args.get(1).and_then(int_arg).unwrap_or(0);
+            match &args[0] {
+                Value::Numeric(d) if f == Func::Round => Value::Numeric(d.round(scale)?),
+                Value::Numeric(d) => Value::Numeric(d.trunc(scale)?),
+                Value::Float64(x) if f == Func::Round => Value::Float64(x.round_ties_even()),
+                Value::Float64(x) => Value::Float64(x.trunc()),
+                other => return Err(Error::internal(format!("{f:?}({other:?})"))),
             }
-            (Value::Numeric(d), Some(s)) => {
-                if s >= 0 {
-                    Value::Numeric(d.round_dp_with_strategy(
-                        s.min(28) as u32,
-                        RoundingStrategy::MidpointAwayFromZero,
-                    ))
-                } else {
-                    let p =
-                        Decimal::from(10i64.checked_pow((-s).min(18) as u32).unwrap_or(i64::MAX));
-                    let r = (d / p)
-                        .round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero)
-                        * p;
-                    Value::Numeric(r.trunc())
-                }
-            }
-            (Value::Float64(x), None) => Value::Float64(x.round_ties_even()),
-            (other, _) => return Err(Error::internal(format!("round({other:?})"))),
-        },
+        }
         Func::Floor => match &args[0] {
-            Value::Numeric(d) => Value::Numeric(d.floor()),
+            Value::Numeric(d) => Value::Numeric(d.floor()?),
             Value::Float64(x) => Value::Float64(x.floor()),
             other => return Err(Error::internal(format!("floor({other:?})"))),
         },
         Func::Ceil => match &args[0] {
-            Value::Numeric(d) => Value::Numeric(d.ceil()),
+            Value::Numeric(d) => Value::Numeric(d.ceil()?),
             Value::Float64(x) => Value::Float64(x.ceil()),
             other => return Err(Error::internal(format!("ceil({other:?})"))),
         },

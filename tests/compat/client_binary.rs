@@ -2,7 +2,8 @@
 //! supported type (bool, int2/4/8, float4/8, numeric, text/varchar/bpchar, date, timestamp,
 //! bytea) including NULLs and extreme values, a prepared statement reused many times, parameter
 //! types inferred by the server, result column names and types from Describe, a 2000-parameter
-//! multi-row INSERT, and exact command counts.
+//! multi-row INSERT, exact command counts, and numerics beyond what `rust_decimal` holds (60
+//! digits, 1000 fractional digits, NaN, ±Infinity) as raw binary parameters and results.
 //!
 //! `TEST_AGAINST_PG=1` runs the same checks against PostgreSQL 15.
 
@@ -11,7 +12,7 @@ use std::str::FromStr;
 use chrono::{NaiveDate, NaiveDateTime};
 use rust_decimal::Decimal;
 use tests::{timed, Backend};
-use tokio_postgres::types::Type;
+use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
 
 const CREATE: &str = "CREATE TABLE typed (
     id int PRIMARY KEY,
@@ -365,4 +366,99 @@ async fn insert_with_2000_parameters() {
     assert_eq!(tests::sqlstate(&err), Some("23505"));
     let row = timed("count", c.query_one("SELECT count(*) FROM wide", &[])).await.expect("count");
     assert_eq!(row.get::<_, i64>(0), 1000);
+}
+
+/// A numeric in PostgreSQL's binary format, passed through untouched (for values `Decimal`
+/// cannot hold).
+#[derive(Debug, Clone, PartialEq)]
+struct RawNumeric(Vec<u8>);
+
+impl<'a> FromSql<'a> for RawNumeric {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawNumeric(raw.to_vec()))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::NUMERIC
+    }
+}
+
+impl ToSql for RawNumeric {
+    fn to_sql(
+        &self,
+        _: &Type,
+        out: &mut tokio_postgres::types::private::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::NUMERIC
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+/// Big, tiny and special numerics: text → server → binary result → binary parameter → server →
+/// text gives back the same text and the same bytes; the special values have PostgreSQL's bytes.
+#[tokio::test]
+async fn numeric_binary_round_trip_beyond_decimal() {
+    let Some(b) = Backend::from_env() else { return };
+    let c = b.connect().await;
+    timed("create", c.batch_execute("CREATE TABLE nums (id int PRIMARY KEY, n numeric)"))
+        .await
+        .expect("create");
+    let long = format!("-{}.{}", "9".repeat(60), "0".repeat(999) + "1");
+    let values = [
+        "123456789012345678901234567890123456789012345678901234567890.123456789".to_string(),
+        "-0.000000000000000000000000000000000000001".to_string(),
+        "100000000000000000000000000000000000000000000000000".to_string(),
+        "0.0000".to_string(),
+        long,
+        "NaN".to_string(),
+        "Infinity".to_string(),
+        "-Infinity".to_string(),
+    ];
+    let to_binary = timed("prepare", c.prepare("SELECT $1::text::numeric")).await.expect("prepare");
+    let insert = timed(
+        "prepare",
+        c.prepare_typed("INSERT INTO nums (id, n) VALUES ($1, $2)", &[Type::INT4, Type::NUMERIC]),
+    )
+    .await
+    .expect("prepare");
+    let select = timed("prepare", c.prepare("SELECT n::text, n FROM nums WHERE id = $1"))
+        .await
+        .expect("prepare");
+    for (i, text) in values.iter().enumerate() {
+        let id = i as i32;
+        let row = timed("to binary", c.query_one(&to_binary, &[text])).await.expect("to binary");
+        let raw: RawNumeric = row.get(0);
+        timed("insert", c.execute(&insert, &[&id, &raw])).await.expect("insert");
+        let row = timed("select", c.query_one(&select, &[&id])).await.expect("select");
+        assert_eq!(&row.get::<_, String>(0), text, "text of {text}");
+        assert_eq!(row.get::<_, RawNumeric>(1), raw, "bytes of {text}");
+    }
+    // PostgreSQL 15 (`numeric_send`): NaN has dscale 0, the infinities 32 (from their header).
+    let row = timed("specials", c.query_one("SELECT 'NaN'::numeric, '-inf'::numeric", &[]))
+        .await
+        .expect("specials");
+    assert_eq!(row.get::<_, RawNumeric>(0).0, [0, 0, 0, 0, 0xC0, 0, 0, 0]);
+    assert_eq!(row.get::<_, RawNumeric>(1).0, [0, 0, 0, 0, 0xF0, 0, 0, 0x20]);
+    // 12345678901234567890.5 as base-10000 digits 1234 5678 9012 3456 7890 . 5000
+    let raw = RawNumeric(vec![
+        0, 6, 0, 4, 0x40, 0, 0, 1, 0x04, 0xD2, 0x16, 0x2E, 0x23, 0x34, 0x0D, 0x80, 0x1E, 0xD2,
+        0x13, 0x88,
+    ]);
+    let row =
+        timed("param", c.query_one("SELECT $1::numeric::text", &[&raw])).await.expect("param");
+    assert_eq!(row.get::<_, String>(0), "-12345678901234567890.5");
+    // A NaN parameter into numeric(5,2) is kept; an infinity is a field overflow.
+    let stmt = timed("prepare", c.prepare("SELECT $1::numeric(5,2)::text")).await.expect("prepare");
+    let nan = RawNumeric(vec![0, 0, 0, 0, 0xC0, 0, 0, 0]);
+    let row = timed("nan", c.query_one(&stmt, &[&nan])).await.expect("nan");
+    assert_eq!(row.get::<_, String>(0), "NaN");
+    let inf = RawNumeric(vec![0, 0, 0, 0, 0xD0, 0, 0, 0]);
+    let err = timed("inf", c.query_one(&stmt, &[&inf])).await.expect_err("inf");
+    assert_eq!(tests::sqlstate(&err), Some("22003"), "{err:?}");
 }

@@ -17,8 +17,7 @@
 use std::time::Instant;
 
 use chrono::NaiveDateTime;
-use rust_decimal::Decimal;
-use sql::types::{cast, encode_row, CastKind};
+use sql::types::{cast, encode_row, CastKind, Numeric};
 use sql::{Database, Session, Value};
 
 use super::{fmt_rate, BenchArgs, Rng};
@@ -192,12 +191,12 @@ fn customer(i: u64, rng: &mut Rng, since: NaiveDateTime) -> Vec<Value> {
         Value::Int32(w_id as i32),
         Value::Int32(d_id as i32),
         Value::Int32(c_id as i32),
-        Value::Numeric(Decimal::new(rng.range(0, 5000) as i64, 4)),
+        Value::Numeric(Numeric::from_i64_scaled(rng.range(0, 5000) as i64, 4)),
         Value::Text(credit.into()),
         Value::Text(last_name(last)),
         Value::Text(a_string(rng, 8, 16)),
-        Value::Numeric(Decimal::new(5_000_000, 2)),
-        Value::Numeric(Decimal::new(-1000, 2)),
+        Value::Numeric(Numeric::from_i64_scaled(5_000_000, 2)),
+        Value::Numeric(Numeric::from_i64_scaled(-1000, 2)),
         Value::Float64(10.0),
         Value::Int32(1),
         Value::Int32(0),

@@ -253,7 +253,7 @@ impl Binder<'_> {
                             ),
                         });
                     }
-                    DataType::Numeric(Some((p, *s as u8)))
+                    DataType::Numeric(Some((p, *s as u16)))
                 }
             },
             D::Varchar(l) | D::CharacterVarying(l) => DataType::Varchar(len(l, None)?),
@@ -702,18 +702,13 @@ fn check_name(id: &ast::Ident) -> Result<()> {
     Ok(())
 }
 
-fn check_precision(p: u64) -> Result<u8> {
+fn check_precision(p: u64) -> Result<u16> {
     if p == 0 || p > 1000 {
         return Err(Error::InvalidParameterValue {
             message: format!("NUMERIC precision {p} must be between 1 and 1000"),
         });
     }
-    if p > 28 {
-        return Err(Error::unsupported(format!(
-            "NUMERIC precision {p} (Aspen supports up to 28 digits)"
-        )));
-    }
-    Ok(p as u8)
+    Ok(p as u16)
 }
 
 fn check_modes(modes: &[ast::TransactionMode]) -> Result<()> {

@@ -761,7 +761,7 @@ impl Binder<'_> {
     fn numeric_func(&mut self, func: Func, mut args: Vec<Typed>, e: &AstExpr) -> Result<Typed> {
         let first = args.remove(0);
         let first = if first.unknown {
-            let ty = if matches!(func, Func::Round | Func::Floor | Func::Ceil) {
+            let ty = if matches!(func, Func::Round | Func::Trunc | Func::Floor | Func::Ceil) {
                 DataType::Float64
             } else {
                 DataType::Numeric(None)
@@ -779,11 +779,13 @@ impl Binder<'_> {
         // floor/ceil/round of an integer go through numeric (PostgreSQL picks numeric or float8).
         let ty = match (func, first.ty) {
             (
-                Func::Round | Func::Floor | Func::Ceil,
+                Func::Round | Func::Trunc | Func::Floor | Func::Ceil,
                 DataType::Int16 | DataType::Int32 | DataType::Int64,
             ) => DataType::Float64,
-            (Func::Round | Func::Floor | Func::Ceil, DataType::Float32) => DataType::Float64,
-            (Func::Round | Func::Floor | Func::Ceil, DataType::Numeric(_)) => {
+            (Func::Round | Func::Trunc | Func::Floor | Func::Ceil, DataType::Float32) => {
+                DataType::Float64
+            }
+            (Func::Round | Func::Trunc | Func::Floor | Func::Ceil, DataType::Numeric(_)) => {
                 DataType::Numeric(None)
             }
             (_, t) => t,
@@ -797,7 +799,10 @@ impl Binder<'_> {
         for a in args {
             out.push(self.coerce(a, DataType::Int32, CastKind::Implicit, e)?);
         }
-        if func == Func::Round && out.len() == 2 && !matches!(ty, DataType::Numeric(_)) {
+        if matches!(func, Func::Round | Func::Trunc)
+            && out.len() == 2
+            && !matches!(ty, DataType::Numeric(_))
+        {
             let x = out.remove(0);
             out.insert(0, fold_cast(x, ty, DataType::Numeric(None), CastKind::Implicit)?);
             return Ok(Typed::known(Expr::Func(func, out), DataType::Numeric(None)));
@@ -912,6 +917,7 @@ impl Binder<'_> {
             }
             ("abs", 1) => self.numeric_func(Func::Abs, args, e),
             ("round", 1 | 2) => self.numeric_func(Func::Round, args, e),
+            ("trunc", 1 | 2) => self.numeric_func(Func::Trunc, args, e),
             ("floor", 1) => self.numeric_func(Func::Floor, args, e),
             ("ceil" | "ceiling", 1) => self.numeric_func(Func::Ceil, args, e),
             ("mod", 2) => {
@@ -967,7 +973,7 @@ impl Binder<'_> {
                 Ok(Typed::known(Expr::Func(Func::CurrentUser, vec![]), DataType::Text))
             }
             (
-                "lower" | "upper" | "length" | "abs" | "round" | "floor" | "ceil" | "mod"
+                "lower" | "upper" | "length" | "abs" | "round" | "trunc" | "floor" | "ceil" | "mod"
                 | "nullif" | "substring" | "now" | "version",
                 _,
             ) => Err(arity_err(self)),
@@ -1122,6 +1128,7 @@ fn func_name(f: Func) -> &'static str {
     match f {
         Func::Abs => "abs",
         Func::Round => "round",
+        Func::Trunc => "trunc",
         Func::Floor => "floor",
         Func::Ceil => "ceil",
         Func::Mod => "mod",

@@ -52,6 +52,8 @@ pub enum Func {
     Abs,
     /// round(x [, s])
     Round,
+    /// trunc(x [, s])
+    Trunc,
     /// floor(x)
     Floor,
     /// ceil(x)

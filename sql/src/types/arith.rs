@@ -1,14 +1,12 @@
 //! Arithmetic operators: result-type resolution for the binder and evaluation with PostgreSQL's
 //! overflow, division and scale rules.
 
-use catalog::DataType;
-use chrono::TimeDelta;
-use rust_decimal::Decimal;
-
-use super::cast::{narrow_int, numeric_to_f64};
-use super::numeric;
+use super::cast::narrow_int;
+use super::numeric::Numeric;
 use super::value::Value;
 use crate::error::{Error, Result};
+use catalog::DataType;
+use chrono::TimeDelta;
 
 /// A binary arithmetic operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -102,31 +100,34 @@ fn promote_rank(v: &Value) -> Option<u8> {
     })
 }
 
-/// Converts a numeric-kind value to the representation of rank `rank`.
-fn promote(v: &Value, rank: u8) -> Value {
+/// Converts a numeric-kind value to the representation of rank `rank` (a numeric becoming a
+/// float can fail: `22003` beyond the float's range, as PostgreSQL's cast does).
+fn promote(v: &Value, rank: u8) -> Result<Value> {
     let as_i64 = |v: &Value| match v {
         Value::Int16(i) => *i as i64,
         Value::Int32(i) => *i as i64,
         Value::Int64(i) => *i,
         _ => 0,
     };
-    let as_f64 = |v: &Value| match v {
-        Value::Float32(f) => *f as f64,
-        Value::Float64(f) => *f,
-        Value::Numeric(d) => numeric_to_f64(d),
-        other => as_i64(other) as f64,
+    let as_f64 = |v: &Value| -> Result<f64> {
+        Ok(match v {
+            Value::Float32(f) => *f as f64,
+            Value::Float64(f) => *f,
+            Value::Numeric(d) => d.to_f64()?,
+            other => as_i64(other) as f64,
+        })
     };
-    match rank {
+    Ok(match rank {
         1 => Value::Int32(as_i64(v) as i32),
         2 => Value::Int64(as_i64(v)),
         3 => match v {
-            Value::Numeric(d) => Value::Numeric(*d),
-            other => Value::Numeric(Decimal::from(as_i64(other))),
+            Value::Numeric(d) => Value::Numeric(d.clone()),
+            other => Value::Numeric(Numeric::from(as_i64(other))),
         },
-        4 => Value::Float32(as_f64(v) as f32),
-        5 => Value::Float64(as_f64(v)),
+        4 => Value::Float32(as_f64(v)? as f32),
+        5 => Value::Float64(as_f64(v)?),
         _ => v.clone(),
-    }
+    })
 }
 
 fn no_operator(op: ArithOp, l: &Value, r: &Value) -> Error {
@@ -144,7 +145,8 @@ fn no_operator(op: ArithOp, l: &Value, r: &Value) -> Error {
 /// range"; division (or `%`) by zero → `22012` for every type; float overflow → `22003` "value
 /// out of range: overflow" (underflow likewise); numeric overflow → `22003` "value overflows
 /// numeric format". Numeric `+`/`-` keep the larger scale, `*` the sum of the scales, `/` uses
-/// PostgreSQL's `select_div_scale` (`1/3` = 0.33333333333333333333).
+/// PostgreSQL's `select_div_scale` (`1/3` = 0.33333333333333333333); numeric `NaN` and
+/// infinities follow PostgreSQL (see [`Numeric`]).
 pub fn arith(op: ArithOp, l: &Value, r: &Value) -> Result<Value> {
     use Value as V;
     if l.is_null() || r.is_null() {
@@ -176,6 +178,16 @@ pub fn arith(op: ArithOp, l: &Value, r: &Value) -> Result<Value> {
             })
         }
         (V::Numeric(a), V::Numeric(b)) => return numeric_op(op, a, b).map(V::Numeric),
+        // numeric with an integer: the integer widens exactly (what `promote` would do, without
+        // building the intermediate values).
+        (V::Numeric(a), V::Int16(_) | V::Int32(_) | V::Int64(_)) => {
+            let b = Numeric::from(int_value(r));
+            return numeric_op(op, a, &b).map(V::Numeric);
+        }
+        (V::Int16(_) | V::Int32(_) | V::Int64(_), V::Numeric(b)) => {
+            let a = Numeric::from(int_value(l));
+            return numeric_op(op, &a, b).map(V::Numeric);
+        }
         (V::Date(d), V::Int16(_) | V::Int32(_) | V::Int64(_))
             if matches!(op, ArithOp::Add | ArithOp::Sub) =>
         {
@@ -209,9 +221,19 @@ pub fn arith(op: ArithOp, l: &Value, r: &Value) -> Result<Value> {
             if rank >= 4 && op == ArithOp::Mod {
                 return Err(no_operator(op, l, r));
             }
-            arith(op, &promote(l, rank), &promote(r, rank))
+            arith(op, &promote(l, rank)?, &promote(r, rank)?)
         }
         _ => Err(no_operator(op, l, r)),
+    }
+}
+
+/// The value of an integer of any width (0 for other values; callers match integers first).
+fn int_value(v: &Value) -> i64 {
+    match v {
+        Value::Int16(i) => *i as i64,
+        Value::Int32(i) => *i as i64,
+        Value::Int64(i) => *i,
+        _ => 0,
     }
 }
 
@@ -274,31 +296,17 @@ fn float_op(op: ArithOp, a: f64, b: f64) -> Result<f64> {
     Ok(r)
 }
 
-fn numeric_op(op: ArithOp, a: &Decimal, b: &Decimal) -> Result<Decimal> {
-    let r = match op {
-        ArithOp::Add => {
-            a.checked_add(*b).map(|r| numeric::with_min_scale(r, a.scale().max(b.scale())))
-        }
-        ArithOp::Sub => {
-            a.checked_sub(*b).map(|r| numeric::with_min_scale(r, a.scale().max(b.scale())))
-        }
-        ArithOp::Mul => {
-            a.checked_mul(*b).map(|r| numeric::with_min_scale(r, a.scale() + b.scale()))
-        }
-        ArithOp::Div => {
-            if b.is_zero() {
-                return Err(Error::DivisionByZero);
-            }
-            return numeric::div(a, b);
-        }
-        ArithOp::Mod => {
-            if b.is_zero() {
-                return Err(Error::DivisionByZero);
-            }
-            a.checked_rem(*b).map(|r| numeric::with_min_scale(r, a.scale().max(b.scale())))
-        }
-    };
-    r.map(numeric::canonical_zero).ok_or_else(numeric::overflow)
+/// Kept out of line so that [`arith`], which handles every type, stays small and the numeric
+/// fast paths (inlined here) run in a tight function of their own.
+#[inline(never)]
+fn numeric_op(op: ArithOp, a: &Numeric, b: &Numeric) -> Result<Numeric> {
+    match op {
+        ArithOp::Add => a.add(b),
+        ArithOp::Sub => a.sub(b),
+        ArithOp::Mul => a.mul(b),
+        ArithOp::Div => a.div(b),
+        ArithOp::Mod => a.rem(b),
+    }
 }
 
 /// Unary minus. NULL gives NULL; `-(-2147483648)` is `22003` "integer out of range".
@@ -311,7 +319,7 @@ pub fn negate(v: &Value) -> Result<Value> {
         V::Int64(i) => V::Int64(i.checked_neg().ok_or_else(|| int_overflow(v))?),
         V::Float32(f) => V::Float32(-f),
         V::Float64(f) => V::Float64(-f),
-        V::Numeric(d) => V::Numeric(numeric::canonical_zero(-*d)),
+        V::Numeric(d) => V::Numeric(d.neg()),
         other => {
             return Err(Error::UndefinedFunction {
                 name: format!("operator - {}", other.type_name()),
@@ -389,8 +397,13 @@ mod tests {
         assert_eq!(show(arith(Add, &num("1.50"), &Value::Int32(2))), "3.50");
         assert_eq!(
             show(arith(Mul, &num("79228162514264337593543950335"), &num("2"))),
+            "158456325028528675187087900670"
+        );
+        assert_eq!(
+            show(arith(Mul, &num("1e100000"), &num("1e100000"))),
             "22003: value overflows numeric format"
         );
+        assert_eq!(show(arith(Add, &num("1e400"), &Value::Float64(1.0))).get(..5), Some("22003"));
     }
 
     #[test]

@@ -12,19 +12,17 @@
 //! | bytea | the raw bytes |
 //!
 //! A numeric's value is `Σ digit[i] × 10000^(weight - i)`; `sign` is `0x0000` positive,
-//! `0x4000` negative (`0xC000` NaN, `0xD000`/`0xF000` ±Infinity are rejected with `0A000`);
-//! `dscale` is the display scale. Leading and trailing zero digits are not sent; zero is
-//! `ndigits = 0, weight = 0`.
-
-use catalog::DataType;
-use rust_decimal::Decimal;
+//! `0x4000` negative, `0xC000` NaN, `0xD000` Infinity, `0xF000` -Infinity (the special values
+//! have no digits and weight and dscale 0); `dscale` is the display scale. Leading and trailing
+//! zero digits are not sent; zero is `ndigits = 0, weight = 0`.
 
 use super::cast::{cast, CastKind};
 use super::datetime;
-use super::numeric;
+use super::numeric::{Mag, Numeric, Parts};
 use super::text::fit_string;
 use super::value::Value;
 use crate::error::{Error, Result};
+use catalog::DataType;
 
 /// `22P03` with PostgreSQL's message for a value of the wrong size.
 fn bad_format() -> Error {
@@ -49,7 +47,7 @@ pub fn decode_binary(b: &[u8], ty: &DataType) -> Result<Value> {
         DataType::Numeric(typmod) => {
             let d = decode_numeric(b)?;
             Value::Numeric(match typmod {
-                Some((p, s)) => numeric::apply_typmod(d, *p, *s)?,
+                Some((p, s)) => d.apply_typmod(*p as u32, *s as u32)?,
                 None => d,
             })
         }
@@ -95,8 +93,11 @@ fn invalid_utf8(b: &[u8], e: std::str::Utf8Error) -> Error {
 }
 
 /// Decodes PostgreSQL's binary numeric. Digits hidden by `dscale` are truncated, as
-/// `numeric_recv` does.
-fn decode_numeric(b: &[u8]) -> Result<Decimal> {
+/// `numeric_recv` does; values beyond numeric's limits fail with `22003`.
+fn decode_numeric(b: &[u8]) -> Result<Numeric> {
+    let invalid = |what: &str| Error::InvalidBinaryRepresentation {
+        message: format!("invalid {what} in external \"numeric\" value"),
+    };
     if b.len() < 8 {
         return Err(bad_format());
     }
@@ -110,27 +111,18 @@ fn decode_numeric(b: &[u8]) -> Result<Decimal> {
     let negative = match sign {
         0x0000 => false,
         0x4000 => true,
-        0xC000 => return Err(numeric::special_unsupported("NaN")),
-        0xD000 | 0xF000 => return Err(numeric::special_unsupported("Infinity")),
-        _ => {
-            return Err(Error::InvalidBinaryRepresentation {
-                message: "invalid sign in external \"numeric\" value".into(),
-            })
-        }
+        0xC000 | 0xD000 | 0xF000 => false,
+        _ => return Err(invalid("sign")),
     };
     if dscale & 0x3FFF != dscale {
-        return Err(Error::InvalidBinaryRepresentation {
-            message: "invalid scale in external \"numeric\" value".into(),
-        });
+        return Err(invalid("scale"));
     }
     let ndigits = ndigits as usize;
     let mut decimal_digits: Vec<u8> = Vec::with_capacity(ndigits * 4);
     for i in 0..ndigits {
         let d = u16::from_be_bytes([b[8 + 2 * i], b[9 + 2 * i]]);
         if d >= 10000 {
-            return Err(Error::InvalidBinaryRepresentation {
-                message: "invalid digit in external \"numeric\" value".into(),
-            });
+            return Err(invalid("digit"));
         }
         decimal_digits.extend_from_slice(&[
             (d / 1000) as u8,
@@ -139,16 +131,34 @@ fn decode_numeric(b: &[u8]) -> Result<Decimal> {
             (d % 10) as u8,
         ]);
     }
-    // decimal_digits × 10^(4 × (weight + 1 - ndigits)); keep at most `dscale` fractional digits.
-    let mut scale = 4 * (ndigits as i64 - weight - 1);
-    let dscale = dscale as i64;
-    if scale > dscale {
-        let cut = ((scale - dscale) as usize).min(decimal_digits.len());
-        decimal_digits.truncate(decimal_digits.len() - cut);
-        scale = dscale;
+    match sign {
+        0xC000 => return Ok(Numeric::NAN),
+        0xD000 => return Ok(Numeric::INFINITY),
+        0xF000 => return Ok(Numeric::NEG_INFINITY),
+        _ => {}
     }
-    let d = numeric::from_digits(negative, &decimal_digits, scale)?;
-    Ok(numeric::with_min_scale(d, dscale as u32))
+    // The digits × 10^exp; keep at most `dscale` fractional digits (truncating), then show
+    // exactly `dscale`.
+    let exp = 4 * (weight + 1 - ndigits as i64);
+    let dscale = dscale as i64;
+    let first = decimal_digits.iter().position(|&d| d != 0).unwrap_or(decimal_digits.len());
+    let digits = &decimal_digits[first..];
+    if digits.is_empty() {
+        return Numeric::from_mag(false, Mag::zero(), dscale as u32);
+    }
+    if digits.len() as i64 + exp > super::numeric::MAX_INT_DIGITS as i64 {
+        return Err(super::numeric::overflow());
+    }
+    let mut mag = Mag::from_digits(digits);
+    if exp >= 0 {
+        mag = mag.mul_pow10((exp + dscale) as u64);
+    } else if -exp > dscale {
+        mag = mag.div_pow10((-exp - dscale) as u64);
+    } else {
+        mag = mag.mul_pow10((dscale + exp) as u64);
+    }
+    let negative = negative && !mag.is_zero();
+    Numeric::from_mag(negative, mag, dscale as u32)
 }
 
 /// Appends the binary form of `v` as type `ty` (a DataRow column). Integers and floats are
@@ -185,35 +195,52 @@ pub fn encode_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
 }
 
 /// Appends PostgreSQL's binary numeric for `d` (see the module doc).
-fn encode_numeric(d: &Decimal, out: &mut Vec<u8>) {
-    let scale = d.scale();
-    let m = d.mantissa().unsigned_abs();
-    // Align the fraction to whole base-10000 digits: at most 3 extra decimal digits, which
-    // keeps m < 2^96 × 1000 < 2^128.
-    let pad = (4 - scale % 4) % 4;
-    let mut m = m * numeric::pow10(pad);
-    let frac_groups = ((scale + pad) / 4) as i32;
-    let mut groups: Vec<u16> = Vec::with_capacity(9);
-    while m > 0 {
-        groups.push((m % 10000) as u16);
-        m /= 10000;
-    }
-    // groups[i] has weight i - frac_groups; strip zero groups at both ends.
-    let low = groups.iter().position(|&g| g != 0);
-    let (ndigits, weight, digits) = match low {
-        None => (0i16, 0i16, &[][..]),
-        Some(low) => {
-            let high = groups.iter().rposition(|&g| g != 0).expect("a nonzero group exists");
-            let weight = high as i32 - frac_groups;
-            (high as i16 - low as i16 + 1, weight as i16, &groups[low..=high])
+fn encode_numeric(d: &Numeric, out: &mut Vec<u8>) {
+    // PostgreSQL reads the special values' dscale out of their short header, which gives 32
+    // for the infinities; send the same bytes.
+    let special = |sign: u16, dscale: u16, out: &mut Vec<u8>| {
+        out.extend_from_slice(&[0, 0, 0, 0]);
+        out.extend_from_slice(&sign.to_be_bytes());
+        out.extend_from_slice(&dscale.to_be_bytes());
+    };
+    let (negative, scale, digits) = match d.parts() {
+        Parts::NaN => return special(0xC000, 0, out),
+        Parts::Inf => return special(0xD000, 0x20, out),
+        Parts::NegInf => return special(0xF000, 0x20, out),
+        Parts::Small { m, scale } => (m < 0, scale, m.unsigned_abs().to_string()),
+        Parts::Big { neg, scale, mag } => {
+            let mut s = String::new();
+            mag.write_digits(&mut s);
+            (neg, scale, s)
         }
     };
-    let sign: u16 = if d.is_sign_negative() && ndigits > 0 { 0x4000 } else { 0 };
+    // Align the fraction to whole base-10000 digits by appending zeros, and the integer part
+    // by prepending them; then cut into groups of 4 decimal digits.
+    let digits = if digits == "0" { "" } else { digits.as_str() };
+    let pad_right = (4 - scale as usize % 4) % 4;
+    let frac_groups = (scale as usize + pad_right) / 4;
+    let len = digits.len() + pad_right;
+    let pad_left = (4 - len % 4) % 4;
+    let mut padded = Vec::with_capacity(pad_left + len);
+    padded.resize(pad_left, 0u8);
+    padded.extend(digits.bytes().map(|c| c - b'0'));
+    padded.resize(pad_left + len, 0);
+    let groups: Vec<u16> =
+        padded.chunks(4).map(|c| c.iter().fold(0u16, |acc, &x| acc * 10 + x as u16)).collect();
+    let (ndigits, weight, sent) = match groups.iter().position(|&g| g != 0) {
+        None => (0i16, 0i16, &[][..]),
+        Some(first) => {
+            let last = groups.iter().rposition(|&g| g != 0).expect("a nonzero group exists");
+            let weight = groups.len() as i64 - 1 - frac_groups as i64 - first as i64;
+            ((last - first + 1) as i16, weight as i16, &groups[first..=last])
+        }
+    };
+    let sign: u16 = if negative && ndigits > 0 { 0x4000 } else { 0 };
     out.extend_from_slice(&ndigits.to_be_bytes());
     out.extend_from_slice(&weight.to_be_bytes());
     out.extend_from_slice(&sign.to_be_bytes());
-    out.extend_from_slice(&(scale as u16).to_be_bytes());
-    for g in digits.iter().rev() {
+    out.extend_from_slice(&scale.to_be_bytes());
+    for g in sent {
         out.extend_from_slice(&g.to_be_bytes());
     }
 }
@@ -246,6 +273,15 @@ mod tests {
         ("123456789.123456789", "0006000200000009000109291a8504d2162e2328"),
         ("9999.9999", "0002000000000004270f270f"),
         ("100000000.00", "00010002000000020001"),
+        ("NaN", "00000000c0000000"),
+        ("Infinity", "00000000d0000020"),
+        ("-Infinity", "00000000f0000020"),
+        ("0.00000000000000000001", "0001fffb000000140001"),
+        (
+            "12345678901234567890123456789012345678901.5",
+            "000c000a00000001000109291a85007b11d722c509291a85007b11d722c51388",
+        ),
+        ("-0.000000000000000000000000000000000000000012345", "0002fff54000002d04d21388"),
     ];
 
     #[test]
@@ -283,12 +319,16 @@ mod tests {
                 "{bad}"
             );
         }
+        // PostgreSQL rejects an infinity for numeric(p,s) after decoding it.
         assert_eq!(
-            decode_binary(&unhex("00000000c0000000"), &DataType::Numeric(None))
+            decode_binary(&unhex("00000000d0000000"), &DataType::Numeric(Some((5, 2))))
                 .unwrap_err()
                 .sqlstate(),
-            "0A000"
+            "22003"
         );
+        // The largest weight: 10000^32767, 131069 digits.
+        let v = decode_binary(&unhex("00017fff000000000001"), &DataType::Numeric(None)).unwrap();
+        assert_eq!(format_text(&v, &DataType::Text).len(), 131_069);
     }
 
     #[test]

@@ -2,13 +2,11 @@
 //! context) and its cast functions (rounding and range rules), plus type resolution for
 //! UNION/CASE (`common_type`).
 
-use catalog::DataType;
-use rust_decimal::{Decimal, RoundingStrategy};
-
-use super::numeric;
+use super::numeric::Numeric;
 use super::text::{fit_string, format_text, parse_text};
 use super::value::Value;
 use crate::error::{Error, Result};
+use catalog::DataType;
 
 /// The context a cast happens in, as in PostgreSQL's `castcontext`. Ordered: a cast allowed
 /// implicitly is allowed in assignment, and one allowed in assignment is allowed explicitly.
@@ -93,9 +91,11 @@ fn cannot_cast(from: &DataType, to: &DataType) -> Error {
 ///
 /// Rules (PostgreSQL's): float → int rounds half to even (`2.5::int` = 2), numeric → int
 /// rounds half away from zero (`2.5::numeric::int` = 3), both with `22003` "integer out of
-/// range" (or smallint/bigint); `numeric(p,s)` rounds half away from zero and checks the
-/// precision (`22003` "numeric field overflow"); float → numeric goes through 15 (float8) or 6
-/// (float4) significant digits, as PostgreSQL's `float8_numeric` does; `char(n)` → other
+/// range" (or smallint/bigint), and numeric `NaN`/`Infinity` → int is `0A000`;
+/// `numeric(p,s)` rounds half away from zero and checks the precision (`22003` "numeric field
+/// overflow"); float → numeric goes through 15 (float8) or 6 (float4) significant digits, as
+/// PostgreSQL's `float8_numeric` does, and maps NaN and infinities to themselves; numeric →
+/// float fails with `22003` beyond the float's range; `char(n)` → other
 /// string types drops trailing spaces; string → other types parses the text.
 pub fn cast(v: Value, from: &DataType, to: &DataType, kind: CastKind) -> Result<Value> {
     if v.is_null() {
@@ -135,21 +135,22 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, kind: CastKind) -> Result<
         }
         DataType::Float32 => match v {
             Value::Float64(f) => Value::Float32(f64_to_f32(f)?),
-            other => Value::Float32(to_f64(&other).ok_or_else(|| cannot_cast(from, to))? as f32),
+            Value::Numeric(d) => Value::Float32(d.to_f32()?),
+            other => Value::Float32(to_f64(&other).ok_or_else(|| cannot_cast(from, to))?? as f32),
         },
-        DataType::Float64 => Value::Float64(to_f64(&v).ok_or_else(|| cannot_cast(from, to))?),
+        DataType::Float64 => Value::Float64(to_f64(&v).ok_or_else(|| cannot_cast(from, to))??),
         DataType::Numeric(typmod) => {
             let d = match v {
                 Value::Numeric(d) => d,
-                Value::Int16(i) => Decimal::from(i),
-                Value::Int32(i) => Decimal::from(i),
-                Value::Int64(i) => Decimal::from(i),
-                Value::Float32(f) => float_to_numeric(f as f64, 6)?,
-                Value::Float64(f) => float_to_numeric(f, 15)?,
+                Value::Int16(i) => Numeric::from(i),
+                Value::Int32(i) => Numeric::from(i),
+                Value::Int64(i) => Numeric::from(i),
+                Value::Float32(f) => Numeric::from_float(f as f64, 6)?,
+                Value::Float64(f) => Numeric::from_float(f, 15)?,
                 _ => return Err(cannot_cast(from, to)),
             };
             Value::Numeric(match typmod {
-                Some((p, s)) => numeric::apply_typmod(d, *p, *s)?,
+                Some((p, s)) => d.apply_typmod(*p as u32, *s as u32)?,
                 None => d,
             })
         }
@@ -193,10 +194,7 @@ fn to_i64(v: &Value, to: &DataType) -> Option<Result<i64>> {
         Value::Int64(i) => Ok(*i),
         Value::Float32(f) => float_to_i64(*f as f64).ok_or_else(range),
         Value::Float64(f) => float_to_i64(*f).ok_or_else(range),
-        Value::Numeric(d) => {
-            let r = d.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero);
-            i64::try_from(r.mantissa()).map_err(|_| range())
-        }
+        Value::Numeric(d) => d.to_i64_rounded(int_name(to)),
         _ => return None,
     })
 }
@@ -219,22 +217,17 @@ pub(crate) fn narrow_int(i: i64, to: &DataType) -> Result<Value> {
 }
 
 /// A float view of a numeric value (`None` if `v` is not numeric). Numerics convert through
-/// their decimal text, so the result is correctly rounded.
-pub(crate) fn to_f64(v: &Value) -> Option<f64> {
-    Some(match v {
+/// their decimal text, so the result is correctly rounded (`Some(Err)` beyond float8's range).
+fn to_f64(v: &Value) -> Option<Result<f64>> {
+    Some(Ok(match v {
         Value::Int16(i) => *i as f64,
         Value::Int32(i) => *i as f64,
         Value::Int64(i) => *i as f64,
         Value::Float32(f) => *f as f64,
         Value::Float64(f) => *f,
-        Value::Numeric(d) => numeric_to_f64(d),
+        Value::Numeric(d) => return Some(d.to_f64()),
         _ => return None,
-    })
-}
-
-/// Correctly rounded numeric → float8.
-pub(crate) fn numeric_to_f64(d: &Decimal) -> f64 {
-    d.to_string().parse().expect("a Decimal prints as a valid float literal")
+    }))
 }
 
 /// float8 → float4 with PostgreSQL's overflow/underflow errors.
@@ -247,24 +240,6 @@ fn f64_to_f32(f: f64) -> Result<f32> {
         return Err(Error::NumericOutOfRange { message: "value out of range: underflow".into() });
     }
     Ok(r)
-}
-
-/// `float8_numeric`: print with `digits` significant digits (`%.{digits}g`), then parse.
-fn float_to_numeric(f: f64, digits: usize) -> Result<Decimal> {
-    if f.is_nan() {
-        return Err(numeric::special_unsupported("NaN"));
-    }
-    if f.is_infinite() {
-        return Err(numeric::special_unsupported("Infinity"));
-    }
-    let s = format!("{:.*e}", digits - 1, f);
-    let (mantissa, exp) = s.split_once('e').expect("`{:e}` output has an exponent");
-    let mantissa = if mantissa.contains('.') {
-        mantissa.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        mantissa
-    };
-    numeric::parse_numeric(&format!("{mantissa}e{exp}"))
 }
 
 /// The type PostgreSQL resolves for UNION / CASE / VALUES branches of types `a` and `b`:

@@ -4,16 +4,14 @@
 //! Numbers compare across types as PostgreSQL's cross-type operators do: integers of any width
 //! by value, integer with numeric exactly, anything with a float as float8. Floats follow
 //! PostgreSQL, not IEEE: `NaN = NaN`, and NaN is greater than every other value, including
-//! `Infinity`; `-0 = 0`. Strings compare bytewise (the C collation). Dates compare with
+//! `Infinity`; `-0 = 0`. Numerics likewise: `NaN = NaN`, above `Infinity` (see [`Numeric`]). Strings compare bytewise (the C collation). Dates compare with
 //! timestamps as midnight of that day.
 
 use std::cmp::Ordering;
 
-use catalog::DataType;
-use rust_decimal::Decimal;
-
-use super::cast::numeric_to_f64;
+use super::numeric::Numeric;
 use super::value::Value;
+use catalog::DataType;
 
 /// PostgreSQL's float comparison (`float8_cmp_internal`): NaN is equal to itself and greater
 /// than everything else; `-0 = 0`.
@@ -39,7 +37,7 @@ fn as_f64(v: &Value) -> Option<f64> {
     match v {
         Value::Float32(f) => Some(*f as f64),
         Value::Float64(f) => Some(*f),
-        Value::Numeric(d) => Some(numeric_to_f64(d)),
+        Value::Numeric(d) => Some(d.to_f64_lossy()),
         other => as_i64(other).map(|i| i as f64),
     }
 }
@@ -60,10 +58,10 @@ pub fn compare(l: &Value, r: &Value) -> Option<Ordering> {
         (V::Timestamp(a), V::Date(b)) => a.cmp(&b.and_time(chrono::NaiveTime::MIN)),
         (V::Bytea(a), V::Bytea(b)) => a.cmp(b),
         (V::Numeric(a), other) if as_i64(other).is_some() => {
-            a.cmp(&Decimal::from(as_i64(other).expect("checked")))
+            a.cmp(&Numeric::from(as_i64(other).expect("checked")))
         }
         (other, V::Numeric(b)) if as_i64(other).is_some() => {
-            Decimal::from(as_i64(other).expect("checked")).cmp(b)
+            Numeric::from(as_i64(other).expect("checked")).cmp(b)
         }
         _ => match (as_i64(l), as_i64(r)) {
             (Some(a), Some(b)) => a.cmp(&b),

@@ -14,10 +14,18 @@
 //! | bool | 1 byte, 0 or 1 |
 //! | int2 / int4 / int8 | zigzag LEB128 varint (1 byte for -64..=63) |
 //! | float4 / float8 | 4 / 8 bytes, little-endian IEEE 754 |
-//! | numeric | 1 byte `scale | sign << 7`, then the mantissa's magnitude as LEB128 varint |
+//! | numeric | a head byte `h`, see below |
 //! | text / varchar / char / bytea | LEB128 length, then the bytes |
 //! | date | 4 bytes little-endian, days since 2000-01-01 |
 //! | timestamp | 8 bytes little-endian, microseconds since 2000-01-01 |
+//!
+//! A numeric `±m × 10^-scale` whose head byte has bit 6 clear is `sign << 7 | scale` for
+//! scale 0..=62 (`sign << 7 | 63` then a varint scale for larger ones), followed by `m` as a
+//! varint: `numeric(12,2)` values take 1 + 1..4 bytes, and rows written before numerics
+//! grew beyond 28 digits read unchanged. Head `0x40`/`0xC0` (positive/negative) is a mantissa
+//! beyond 64 bits: varint scale, varint count of trailing zeros, varint count `n` of the
+//! remaining digits, then those digits two per byte (high nibble first). `0x41` is `NaN`,
+//! `0x42` `Infinity`, `0x43` `-Infinity`.
 //!
 //! Rows are written from `Value`s without their types and read back with the column types, so
 //! each value must already have its column's type ([`cast`](super::cast) first): integer widths
@@ -35,7 +43,7 @@
 //! | `0x01` | bool | 1 byte |
 //! | `0x02` | int2 / int4 / int8 | 8 bytes big-endian, sign bit flipped — every width encodes as i64, so an int8 parameter finds an int4 key |
 //! | `0x03` | float4 / float8 | the value as f64: 8 bytes big-endian, negative: all bits flipped, positive: sign bit flipped; `-0` encodes as `0`, every NaN as one NaN that sorts after `+Infinity` |
-//! | `0x04` | numeric | `0x80` zero; `0x81` positive, exponent byte, digit bytes, `0x00`; `0x7F` negative with exponent and digit bytes inverted and `0xFF` terminator. Digits are of the trailing-zero-free value, two decimal digits per byte as `d1 × 10 + d2 + 1`, so `1.5` and `1.50` encode equal |
+//! | `0x04` | numeric | `0x00` -Infinity; `0x7F` negative; `0x80` zero; `0x81` positive; `0xFE` Infinity; `0xFF` NaN. A nonzero finite value continues with its decimal exponent (of the first significant digit: one byte `0x40 + 64 + e` for -64 ≤ e < 64, else `0x3F` or `0xC0` and 4 bytes big-endian `e + 2^31`), its significant digits two per byte as `d1 × 10 + d2 + 1`, and `0x00`; negative values invert every byte after the class byte. Digits are of the trailing-zero-free value, so `1.5` and `1.50` encode equal |
 //! | `0x05` | text / varchar / char | bytes with `0x00` escaped as `0x00 0xFF`, then `0x00 0x01`; `char(n)` trims trailing spaces when typed ([`encode_key_as`]) |
 //! | `0x06` | date | 4 bytes big-endian, sign bit flipped, days since 2000-01-01 |
 //! | `0x07` | timestamp | 8 bytes big-endian, sign bit flipped, microseconds since 2000-01-01 |
@@ -44,13 +52,12 @@
 //! Byte order of encoded keys equals [`sort_cmp`](super::sort_cmp) order column by column, and
 //! every component is self-delimiting, so a key prefix is a valid range-scan bound.
 
-use catalog::DataType;
-use rust_decimal::Decimal;
-
 use super::compare::bpchar_trim;
 use super::datetime;
+use super::numeric::{Mag, Numeric, Parts};
 use super::value::Value;
 use crate::error::{Error, Result};
+use catalog::DataType;
 
 /// Tag byte of a NULL key component (sorts after every other tag).
 pub const KEY_NULL: u8 = 0xFF;
@@ -63,7 +70,7 @@ const KEY_DATE: u8 = 0x06;
 const KEY_TIMESTAMP: u8 = 0x07;
 const KEY_BYTEA: u8 = 0x08;
 
-fn put_varint(mut v: u128, out: &mut Vec<u8>) {
+fn put_varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
         v >>= 7;
@@ -81,28 +88,25 @@ fn unzigzag(u: u64) -> i64 {
 
 /// Appends the row format (see the module doc) of `values`.
 pub fn encode_row(values: &[Value], out: &mut Vec<u8>) {
-    put_varint(values.len() as u128, out);
+    put_varint(values.len() as u64, out);
     let bitmap_at = out.len();
     out.resize(bitmap_at + values.len().div_ceil(8), 0);
     for (i, v) in values.iter().enumerate() {
         match v {
             Value::Null => out[bitmap_at + i / 8] |= 1 << (i % 8),
             Value::Bool(b) => out.push(*b as u8),
-            Value::Int16(x) => put_varint(zigzag(*x as i64) as u128, out),
-            Value::Int32(x) => put_varint(zigzag(*x as i64) as u128, out),
-            Value::Int64(x) => put_varint(zigzag(*x) as u128, out),
+            Value::Int16(x) => put_varint(zigzag(*x as i64), out),
+            Value::Int32(x) => put_varint(zigzag(*x as i64), out),
+            Value::Int64(x) => put_varint(zigzag(*x), out),
             Value::Float32(f) => out.extend_from_slice(&f.to_le_bytes()),
             Value::Float64(f) => out.extend_from_slice(&f.to_le_bytes()),
-            Value::Numeric(d) => {
-                out.push(d.scale() as u8 | ((d.is_sign_negative() as u8) << 7));
-                put_varint(d.mantissa().unsigned_abs(), out);
-            }
+            Value::Numeric(d) => row_numeric(d, out),
             Value::Text(s) => {
-                put_varint(s.len() as u128, out);
+                put_varint(s.len() as u64, out);
                 out.extend_from_slice(s.as_bytes());
             }
             Value::Bytea(b) => {
-                put_varint(b.len() as u128, out);
+                put_varint(b.len() as u64, out);
                 out.extend_from_slice(b);
             }
             Value::Date(d) => out.extend_from_slice(&datetime::date_to_pg_days(*d).to_le_bytes()),
@@ -110,6 +114,47 @@ pub fn encode_row(values: &[Value], out: &mut Vec<u8>) {
                 out.extend_from_slice(&datetime::timestamp_to_pg_micros(*t).to_le_bytes())
             }
         }
+    }
+}
+
+/// Numeric head byte: a mantissa beyond 64 bits follows (`| 0x80` when negative).
+const NUMERIC_BIG: u8 = 0x40;
+/// Numeric head byte: the scale follows as a varint.
+const NUMERIC_SCALE_VARINT: u8 = 0x3F;
+const NUMERIC_NAN: u8 = 0x41;
+const NUMERIC_INF: u8 = 0x42;
+const NUMERIC_NEG_INF: u8 = 0x43;
+
+/// The row payload of a numeric (see the module doc).
+fn row_numeric(d: &Numeric, out: &mut Vec<u8>) {
+    match d.parts() {
+        Parts::Small { m, scale } => {
+            let sign = ((m < 0) as u8) << 7;
+            if scale < NUMERIC_SCALE_VARINT as u16 {
+                out.push(sign | scale as u8);
+            } else {
+                out.push(sign | NUMERIC_SCALE_VARINT);
+                put_varint(scale as u64, out);
+            }
+            put_varint(m.unsigned_abs(), out);
+        }
+        Parts::Big { neg, scale, mag } => {
+            out.push(NUMERIC_BIG | ((neg as u8) << 7));
+            put_varint(scale as u64, out);
+            let mut s = String::new();
+            mag.write_digits(&mut s);
+            let sig = s.trim_end_matches('0');
+            put_varint((s.len() - sig.len()) as u64, out);
+            put_varint(sig.len() as u64, out);
+            for pair in sig.as_bytes().chunks(2) {
+                let hi = pair[0] - b'0';
+                let lo = pair.get(1).map_or(0, |c| c - b'0');
+                out.push(hi << 4 | lo);
+            }
+        }
+        Parts::NaN => out.push(NUMERIC_NAN),
+        Parts::Inf => out.push(NUMERIC_INF),
+        Parts::NegInf => out.push(NUMERIC_NEG_INF),
     }
 }
 
@@ -136,9 +181,21 @@ impl<'a> Reader<'a> {
         Ok(self.take(N)?.try_into().expect("take returned N bytes"))
     }
 
+    /// A LEB128 varint of up to 128 bits (numeric mantissas of rows written by older versions
+    /// need more than 64); the first 63 bits are read in a `u64`.
     fn varint(&mut self) -> Result<u128> {
-        let mut v: u128 = 0;
+        let mut small: u64 = 0;
         let mut shift = 0;
+        while shift < 63 {
+            let byte = *self.b.get(self.i).ok_or_else(|| corrupt("truncated varint"))?;
+            self.i += 1;
+            small |= ((byte & 0x7F) as u64) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(small as u128);
+            }
+            shift += 7;
+        }
+        let mut v = small as u128;
         loop {
             let byte = *self.b.get(self.i).ok_or_else(|| corrupt("truncated varint"))?;
             self.i += 1;
@@ -169,6 +226,44 @@ impl<'a> Reader<'a> {
         Ok(unzigzag(u64::try_from(u).map_err(|_| corrupt("integer"))?))
     }
 
+    /// A numeric payload (see the module doc).
+    fn numeric(&mut self) -> Result<Numeric> {
+        let head = self.array::<1>()?[0];
+        let neg = head & 0x80 != 0;
+        match head {
+            NUMERIC_NAN => return Ok(Numeric::NAN),
+            NUMERIC_INF => return Ok(Numeric::INFINITY),
+            NUMERIC_NEG_INF => return Ok(Numeric::NEG_INFINITY),
+            _ if head & 0x7F == NUMERIC_BIG => {}
+            _ if head & 0x40 != 0 => return Err(corrupt("numeric head")),
+            _ => {
+                let scale = match head & 0x3F {
+                    NUMERIC_SCALE_VARINT => self.len()?,
+                    s => s as usize,
+                };
+                let m = self.varint()?;
+                let scale = u32::try_from(scale).map_err(|_| corrupt("numeric scale"))?;
+                return Numeric::from_u128_parts(neg, m, scale)
+                    .ok_or_else(|| corrupt("numeric scale"));
+            }
+        }
+        let scale = u32::try_from(self.len()?).map_err(|_| corrupt("numeric scale"))?;
+        let zeros = self.len()?;
+        let n = self.len()?;
+        let packed = self.take(n.div_ceil(2))?;
+        let mut digits = Vec::with_capacity(n + 1);
+        for &b in packed {
+            let (hi, lo) = (b >> 4, b & 0x0F);
+            if hi > 9 || lo > 9 {
+                return Err(corrupt("numeric digit"));
+            }
+            digits.extend_from_slice(&[hi, lo]);
+        }
+        digits.truncate(n);
+        let mag = Mag::from_digits(&digits).mul_pow10(zeros as u64);
+        Numeric::from_mag(neg, mag, scale).map_err(|_| corrupt("numeric"))
+    }
+
     fn value(&mut self, ty: &DataType) -> Result<Value> {
         Ok(match ty {
             DataType::Bool => Value::Bool(self.array::<1>()?[0] != 0),
@@ -177,15 +272,7 @@ impl<'a> Reader<'a> {
             DataType::Int64 => Value::Int64(self.int()?),
             DataType::Float32 => Value::Float32(f32::from_le_bytes(self.array()?)),
             DataType::Float64 => Value::Float64(f64::from_le_bytes(self.array()?)),
-            DataType::Numeric(_) => {
-                let head = self.array::<1>()?[0];
-                let m = self.varint()?;
-                let m = i128::try_from(m).map_err(|_| corrupt("numeric"))?;
-                let m = if head & 0x80 != 0 { -m } else { m };
-                let d = Decimal::try_from_i128_with_scale(m, (head & 0x7F) as u32)
-                    .map_err(|_| corrupt("numeric"))?;
-                Value::Numeric(d)
-            }
+            DataType::Numeric(_) => Value::Numeric(self.numeric()?),
             DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
                 let n = self.len()?;
                 let s = std::str::from_utf8(self.take(n)?).map_err(|_| corrupt("utf-8"))?;
@@ -215,10 +302,7 @@ impl<'a> Reader<'a> {
             DataType::Int16 | DataType::Int32 | DataType::Int64 => self.varint().map(drop),
             DataType::Float32 | DataType::Date => self.take(4).map(drop),
             DataType::Float64 | DataType::Timestamp => self.take(8).map(drop),
-            DataType::Numeric(_) => {
-                self.take(1)?;
-                self.varint().map(drop)
-            }
+            DataType::Numeric(_) => self.numeric().map(drop),
             DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea => {
                 let n = self.len()?;
                 self.take(n).map(drop)
@@ -353,28 +437,58 @@ fn key_bytes(tag: u8, b: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&[0x00, 0x01]);
 }
 
-fn key_numeric(d: &Decimal, out: &mut Vec<u8>) {
+/// Numeric key class bytes, in order.
+const KEY_NUMERIC_NEG_INF: u8 = 0x00;
+const KEY_NUMERIC_NEG: u8 = 0x7F;
+const KEY_NUMERIC_ZERO: u8 = 0x80;
+const KEY_NUMERIC_POS: u8 = 0x81;
+const KEY_NUMERIC_INF: u8 = 0xFE;
+const KEY_NUMERIC_NAN: u8 = 0xFF;
+
+fn key_numeric(d: &Numeric, out: &mut Vec<u8>) {
     out.push(KEY_NUMERIC);
-    let d = d.normalize();
-    let m = d.mantissa().unsigned_abs();
-    if m == 0 {
-        out.push(0x80);
-        return;
+    match d.parts() {
+        Parts::NaN => out.push(KEY_NUMERIC_NAN),
+        Parts::Inf => out.push(KEY_NUMERIC_INF),
+        Parts::NegInf => out.push(KEY_NUMERIC_NEG_INF),
+        Parts::Small { m: 0, .. } => out.push(KEY_NUMERIC_ZERO),
+        Parts::Small { m, scale } => {
+            // The digits of |m| without allocating: at most 19.
+            let mut buf = [0u8; 20];
+            let mut a = m.unsigned_abs();
+            let mut start = buf.len();
+            while a > 0 {
+                start -= 1;
+                buf[start] = (a % 10) as u8;
+                a /= 10;
+            }
+            let digits = &buf[start..];
+            let exp = digits.len() as i64 - 1 - scale as i64;
+            let end = digits.iter().rposition(|&d| d != 0).expect("nonzero") + 1;
+            key_significand(m < 0, exp, &digits[..end], out);
+        }
+        Parts::Big { .. } => {
+            let (negative, exp, digits) = d.significand().expect("nonzero finite");
+            key_significand(negative, exp, &digits, out);
+        }
     }
-    let negative = d.is_sign_negative();
-    // Normalized: m has no trailing zeros, so its digit string is the significand.
-    let digits = m.to_string();
-    let exp = digits.len() as i32 - 1 - d.scale() as i32;
-    // |exp| <= 29 for a Decimal, so the biased exponent fits a byte.
-    let exp_byte = (exp + 64) as u8;
+}
+
+/// The key bytes after the tag of a nonzero finite numeric (see the module doc).
+fn key_significand(negative: bool, exp: i64, digits: &[u8], out: &mut Vec<u8>) {
     let flip = |b: u8| if negative { !b } else { b };
-    out.push(if negative { 0x7F } else { 0x81 });
-    out.push(flip(exp_byte));
-    let digits = digits.as_bytes();
+    out.push(if negative { KEY_NUMERIC_NEG } else { KEY_NUMERIC_POS });
+    // -16383 - 20 <= exp <= 131071: one byte near 0, else a marker and 4 bytes.
+    if (-64..64).contains(&exp) {
+        out.push(flip((exp + 128) as u8));
+    } else {
+        out.push(flip(if exp < 0 { 0x3F } else { 0xC0 }));
+        let biased = (exp + (1i64 << 31)) as u32;
+        out.extend(biased.to_be_bytes().map(flip));
+    }
     for pair in digits.chunks(2) {
-        let d1 = pair[0] - b'0';
-        let d2 = pair.get(1).map_or(0, |c| c - b'0');
-        out.push(flip(d1 * 10 + d2 + 1));
+        let d2 = pair.get(1).copied().unwrap_or(0);
+        out.push(flip(pair[0] * 10 + d2 + 1));
     }
     out.push(flip(0x00));
 }
@@ -453,13 +567,22 @@ mod tests {
                 _ => f64::from_bits(rng.next()),
             }),
             DataType::Numeric(_) => {
-                let m: i128 = match rng.below(4) {
-                    0 => small(rng) as i128 * 10i128.pow(rng.below(4) as u32),
-                    1 => (rng.next() as i64) as i128,
-                    2 => ((rng.next() as i128) << 32 | rng.next() as i128) % (1i128 << 95),
-                    _ => [0, 1, -1, 15, 150, -150, 10][rng.below(7) as usize],
+                let text = match rng.below(6) {
+                    0 => format!("{}", small(rng) * 10i64.pow(rng.below(4) as u32)),
+                    1 => format!("{}", rng.next() as i64),
+                    2 => format!("{}{:019}{:019}", small(rng), rng.next() >> 1, rng.next() >> 1),
+                    3 => ["NaN", "Infinity", "-Infinity", "1e100", "-1e-100", "1e131071"]
+                        [rng.below(6) as usize]
+                        .to_string(),
+                    4 => format!("{}e{}", rng.next() as i32, rng.below(400) as i64 - 200),
+                    _ => ["0", "1", "-1", "15", "150", "-150", "10"][rng.below(7) as usize].into(),
                 };
-                Value::Numeric(Decimal::from_i128_with_scale(m, rng.below(29) as u32))
+                let v = parse_text(&text, ty).unwrap();
+                // Vary the display scale without changing the value.
+                let Value::Numeric(n) = v else { unreachable!("parsed a numeric") };
+                let scale = rng.below(70) as i64 + n.scale() as i64;
+                let rounded = if n.is_finite() { n.round(scale).unwrap() } else { n };
+                Value::Numeric(rounded)
             }
             DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
                 let alphabet = ["", "a", "b", " ", "\0", "é", "\u{7f}", "z", "\u{1}"];
@@ -492,7 +615,9 @@ mod tests {
         match (a, b) {
             (Value::Float32(x), Value::Float32(y)) => x.to_bits() == y.to_bits(),
             (Value::Float64(x), Value::Float64(y)) => x.to_bits() == y.to_bits(),
-            (Value::Numeric(x), Value::Numeric(y)) => x == y && x.scale() == y.scale(),
+            (Value::Numeric(x), Value::Numeric(y)) => {
+                x == y && x.scale() == y.scale() && x.to_string() == y.to_string()
+            }
             _ => a == b,
         }
     }
@@ -574,6 +699,33 @@ mod tests {
     }
 
     #[test]
+    fn numeric_row_bytes_are_unchanged_for_small_values() {
+        // The format before numerics grew beyond 28 digits: `scale | sign << 7`, then the
+        // mantissa as a varint. Rows written then read back unchanged, and are no larger now.
+        let n = |s: &str| parse_text(s, &DataType::Numeric(None)).unwrap();
+        let row = |v: Value| {
+            let mut b = Vec::new();
+            encode_row(&[v], &mut b);
+            b
+        };
+        assert_eq!(row(n("50000.00")), [1, 0, 0x02, 0xC0, 0x96, 0xB1, 0x02]);
+        assert_eq!(row(n("-10.00")), [1, 0, 0x82, 0xE8, 0x07]);
+        assert_eq!(row(n("0.1234")), [1, 0, 0x04, 0xD2, 0x09]);
+        let old = [
+            1, 0, 0x1C, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+            0xFF, 0x1F,
+        ];
+        // 2^96 - 1 at scale 28, as the old format wrote it.
+        let v = decode_row(&old, &[DataType::Numeric(None)]).unwrap();
+        assert_eq!(format_text_of(&v[0]), "7.9228162514264337593543950335");
+        assert_eq!(row(n("NaN")), [1, 0, 0x41]);
+    }
+
+    fn format_text_of(v: &Value) -> String {
+        crate::types::format_text(v, &DataType::Numeric(None))
+    }
+
+    #[test]
     fn key_order_equals_sort_order() {
         let mut rng = Rng(0xdead_beef_cafe_f00d);
         for ty in TYPES {
@@ -629,6 +781,8 @@ mod tests {
         assert_eq!(key(n("1.5")), key(n("1.50")));
         assert_eq!(key(n("0")), key(n("-0.000")));
         assert_eq!(key(n("100")), key(n("1e2")));
+        assert_eq!(key(n("-12345678901234567890123.4500")), key(n("-12345678901234567890123.45")));
+        assert_eq!(key(n("9223372036854775808")), key(n("9223372036854775808.000")));
         assert_eq!(key(Value::Float64(-0.0)), key(Value::Float64(0.0)));
         assert_eq!(key(Value::Null), vec![KEY_NULL]);
         assert_eq!(key(Value::Int32(1)).cmp(&key(Value::Null)), Ordering::Less);

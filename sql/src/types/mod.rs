@@ -11,8 +11,8 @@
 //!
 //! A `Value` does not carry its SQL type; the plan does. Functions that need the type (text
 //! output of `char(n)`, binary widths, row decoding) take a `DataType`. `numeric` is a
-//! `rust_decimal::Decimal`: at most 28 fractional digits and a 96-bit mantissa, and no
-//! `NaN`/`Infinity` (see `numeric`).
+//! [`Numeric`]: PostgreSQL's arbitrary precision (131072 digits before the point, 16383 after),
+//! `NaN` and `±Infinity` (see `numeric`).
 
 mod arith;
 mod binary;
@@ -33,5 +33,6 @@ pub use encoding::{
     decode_column, decode_row, decode_row_id_key, encode_key, encode_key_as, encode_row, KEY_NULL,
 };
 pub use like::like;
+pub use numeric::Numeric;
 pub use text::{format_text, format_text_into, parse_text};
 pub use value::Value;

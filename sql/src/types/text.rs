@@ -5,7 +5,7 @@
 use catalog::DataType;
 
 use super::datetime::{self, Kind};
-use super::numeric;
+use super::numeric::Numeric;
 use super::value::Value;
 use crate::error::{Error, Result};
 
@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 /// unconstrained type and then call `cast(.., CastKind::Explicit)`.
 ///
 /// Errors: `22P02` invalid input syntax, `22003` out of range, `22007`/`22008` for dates and
-/// timestamps, `22001` string too long, `0A000` for `NaN`/`Infinity` numerics.
+/// timestamps, `22001` string too long.
 pub fn parse_text(s: &str, ty: &DataType) -> Result<Value> {
     Ok(match ty {
         DataType::Bool => Value::Bool(parse_bool(s)?),
@@ -31,9 +31,9 @@ pub fn parse_text(s: &str, ty: &DataType) -> Result<Value> {
         DataType::Float32 => Value::Float32(parse_float4(s)?),
         DataType::Float64 => Value::Float64(parse_float8(s)?),
         DataType::Numeric(typmod) => {
-            let d = numeric::parse_numeric(s.trim_matches(is_pg_space))?;
+            let d = Numeric::parse(s.trim_matches(is_pg_space))?;
             Value::Numeric(match typmod {
-                Some((p, sc)) => numeric::apply_typmod(d, *p, *sc)?,
+                Some((p, sc)) => d.apply_typmod(*p as u32, *sc as u32)?,
                 None => d,
             })
         }
@@ -74,9 +74,7 @@ pub fn format_text_into(v: &Value, ty: &DataType, out: &mut String) {
         }
         Value::Float32(f) => write_float4(*f, out),
         Value::Float64(f) => write_float8(*f, out),
-        Value::Numeric(d) => {
-            let _ = write!(out, "{}", numeric::canonical_zero(*d));
-        }
+        Value::Numeric(d) => d.write_text(out),
         Value::Text(s) => out.push_str(s),
         Value::Date(d) => datetime::write_date(*d, out),
         Value::Timestamp(t) => datetime::write_timestamp(*t, out),
@@ -398,7 +396,6 @@ pub(crate) fn fit_string(mut s: String, ty: &DataType, explicit: bool) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rust_decimal::Decimal;
 
     fn ok(s: &str, ty: DataType) -> String {
         format_text(&parse_text(s, &ty).unwrap(), &ty)
@@ -459,8 +456,14 @@ mod tests {
         assert_eq!(ok("-0.00", DataType::Numeric(None)), "0.00");
         assert_eq!(ok("12.345", DataType::Numeric(Some((4, 2)))), "12.35");
         assert_eq!(err("123.45", DataType::Numeric(Some((4, 2)))).0, "22003");
+        assert_eq!(ok(" -Infinity ", DataType::Numeric(None)), "-Infinity");
+        assert_eq!(ok("NaN", DataType::Numeric(Some((4, 2)))), "NaN");
+        assert_eq!(err("inf", DataType::Numeric(Some((4, 2)))).1, "numeric field overflow");
         assert_eq!(
-            format_text(&Value::Numeric(Decimal::new(150, 2)), &DataType::Numeric(None)),
+            format_text(
+                &Value::Numeric(Numeric::from_i64_scaled(150, 2)),
+                &DataType::Numeric(None)
+            ),
             "1.50"
         );
     }

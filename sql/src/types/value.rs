@@ -1,12 +1,12 @@
 //! `Value`: one SQL datum in memory.
 
+use super::numeric::Numeric;
 use catalog::DataType;
 use chrono::{NaiveDate, NaiveDateTime};
-use rust_decimal::Decimal;
 
 /// One SQL value. The SQL type of a value is carried next to it (by the plan), not inside it:
 /// `Text` serves `text`, `varchar(n)` and `char(n)` (already blank-padded), `Numeric` serves
-/// every `numeric(p,s)` (the scale of the `Decimal` is the display scale).
+/// every `numeric(p,s)` (a [`Numeric`] carries its display scale).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// SQL NULL.
@@ -24,7 +24,7 @@ pub enum Value {
     /// double precision
     Float64(f64),
     /// numeric
-    Numeric(Decimal),
+    Numeric(Numeric),
     /// text, varchar, char
     Text(String),
     /// date
