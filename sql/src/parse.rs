@@ -40,6 +40,7 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
         .tokenize_with_location()
         .map_err(|e| convert_error(sql, ParserError::TokenizerError(e.to_string())))?;
     check_operator_count(&tokens)?;
+    let tokens = expand_table_statements(tokens);
     let is_checkpoint = |t: &TokenWithSpan| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("checkpoint"));
     if !tokens.iter().any(is_checkpoint) {
         return parse_tokens(sql, tokens);
@@ -68,6 +69,40 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
             return Ok(out);
         }
     }
+}
+
+/// PostgreSQL's `TABLE name` statement is `SELECT * FROM name` (sqlparser does not know it):
+/// a `TABLE` keyword that starts a statement is replaced by those three tokens, with its span,
+/// so positions in errors still point into the original text.
+fn expand_table_statements(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut at_start = true;
+    for t in tokens {
+        match &t.token {
+            Token::Whitespace(_) => {}
+            Token::SemiColon => at_start = true,
+            Token::Word(w)
+                if at_start && w.quote_style.is_none() && w.keyword == Keyword::TABLE =>
+            {
+                let span = t.span;
+                let space = Token::Whitespace(sqlparser::tokenizer::Whitespace::Space);
+                for token in [
+                    Token::make_keyword("SELECT"),
+                    space.clone(),
+                    Token::Mul,
+                    space,
+                    Token::make_keyword("FROM"),
+                ] {
+                    out.push(TokenWithSpan { token, span });
+                }
+                at_start = false;
+                continue;
+            }
+            _ => at_start = false,
+        }
+        out.push(t);
+    }
+    out
 }
 
 fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Vec<Parsed>> {
