@@ -95,6 +95,7 @@
 mod checkpoint;
 mod durable_file;
 mod error;
+mod first_error;
 mod plan;
 mod progress;
 mod replay;

@@ -80,16 +80,7 @@ fn scripts_dir() -> std::path::PathBuf {
 }
 
 fn check_listed(listed: &[&str]) {
-    let mut found: Vec<String> = std::fs::read_dir(scripts_dir())
-        .expect("tests/scripts")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-        .map(|p| p.file_stem().expect("stem").to_string_lossy().into_owned())
-        .collect();
-    found.sort();
-    let mut listed: Vec<String> = listed.iter().map(|s| s.to_string()).collect();
-    listed.sort();
-    assert_eq!(found, listed, "tests/scripts/*.txt and the scripts! list differ");
+    wal::testing::check_scripts_listed(&scripts_dir(), listed);
 }
 
 // ---------------------------------------------------------------------------------------------

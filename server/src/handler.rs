@@ -366,7 +366,7 @@ impl SimpleQueryHandler for Handler {
         let sql = query.query;
         // One short statement runs right here; anything else (several statements, DDL, long
         // scans, or text that does not prepare) on the blocking pool.
-        let short = self.conn.with_session(|s| match s.prepare(&sql, &[]) {
+        let short = self.conn.with_session(|s| match s.prepare_simple(&sql) {
             Ok(p) if p.param_types.is_empty() && s.runs_briefly(&p) => Some(p),
             _ => None,
         })?;

@@ -857,7 +857,24 @@ impl Session {
 
     /// Extended protocol Parse: `param_oids[i]` is the client's declared OID (0 = infer).
     pub fn prepare(&mut self, sql: &str, param_oids: &[u32]) -> Result<Arc<Prepared>> {
-        let cached = self.plan(sql, param_oids)?;
+        self.prepare_with(sql, param_oids, true)
+    }
+
+    /// Prepares the text of a simple Query, to classify it ([`Session::runs_briefly`]) and run
+    /// it with [`Session::execute_simple_prepared`]. Unlike [`Session::prepare`] it leaves the
+    /// shared plan cache alone: simple-protocol texts usually carry their literals, so caching
+    /// them would only evict the plans of prepared statements.
+    pub fn prepare_simple(&mut self, sql: &str) -> Result<Arc<Prepared>> {
+        self.prepare_with(sql, &[], false)
+    }
+
+    fn prepare_with(
+        &mut self,
+        sql: &str,
+        param_oids: &[u32],
+        cache: bool,
+    ) -> Result<Arc<Prepared>> {
+        let cached = self.plan(sql, param_oids, cache)?;
         Ok(Arc::new(Prepared {
             sql: sql.to_string(),
             param_types: cached.as_ref().map(|c| c.param_types.clone()).unwrap_or_default(),
@@ -886,7 +903,7 @@ impl Session {
             cached.clone()
         } else {
             // The catalog changed since Parse: bind again.
-            match self.plan(&stmt.sql, &stmt.oids) {
+            match self.plan(&stmt.sql, &stmt.oids, true) {
                 Ok(Some(c)) => c,
                 Ok(None) => return Ok(Output::tag(Tag::new(""))),
                 Err(e) => return Err(self.fail(e)),
@@ -1031,10 +1048,10 @@ impl Session {
         e
     }
 
-    /// Parses and binds (through the plan cache). `None` for an empty statement.
-    fn plan(&mut self, sql: &str, oids: &[u32]) -> Result<Option<Arc<Cached>>> {
+    /// Parses and binds (through the plan cache if `cache`). `None` for an empty statement.
+    fn plan(&mut self, sql: &str, oids: &[u32], cache: bool) -> Result<Option<Arc<Cached>>> {
         let snapshot = self.snapshot();
-        let private = self.private_catalog();
+        let private = !cache || self.private_catalog();
         let key = (sql.to_string(), oids.to_vec());
         if !private {
             if let Some(c) = self.db.plans.read().get(&key) {

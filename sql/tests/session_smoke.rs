@@ -151,3 +151,34 @@ fn subqueries_in_grouped_output() {
     let err = run(&mut s, "SELECT k, (SELECT count(*) FROM g h WHERE h.k = g.k) FROM g GROUP BY k");
     assert!(err[0].starts_with("ERROR 0A000"), "{err:?}");
 }
+
+/// Transactional DDL fails at COMMIT when another session published a conflicting change
+/// meanwhile: the same name created first elsewhere (42P07), or a table the block altered that
+/// another session altered too (40001). The failed block leaves nothing behind, and the name
+/// and the table stay usable.
+#[test]
+fn conflicting_schema_changes_fail_at_commit_and_leave_nothing() {
+    let db = Database::in_memory(2);
+    let mut a = Session::new(db.clone(), &[]);
+    let mut b = Session::new(db, &[]);
+
+    run(&mut a, "BEGIN");
+    assert_eq!(run(&mut a, "CREATE TABLE x (k int PRIMARY KEY)"), ["CREATE TABLE"]);
+    assert_eq!(run(&mut a, "INSERT INTO x VALUES (1)"), ["INSERT 0 1"]);
+    assert_eq!(run(&mut b, "CREATE TABLE x (v text)"), ["CREATE TABLE"]);
+    let commit = run(&mut a, "COMMIT");
+    assert!(commit[0].starts_with("ERROR 42P07"), "{commit:?}");
+    assert_eq!(a.status(), TxnStatus::Idle);
+    assert_eq!(run(&mut a, "INSERT INTO x VALUES ('b')"), ["INSERT 0 1"]);
+    assert_eq!(run(&mut a, "SELECT v FROM x"), ["SELECT 1: b"]);
+
+    run(&mut b, "CREATE TABLE y (k int PRIMARY KEY)");
+    run(&mut a, "BEGIN");
+    assert_eq!(run(&mut a, "ALTER TABLE y ADD COLUMN p int"), ["ALTER TABLE"]);
+    assert_eq!(run(&mut b, "ALTER TABLE y ADD COLUMN q int"), ["ALTER TABLE"]);
+    let commit = run(&mut a, "COMMIT");
+    assert!(commit[0].starts_with("ERROR 40001"), "{commit:?}");
+    assert_eq!(run(&mut a, "INSERT INTO y VALUES (1, 2)"), ["INSERT 0 1"]);
+    assert!(run(&mut a, "SELECT p FROM y")[0].starts_with("ERROR 42703"));
+    assert_eq!(run(&mut a, "SELECT k, q FROM y"), ["SELECT 1: 1,2"]);
+}

@@ -199,11 +199,12 @@ fn fold_mul(a: u64, b: u64) -> u64 {
     (p as u64) ^ ((p >> 64) as u64)
 }
 
-/// A fast seeded hash of a key (SipHash, std's default, cost a fifth of a point read). Not
-/// collision-resistant against someone who knows the seed, like hashbrown's default hasher;
-/// the seed is random per index.
+/// A fast seeded hash of a key, 8 bytes at a time (the multiply-fold of foldhash and wyhash;
+/// SipHash, std's default, cost a fifth of a point read). Not collision-resistant against
+/// someone who knows the seed, like hashbrown's default hasher; callers pick random seeds (one
+/// per index here, one per replay in recovery).
 #[inline]
-fn hash_key(seed: u64, key: &[u8]) -> u64 {
+pub fn hash_key(seed: u64, key: &[u8]) -> u64 {
     const K0: u64 = 0x243f_6a88_85a3_08d3;
     const K1: u64 = 0x1319_8a2e_0370_7344;
     let mut h = seed ^ (key.len() as u64).wrapping_mul(K0);

@@ -956,3 +956,18 @@ mod tests {
         );
     }
 }
+
+/// For goldenscript test files: asserts that the `*.txt` scripts in `dir` are exactly `listed`
+/// (a script that exists but is never run, or one listed but missing, fails).
+pub fn check_scripts_listed(dir: &std::path::Path, listed: &[&str]) {
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .map(|p| p.file_stem().expect("stem").to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    let mut listed: Vec<String> = listed.iter().map(|s| s.to_string()).collect();
+    listed.sort();
+    assert_eq!(found, listed, "{}/*.txt and the scripts! list differ", dir.display());
+}

@@ -4,8 +4,8 @@
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::Instant;
 
 use wal::Ssn;
@@ -17,6 +17,7 @@ use super::format::{
 use super::write::sync_dir;
 use super::{io_error, list_dir};
 use crate::error::Error;
+use crate::first_error::FirstError;
 use crate::progress::{Phase, Progress, Summary};
 use crate::target::{Staged, Target};
 use crate::PROGRESS_INTERVAL;
@@ -66,8 +67,7 @@ struct Counters {
 
 struct Shared<'a> {
     counters: Counters,
-    failed: AtomicBool,
-    error: Mutex<Option<Error>>,
+    errors: FirstError,
     target: &'a dyn Target,
     keep_table: &'a (dyn Fn(u32) -> bool + Sync),
     cut: Ssn,
@@ -75,9 +75,7 @@ struct Shared<'a> {
 
 impl Shared<'_> {
     fn fail(&self, e: Error) {
-        self.failed.store(true, Ordering::Release);
-        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
-        slot.get_or_insert(e);
+        self.errors.fail(e);
     }
 }
 
@@ -109,8 +107,7 @@ pub fn load_checkpoint(
     let threads = meta.files.len().min(parallelism).max(1);
     let shared = Shared {
         counters: Counters::default(),
-        failed: AtomicBool::new(false),
-        error: Mutex::new(None),
+        errors: FirstError::default(),
         target,
         keep_table,
         cut: meta.ssn,
@@ -134,7 +131,7 @@ pub fn load_checkpoint(
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(file) = meta.files.get(i) else { break };
-                    if shared.failed.load(Ordering::Acquire) {
+                    if shared.errors.failed() {
                         break;
                     }
                     if let Err(e) = load_file(file, shared) {
@@ -150,15 +147,13 @@ pub fn load_checkpoint(
             report(&shared);
         }
     });
-    if !shared.failed.load(Ordering::Acquire) {
+    if !shared.errors.failed() {
         if let Err(e) = target.finish_staged() {
             shared.fail(e);
         }
     }
     report(&shared);
-    if let Some(e) = shared.error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e);
-    }
+    shared.errors.into_result()?;
     let c = &shared.counters;
     let installed = c.installed.load(Ordering::Relaxed);
     let summary = Summary {
@@ -227,7 +222,7 @@ fn load_file(file: &CheckpointFile, shared: &Shared<'_>) -> Result<(), Error> {
     // The file's rows, installed in one `install_staged` once the whole file has checked.
     let mut staged = Vec::new();
     loop {
-        if shared.failed.load(Ordering::Acquire) {
+        if shared.errors.failed() {
             return Ok(()); // another file failed and recorded why
         }
         let at = r.offset;

@@ -32,15 +32,15 @@
 //! channel); installs that already happened stay, which is harmless because recovery fails.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hashbrown::hash_table::{Entry as SlotEntry, HashTable};
 use wal::Ssn;
 
 use crate::error::Error;
+use crate::first_error::FirstError;
 use crate::plan::{DeviceLog, RecoveryPlan};
 use crate::progress::{Phase, Progress, Summary};
 use crate::replay::{bad_payload, for_each_value, select, Action};
@@ -103,28 +103,11 @@ impl Batch {
     }
 }
 
-/// A fast seeded hash of `(table, key)` (the multiply-fold of foldhash and wyhash), 8 bytes
-/// at a time. The seed is random per replay, so crafted keys cannot be aimed at one bucket.
+/// A fast seeded hash of `(table, key)`: the engine's index hash ([`txn::hash_key`]) with the
+/// table folded into the seed. The seed is random per replay, so crafted keys cannot be aimed
+/// at one bucket.
 fn hash_entry(seed: u64, table: u32, key: &[u8]) -> u64 {
-    const K0: u64 = 0x243f_6a88_85a3_08d3;
-    const K1: u64 = 0x1319_8a2e_0370_7344;
-    #[inline]
-    fn fold_mul(a: u64, b: u64) -> u64 {
-        let p = u128::from(a) * u128::from(b);
-        (p as u64) ^ ((p >> 64) as u64)
-    }
-    let mut h = fold_mul(seed ^ u64::from(table) ^ ((key.len() as u64) << 32), K0);
-    let mut chunks = key.chunks_exact(8);
-    for c in &mut chunks {
-        h = fold_mul(h ^ u64::from_le_bytes(c.try_into().expect("8 bytes")), K1);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut buf = [0; 8];
-        buf[..rest.len()].copy_from_slice(rest);
-        h = fold_mul(h ^ u64::from_le_bytes(buf), K1);
-    }
-    fold_mul(h, K0)
+    txn::hash_key(seed ^ u64::from(table).wrapping_mul(0x9e37_79b9_7f4a_7c15), key)
 }
 
 /// The partition of an entry with hash `h`. It uses bits 40.. of the hash: hashbrown takes
@@ -173,16 +156,13 @@ struct Counters {
 
 struct Shared<'a> {
     counters: Counters,
-    failed: AtomicBool,
-    error: Mutex<Option<Error>>,
+    errors: FirstError,
     target: &'a dyn Target,
 }
 
 impl Shared<'_> {
     fn fail(&self, e: Error) {
-        self.failed.store(true, Ordering::Release);
-        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
-        slot.get_or_insert(e);
+        self.errors.fail(e);
     }
 }
 
@@ -207,12 +187,7 @@ pub fn replay(
     let threads = threads.max(1);
     let start = Instant::now();
     let seed = std::hash::RandomState::new().hash_one(0x5eed_u64);
-    let shared = Shared {
-        counters: Counters::default(),
-        failed: AtomicBool::new(false),
-        error: Mutex::new(None),
-        target,
-    };
+    let shared = Shared { counters: Counters::default(), errors: FirstError::default(), target };
     let report = |shared: &Shared<'_>| {
         progress(&Progress {
             phase: Phase::Replay,
@@ -251,15 +226,13 @@ pub fn replay(
             report(&shared);
         }
     });
-    if !shared.failed.load(Ordering::Acquire) {
+    if !shared.errors.failed() {
         if let Err(e) = target.finish_staged() {
             shared.fail(e);
         }
     }
     report(&shared);
-    if let Some(e) = shared.error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e);
-    }
+    shared.errors.into_result()?;
     let c = &shared.counters;
     Ok(Summary {
         devices: plan.devices().len(),
@@ -291,11 +264,11 @@ fn worker(rx: mpsc::Receiver<Batch>, shared: &Shared<'_>) {
             stage.put(item.hash, item.table, key, row, item.ssn);
         }
         shared.counters.entries.fetch_add(n, Ordering::Relaxed);
-        if shared.failed.load(Ordering::Acquire) {
+        if shared.errors.failed() {
             return; // drops `rx`: readers sending here stop
         }
     }
-    if shared.failed.load(Ordering::Acquire) {
+    if shared.errors.failed() {
         return;
     }
     if let Err(e) = shared.target.install_staged(stage.into_writes()) {
@@ -359,7 +332,7 @@ fn read_device(
         }
         if records % 4096 == 0 {
             flush_counts(&mut bytes, &mut records, &mut replayed);
-            if shared.failed.load(Ordering::Acquire) {
+            if shared.errors.failed() {
                 return Ok(());
             }
         }

@@ -500,21 +500,7 @@ mod tests {
     use crate::types::text::parse_text;
     use std::cmp::Ordering;
 
-    /// A small deterministic PRNG (xorshift64*), so the property tests need no dependency.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::types::test_rng::Rng;
 
     const TYPES: &[DataType] = &[
         DataType::Bool,

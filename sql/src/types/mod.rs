@@ -22,6 +22,8 @@ mod datetime;
 mod encoding;
 mod like;
 mod numeric;
+#[cfg(test)]
+pub(crate) mod test_rng;
 mod text;
 mod value;
 

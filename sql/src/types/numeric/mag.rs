@@ -320,30 +320,20 @@ impl Ord for Mag {
 mod tests {
     use super::*;
 
-    /// xorshift64*, so the property tests need no dependency.
-    struct Rng(u64);
+    use crate::types::test_rng::Rng;
 
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-
-        /// A random number of 0..=max_digits decimal digits, biased towards runs of 9s and 0s.
-        fn mag(&mut self, max_digits: u64) -> Mag {
-            let n = self.next() % (max_digits + 1);
-            let style = self.next() % 4;
-            let digits: Vec<u8> = (0..n)
-                .map(|_| match style {
-                    0 => 9,
-                    1 if !self.next().is_multiple_of(3) => 0,
-                    _ => (self.next() % 10) as u8,
-                })
-                .collect();
-            Mag::from_digits(&digits)
-        }
+    /// A random number of 0..=max_digits decimal digits, biased towards runs of 9s and 0s.
+    fn random_mag(rng: &mut Rng, max_digits: u64) -> Mag {
+        let n = rng.next() % (max_digits + 1);
+        let style = rng.next() % 4;
+        let digits: Vec<u8> = (0..n)
+            .map(|_| match style {
+                0 => 9,
+                1 if !rng.next().is_multiple_of(3) => 0,
+                _ => (rng.next() % 10) as u8,
+            })
+            .collect();
+        Mag::from_digits(&digits)
     }
 
     fn text(m: &Mag) -> String {
@@ -389,8 +379,8 @@ mod tests {
     fn big_division_is_exact() {
         let mut rng = Rng(99);
         for _ in 0..3_000 {
-            let a = rng.mag(120);
-            let b = rng.mag(60);
+            let a = random_mag(&mut rng, 120);
+            let b = random_mag(&mut rng, 60);
             if b.is_zero() {
                 continue;
             }

@@ -3,6 +3,7 @@
 //! identities.
 
 use super::*;
+use crate::types::test_rng::Rng;
 
 fn n(s: &str) -> Numeric {
     Numeric::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
@@ -258,44 +259,31 @@ fn order_matches_postgres() {
     assert!(n("1e-16383") > Numeric::ZERO);
 }
 
-/// xorshift64*.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+/// A random finite value: small ones near the i64 boundary and long ones.
+fn random_numeric(rng: &mut Rng) -> Numeric {
+    let digits = match rng.next() % 4 {
+        0 => 1 + rng.next() % 4,
+        1 => 15 + rng.next() % 6,
+        _ => 1 + rng.next() % 45,
+    };
+    let mut s: String = (0..digits).map(|_| char::from(b'0' + (rng.next() % 10) as u8)).collect();
+    let scale = (rng.next() % (digits + 3)) as usize;
+    if scale > 0 {
+        let pad = scale.saturating_sub(s.len());
+        s = format!("{}{s}", "0".repeat(pad + 1));
+        s.insert(s.len() - scale, '.');
     }
-
-    /// A random finite value: small ones near the i64 boundary and long ones.
-    fn numeric(&mut self) -> Numeric {
-        let digits = match self.next() % 4 {
-            0 => 1 + self.next() % 4,
-            1 => 15 + self.next() % 6,
-            _ => 1 + self.next() % 45,
-        };
-        let mut s: String =
-            (0..digits).map(|_| char::from(b'0' + (self.next() % 10) as u8)).collect();
-        let scale = (self.next() % (digits + 3)) as usize;
-        if scale > 0 {
-            let pad = scale.saturating_sub(s.len());
-            s = format!("{}{s}", "0".repeat(pad + 1));
-            s.insert(s.len() - scale, '.');
-        }
-        if self.next().is_multiple_of(2) {
-            s.insert(0, '-');
-        }
-        n(&s)
+    if rng.next().is_multiple_of(2) {
+        s.insert(0, '-');
     }
+    n(&s)
 }
 
 #[test]
 fn fast_paths_agree_with_the_general_path() {
     let mut rng = Rng(0x5eed);
     for _ in 0..20_000 {
-        let (a, b) = (rng.numeric(), rng.numeric());
+        let (a, b) = (random_numeric(&mut rng), random_numeric(&mut rng));
         let (ga, gb) = (general(&a), general(&b));
         assert_eq!(a.cmp(&b), ga.cmp(&gb), "{a} cmp {b}");
         for (name, fast, slow) in [
@@ -317,7 +305,7 @@ fn fast_paths_agree_with_the_general_path() {
 fn general_path_satisfies_identities() {
     let mut rng = Rng(0xfeed);
     for _ in 0..5_000 {
-        let (a, b) = (general(&rng.numeric()), general(&rng.numeric()));
+        let (a, b) = (general(&random_numeric(&mut rng)), general(&random_numeric(&mut rng)));
         let sum = a.add(&b).unwrap();
         assert_eq!(sum.sub(&b).unwrap(), a, "({a} + {b}) - {b}");
         assert_eq!(sum.scale(), a.scale().max(b.scale()));
