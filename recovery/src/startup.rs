@@ -184,6 +184,7 @@ pub fn open_database(
                 format!("{}us", config.log.group_commit_delay.as_micros()),
             ),
             ("aspen.checkpoint_dirs", join_paths(&checkpoint_dirs)),
+            ("wal_writer_delay", format!("{}ms", config.log.lazy_flush_delay.as_millis())),
             (
                 "checkpoint_timeout",
                 config.checkpoint_interval.map_or("0".into(), |i| format!("{}s", i.as_secs())),

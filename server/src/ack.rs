@@ -49,6 +49,11 @@ impl Acker {
         if tickets.iter().all(|t| self.log.is_durable(*t)) {
             return Ok(());
         }
+        // The `wal-ack` thread waits for the oldest ticket only: ask for all of them now, so
+        // that no device holds one back for its lazy flush.
+        for t in &tickets {
+            self.log.request(*t);
+        }
         let (done, rx) = oneshot::channel();
         if self.requests.send((tickets, done)).is_err() {
             return Err(self.log.failure().unwrap_or_else(stopped));

@@ -68,6 +68,11 @@ pub struct ServeArgs {
     /// more commits (0 = write at once, never delay a lone commit).
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
     pub group_commit_delay_us: u64,
+    /// The longest a commit made with synchronous_commit off waits before its log writer
+    /// writes and syncs it (sooner when another commit waits on that device); like
+    /// PostgreSQL's wal_writer_delay. 0 = write every commit at once.
+    #[arg(long, value_name = "MILLISECONDS", default_value_t = 10)]
+    pub wal_writer_delay_ms: u64,
     /// Log writes through io_uring (`auto` falls back to pwrite where io_uring is unavailable).
     #[arg(long, value_name = "auto|uring|pwrite", default_value = "auto", value_parser = parse_backend)]
     pub wal_io: wal::device::Backend,
@@ -128,6 +133,7 @@ impl ServeArgs {
     pub fn startup_config(&self) -> recovery::startup::StartupConfig {
         let mut log = wal::LogOptions {
             group_commit_delay: std::time::Duration::from_micros(self.group_commit_delay_us),
+            lazy_flush_delay: std::time::Duration::from_millis(self.wal_writer_delay_ms),
             ..wal::LogOptions::default()
         };
         log.device.backend = self.wal_io;

@@ -620,6 +620,13 @@ const GUCS: &[Guc] = &[
         description: "Shows whether the current transaction is read-only.",
     },
     Guc {
+        name: "wal_writer_delay",
+        default: "10ms",
+        report: false,
+        description: "The longest a commit made with synchronous_commit off waits before the \
+                      log writes it (sooner when any commit waits).",
+    },
+    Guc {
         name: "idle_in_transaction_session_timeout",
         default: "0",
         report: false,
@@ -632,6 +639,7 @@ const READ_ONLY_GUCS: &[&str] = &[
     "aspen.checkpoint_dirs",
     "aspen.group_commit_delay",
     "aspen.wal_dirs",
+    "wal_writer_delay",
     "checkpoint_timeout",
     "data_directory",
     "server_version",
@@ -776,9 +784,13 @@ impl Session {
     /// Commits `t` and applies the acknowledge rule: a writer's results wait until its record
     /// is durable (SSN ≤ CSN, or its own device's DSN if blind), a read-only transaction's until
     /// SSN ≤ CSN. With `synchronous_commit = off` nothing waits (as in PostgreSQL).
-    fn commit(&mut self, t: txn::Transaction) -> Result<()> {
+    fn commit(&mut self, mut t: txn::Transaction) -> Result<()> {
+        let synchronous = self.synchronous_commit();
+        if !synchronous {
+            t.set_lazy_log();
+        }
         let info = t.commit().map_err(exec::txn_error)?;
-        if !self.synchronous_commit() {
+        if !synchronous {
             return Ok(());
         }
         let ticket = info.ticket.unwrap_or(wal::Ticket {

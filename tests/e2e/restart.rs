@@ -1,9 +1,13 @@
-//! The schema survives a restart: tables, columns, defaults, constraints and indexes created
-//! before `aspen` stops are there, and enforced, after it starts again on the same data
-//! directory. Rows live in memory only until the write-ahead log lands, so row contents are
-//! not checked here. Aspen only (there is nothing to compare with PostgreSQL).
+//! What survives a restart (every restart here is a SIGKILL). The schema: tables, columns,
+//! defaults, constraints and indexes created before `aspen` stops are there, and enforced,
+//! after it starts again on the same data directory. Commits made with `synchronous_commit =
+//! off`: their log records are written lazily (after `--wal-writer-delay-ms`, or with the next
+//! record somebody waits for), so once a synchronous reader has seen them they survive a
+//! crash. Aspen only (there is nothing to compare with PostgreSQL).
 
-use tests::{connect, sqlstate, timed, AspenServer};
+use std::ffi::OsString;
+
+use tests::{connect, fresh_data_dir, sqlstate, timed, AspenServer};
 
 #[tokio::test]
 async fn schema_survives_restart() {
@@ -49,4 +53,37 @@ async fn schema_survives_restart() {
         .await
         .expect_err("the dropped table stays dropped");
     assert_eq!(sqlstate(&err), Some("42P01"));
+}
+
+/// Lazily written commits become durable when a synchronous transaction needs them: with a
+/// lazy flush delay of an hour (so only that can write them), 200 `synchronous_commit = off`
+/// inserts, then a synchronous read of all of them, whose result is held until everything it
+/// saw is durable (CSN); a SIGKILL right after must keep all 200.
+#[tokio::test]
+async fn async_commits_seen_by_a_synchronous_reader_survive_a_crash() {
+    if tests::against_pg() {
+        println!("this test is Aspen-only, skipping under TEST_AGAINST_PG=1");
+        return;
+    }
+    let args = vec![OsString::from("--wal-writer-delay-ms"), OsString::from("3600000")];
+    let mut server = AspenServer::try_start_in(fresh_data_dir().expect("data dir"), args)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let c = timed("connect", connect(server.port())).await.expect("connect");
+    let row = timed("show", c.query_one("SHOW wal_writer_delay", &[])).await.expect("show");
+    assert_eq!(row.get::<_, String>(0), "3600000ms");
+    timed("ddl", c.batch_execute("CREATE TABLE t (id int PRIMARY KEY, v text)")).await.unwrap();
+    timed("async", c.batch_execute("SET synchronous_commit = off")).await.unwrap();
+    let insert = c.prepare("INSERT INTO t VALUES ($1, 'lazy')").await.expect("prepare");
+    for id in 0..200i32 {
+        timed("insert", c.execute(&insert, &[&id])).await.expect("insert");
+    }
+    // Another session, synchronous: its count is released only once CSN covers what it read.
+    let reader = timed("connect", connect(server.port())).await.expect("connect");
+    let row = timed("count", reader.query_one("SELECT count(*) FROM t", &[])).await.unwrap();
+    assert_eq!(row.get::<_, i64>(0), 200);
+    drop((c, reader));
+    server.restart();
+    let c = timed("reconnect", connect(server.port())).await.expect("connect after restart");
+    let row = timed("count", c.query_one("SELECT count(*) FROM t", &[])).await.unwrap();
+    assert_eq!(row.get::<_, i64>(0), 200, "a synchronous reader saw them: they must survive");
 }

@@ -438,6 +438,7 @@ impl Transaction {
                 return Err(Error::from(e));
             }
         };
+        let reservation = if self.lazy_log { reservation.lazy() } else { reservation };
         let ssn = reservation.ssn;
         let ticket = reservation.ticket(blind);
         // Fill before install: no reservation is held while anything else happens.

@@ -77,6 +77,8 @@ pub struct Transaction {
     pub(crate) writes: BTreeMap<TableId, TableWrites>,
     /// The max wssn of everything observed so far (rows read, scan entries, tombstones).
     pub(crate) base: u64,
+    /// Nobody will wait for this transaction's record: see [`Transaction::set_lazy_log`].
+    pub(crate) lazy_log: bool,
 }
 
 /// The result of a successful commit.
@@ -152,7 +154,17 @@ impl Transaction {
             scans: Vec::new(),
             writes: BTreeMap::new(),
             base: 0,
+            lazy_log: false,
         }
+    }
+
+    /// Says that nobody will wait for this transaction to become durable
+    /// (`synchronous_commit = off`): its value record is filled lazily
+    /// ([`wal::Reservation::lazy`]), so the logger writes it with the next record somebody
+    /// waits for, or after `wal::LogOptions::lazy_flush_delay`, instead of waking up for it.
+    /// Waiting for its ticket later still works (the wait asks the loggers for it).
+    pub fn set_lazy_log(&mut self) {
+        self.lazy_log = true;
     }
 
     /// The position of `id` in `self.tables`, looking it up on first touch.

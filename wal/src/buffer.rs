@@ -29,6 +29,18 @@ pub(crate) struct Latched {
     /// Logical offset below which the logger has made the bytes durable and given the ring
     /// space back. Reservations stay within `released + ring size` (back-pressure).
     pub(crate) released: u64,
+    /// Reservers waiting for ring space: the logger writes the open segment at once, even
+    /// lazily filled bytes nobody waits for.
+    pub(crate) space_waiters: u32,
+}
+
+impl Latched {
+    /// Whether the open segment must go out now whatever waits for it: a reserver waits for
+    /// ring space, or it holds a quarter of the ring (lazy records are written in big writes,
+    /// long before they could block anybody).
+    pub(crate) fn pressed(&self, ring_capacity: u64) -> bool {
+        self.space_waiters > 0 || self.open.end - self.open.start >= ring_capacity / 4
+    }
 }
 
 /// A fixed-size byte ring holding a buffer's reserved bytes at `offset % capacity`.
@@ -119,9 +131,17 @@ pub(crate) struct Buffer {
     /// The bytes; `None` for an in-memory log (nothing is written anywhere).
     pub(crate) ring: Option<Ring>,
     pub(crate) index: SegmentIndex,
-    /// Wakes this buffer's logger: after a reservation, a fill, a new durability target, a
-    /// failure, or shutdown.
+    /// Wakes this buffer's logger while it waits for a closed segment to be filled: after every
+    /// fill, a failure, or shutdown.
     pub(crate) parker: Parker,
+    /// Wakes this buffer's logger while it is idle or holds lazy records back: after an eager
+    /// fill, a reservation into an empty open segment or one under pressure, a new durability
+    /// target (`want`, `Inner::wanted`), a failure, or shutdown. Lazy fills do not ring it, so
+    /// a record nobody waits for costs no wake-up.
+    pub(crate) demand: Parker,
+    /// The largest SSN whose `DSN` on this device somebody needs: eager fills and blind
+    /// waiters raise it. Only grows.
+    pub(crate) want: AtomicU64,
     /// Bytes filled (including abort records). Relaxed statistic.
     filled: AtomicU64,
     /// Reservations dropped without `fill` (each became an abort record). Relaxed statistic.
@@ -200,6 +220,8 @@ pub struct Reservation<'a> {
     len: usize,
     slot: Slot,
     done: bool,
+    /// Whether a waiter will want this record durable: see [`Reservation::lazy`].
+    eager: bool,
 }
 
 impl Buffer {
@@ -209,11 +231,14 @@ impl Buffer {
                 ssn: start_ssn,
                 open: OpenSegment::new(0, 0),
                 released: 0,
+                space_waiters: 0,
             }),
             space: Condvar::new(),
             ring,
             index: SegmentIndex::new(2),
             parker: Parker::new(),
+            demand: Parker::new(),
+            want: AtomicU64::new(0),
             filled: AtomicU64::new(0),
             aborted: AtomicU64::new(0),
         }
@@ -249,7 +274,8 @@ impl Inner {
     }
 
     /// Copies `bytes` (the whole reserved range when `slot` is a ring slot) to `offset` and
-    /// publishes `len` bytes of segment `seq` as filled.
+    /// publishes `len` bytes of segment `seq` as filled. `eager`: somebody will wait for record
+    /// `ssn`, so the logger writes it now rather than at its next lazy flush.
     ///
     /// # Safety
     /// `[offset, offset + len)` was reserved by [`Inner::reserve`] with `slot`, and this is the
@@ -261,6 +287,7 @@ impl Inner {
         offset: u64,
         len: usize,
         bytes: &[u8],
+        eager: Option<Ssn>,
     ) {
         let b = &self.buffers[buffer];
         if let (Slot::Ring { seq }, Some(ring)) = (slot, &b.ring) {
@@ -271,6 +298,11 @@ impl Inner {
             unsafe { ring.write(offset, bytes) };
             b.index.add_filled(seq, len as u64);
             b.parker.notify();
+            if let Some(ssn) = eager {
+                // Release: pairs with the logger's Acquire load; `demand` orders the wake-up.
+                b.want.fetch_max(ssn.0, Ordering::Release);
+                b.demand.notify();
+            }
         }
         b.filled.fetch_add(len as u64, Ordering::Relaxed);
     }
@@ -301,13 +333,30 @@ impl Inner {
             if space == Space::TryNow {
                 return Reserved::Full;
             }
-            l = b.space.wait(l);
+            // The logger must write even lazy records now: count this waiter (under the latch,
+            // which the logger's check takes) and wake it.
+            l.space_waiters += 1;
+            drop(l);
+            b.demand.notify();
+            l = b.latch.lock();
+            if !self.failed.load(Ordering::Acquire)
+                && l.open.end + len as u64 > l.released + ring.capacity()
+            {
+                l = b.space.wait(l);
+            }
+            l.space_waiters -= 1;
         }
         let ssn = base.max(l.ssn).next();
         l.ssn = ssn;
+        let was_empty = l.open.is_empty();
         let (offset, seq) = l.open.reserve(len as u64, ssn);
+        let pressed = l.pressed(ring.capacity());
         drop(l);
-        b.parker.notify();
+        // An idle logger learns that lazy bytes arrived (it starts its flush timer), or that
+        // the open segment grew big; otherwise the reservation costs it nothing.
+        if was_empty || pressed {
+            b.demand.notify();
+        }
         Reserved::Ok { ssn, offset, slot: Slot::Ring { seq } }
     }
 }
@@ -389,6 +438,7 @@ impl Log {
                 len,
                 slot: Slot::Detached,
                 done: true,
+                eager: true,
             },
         }
     }
@@ -418,9 +468,16 @@ impl Log {
             return Err((error, Ssn::ZERO));
         }
         match inner.reserve(buffer, base, len, space) {
-            Reserved::Ok { ssn, offset, slot } => {
-                Ok(Reservation { ssn, log: self, buffer, offset, len, slot, done: false })
-            }
+            Reserved::Ok { ssn, offset, slot } => Ok(Reservation {
+                ssn,
+                log: self,
+                buffer,
+                offset,
+                len,
+                slot,
+                done: false,
+                eager: true,
+            }),
             Reserved::Failed { ssn, error } => Err((error, ssn)),
             Reserved::Full => unreachable!("only the logger reserves with Space::TryNow"),
         }
@@ -468,6 +525,7 @@ impl Drop for Log {
         self.inner.shutdown.store(true, Ordering::Release);
         for b in self.inner.buffers.iter() {
             b.parker.notify();
+            b.demand.notify();
         }
         for logger in self.loggers.drain(..) {
             if logger.join().is_err() && !std::thread::panicking() {
@@ -507,6 +565,15 @@ impl Reservation<'_> {
     /// without reading (DESIGN.md §3, the acknowledge rule).
     pub fn ticket(&self, blind: bool) -> crate::Ticket {
         crate::Ticket { ssn: self.ssn, device: crate::DeviceId(self.buffer as u16), blind }
+    }
+
+    /// Marks the record as one nobody will wait for (`synchronous_commit = off`): the logger
+    /// writes it with whatever goes out next, or at its next lazy flush
+    /// ([`crate::LogOptions::lazy_flush_delay`]), instead of waking up for it. A later wait on
+    /// its ticket still works: waiting asks the loggers for it.
+    pub fn lazy(mut self) -> Self {
+        self.eager = false;
+        self
     }
 
     /// Copies the encoded record into the reserved range; the logger may write it from now on.
@@ -561,9 +628,12 @@ impl Reservation<'_> {
             return;
         }
         self.done = true;
+        let eager = self.eager.then_some(self.ssn);
         // SAFETY: this reservation owns its range and has not filled it before (`done` was
         // false).
-        unsafe { self.log.inner.fill_raw(self.buffer, self.slot, self.offset, self.len, bytes) };
+        unsafe {
+            self.log.inner.fill_raw(self.buffer, self.slot, self.offset, self.len, bytes, eager)
+        };
     }
 }
 

@@ -120,6 +120,7 @@ impl Inner {
             drop(b.latch.lock());
             b.space.notify_all();
             b.parker.notify();
+            b.demand.notify();
         }
     }
 
@@ -131,19 +132,34 @@ impl Inner {
         }
     }
 
+    /// Asks the loggers to make `ticket` durable (without waiting): a blind ticket raises its
+    /// device's `want`, any other raises `wanted` (CSN), and the loggers behind it wake up, write
+    /// what they hold back lazily, and write markers if idle.
+    pub(crate) fn request(&self, ticket: Ticket) {
+        if self.in_memory() || self.met(ticket) {
+            return;
+        }
+        // Release (both): pairs with the loggers' Acquire loads; `Parker::notify` orders the
+        // wake-up.
+        if ticket.blind {
+            let d = usize::from(ticket.device.0);
+            self.buffers[d].want.fetch_max(ticket.ssn.0, Ordering::Release);
+            self.buffers[d].demand.notify();
+            return;
+        }
+        self.wanted.fetch_max(ticket.ssn.0, Ordering::Release);
+        for (d, b) in self.buffers.iter().enumerate() {
+            if self.dsn(d) < ticket.ssn {
+                b.demand.notify();
+            }
+        }
+    }
+
     fn wait(&self, ticket: Ticket) -> Result<(), Error> {
         if self.in_memory() || self.met(ticket) {
             return Ok(());
         }
-        if !ticket.blind {
-            // Release: pairs with the loggers' Acquire loads; `Parker::notify` orders the wake-up.
-            self.wanted.fetch_max(ticket.ssn.0, Ordering::Release);
-            for (d, b) in self.buffers.iter().enumerate() {
-                if self.dsn(d) < ticket.ssn {
-                    b.parker.notify();
-                }
-            }
-        }
+        self.request(ticket);
         let mut guard = self.durable.lock();
         loop {
             if self.met(ticket) {
@@ -206,6 +222,14 @@ impl Log {
     /// release its results (DESIGN.md §3). Errors as [`Log::wait_durable`].
     pub fn wait_csn(&self, ssn: Ssn) -> Result<(), Error> {
         self.inner.wait(Ticket { ssn, device: DeviceId(0), blind: false })
+    }
+
+    /// Asks for `ticket` to become durable without waiting for it: what
+    /// [`Log::wait_durable`] does before it blocks. For a caller that waits for one ticket but
+    /// needs several (the server's acknowledgement thread), so that records nobody waits for
+    /// yet are not left to the next lazy flush.
+    pub fn request(&self, ticket: Ticket) {
+        self.inner.request(ticket);
     }
 
     /// Whether `ticket` is durable now (the condition of [`Log::wait_durable`]), without

@@ -115,7 +115,18 @@
 //!    covers.
 //! 5. Durability (`durability.rs`): [`Log::wait_durable`] with a [`Ticket`] applies the
 //!    acknowledge rule; [`Log::wait_csn`] holds read-only results until `ssn <= CSN`.
-//!    `synchronous_commit = off` is simply not waiting.
+//!    `synchronous_commit = off` is not waiting, and filling lazily (next section).
+//!
+//! ## Eager and lazy records
+//!
+//! An eager fill (the default) raises its device's `want` and wakes the logger: somebody will
+//! wait for it, so it goes out now. A record filled after [`Reservation::lazy`]
+//! (`synchronous_commit = off`: nobody waits) wakes nobody; it goes out with the next record
+//! somebody wants on that device, when the open segment holds a quarter of the ring or a
+//! reserver waits for space, at shutdown, or `lazy_flush_delay` (PostgreSQL's
+//! `wal_writer_delay`, default 10 ms) after the logger first saw it. Waiting for a lazy
+//! record's ticket asks for it ([`Log::request`]), so correctness never depends on the timer.
+//! This turns one write+`fdatasync` pair per asynchronous commit into a few big ones.
 //!
 //! ## Idle devices
 //!

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! loop {
-//!     if fewer than max_in_flight pairs are in flight and the open segment is not empty:
+//!     if fewer than max_in_flight pairs are in flight, the open segment is not empty, and
+//!       a flush is due (see below):
 //!         close it (under the latch)                      -- everything reserved so far
 //!         wait until it is filled                         -- the filled-prefix rule (Alg. 2)
 //!         copy it out, split at record boundaries where a segment file ends (rotate: wait
@@ -13,13 +14,24 @@
 //!     else (idle):
 //!         if a CSN waiter wants more than our DSN: reserve a marker (raises L.ssn under the
 //!           latch, Algorithm 1 with base = wanted - 1) and fill it -- it goes out next round
-//!         else sleep until a reservation, a fill, a new target, shutdown or a failure
+//!         else sleep until a flush is due, lazy bytes arrive (start the lazy timer), shutdown
+//!           or a failure
 //! }
 //! ```
 //!
 //! Group commit without a timer: a lone commit is written as soon as it is filled, and what
 //! arrives during a write+sync goes out together in the next round. `group_commit_delay`
 //! optionally sleeps before closing a segment, to batch more under light load.
+//!
+//! **Eager and lazy records.** A flush is *due* when somebody waits for this device: an eager
+//! fill or a blind waiter raised `want` above the DSN, or a CSN waiter raised `wanted` above
+//! it; or at shutdown; or when the open segment is under pressure (a quarter of the ring, or a
+//! reserver waiting for space); or when the lazy timer ran out. Records of
+//! `synchronous_commit = off` commits are filled *lazily* ([`crate::Reservation::lazy`]): they
+//! neither wake the logger nor make a flush due, so they go out with the next eager record or
+//! when the timer (`lazy_flush_delay` after the logger first saw them) runs out -- a few big
+//! writes and syncs instead of one pair per commit, like PostgreSQL's `wal_writer_delay`.
+//! With a zero delay every flush is due at once (no lazy records).
 //!
 //! DSNs are published strictly in submission order: pair `k`'s sync does not cover pair
 //! `k-1`'s write if that one had not completed (see [`crate::device`]), so pair `k` counts only
@@ -31,7 +43,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::buffer::{Inner, Log, Reserved, Space, MIN_RESERVATION};
 use crate::device::{DeviceId, DeviceOptions, LogDevice, Pending, SegmentNo};
@@ -52,6 +64,10 @@ pub struct LogOptions {
     /// Sleep this long before writing, to batch more (the group-commit timer). Default zero:
     /// write as soon as the previous sync returned.
     pub group_commit_delay: Duration,
+    /// The longest a lazily filled record ([`crate::Reservation::lazy`]) that nobody waits for
+    /// stays in the buffer before the logger writes it anyway (PostgreSQL's
+    /// `wal_writer_delay`). Default 10 ms. Zero: lazy records are written like eager ones.
+    pub lazy_flush_delay: Duration,
     /// `L.ssn` of every buffer at start: at restart, at least the largest SSN found in the log
     /// (I2 across restarts). Default [`Ssn::ZERO`].
     pub start_ssn: Ssn,
@@ -72,6 +88,7 @@ impl Default for LogOptions {
             ring_bytes: 8 << 20,
             max_in_flight: 4,
             group_commit_delay: Duration::ZERO,
+            lazy_flush_delay: Duration::from_millis(10),
             start_ssn: Ssn::ZERO,
             device: DeviceOptions::default(),
             existing_segments: Vec::new(),
@@ -114,6 +131,10 @@ struct Logger {
     pending: VecDeque<InFlight>,
     max_in_flight: usize,
     delay: Duration,
+    lazy_delay: Duration,
+    /// When the lazy records in the open segment must go out (set when the logger first sees
+    /// them while no flush is due; cleared when it closes a segment).
+    lazy_deadline: Option<Instant>,
     pool: Vec<Vec<u8>>,
 }
 
@@ -135,8 +156,18 @@ impl Logger {
                 return Ok(());
             }
             if self.pending.len() < self.max_in_flight {
-                let closed = b.latch.lock().open.close();
+                let due = self.flush_due();
+                let ring_capacity = b.ring.as_ref().expect("a logged buffer has a ring").capacity();
+                let closed = {
+                    let mut l = b.latch.lock();
+                    if due || l.pressed(ring_capacity) {
+                        l.open.close()
+                    } else {
+                        None
+                    }
+                };
                 if let Some(segment) = closed {
+                    self.lazy_deadline = None;
                     b.parker.wait_until(|| b.index.is_filled(&segment));
                     let ring = b.ring.as_ref().expect("a logged buffer has a ring");
                     let mut bytes = self.pool.pop().unwrap_or_default();
@@ -156,12 +187,28 @@ impl Logger {
                         self.reserve_marker();
                         continue;
                     }
-                    b.parker.wait_until(|| {
-                        !b.latch.lock().open.is_empty()
-                            || inner.shutdown.load(Ordering::Acquire)
-                            || inner.failed.load(Ordering::Acquire)
-                            || self.marker_needed_in(&inner)
-                    });
+                    // Idle, or holding lazy records back until `lazy_deadline`.
+                    let timing = self.lazy_deadline.is_some();
+                    let woken = b.demand.wait_until_deadline(
+                        || {
+                            let (open, pressed) = {
+                                let l = b.latch.lock();
+                                (!l.open.is_empty(), l.pressed(ring_capacity))
+                            };
+                            (open && (!timing || pressed || self.flush_due()))
+                                || inner.shutdown.load(Ordering::Acquire)
+                                || inner.failed.load(Ordering::Acquire)
+                                || self.marker_needed_in(&inner)
+                        },
+                        self.lazy_deadline,
+                    );
+                    if woken
+                        && !self.flush_due()
+                        && self.lazy_deadline.is_none()
+                        && !b.latch.lock().open.is_empty()
+                    {
+                        self.lazy_deadline = Some(Instant::now() + self.lazy_delay);
+                    }
                     if !self.delay.is_zero() && !inner.shutdown.load(Ordering::Acquire) {
                         std::thread::sleep(self.delay);
                     }
@@ -174,6 +221,19 @@ impl Logger {
 
     fn marker_needed(&self) -> bool {
         self.marker_needed_in(&self.inner)
+    }
+
+    /// Whether the open segment goes out now, lazy records included (module doc); pressure is
+    /// checked under the latch by the caller.
+    fn flush_due(&self) -> bool {
+        let inner = &self.inner;
+        // Acquire (all three): pairs with the Release stores of fillers, waiters and `Drop`.
+        let want = inner.buffers[self.d].want.load(Ordering::Acquire);
+        let wanted = inner.wanted.load(Ordering::Acquire);
+        self.lazy_delay.is_zero()
+            || want.max(wanted) > inner.dsn(self.d).0
+            || inner.shutdown.load(Ordering::Acquire)
+            || self.lazy_deadline.is_some_and(|t| Instant::now() >= t)
     }
 
     fn marker_needed_in(&self, inner: &Inner) -> bool {
@@ -192,7 +252,8 @@ impl Logger {
                 Record { ssn, kind: RecordKind::Marker, blind: false, payload: &[] }
                     .encode_into(&mut bytes);
                 // SAFETY: just reserved with `slot`; filled once, here.
-                unsafe { self.inner.fill_raw(self.d, slot, offset, MIN_RESERVATION, &bytes) };
+                // Not eager: the logger itself goes on to flush it (`wanted` > DSN is due).
+                unsafe { self.inner.fill_raw(self.d, slot, offset, MIN_RESERVATION, &bytes, None) };
             }
             // Failed: the loop stops. Full: others reserved meanwhile; their records go first.
             Reserved::Failed { .. } | Reserved::Full => {}
@@ -402,6 +463,8 @@ impl Log {
                 pending: VecDeque::new(),
                 max_in_flight: options.max_in_flight,
                 delay: options.group_commit_delay,
+                lazy_delay: options.lazy_flush_delay,
+                lazy_deadline: None,
                 pool: Vec::new(),
             };
             let handle = std::thread::Builder::new()

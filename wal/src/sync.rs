@@ -31,6 +31,15 @@ impl Condvar {
         guard
     }
 
+    pub(crate) fn wait_until<'a, T>(
+        &self,
+        mut guard: MutexGuard<'a, T>,
+        deadline: std::time::Instant,
+    ) -> MutexGuard<'a, T> {
+        self.0.wait_until(&mut guard, deadline);
+        guard
+    }
+
     pub(crate) fn notify_all(&self) {
         self.0.notify_all();
     }
@@ -117,6 +126,37 @@ impl Parker {
         }
     }
 
+    /// [`Parker::wait_until`], but gives up at `deadline` (if any): returns whether `ready()`
+    /// held. Under loom the deadline is ignored (loom has no time), so a model that ends proves
+    /// that the wake-ups alone end the wait.
+    pub(crate) fn wait_until_deadline(
+        &self,
+        mut ready: impl FnMut() -> bool,
+        deadline: Option<std::time::Instant>,
+    ) -> bool {
+        let mut guard = self.lock.lock();
+        loop {
+            // AcqRel: as in `wait_until`.
+            self.state.fetch_or(PARKED, Ordering::AcqRel);
+            if ready() {
+                self.state.fetch_and(!PARKED, Ordering::Relaxed);
+                return true;
+            }
+            match deadline {
+                #[cfg(not(all(test, loom)))]
+                Some(deadline) => {
+                    if std::time::Instant::now() >= deadline {
+                        // A notifier that still sees `PARKED` takes the lock and wakes nobody.
+                        self.state.fetch_and(!PARKED, Ordering::Relaxed);
+                        return false;
+                    }
+                    guard = self.cv.wait_until(guard, deadline);
+                }
+                _ => guard = self.cv.wait(guard),
+            }
+        }
+    }
+
     /// Wakes the sleeper if it is (about to be) waiting. Call after making the change visible.
     pub(crate) fn notify(&self) {
         // AcqRel: the Release half pairs with the Acquire RMW in `wait_until`.
@@ -153,6 +193,26 @@ mod loom_tests {
             for n in notifiers {
                 n.join().unwrap();
             }
+        });
+    }
+
+    /// The same for the deadline wait a lazy logger sleeps in: a far deadline never ends it in
+    /// the model (loom has no time), so only the notifications can, and they always do.
+    #[test]
+    fn deadline_wait_never_loses_a_wakeup() {
+        loom::model(|| {
+            let parker = Arc::new(Parker::new());
+            let flag = Arc::new(AtomicBool::new(false));
+            let notifier = {
+                let (parker, flag) = (parker.clone(), flag.clone());
+                loom::thread::spawn(move || {
+                    flag.store(true, Ordering::Relaxed);
+                    parker.notify();
+                })
+            };
+            let far = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+            assert!(parker.wait_until_deadline(|| flag.load(Ordering::Relaxed), Some(far)));
+            notifier.join().unwrap();
         });
     }
 }

@@ -551,3 +551,112 @@ fn existing_segments_are_adopted_and_deletable() {
     let t = commit(&log, 0, Ssn::ZERO, b"after", false);
     log.wait_durable(t).unwrap();
 }
+
+/// Lazy records (`Reservation::lazy`, `synchronous_commit = off`) with a lazy timer that never
+/// runs out in a test (one hour): only a waiter, pressure or shutdown can make them go out.
+fn lazy_options() -> LogOptions {
+    LogOptions { lazy_flush_delay: Duration::from_secs(3600), ..LogOptions::default() }
+}
+
+/// Reserves and fills a lazy value record; returns its ticket.
+fn commit_lazy(log: &Log, buffer: usize, base: Ssn, payload: &[u8], blind: bool) -> Ticket {
+    let r = log.reserve(buffer, base, crate::Record::encoded_len_for(payload.len())).lazy();
+    let ticket = r.ticket(blind);
+    r.fill_record(RecordKind::Value, blind, payload);
+    ticket
+}
+
+#[test]
+fn lazy_records_wait_for_somebody_to_want_them() {
+    let (stores, boxed) = stores(2, 1 << 20);
+    let log = Log::with_stores(boxed, &lazy_options()).unwrap();
+    let lazy: Vec<Ticket> =
+        (0..50u64).map(|i| commit_lazy(&log, 0, Ssn::ZERO, &i.to_le_bytes(), true)).collect();
+    // An eager commit on the other device goes out at once and leaves device 0 alone.
+    let eager = commit(&log, 1, Ssn::ZERO, b"eager", true);
+    log.wait_durable(eager).unwrap();
+    // Give a logger that wrongly flushed lazy records the time to do it (no timing in the
+    // other direction: a correct logger never writes them here).
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(durable_records(&stores[0], 0).is_empty(), "lazy records went out unasked");
+    assert_eq!(log.dsn(DeviceId(0)), Ssn::ZERO);
+    // A blind waiter on one of them asks device 0 for it: all 50 go out together.
+    log.wait_durable(lazy[10]).unwrap();
+    let durable = durable_records(&stores[0], 0);
+    assert_eq!(durable.len(), 50, "the flush takes everything filled");
+    assert_eq!(durable[49].payload, 49u64.to_le_bytes());
+
+    // Non-blind: a CSN waiter asks every device behind it.
+    let a = commit_lazy(&log, 0, Ssn::ZERO, b"a", false);
+    let b = commit_lazy(&log, 1, a.ssn, b"b", false);
+    log.wait_durable(b).unwrap();
+    assert!(log.csn() >= b.ssn);
+    // Device 0 wrote `a`, then a marker up to `b` (CSN needs DSN(0) >= b).
+    assert!(durable_records(&stores[0], 0).iter().any(|r| r.ssn == a.ssn));
+    assert!(last_durable_ssn(&stores[0], 0) >= b.ssn);
+    assert_eq!(last_durable_ssn(&stores[1], 1), b.ssn);
+    // `request` alone (no wait) does the same.
+    let c = commit_lazy(&log, 1, Ssn::ZERO, b"c", true);
+    log.request(c);
+    while !log.is_durable(c) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn lazy_records_go_out_when_the_timer_runs_out() {
+    let (stores, boxed) = stores(1, 1 << 20);
+    let options =
+        LogOptions { lazy_flush_delay: Duration::from_millis(2), ..LogOptions::default() };
+    let log = Log::with_stores(boxed, &options).unwrap();
+    let t = commit_lazy(&log, 0, Ssn::ZERO, b"nobody waits", true);
+    // Nobody asks for it; the timer alone makes it durable (the loop bound is generous, not a
+    // timing assertion).
+    let start = std::time::Instant::now();
+    while !log.is_durable(t) {
+        assert!(start.elapsed() < Duration::from_secs(30), "the lazy timer never flushed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(last_durable_ssn(&stores[0], 0), t.ssn);
+}
+
+#[test]
+fn lazy_records_under_back_pressure_go_out_without_a_waiter() {
+    // 64 KiB of ring, 4 MiB of lazy records from two threads: each reservation that finds the
+    // ring full (or the open segment at a quarter of it) makes the logger write; a logger that
+    // only obeyed waiters and its (one-hour) timer would deadlock here.
+    let (stores, boxed) = stores(1, 8 << 20);
+    let options = LogOptions { ring_bytes: 64 << 10, ..lazy_options() };
+    let log = Arc::new(Log::with_stores(boxed, &options).unwrap());
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let payload = [7u8; 1000];
+                let mut last = Ssn::ZERO;
+                for _ in 0..2048 {
+                    last = commit_lazy(&log, 0, Ssn::ZERO, &payload, true).ssn;
+                }
+                last
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(log.dsn(DeviceId(0)) > Ssn::ZERO, "pressure wrote lazy records");
+    drop(Arc::try_unwrap(log).expect("threads joined"));
+    assert_eq!(durable_records(&stores[0], 0).len(), 4096, "shutdown wrote the rest");
+}
+
+#[test]
+fn shutdown_writes_lazy_records() {
+    let (stores, boxed) = stores(2, 1 << 20);
+    let log = Log::with_stores(boxed, &lazy_options()).unwrap();
+    for i in 0..10u64 {
+        let _ = commit_lazy(&log, (i % 2) as usize, Ssn::ZERO, &i.to_le_bytes(), false);
+    }
+    drop(log);
+    assert_eq!(durable_records(&stores[0], 0).len(), 5);
+    assert_eq!(durable_records(&stores[1], 1).len(), 5);
+}
