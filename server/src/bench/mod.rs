@@ -63,6 +63,15 @@ pub enum Suite {
     All,
 }
 
+/// The client of the wire suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WireClient {
+    /// tokio-postgres connections in the bench process.
+    TokioPostgres,
+    /// PostgreSQL's `pgbench` with a one-statement script per workload.
+    Pgbench,
+}
+
 /// Options of `aspen bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
@@ -134,6 +143,11 @@ pub struct BenchArgs {
     /// Wire suite: concurrent client connections per system.
     #[arg(long, default_value_t = 4)]
     pub clients: usize,
+    /// Wire suite: the client that drives both systems: `tokio-postgres` (in this process) or
+    /// PostgreSQL's `pgbench` (`-M prepared`, from `--pg-bin-dir`; a lighter client, so more of
+    /// the machine goes to the servers).
+    #[arg(long, value_enum, default_value = "tokio-postgres")]
+    pub wire_client: WireClient,
     /// Wire suite: the `aspen` binary to start (default: `aspen` next to this executable).
     #[arg(long, value_name = "PATH")]
     pub aspen_bin: Option<PathBuf>,

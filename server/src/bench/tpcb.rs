@@ -34,12 +34,21 @@ const MAX_TRIES: u32 = 1000;
 
 /// One pgbench run's summary.
 #[derive(Debug, Default, Clone, Copy)]
-struct Run {
-    tps: f64,
-    latency_ms: f64,
-    transactions: u64,
-    failed: u64,
-    retried: u64,
+pub(super) struct Run {
+    pub(super) tps: f64,
+    pub(super) latency_ms: f64,
+    pub(super) transactions: u64,
+    pub(super) failed: u64,
+    pub(super) retried: u64,
+}
+
+/// What pgbench runs.
+#[derive(Clone, Copy)]
+pub(super) enum Script<'a> {
+    /// A built-in script (`-b`).
+    Builtin(&'a str),
+    /// A script file (`-f`).
+    File(&'a Path),
 }
 
 async fn load(server: &mut Server, scale: i64) -> Result<String, BoxError> {
@@ -78,12 +87,27 @@ async fn load(server: &mut Server, scale: i64) -> Result<String, BoxError> {
     Ok(version)
 }
 
-fn pgbench(args: &BenchArgs, server: &Server, script: &str, seconds: u64) -> Result<Run, BoxError> {
+/// Runs `pgbench -n -M prepared` with `--clients` connections for `seconds` against `server`.
+/// With `log_prefix`, every transaction's latency is logged to files named after it (`-l`).
+pub(super) fn pgbench(
+    args: &BenchArgs,
+    server: &Server,
+    script: Script<'_>,
+    seconds: u64,
+    log_prefix: Option<&Path>,
+) -> Result<Run, BoxError> {
     let bin = args.pg_bin_dir.join("pgbench");
-    let out = Command::new(&bin)
-        .args(["-h", "127.0.0.1", "-U", "postgres", "-n", "-M", "prepared"])
-        .args(["-p", &server.port.to_string()])
-        .args(["-b", script])
+    let mut cmd = Command::new(&bin);
+    cmd.args(["-h", "127.0.0.1", "-U", "postgres", "-n", "-M", "prepared"])
+        .args(["-p", &server.port.to_string()]);
+    match script {
+        Script::Builtin(name) => cmd.args(["-b", name]),
+        Script::File(path) => cmd.arg("-f").arg(path),
+    };
+    if let Some(prefix) = log_prefix {
+        cmd.arg("-l").arg(format!("--log-prefix={}", prefix.display()));
+    }
+    let out = cmd
         .args(["-c", &args.clients.to_string(), "-j", &args.clients.min(2).to_string()])
         .args(["-T", &seconds.to_string()])
         .arg(format!("--max-tries={MAX_TRIES}"))
@@ -151,7 +175,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
         for (s, script) in scripts.iter().enumerate() {
             for (i, server) in servers.iter().enumerate() {
                 eprintln!("tpcb: round {} {script} on {}", round + 1, server.name);
-                results[s][i].push(pgbench(args, server, script, seconds)?);
+                results[s][i].push(pgbench(args, server, Script::Builtin(script), seconds, None)?);
             }
         }
     }

@@ -16,6 +16,12 @@
 //!
 //! A `40001` is retried by the client and counted; any other error stops the run. The client
 //! and both servers share the machine's cores, the same way for both systems.
+//!
+//! The client is tokio-postgres in this process (default), or with `--wire-client pgbench`
+//! PostgreSQL's `pgbench -M prepared` running the same statement as a one-line script
+//! (`\set k random(1, rows)`), with every transaction's latency read from its `-l` log. A
+//! lighter client leaves more of the two cores to the servers, so the ratio says more about
+//! them; the report names the client.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -30,7 +36,8 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls};
 
-use super::{fmt_rate, BenchArgs, Rng};
+use super::tpcb::Script;
+use super::{fmt_rate, BenchArgs, Rng, WireClient};
 
 /// Measurement rounds per workload; each round measures every system once.
 const ROUNDS: usize = 2;
@@ -63,6 +70,18 @@ impl Workload {
         match self {
             Workload::PointSelect => "point select",
             Workload::Update => "single-row update (autocommit)",
+        }
+    }
+
+    /// The same statement as a pgbench script over keys `1..=rows`.
+    fn pgbench_script(self, rows: u64) -> String {
+        format!("\\set k random(1, {rows})\n{};\n", self.sql().replace("$1", ":k"))
+    }
+
+    fn file_stem(self) -> &'static str {
+        match self {
+            Workload::PointSelect => "point-select",
+            Workload::Update => "update",
         }
     }
 }
@@ -450,6 +469,42 @@ async fn measure(
     Ok(total)
 }
 
+/// One window driven by `pgbench` (`--wire-client pgbench`): `workload` as a one-statement
+/// script, every transaction's latency from pgbench's per-transaction log (its third column,
+/// microseconds; lines of failed transactions carry no number there and are skipped).
+fn measure_pgbench(
+    args: &BenchArgs,
+    server: &Server,
+    workload: Workload,
+    rows: u64,
+    round: usize,
+    tmp: &Path,
+) -> Result<Window, BoxError> {
+    let script = tmp.join(format!("{}.sql", workload.file_stem()));
+    std::fs::write(&script, workload.pgbench_script(rows))?;
+    let stem = format!("pgbench-{}-{}-{round}", server.port, workload.file_stem());
+    let seconds = args.window().as_secs().max(1);
+    let run =
+        super::tpcb::pgbench(args, server, Script::File(&script), seconds, Some(&tmp.join(&stem)))?;
+    let mut latencies_us = Vec::new();
+    for entry in std::fs::read_dir(tmp)? {
+        let path = entry?.path();
+        if !path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&stem)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)?;
+        latencies_us
+            .extend(text.lines().filter_map(|l| l.split_whitespace().nth(2)?.parse::<u32>().ok()));
+        std::fs::remove_file(&path)?;
+    }
+    Ok(Window {
+        ops: run.transactions,
+        retries: run.retried,
+        elapsed: Duration::from_secs_f64(run.transactions as f64 / run.tps.max(1e-9)),
+        latencies_us,
+    })
+}
+
 /// Runs the suite and returns its markdown section.
 pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
     let rows = args.rows.unwrap_or(100_000).max(1);
@@ -467,7 +522,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
         servers.push(start_postgres(args, &tmp.0, false)?);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let result = runtime.block_on(drive(args, rows, &mut servers));
+    let result = runtime.block_on(drive(args, rows, &mut servers, &tmp.0));
     for server in &mut servers {
         server.stop();
     }
@@ -478,8 +533,12 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
     let aspen_idx = servers_index(&versions, "Aspen");
     let pg_idx = servers_index(&versions, "PostgreSQL");
     let pg_version = pg_idx.map_or_else(|| "not run".to_string(), |i| versions[i].1.clone());
+    let client = match args.wire_client {
+        WireClient::TokioPostgres => "tokio-postgres",
+        WireClient::Pgbench => "pgbench -M prepared",
+    };
     let mut out = format!(
-        "### Over the wire (tokio-postgres, prepared statements)\n\n\
+        "### Over the wire ({client}, prepared statements)\n\n\
          `kv(k int8 primary key, v int8, pad text)`, {rows} rows, pad {PAD_LEN} chars; \
          {} client connections; uniformly random keys; {ROUNDS} rounds of {:.0} s per system and \
          workload, alternating Aspen, PostgreSQL, Aspen, PostgreSQL. Client and servers share \
@@ -566,6 +625,7 @@ async fn drive(
     args: &BenchArgs,
     rows: u64,
     servers: &mut [Server],
+    tmp: &Path,
 ) -> Result<(Vec<(&'static str, String)>, Results), BoxError> {
     let mut versions = Vec::new();
     for server in servers.iter_mut() {
@@ -580,9 +640,15 @@ async fn drive(
         for round in 0..ROUNDS {
             for (i, server) in servers.iter().enumerate() {
                 eprintln!("wire: {} on {}, round {}", workload.label(), server.name, round + 1);
-                let w = measure(server, workload, rows, args.clients, args.window(), round)
-                    .await
-                    .map_err(|e| format!("{} {}: {e}", server.name, workload.label()))?;
+                let w = match args.wire_client {
+                    WireClient::TokioPostgres => {
+                        measure(server, workload, rows, args.clients, args.window(), round).await
+                    }
+                    WireClient::Pgbench => {
+                        measure_pgbench(args, server, workload, rows, round, tmp)
+                    }
+                }
+                .map_err(|e| format!("{} {}: {e}", server.name, workload.label()))?;
                 eprintln!("wire:   {} ops/s, {} retries", fmt_rate(w.rate()), w.retries);
                 results.rounds.entry((workload, i)).or_default().push(w.rate());
                 results.total.entry((workload, i)).or_default().add(w);
@@ -590,4 +656,21 @@ async fn drive(
         }
     }
     Ok((versions, results))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgbench_scripts_run_the_same_statements() {
+        assert_eq!(
+            Workload::PointSelect.pgbench_script(100),
+            "\\set k random(1, 100)\nSELECT v, pad FROM kv WHERE k = :k;\n"
+        );
+        assert_eq!(
+            Workload::Update.pgbench_script(7),
+            "\\set k random(1, 7)\nUPDATE kv SET v = v + 1 WHERE k = :k;\n"
+        );
+    }
 }
