@@ -29,8 +29,12 @@
 //!    checkpoint can delete them.
 //! 2. [`replay()`] (`replay/value.rs`) reads the devices a second time and replays every
 //!    entry of every value record with **`S < ssn <= RSNe`**, plus every **blind** value
-//!    record with `ssn > S` (acknowledged at its own device's DSN). Markers and abort records
-//!    carry no writes and are skipped. Entries are partitioned by hash(table, key) over
+//!    record with `ssn > S` (acknowledged at its own device's DSN). A *spilled* record (a
+//!    large transaction) is replayed from the spill file it names, checked against the
+//!    record; a missing or mismatching file stops recovery ([`Error::Corrupt`]). The scan
+//!    lists the spill files records refer to ([`RecoveryPlan::existing_spills`], adopted by
+//!    the reopened log) and [`RecoveryPlan::delete_orphan_spills`] removes the others. Markers
+//!    and abort records carry no writes and are skipped. Entries are partitioned by hash(table, key) over
 //!    `threads` workers; each worker **stages** its partition without locks, keeping only the
 //!    write with the largest SSN per key (last writer wins, so no order and no latch is
 //!    needed), and when every reader is done hands the survivors to

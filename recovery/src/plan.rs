@@ -30,9 +30,12 @@
 //! The scan also records, per device and per segment, the SSN of the segment's last valid
 //! record ([`RecoveryPlan::existing_segments`]): the reopened log adopts them
 //! (`wal::LogOptions::existing_segments`) so that it can delete them once a later checkpoint
-//! covers them.
+//! covers them. Likewise the spill files that valid spilled records refer to
+//! ([`RecoveryPlan::existing_spills`]); spill files no valid record refers to (their
+//! transaction never got its record written) are orphans
+//! ([`RecoveryPlan::delete_orphan_spills`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,6 +45,17 @@ use wal::{
 
 use crate::error::Error;
 
+/// Where a device's spill files are (`wal::Log::spill`).
+#[derive(Clone, Debug)]
+enum Spills {
+    /// None: a spilled record is corruption.
+    None,
+    /// The device directory (`spill-<id>.dat`, [`wal::store::spill_file_name`]).
+    Dir(PathBuf),
+    /// A store (tests).
+    Store(Arc<dyn wal::SegmentStore>),
+}
+
 /// One device's log: its id and its segments, in increasing order.
 #[derive(Clone, Debug)]
 pub struct DeviceLog {
@@ -49,12 +63,82 @@ pub struct DeviceLog {
     pub device: DeviceId,
     /// Its segments in increasing [`SegmentNo`] order (checked by [`RecoveryPlan::scan`]).
     pub segments: Vec<(SegmentNo, Arc<dyn LogDevice>)>,
+    spills: Spills,
 }
 
 impl DeviceLog {
-    /// A device log over the given segments.
+    /// A device log over the given segments (and no spill files).
     pub fn new(device: DeviceId, segments: Vec<(SegmentNo, Arc<dyn LogDevice>)>) -> DeviceLog {
-        DeviceLog { device, segments }
+        DeviceLog { device, segments, spills: Spills::None }
+    }
+
+    /// The same, with the spill files of `store`.
+    pub fn with_spill_store(mut self, store: Arc<dyn wal::SegmentStore>) -> DeviceLog {
+        self.spills = Spills::Store(store);
+        self
+    }
+
+    /// The value payload of `r` when it is a spilled record (`None` for any other kind),
+    /// read from its spill file and checked against the record's reference: a missing or
+    /// mismatching file is [`Error::Corrupt`].
+    pub(crate) fn spilled_payload(
+        &self,
+        r: &wal::ReadRecord<'_>,
+    ) -> Result<Option<Vec<u8>>, Error> {
+        if r.record.kind != RecordKind::Spilled {
+            return Ok(None);
+        }
+        self.read_spill(r.segment, r.offset, r.record.payload).map(Some)
+    }
+
+    /// The value payload of the spilled record at `segment`/`offset` whose payload (a
+    /// `wal::SpillRef`) is `reference`.
+    pub(crate) fn read_spill(
+        &self,
+        segment: SegmentNo,
+        offset: u64,
+        reference: &[u8],
+    ) -> Result<Vec<u8>, Error> {
+        let at = |reason| Error::Corrupt { device: self.device, segment, offset, reason };
+        let corrupt = |what| at(wal::Corrupt::Payload { what });
+        let spill = wal::SpillRef::decode(reference).map_err(at)?;
+        let read = match &self.spills {
+            Spills::None => return Err(corrupt("spilled record without spill files")),
+            Spills::Dir(dir) => std::fs::read(dir.join(wal::store::spill_file_name(spill.id))),
+            Spills::Store(store) => store.read_spill(spill.id),
+        };
+        let bytes = match read {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(corrupt("spill file missing"))
+            }
+            Err(e) => return Err(Error::Log(wal::Error::io(self.device, e))),
+        };
+        if !spill.matches(&bytes) {
+            return Err(corrupt("spill file does not match its record"));
+        }
+        Ok(bytes)
+    }
+
+    /// The spill files that exist on this device.
+    fn spill_files(&self) -> std::io::Result<Vec<u64>> {
+        match &self.spills {
+            Spills::None => Ok(Vec::new()),
+            Spills::Dir(dir) => wal::store::list_spill_files(dir),
+            Spills::Store(store) => store.list_spills(),
+        }
+    }
+
+    /// Deletes spill file `id`, durably.
+    fn remove_spill(&self, id: u64) -> std::io::Result<()> {
+        match &self.spills {
+            Spills::None => Ok(()),
+            Spills::Dir(dir) => {
+                std::fs::remove_file(dir.join(wal::store::spill_file_name(id)))?;
+                std::fs::File::open(dir)?.sync_all()
+            }
+            Spills::Store(store) => store.remove_spill(id),
+        }
     }
 
     /// The segment files of directory `dir` (`wal/<n>/`, as `wal::Log::open` lays them out:
@@ -68,7 +152,7 @@ impl DeviceLog {
             let file = FileDevice::open(&path).map_err(|source| Error::Dir { path, source })?;
             segments.push((no, Arc::new(file) as Arc<dyn LogDevice>));
         }
-        Ok(DeviceLog { device, segments })
+        Ok(DeviceLog { device, segments, spills: Spills::Dir(dir.to_path_buf()) })
     }
 
     /// A reader over every segment, or `None` if the device has none.
@@ -127,6 +211,8 @@ pub struct DeviceScan {
 
 /// One device's segments, each with the SSN of its last valid record.
 type SegmentSsns = Vec<(SegmentNo, Option<Ssn>)>;
+/// One device's spill files that valid records refer to, with those records' SSNs.
+type SpillSsns = Vec<(u64, Ssn)>;
 
 /// The devices, where each one's log ends, and RSNe.
 #[derive(Debug)]
@@ -135,6 +221,8 @@ pub struct RecoveryPlan {
     scans: Vec<DeviceScan>,
     /// Per device (in id order), per segment: the SSN of its last valid record.
     segments: Vec<SegmentSsns>,
+    /// Per device (in id order): the spill files valid records refer to.
+    spills: Vec<SpillSsns>,
     rsne: Ssn,
     options: ScanOptions,
     scan_time: Duration,
@@ -161,20 +249,34 @@ impl RecoveryPlan {
             return Err(Error::DuplicateDevice(w[0].device));
         }
         let read = ReadOptions { unsynced_window: options.unsynced_window };
-        type Scanned = Result<(DeviceScan, SegmentSsns), Error>;
+        type Scanned = Result<(DeviceScan, SegmentSsns, SpillSsns), Error>;
         let results: Vec<Scanned> = std::thread::scope(|s| {
+            let cut = options.checkpoint_ssn;
             let handles: Vec<_> =
-                devices.iter().map(|d| s.spawn(move || scan_device(d, read))).collect();
+                devices.iter().map(|d| s.spawn(move || scan_device(d, read, cut))).collect();
             handles.into_iter().map(|h| h.join().expect("scan thread panicked")).collect()
         });
         // Report the first failing device in id order, so the error is deterministic.
-        let (scans, segments): (Vec<_>, Vec<_>) =
-            results.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter().unzip();
+        let mut scans = Vec::with_capacity(results.len());
+        let mut segments = Vec::with_capacity(results.len());
+        let mut spills = Vec::with_capacity(results.len());
+        for (scan, segs, spilled) in results.into_iter().collect::<Result<Vec<_>, _>>()? {
+            scans.push(scan);
+            segments.push(segs);
+            spills.push(spilled);
+        }
         let cut = options.checkpoint_ssn;
         let rsne =
             scans.iter().map(|s| s.last_ssn.unwrap_or(Ssn::ZERO).max(cut)).min().unwrap_or(cut);
-        let plan =
-            RecoveryPlan { devices, scans, segments, rsne, options, scan_time: start.elapsed() };
+        let plan = RecoveryPlan {
+            devices,
+            scans,
+            segments,
+            spills,
+            rsne,
+            options,
+            scan_time: start.elapsed(),
+        };
         tracing::info!(
             devices = plan.scans.len(),
             rsne = plan.rsne.0,
@@ -216,6 +318,29 @@ impl RecoveryPlan {
     /// them. Call it after [`RecoveryPlan::seal`] or before: sealing keeps every SSN.
     pub fn existing_segments(&self) -> Vec<Vec<(SegmentNo, Option<Ssn>)>> {
         self.segments.clone()
+    }
+
+    /// Per device in id order, the spill files that valid spilled records refer to, with
+    /// those records' SSNs: what `wal::LogOptions::existing_spills` wants.
+    pub fn existing_spills(&self) -> Vec<Vec<(u64, Ssn)>> {
+        self.spills.clone()
+    }
+
+    /// Deletes the spill files that no valid record refers to (a transaction wrote its spill
+    /// file but its record never became durable, or was torn): nothing can ever need them.
+    /// Returns how many were deleted.
+    pub fn delete_orphan_spills(&self) -> Result<usize, Error> {
+        let mut deleted = 0;
+        for (log, referenced) in self.devices.iter().zip(&self.spills) {
+            let io = |e| Error::Log(wal::Error::io(log.device, e));
+            for id in log.spill_files().map_err(io)? {
+                if !referenced.iter().any(|(r, _)| *r == id) {
+                    log.remove_spill(id).map_err(io)?;
+                    deleted += 1;
+                }
+            }
+        }
+        Ok(deleted)
     }
 
     /// Per device, in id order.
@@ -264,9 +389,7 @@ impl RecoveryPlan {
             let mut overwrite = Vec::new();
             while let Some(r) = reader.next_record()? {
                 let rec = &r.record;
-                let unacknowledged = rec.ssn > self.rsne
-                    && !rec.blind
-                    && matches!(rec.kind, RecordKind::Value | RecordKind::Command);
+                let unacknowledged = rec.ssn > self.rsne && !rec.blind && rec.kind.is_transaction();
                 if unacknowledged {
                     overwrite.push((r.segment, r.offset, rec.ssn, rec.encoded_len()));
                 }
@@ -328,7 +451,11 @@ pub struct Sealed {
 }
 
 /// Scans one device: what it holds, and per segment the SSN of its last valid record.
-fn scan_device(log: &DeviceLog, options: ReadOptions) -> Result<(DeviceScan, SegmentSsns), Error> {
+fn scan_device(
+    log: &DeviceLog,
+    options: ReadOptions,
+    checkpoint_ssn: Ssn,
+) -> Result<(DeviceScan, SegmentSsns, SpillSsns), Error> {
     let mut scan = DeviceScan {
         device: log.device,
         end: None,
@@ -339,7 +466,8 @@ fn scan_device(log: &DeviceLog, options: ReadOptions) -> Result<(DeviceScan, Seg
     };
     let mut segments: Vec<(SegmentNo, Option<Ssn>)> =
         log.segments.iter().map(|(no, _)| (*no, None)).collect();
-    let Some(mut reader) = log.reader(options) else { return Ok((scan, segments)) };
+    let mut spills = Vec::new();
+    let Some(mut reader) = log.reader(options) else { return Ok((scan, segments, spills)) };
     // Segments are in order and so are records: a cursor finds each record's segment.
     let mut at = 0;
     while let Some(r) = reader.next_record()? {
@@ -347,6 +475,13 @@ fn scan_device(log: &DeviceLog, options: ReadOptions) -> Result<(DeviceScan, Seg
         scan.bytes += r.record.encoded_len() as u64;
         scan.commands += u64::from(r.record.kind == RecordKind::Command);
         scan.last_ssn = Some(r.record.ssn);
+        // Spill files of records the checkpoint covers are not needed (orphans from here on).
+        if r.record.kind == RecordKind::Spilled && r.record.ssn > checkpoint_ssn {
+            let spill = wal::SpillRef::decode(r.record.payload).map_err(|reason| {
+                Error::Corrupt { device: log.device, segment: r.segment, offset: r.offset, reason }
+            })?;
+            spills.push((spill.id, r.record.ssn));
+        }
         while segments[at].0 != r.segment {
             at += 1;
         }
@@ -355,5 +490,5 @@ fn scan_device(log: &DeviceLog, options: ReadOptions) -> Result<(DeviceScan, Seg
     let end = reader.end().expect("a reader that returned None has an end");
     debug_assert_eq!((end.last_ssn, end.records), (scan.last_ssn, scan.records));
     scan.end = Some(end);
-    Ok((scan, segments))
+    Ok((scan, segments, spills))
 }

@@ -153,6 +153,10 @@ pub fn open_database(
         .collect::<Result<Vec<_>, _>>()?;
     let plan = RecoveryPlan::scan(devices, ScanOptions::for_log(&config.log).with_checkpoint(cut))?;
     let sealed = plan.seal()?;
+    let orphans = plan.delete_orphan_spills()?;
+    if orphans > 0 {
+        tracing::info!(orphans, "deleted spill files that no durable record refers to");
+    }
     let rsne = plan.rsne();
     // The largest SSN on any device, and at least S: every new SSN must be above both.
     let max_ssn = plan.max_ssn();
@@ -160,6 +164,7 @@ pub fn open_database(
     let options = wal::LogOptions {
         start_ssn: max_ssn,
         existing_segments: plan.existing_segments(),
+        existing_spills: plan.existing_spills(),
         ..config.log.clone()
     };
     let log = Arc::new(match &config.wrap_store {

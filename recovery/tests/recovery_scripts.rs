@@ -302,6 +302,7 @@ fn kind_name(kind: RecordKind) -> &'static str {
         RecordKind::Command => "command",
         RecordKind::Marker => "marker",
         RecordKind::Abort => "abort",
+        RecordKind::Spilled => "spilled",
     }
 }
 
@@ -369,6 +370,8 @@ impl LogRunner {
                 );
             }
             RecordKind::Command => payload.extend_from_slice(b"call p(1)"),
+            // The scripts' devices keep no spill files (unit tests cover spilled records).
+            RecordKind::Spilled => return Err("scripts cannot write spilled records".into()),
             RecordKind::Marker | RecordKind::Abort => {}
         }
         let mut bytes = Vec::new();

@@ -96,6 +96,23 @@ impl SegmentStore for FaultyStore {
     fn remove(&self, no: SegmentNo) -> io::Result<()> {
         self.inner.remove(no)
     }
+
+    // Spill files are not fault-injected: they pass through.
+    fn write_spill(&self, id: u64, bytes: &[u8]) -> io::Result<()> {
+        self.inner.write_spill(id, bytes)
+    }
+
+    fn read_spill(&self, id: u64) -> io::Result<Vec<u8>> {
+        self.inner.read_spill(id)
+    }
+
+    fn remove_spill(&self, id: u64) -> io::Result<()> {
+        self.inner.remove_spill(id)
+    }
+
+    fn list_spills(&self) -> io::Result<Vec<u64>> {
+        self.inner.list_spills()
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,9 @@
 //!   never below the number acknowledged before the query was sent;
 //! - a checkpointer: `CHECKPOINT` every 30–300 ms (see [`CHECKPOINT_MUST_SUCCEED`]);
 //! - a DDL client: `CREATE TABLE ddl_<k>` with three rows in one transaction (a `BEGIN … COMMIT`
-//!   block or a multi-statement implicit transaction), and `DROP TABLE` of tables it created.
+//!   block or a multi-statement implicit transaction), and `DROP TABLE` of tables it created;
+//!   every fifth table gets [`BIG_DDL_ROWS`] rows instead, a transaction larger than a log
+//!   record may be, so it spills to a file of its log device.
 //!
 //! A commit whose `COMMIT` (or autocommit statement) returned OK is *acknowledged*; one whose
 //! answer was lost to the kill is *in doubt*. After every restart ([`check`]):
@@ -29,7 +31,7 @@
 //! - every scratch row holds the value of its last acknowledged write (absent after an
 //!   acknowledged delete) or of an in-doubt write, and an in-doubt transaction is applied to
 //!   all of its rows or to none;
-//! - every acknowledged `ddl_<k>` exists with exactly its three rows, every acknowledged drop
+//! - every acknowledged `ddl_<k>` exists with exactly its rows, every acknowledged drop
 //!   or rolled-back create left no table, and an in-doubt create or drop is all-or-nothing.
 //!
 //! In-doubt commits then resolve to what was found, and the workload goes on. Correctness never
@@ -92,6 +94,19 @@ const SCRATCH_KEYS: i64 = 64;
 const SCRATCH_STRIDE: i64 = 1_000_000;
 /// How long the server may take to recover and print its listening line after a crash.
 const RECOVERY_TIMEOUT: Duration = Duration::from_secs(120);
+/// Rows of every fifth `ddl_<k>` table: about 3 MB of log, above the 2 MiB spill threshold
+/// of the default 8 MiB log buffer.
+const BIG_DDL_ROWS: i64 = 100_000;
+
+/// The rows the DDL client's transaction writes into `ddl_<k>` (values `1..=n`, all `k`).
+fn ddl_rows(k: i64) -> i64 {
+    if k % 5 == 0 {
+        BIG_DDL_ROWS
+    } else {
+        3
+    }
+}
+
 /// How long a kill planned "after the next CHECKPOINT" waits for one before killing anyway.
 const CHECKPOINT_WAIT: Duration = Duration::from_secs(5);
 
@@ -323,7 +338,7 @@ fn check(ledger: &Ledger, seen: &Observed) -> Vec<String> {
     }
 
     // DDL: a table exists exactly as its last acknowledged create or drop says, always with
-    // all three of its rows; an in-doubt create or drop is all-or-nothing.
+    // all of its rows; an in-doubt create or drop is all-or-nothing.
     for (k, exists) in &ledger.ddl {
         let got = seen.ddl.get(k).copied().flatten();
         let in_doubt = ledger.ddl_in_doubt.filter(|(d, _)| d == k).map(|(_, e)| e);
@@ -335,9 +350,10 @@ fn check(ledger: &Ledger, seen: &Observed) -> Vec<String> {
             Some(_) if !allowed(true) => problems.push(format!(
                 "table ddl_{k} exists, but its create rolled back or its drop was acknowledged"
             )),
-            Some(rows) if rows != (3, 3 * k) => problems.push(format!(
-                "table ddl_{k} holds (count, sum) {rows:?}, its transaction wrote (3, {})",
-                3 * k
+            Some(rows) if rows != (ddl_rows(*k), ddl_rows(*k) * k) => problems.push(format!(
+                "table ddl_{k} holds (count, sum) {rows:?}, its transaction wrote ({}, {})",
+                ddl_rows(*k),
+                ddl_rows(*k) * k
             )),
             _ => {}
         }
@@ -723,7 +739,8 @@ async fn ddl_client(ctx: Ctx, seed: u64) -> Result<Tally, String> {
                 };
                 let body = format!(
                     "CREATE TABLE ddl_{k} (id int PRIMARY KEY, v bigint); \
-                     INSERT INTO ddl_{k} VALUES (1, {k}), (2, {k}), (3, {k})"
+                     INSERT INTO ddl_{k} SELECT g, {k} FROM generate_series(1, {}) g",
+                    ddl_rows(k)
                 );
                 let sql = if rng.gen_bool(0.5) { format!("BEGIN; {body}; COMMIT") } else { body };
                 (k, true, sql)

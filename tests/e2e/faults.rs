@@ -128,28 +128,3 @@ async fn full_disk_says_so() {
     }
     run_fault("device=1,nospace=40", "out of space").await;
 }
-
-/// A transaction whose value record would not fit in one log record is refused with 54000
-/// (program_limit_exceeded), leaves nothing behind, and the server keeps serving.
-#[tokio::test]
-async fn transaction_too_large_for_the_log_is_54000() {
-    if tests::against_pg() {
-        return;
-    }
-    let server = AspenServer::start();
-    let c = connect(server.port()).await.expect("connect");
-    c.batch_execute("CREATE TABLE big (a int PRIMARY KEY, f char(84))").await.expect("ddl");
-    // 100 000 rows of ~100 bytes: one ~11 MB record, above the 8 MiB ring.
-    let err = c
-        .batch_execute("INSERT INTO big SELECT g, '' FROM generate_series(1, 100000) g")
-        .await
-        .expect_err("too large for one log record");
-    assert_eq!(sqlstate(&err), Some("54000"), "{err:?}");
-    let message = err.as_db_error().map(|d| d.message().to_owned()).unwrap_or_default();
-    assert!(message.contains("transaction too large"), "{message}");
-    let n: i64 = c.query_one("SELECT count(*) FROM big", &[]).await.expect("count").get(0);
-    assert_eq!(n, 0, "the refused transaction left rows behind");
-    c.batch_execute("INSERT INTO big SELECT g, '' FROM generate_series(1, 1000) g")
-        .await
-        .expect("a smaller transaction commits");
-}

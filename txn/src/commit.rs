@@ -423,6 +423,22 @@ impl Transaction {
         encode_values(&entries, &mut payload);
         drop(entries);
         let blind = self.reads.is_empty() && self.scans.is_empty();
+        // A large transaction's payload goes to a spill file (written and synced here, locks
+        // held, before the SSN is taken); its record only names the file.
+        let kind = if payload.len() > self.inner.log.spill_threshold() {
+            match self.inner.log.spill(self.buffer, &payload) {
+                Ok(spill) => {
+                    payload = spill.encode().to_vec();
+                    RecordKind::Spilled
+                }
+                Err(e) => {
+                    st.rollback();
+                    return Err(Error::from(e));
+                }
+            }
+        } else {
+            RecordKind::Value
+        };
         let len = wal::Record::encoded_len_for(payload.len());
         // From before the SSN is reserved until the install is done, this committer is inside
         // the install gate: a checkpoint's cut waits for it, so every SSN <= S is installed
@@ -442,7 +458,7 @@ impl Transaction {
         let ssn = reservation.ssn;
         let ticket = reservation.ticket(blind);
         // Fill before install: no reservation is held while anything else happens.
-        reservation.fill_record(RecordKind::Value, blind, &payload);
+        reservation.fill_record(kind, blind, &payload);
         let cow = self.inner.checkpoint.cow(ssn);
         install(&st, ssn, cow.as_ref(), self.buffer);
         drop(gate);

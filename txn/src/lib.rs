@@ -39,6 +39,10 @@
 //!             r = log.try_reserve(buffer, base, encoded_len) (Poplar Alg. 1, I1: ssn > base),
 //!             ticket = r.ticket(blind), r.fill_record(Value, blind, payload) at once (never
 //!             hold an unfilled reservation across anything else). blind = no reads, no scans.
+//!             A payload above `log.spill_threshold()` is first written to a spill file
+//!             (`log.spill`, synced) and the record is a `Spilled` one naming it; the
+//!             record is lazy (`Reservation::lazy`) under `synchronous_commit = off`
+//!             ([`Transaction::set_lazy_log`]).
 //!             A log error here rolls back like a conflict ([`Error::Log`]).
 //!             Read-only: ssn = base, nothing reserved, no ticket.
 //!             Writers enter the checkpoint install gate just before reserving.

@@ -301,17 +301,33 @@ fn row_ids_are_not_reused_after_replay() {
 
 #[test]
 fn a_failed_log_aborts_the_commit_without_a_trace() {
-    // A record larger than the log accepts is refused (not a panic) and the commit leaves no
-    // trace.
+    // A value payload too large for one record goes to a spill file and commits durably; its
+    // record (on the device) only names the file.
     let stores = vec![MemStore::new(4096)];
     let log = log_with(&stores, Duration::ZERO);
     let engine = engine_over(log);
     let mut t = engine.begin(0);
     t.insert(T2, kv("big"), vec![7; 8192]).unwrap();
+    t.commit_durable().unwrap();
+    assert_eq!(engine.begin(0).get(T2, b"big").unwrap(), Some(Arc::new(vec![7; 8192])));
+    let spills = stores[0].spills();
+    assert_eq!(spills.len(), 1);
+    assert!(spills.values().next().unwrap().len() > 8192, "the whole value payload");
+    let durable = read_back(&stores);
+    assert_eq!(durable.last().map(|r| r.1), Some(RecordKind::Spilled));
+
+    // A log whose first write fails: that commit is never acknowledged, and the next commit
+    // is refused (not a panic) and leaves no trace.
+    let failing = vec![MemStore::with_wrapper(1 << 20, |_, device| {
+        Box::new(wal::testing::FaultyDevice::new(device).fail_write(1))
+    })];
+    let engine = engine_over(log_with(&failing, Duration::ZERO));
+    let mut t = engine.begin(0);
+    t.insert(T2, kv("a"), kv("1")).unwrap();
+    assert!(matches!(t.commit_durable(), Err(txn::Error::Log(_))));
+    let mut t = engine.begin(0);
+    t.insert(T2, kv("b"), kv("2")).unwrap();
     let e = t.commit().unwrap_err();
     assert!(matches!(e, txn::Error::Log(_)), "{e:?}");
-    assert_eq!(engine.begin(0).get(T2, b"big").unwrap(), None);
-    let mut t = engine.begin(0);
-    t.insert(T2, kv("big"), kv("small")).unwrap();
-    t.commit_durable().unwrap();
+    assert_eq!(engine.begin(0).get(T2, b"b").unwrap(), None);
 }

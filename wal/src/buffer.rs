@@ -411,6 +411,18 @@ impl Log {
         self.inner.max_record
     }
 
+    /// Value payloads longer than this go to a spill file ([`Log::spill`]) rather than into a
+    /// record: a quarter of [`Log::max_record_len`], so that one large transaction never fills
+    /// a buffer's ring (it would wait for the ring to drain and stall the device's other
+    /// commits meanwhile). Unbounded for an in-memory log.
+    pub fn spill_threshold(&self) -> usize {
+        if self.inner.in_memory() {
+            usize::MAX
+        } else {
+            self.inner.max_record / 4
+        }
+    }
+
     /// Algorithm 1: allocates `ssn = max(base, L.ssn) + 1` in `buffer` and reserves `len` bytes
     /// after every earlier reservation of that buffer, both under the buffer latch.
     ///
@@ -616,7 +628,17 @@ impl Reservation<'_> {
     /// Encodes a record of `kind` with this reservation's SSN and `payload`, and fills the range
     /// with it. With devices, the reservation's length must be
     /// `Record::encoded_len_for(payload.len())`.
+    ///
+    /// A [`RecordKind::Spilled`] record's payload is the [`crate::SpillRef`] that
+    /// [`Log::spill`] returned; filling it registers the spill file with this record's SSN.
+    ///
+    /// # Panics
+    /// If a spilled record's payload is not a spill reference.
     pub fn fill_record(self, kind: RecordKind, blind: bool, payload: &[u8]) {
+        if kind == RecordKind::Spilled && self.slot != Slot::Detached {
+            let spill = crate::SpillRef::decode(payload).expect("a spilled record's payload");
+            self.log.inner.register_spill(self.buffer, spill.id, self.ssn);
+        }
         let mut bytes = Vec::with_capacity(Record::encoded_len_for(payload.len()));
         Record { ssn: self.ssn, kind, blind, payload }.encode_into(&mut bytes);
         self.fill(&bytes);

@@ -185,6 +185,6 @@ pub use durability::Ticket;
 pub use error::Error;
 pub use logger::LogOptions;
 pub use reader::{LogEnd, ReadOptions, ReadRecord, SegmentReader};
-pub use record::{Corrupt, Record, RecordKind, ValueEntry};
+pub use record::{Corrupt, Record, RecordKind, SpillRef, ValueEntry};
 pub use ssn::Ssn;
 pub use store::{list_segments, segment_file_name, DirStore, SegmentStore};

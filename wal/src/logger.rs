@@ -80,6 +80,11 @@ pub struct LogOptions {
     /// Every listed segment must exist in the device's store and come before the segment this
     /// log starts. Default: empty (nothing adopted).
     pub existing_segments: Vec<Vec<(SegmentNo, Option<Ssn>)>>,
+    /// Per device, the spill files that valid records of the existing segments refer to, with
+    /// those records' SSNs, as recovery's scan found them: adopted, so that
+    /// [`Log::delete_segments_below`] deletes them once a checkpoint covers their records.
+    /// Spill files not listed are left alone (recovery deletes the orphans). Default: empty.
+    pub existing_spills: Vec<Vec<(u64, Ssn)>>,
 }
 
 impl Default for LogOptions {
@@ -92,6 +97,7 @@ impl Default for LogOptions {
             start_ssn: Ssn::ZERO,
             device: DeviceOptions::default(),
             existing_segments: Vec::new(),
+            existing_spills: Vec::new(),
         }
     }
 }
@@ -113,6 +119,20 @@ pub(crate) struct DeviceState {
     pub(crate) dsn: AtomicU64,
     store: Box<dyn SegmentStore>,
     segments: Mutex<Vec<SegmentMeta>>,
+    /// Spill files whose records are in this device's log: (id, the record's SSN).
+    spills: Mutex<Vec<(u64, Ssn)>>,
+    /// The id of the next spill file.
+    next_spill: AtomicU64,
+}
+
+impl Inner {
+    /// Records that spill file `id` belongs to the record of SSN `ssn` on `device` (from the
+    /// fill of that record), so that it is deleted with the log it belongs to.
+    pub(crate) fn register_spill(&self, device: usize, id: u64, ssn: Ssn) {
+        if let Some(state) = self.devices.get(device) {
+            state.spills.lock().push((id, ssn));
+        }
+    }
 }
 
 struct InFlight {
@@ -401,6 +421,7 @@ impl Log {
         assert!(options.max_in_flight > 0, "max_in_flight must be at least 1");
         let mut first = Vec::new();
         let mut adopted = Vec::new();
+        let mut spills = Vec::new();
         let mut max_record = options.ring_bytes;
         for (d, store) in stores.iter().enumerate() {
             let err = |e| Error::io(DeviceId(d as u16), e);
@@ -428,6 +449,10 @@ impl Log {
                     .collect::<Vec<_>>(),
             );
             first.push(no);
+            let adopted_spills = options.existing_spills.get(d).cloned().unwrap_or_default();
+            let on_disk = store.list_spills().map_err(err)?;
+            let next = on_disk.iter().chain(adopted_spills.iter().map(|(id, _)| id)).max().copied();
+            spills.push((adopted_spills, next.map_or(0, |m| m + 1)));
         }
         // Create the first segments only once every device's options checked out.
         let first = stores
@@ -445,9 +470,16 @@ impl Log {
             .into_iter()
             .zip(&first)
             .zip(adopted)
-            .map(|((store, (no, _)), mut segments)| {
+            .zip(spills)
+            .map(|(((store, (no, _)), mut segments), (spills, next_spill))| {
                 segments.push(SegmentMeta { no: *no, last_ssn: None, closed: false });
-                DeviceState { dsn: AtomicU64::new(0), store, segments: Mutex::new(segments) }
+                DeviceState {
+                    dsn: AtomicU64::new(0),
+                    store,
+                    segments: Mutex::new(segments),
+                    spills: Mutex::new(spills),
+                    next_spill: AtomicU64::new(next_spill),
+                }
             })
             .collect();
         let mut log = Log::from_parts(buffers, devices, max_record);
@@ -486,15 +518,57 @@ impl Log {
         }
     }
 
+    /// Writes `payload` (a value payload too large for one record) to a new spill file of
+    /// `buffer`'s device and syncs it; returns the reference to put in a
+    /// [`RecordKind::Spilled`](crate::RecordKind::Spilled) record reserved on the same buffer
+    /// afterwards. Filling that record registers the file, which is deleted with the log it
+    /// belongs to ([`Log::delete_segments_below`]). A failure fails the log, as a failed log
+    /// write does. An in-memory log writes nothing.
+    pub fn spill(&self, buffer: usize, payload: &[u8]) -> Result<crate::SpillRef, Error> {
+        let Some(state) = self.inner.devices.get(buffer) else {
+            return Ok(crate::SpillRef::of(0, payload));
+        };
+        if let Some(e) = self.inner.failure_error() {
+            return Err(e);
+        }
+        let id = state.next_spill.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = state.store.write_spill(id, payload) {
+            let error = Error::io(DeviceId(buffer as u16), e);
+            self.inner.fail(&error);
+            return Err(self.inner.failure_error().unwrap_or(error));
+        }
+        Ok(crate::SpillRef::of(id, payload))
+    }
+
+    /// The spill files of `device` this log knows: (id, SSN of the record that refers to it).
+    pub fn spills(&self, device: DeviceId) -> Vec<(u64, Ssn)> {
+        match self.inner.devices.get(usize::from(device.0)) {
+            Some(state) => state.spills.lock().clone(),
+            None => Vec::new(),
+        }
+    }
+
     /// Deletes every closed segment (on every device) all of whose records have an SSN below
     /// `ssn`, e.g. `cut + 1` once a checkpoint at `cut` is valid, oldest first, stopping at a
-    /// device's first segment that must stay. Closed segments are those this log moved on from
+    /// device's first segment that must stay, and every spill file whose record has an SSN
+    /// below `ssn`. Closed segments are those this log moved on from
     /// and those adopted at open ([`LogOptions::existing_segments`]); the current segment of a
-    /// device is never deleted. Returns what was deleted. A failed deletion is reported and
-    /// leaves the remaining segments in place; it does not fail the log.
+    /// device is never deleted. Returns the segments deleted. A failed deletion is reported
+    /// and leaves the remaining files in place; it does not fail the log.
     pub fn delete_segments_below(&self, ssn: Ssn) -> Result<Vec<(DeviceId, SegmentNo)>, Error> {
         let mut deleted = Vec::new();
         for (d, state) in self.inner.devices.iter().enumerate() {
+            let mut spills = state.spills.lock();
+            while let Some(i) = spills.iter().position(|(_, s)| *s < ssn) {
+                let (id, _) = spills[i];
+                match state.store.remove_spill(id) {
+                    // Already gone (a crash after the delete, before the log forgot it).
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    other => other.map_err(|e| Error::io(DeviceId(d as u16), e))?,
+                }
+                spills.swap_remove(i);
+            }
+            drop(spills);
             let mut segments = state.segments.lock();
             while let Some(first) = segments.first().copied() {
                 if !first.closed || first.last_ssn.is_some_and(|last| last >= ssn) {

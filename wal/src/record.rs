@@ -7,7 +7,7 @@
 //! |      0 |    4 | `len`   | length of the **whole record** in bytes, header included (≥ 17)  |
 //! |      4 |    4 | `crc`   | CRC-32C (Castagnoli) of bytes `0..4` followed by bytes `8..len`  |
 //! |      8 |    8 | `ssn`   | the transaction's SSN; never 0                                   |
-//! |     16 |    1 | `flags` | bits 0–3 kind (1 value, 2 command, 3 marker, 4 abort); bit 4 BLIND; bits 5–7 zero |
+//! |     16 |    1 | `flags` | bits 0–3 kind (1 value, 2 command, 3 marker, 4 abort, 5 spilled); bit 4 BLIND; bits 5–7 zero |
 //! |     17 |  len − 17 | `payload` | kind-specific (value payload below; opaque otherwise)  |
 //!
 //! The CRC covers `len`, `ssn`, `flags` and the payload: every field but itself. `len` counts
@@ -44,6 +44,15 @@
 //! | row_len | row bytes                                                      |
 //!
 //! Keys and rows are opaque here: `wal` never interprets SQL values (STYLE §2).
+//!
+//! ## Spilled payload
+//!
+//! A transaction whose value payload is too large for one record (a log buffer's ring bounds
+//! a record) writes the payload to a *spill file* of its device first ([`crate::Log::spill`]:
+//! written and synced before the record is reserved), then a [`RecordKind::Spilled`] record
+//! whose payload is a [`SpillRef`]: `id` (8), `len` (8), `crc` (4, CRC-32C of the spilled
+//! value payload). Recovery replays it as the value record it stands for; a missing or
+//! mismatching spill file is corruption.
 
 use std::fmt;
 
@@ -90,6 +99,64 @@ pub enum RecordKind {
     /// Fills the reservation of a transaction that failed after taking its SSN (DESIGN.md §4);
     /// empty payload.
     Abort = 4,
+    /// The writes of a transaction whose value payload is in a spill file of the same device;
+    /// the payload is a [`SpillRef`].
+    Spilled = 5,
+}
+
+impl RecordKind {
+    /// Whether records of this kind carry a transaction's writes (and may be BLIND).
+    pub fn is_transaction(self) -> bool {
+        matches!(self, RecordKind::Value | RecordKind::Command | RecordKind::Spilled)
+    }
+}
+
+/// Names the spill file that holds a [`RecordKind::Spilled`] record's value payload, and
+/// checks it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct SpillRef {
+    /// The spill file's id on its device.
+    pub id: u64,
+    /// The value payload's length.
+    pub len: u64,
+    /// CRC-32C of the value payload.
+    pub crc: u32,
+}
+
+impl SpillRef {
+    /// Encoded length of a spill reference (the payload of a spilled record).
+    pub const LEN: usize = 20;
+
+    /// The reference to spill file `id` holding `payload`.
+    pub fn of(id: u64, payload: &[u8]) -> SpillRef {
+        SpillRef { id, len: payload.len() as u64, crc: crc32c::crc32c(payload) }
+    }
+
+    /// The payload of the spilled record.
+    pub fn encode(&self) -> [u8; SpillRef::LEN] {
+        let mut out = [0u8; SpillRef::LEN];
+        out[..8].copy_from_slice(&self.id.to_le_bytes());
+        out[8..16].copy_from_slice(&self.len.to_le_bytes());
+        out[16..].copy_from_slice(&self.crc.to_le_bytes());
+        out
+    }
+
+    /// Reads a spilled record's payload.
+    pub fn decode(payload: &[u8]) -> Result<SpillRef, Corrupt> {
+        if payload.len() != SpillRef::LEN {
+            return Err(Corrupt::Payload { what: "spill reference" });
+        }
+        Ok(SpillRef {
+            id: u64::from_le_bytes(payload[..8].try_into().expect("8 bytes")),
+            len: u64::from_le_bytes(payload[8..16].try_into().expect("8 bytes")),
+            crc: u32::from_le_bytes(payload[16..].try_into().expect("4 bytes")),
+        })
+    }
+
+    /// Whether `bytes` (a spill file's contents) are the payload this reference names.
+    pub fn matches(&self, bytes: &[u8]) -> bool {
+        bytes.len() as u64 == self.len && crc32c::crc32c(bytes) == self.crc
+    }
 }
 
 impl RecordKind {
@@ -99,6 +166,7 @@ impl RecordKind {
             2 => Some(RecordKind::Command),
             3 => Some(RecordKind::Marker),
             4 => Some(RecordKind::Abort),
+            5 => Some(RecordKind::Spilled),
             _ => None,
         }
     }
@@ -211,11 +279,7 @@ impl<'a> Record<'a> {
         let len = self.encoded_len();
         assert!(len <= MAX_RECORD_LEN, "record of {len} bytes exceeds MAX_RECORD_LEN");
         assert!(self.ssn != Ssn::ZERO, "a record needs an SSN above 0");
-        assert!(
-            !self.blind || matches!(self.kind, RecordKind::Value | RecordKind::Command),
-            "BLIND on a {:?} record",
-            self.kind
-        );
+        assert!(!self.blind || self.kind.is_transaction(), "BLIND on a {:?} record", self.kind);
         assert!(out.len() >= len, "{} bytes of room for a record of {len}", out.len());
         let out = &mut out[..len];
         out[LEN_OFFSET..CRC_OFFSET].copy_from_slice(&(len as u32).to_le_bytes());
@@ -251,12 +315,7 @@ impl<'a> Record<'a> {
         let kind = RecordKind::from_bits(flags & FLAG_KIND_MASK);
         let blind = flags & FLAG_BLIND != 0;
         let kind = match kind {
-            Some(kind)
-                if flags & FLAG_RESERVED == 0
-                    && (!blind || matches!(kind, RecordKind::Value | RecordKind::Command)) =>
-            {
-                kind
-            }
+            Some(kind) if flags & FLAG_RESERVED == 0 && (!blind || kind.is_transaction()) => kind,
             _ => return Err(Corrupt::Flags { flags }),
         };
         if ssn == Ssn::ZERO {
@@ -489,7 +548,9 @@ mod tests {
         };
         assert!(Record::decode(&sign(1, 1)).unwrap().is_some());
         assert_eq!(Record::decode(&sign(1, 0)), Err(Corrupt::Flags { flags: 0 }));
-        assert_eq!(Record::decode(&sign(1, 5)), Err(Corrupt::Flags { flags: 5 }));
+        assert!(Record::decode(&sign(1, 5)).unwrap().is_some(), "kind 5: spilled");
+        assert!(Record::decode(&sign(1, 0x15)).unwrap().is_some(), "a blind spilled record");
+        assert_eq!(Record::decode(&sign(1, 6)), Err(Corrupt::Flags { flags: 6 }));
         assert_eq!(Record::decode(&sign(1, 0x21)), Err(Corrupt::Flags { flags: 0x21 }));
         assert_eq!(
             Record::decode(&sign(1, 0x13)),

@@ -35,6 +35,31 @@ pub trait SegmentStore: Send + Sync + fmt::Debug {
 
     /// Deletes segment `no`, durably.
     fn remove(&self, no: SegmentNo) -> io::Result<()>;
+
+    /// Writes spill file `id` (it must not exist) with `bytes`, durably: contents and name
+    /// are synced when this returns (see [`crate::Log::spill`]). Stores without spill files
+    /// return `Unsupported`.
+    fn write_spill(&self, id: u64, bytes: &[u8]) -> io::Result<()> {
+        let _ = (id, bytes);
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this log store keeps no spill files"))
+    }
+
+    /// Reads spill file `id`.
+    fn read_spill(&self, id: u64) -> io::Result<Vec<u8>> {
+        let _ = id;
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this log store keeps no spill files"))
+    }
+
+    /// Deletes spill file `id`, durably.
+    fn remove_spill(&self, id: u64) -> io::Result<()> {
+        let _ = id;
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this log store keeps no spill files"))
+    }
+
+    /// The spill files that exist, in increasing order.
+    fn list_spills(&self) -> io::Result<Vec<u64>> {
+        Ok(Vec::new())
+    }
 }
 
 impl<S: SegmentStore + ?Sized> SegmentStore for Arc<S> {
@@ -50,6 +75,42 @@ impl<S: SegmentStore + ?Sized> SegmentStore for Arc<S> {
     fn remove(&self, no: SegmentNo) -> io::Result<()> {
         (**self).remove(no)
     }
+    fn write_spill(&self, id: u64, bytes: &[u8]) -> io::Result<()> {
+        (**self).write_spill(id, bytes)
+    }
+    fn read_spill(&self, id: u64) -> io::Result<Vec<u8>> {
+        (**self).read_spill(id)
+    }
+    fn remove_spill(&self, id: u64) -> io::Result<()> {
+        (**self).remove_spill(id)
+    }
+    fn list_spills(&self) -> io::Result<Vec<u64>> {
+        (**self).list_spills()
+    }
+}
+
+/// The file name of spill file `id`: `spill-<id as 20 digits>.dat`.
+pub fn spill_file_name(id: u64) -> String {
+    format!("spill-{id:020}.dat")
+}
+
+/// The spill files in directory `dir`, in increasing order.
+pub fn list_spill_files(dir: &Path) -> io::Result<Vec<u64>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(digits) = name.strip_prefix("spill-").and_then(|n| n.strip_suffix(".dat")) else {
+            continue;
+        };
+        if digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit()) {
+            if let Ok(id) = digits.parse() {
+                out.push(id);
+            }
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
 }
 
 /// The file name of segment `no`: `<no as 20 digits>.log`.
@@ -176,6 +237,28 @@ impl SegmentStore for DirStore {
         fs::remove_file(self.dir.join(segment_file_name(no)))?;
         File::open(&self.dir)?.sync_all()
     }
+
+    fn write_spill(&self, id: u64, bytes: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        let path = self.dir.join(spill_file_name(id));
+        let mut file = fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        File::open(&self.dir)?.sync_all()
+    }
+
+    fn read_spill(&self, id: u64) -> io::Result<Vec<u8>> {
+        fs::read(self.dir.join(spill_file_name(id)))
+    }
+
+    fn remove_spill(&self, id: u64) -> io::Result<()> {
+        fs::remove_file(self.dir.join(spill_file_name(id)))?;
+        File::open(&self.dir)?.sync_all()
+    }
+
+    fn list_spills(&self) -> io::Result<Vec<u64>> {
+        list_spill_files(&self.dir)
+    }
 }
 
 /// A store of exactly one segment, the device given: for tests and tools that hand the log
@@ -219,6 +302,23 @@ mod tests {
         let mut buf = vec![1u8; 1 << 20];
         file.read_exact_at(&mut buf, 0).unwrap();
         assert!(buf.iter().all(|b| *b == 0), "segment {no:?} is zero-filled");
+    }
+
+    /// Spill files: written whole and durable, read back, listed in id order (other files
+    /// ignored), deleted; an existing id is refused.
+    #[test]
+    fn spill_files_round_trip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = DirStore::open(tmp.path(), options()).unwrap();
+        store.write_spill(12, b"twelve").unwrap();
+        store.write_spill(3, b"three").unwrap();
+        std::fs::write(tmp.path().join("spill-x.dat"), b"not a spill").unwrap();
+        assert_eq!(store.list_spills().unwrap(), [3, 12]);
+        assert_eq!(store.read_spill(12).unwrap(), b"twelve");
+        assert!(store.write_spill(3, b"again").is_err(), "ids are never reused");
+        store.remove_spill(3).unwrap();
+        assert_eq!(store.list_spills().unwrap(), [12]);
+        assert!(store.list().unwrap().is_empty(), "spill files are not segments");
     }
 
     /// Segments after the first come from the spare, renamed into place: full size, zeroed,

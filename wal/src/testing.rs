@@ -699,6 +699,7 @@ pub type WrapSegment = dyn Fn(SegmentNo, Arc<MemDevice>) -> Box<dyn LogDevice> +
 pub struct MemStore {
     segment_size: u64,
     segments: Mutex<BTreeMap<SegmentNo, Arc<MemDevice>>>,
+    spills: Mutex<BTreeMap<u64, Vec<u8>>>,
     wrap: Box<WrapSegment>,
 }
 
@@ -722,6 +723,7 @@ impl MemStore {
         Arc::new(MemStore {
             segment_size,
             segments: Mutex::new(BTreeMap::new()),
+            spills: Mutex::new(BTreeMap::new()),
             wrap: Box::new(wrap),
         })
     }
@@ -729,6 +731,11 @@ impl MemStore {
     /// The segments that exist, in order.
     pub fn segments(&self) -> Vec<(SegmentNo, Arc<MemDevice>)> {
         self.segments.lock().iter().map(|(no, d)| (*no, d.clone())).collect()
+    }
+
+    /// The spill files that exist (written whole and durable, as a synced file is).
+    pub fn spills(&self) -> BTreeMap<u64, Vec<u8>> {
+        self.spills.lock().clone()
     }
 }
 
@@ -757,6 +764,34 @@ impl SegmentStore for MemStore {
             Some(_) => Ok(()),
             None => Err(io::Error::new(io::ErrorKind::NotFound, format!("segment {no}"))),
         }
+    }
+
+    fn write_spill(&self, id: u64, bytes: &[u8]) -> io::Result<()> {
+        let mut spills = self.spills.lock();
+        if spills.contains_key(&id) {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("spill {id}")));
+        }
+        spills.insert(id, bytes.to_vec());
+        Ok(())
+    }
+
+    fn read_spill(&self, id: u64) -> io::Result<Vec<u8>> {
+        self.spills
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("spill {id}")))
+    }
+
+    fn remove_spill(&self, id: u64) -> io::Result<()> {
+        match self.spills.lock().remove(&id) {
+            Some(_) => Ok(()),
+            None => Err(io::Error::new(io::ErrorKind::NotFound, format!("spill {id}"))),
+        }
+    }
+
+    fn list_spills(&self) -> io::Result<Vec<u64>> {
+        Ok(self.spills.lock().keys().copied().collect())
     }
 }
 

@@ -660,3 +660,50 @@ fn shutdown_writes_lazy_records() {
     assert_eq!(durable_records(&stores[0], 0).len(), 5);
     assert_eq!(durable_records(&stores[1], 1).len(), 5);
 }
+
+/// `Log::spill` writes the payload to a spill file of the device before the record exists;
+/// filling the `Spilled` record registers the file with the record's SSN, and
+/// `delete_segments_below` deletes it once the record is below the cut (a file already gone
+/// is no error). A new log continues the ids after the files on disk and adopts the listed
+/// ones.
+#[test]
+fn spill_files_are_registered_and_deleted_with_their_records() {
+    let (stores, boxed) = stores(2, 1 << 20);
+    let log = Log::with_stores(boxed, &LogOptions::default()).unwrap();
+    assert_eq!(log.spill_threshold(), log.max_record_len() / 4);
+    let payload = vec![7u8; 5000];
+    let spill = log.spill(1, &payload).unwrap();
+    assert_eq!(spill, crate::SpillRef::of(0, &payload));
+    assert_eq!(stores[1].spills().get(&0), Some(&payload), "written before any record");
+    let r = log.reserve(1, Ssn::ZERO, crate::Record::encoded_len_for(crate::SpillRef::LEN));
+    let ssn = r.ssn;
+    let ticket = r.ticket(true);
+    r.fill_record(RecordKind::Spilled, true, &spill.encode());
+    log.wait_durable(ticket).unwrap();
+    assert_eq!(log.spills(DeviceId(1)), vec![(0, ssn)]);
+    let second = log.spill(1, b"more").unwrap();
+    assert_eq!(second.id, 1, "ids increase per device");
+    let recs = durable_records(&stores[1], 1);
+    assert_eq!(recs[0].kind, RecordKind::Spilled);
+    assert_eq!(crate::SpillRef::decode(&recs[0].payload).unwrap(), spill);
+    assert!(spill.matches(&payload) && !spill.matches(b"other"));
+
+    log.delete_segments_below(ssn).unwrap();
+    assert!(stores[1].spills().contains_key(&0), "its record is not below the cut");
+    log.delete_segments_below(ssn.next()).unwrap();
+    assert!(!stores[1].spills().contains_key(&0), "deleted with its record");
+    assert!(log.spills(DeviceId(1)).is_empty());
+    drop(log);
+
+    // Reopen: ids continue after what is on disk (the unregistered file 1); adopted files are
+    // deleted below their SSN, and one already gone is no error.
+    let options = LogOptions {
+        existing_spills: vec![vec![], vec![(1, Ssn(3)), (9, Ssn(4))]],
+        ..LogOptions::default()
+    };
+    let boxed = stores.iter().map(|s| Box::new(s.clone()) as Box<dyn SegmentStore>).collect();
+    let log = Log::with_stores(boxed, &options).unwrap();
+    assert_eq!(log.spill(1, b"x").unwrap().id, 10, "after the largest known id");
+    log.delete_segments_below(Ssn(5)).unwrap();
+    assert_eq!(stores[1].spills().keys().copied().collect::<Vec<_>>(), vec![10]);
+}

@@ -14,7 +14,7 @@ pub(crate) enum Action {
     /// Not replayed: covered by the checkpoint (`ssn <= S`), beyond RSNe and not blind, or a
     /// marker or abort record (they carry no writes).
     Skip,
-    /// A value record to install.
+    /// A value record to install (or a spilled one: its payload is in its spill file).
     Values,
     /// A command record that must be replayed: PACMAN is not built yet.
     Unsupported,
@@ -24,11 +24,13 @@ pub(crate) enum Action {
 pub(crate) fn select(record: &Record<'_>, cut: Ssn, rsne: Ssn) -> Action {
     let wanted = record.ssn > cut && (record.ssn <= rsne || record.blind);
     match record.kind {
-        RecordKind::Value if wanted => Action::Values,
+        RecordKind::Value | RecordKind::Spilled if wanted => Action::Values,
         RecordKind::Command if wanted => Action::Unsupported,
-        RecordKind::Value | RecordKind::Command | RecordKind::Marker | RecordKind::Abort => {
-            Action::Skip
-        }
+        RecordKind::Value
+        | RecordKind::Spilled
+        | RecordKind::Command
+        | RecordKind::Marker
+        | RecordKind::Abort => Action::Skip,
     }
 }
 

@@ -4,10 +4,10 @@
 
 use std::time::Instant;
 
-use wal::{DeviceId, RecordKind, SegmentNo, Ssn};
+use wal::{RecordKind, SegmentNo, Ssn};
 
 use crate::error::Error;
-use crate::plan::RecoveryPlan;
+use crate::plan::{DeviceLog, RecoveryPlan};
 use crate::progress::Summary;
 use crate::replay::{bad_payload, select, Action};
 use crate::target::Target;
@@ -19,8 +19,8 @@ pub struct SerialReplayer<'p> {
 }
 
 /// A record copied out of its reader, so that one head per device can be held at once.
-struct Head {
-    device: DeviceId,
+struct Head<'l> {
+    log: &'l DeviceLog,
     segment: SegmentNo,
     offset: u64,
     ssn: Ssn,
@@ -43,15 +43,11 @@ impl<'p> SerialReplayer<'p> {
         let start = Instant::now();
         let rsne = self.plan.rsne();
         let options = self.plan.read_options();
-        let mut readers: Vec<_> = self
-            .plan
-            .devices
-            .iter()
-            .filter_map(|d| d.reader(options).map(|r| (d.device, r)))
-            .collect();
+        let mut readers: Vec<_> =
+            self.plan.devices.iter().filter_map(|d| d.reader(options).map(|r| (d, r))).collect();
         let mut heads: Vec<Option<Head>> = Vec::with_capacity(readers.len());
-        for (device, reader) in &mut readers {
-            heads.push(next_head(*device, reader)?);
+        for (log, reader) in &mut readers {
+            heads.push(next_head(log, reader)?);
         }
         let mut summary = Summary {
             devices: self.plan.devices().len(),
@@ -83,17 +79,28 @@ impl<'p> SerialReplayer<'p> {
                 Action::Skip => {}
                 Action::Unsupported => {
                     return Err(Error::Unsupported {
-                        device: head.device,
+                        device: head.log.device,
                         segment: head.segment,
                         offset: head.offset,
                         ssn: head.ssn,
                     })
                 }
                 Action::Values => {
+                    // A spilled record stands for the value record in its spill file.
+                    let spilled = match head.kind {
+                        RecordKind::Spilled => {
+                            Some(head.log.read_spill(head.segment, head.offset, &head.payload)?)
+                        }
+                        _ => None,
+                    };
+                    let record = match &spilled {
+                        Some(payload) => wal::Record { kind: RecordKind::Value, payload, ..record },
+                        None => record,
+                    };
                     let entries = record.values().map_err(|reason| {
                         let at =
                             wal::ReadRecord { segment: head.segment, offset: head.offset, record };
-                        bad_payload(head.device, &at, reason)
+                        bad_payload(head.log.device, &at, reason)
                     })?;
                     summary.replayed += 1;
                     for e in entries {
@@ -109,17 +116,22 @@ impl<'p> SerialReplayer<'p> {
                     }
                 }
             }
-            let (device, reader) = &mut readers[i];
-            heads[i] = next_head(*device, reader)?;
+            let (log, reader) = &mut readers[i];
+            heads[i] = next_head(log, reader)?;
         }
         summary.replay = start.elapsed();
         Ok(summary)
     }
 }
 
-fn next_head(device: DeviceId, reader: &mut wal::SegmentReader<'_>) -> Result<Option<Head>, Error> {
-    Ok(reader.next_record()?.map(|r| Head {
-        device,
+/// The next record of `log`.
+fn next_head<'l>(
+    log: &'l DeviceLog,
+    reader: &mut wal::SegmentReader<'_>,
+) -> Result<Option<Head<'l>>, Error> {
+    let Some(r) = reader.next_record()? else { return Ok(None) };
+    Ok(Some(Head {
+        log,
         segment: r.segment,
         offset: r.offset,
         ssn: r.record.ssn,

@@ -314,7 +314,9 @@ fn read_device(
                 replayed += 1;
                 let ssn = r.record.ssn;
                 let mut stopped = false;
-                for_each_value(r.record.payload, |table, key, row| {
+                let spilled = log.spilled_payload(&r)?;
+                let payload = spilled.as_deref().unwrap_or(r.record.payload);
+                for_each_value(payload, |table, key, row| {
                     let h = hash_entry(seed, table, key);
                     let p = partition(h, threads);
                     batches[p].push(h, table, key, row, ssn);

@@ -161,6 +161,18 @@ impl<S: SegmentStore> SegmentStore for CountedStore<S> {
     fn remove(&self, no: wal::SegmentNo) -> std::io::Result<()> {
         self.inner.remove(no)
     }
+    fn write_spill(&self, id: u64, bytes: &[u8]) -> std::io::Result<()> {
+        self.inner.write_spill(id, bytes)
+    }
+    fn read_spill(&self, id: u64) -> std::io::Result<Vec<u8>> {
+        self.inner.read_spill(id)
+    }
+    fn remove_spill(&self, id: u64) -> std::io::Result<()> {
+        self.inner.remove_spill(id)
+    }
+    fn list_spills(&self) -> std::io::Result<Vec<u64>> {
+        self.inner.list_spills()
+    }
 }
 
 /// An emulated device for the scaling suite: bandwidth and `fdatasync` latency.

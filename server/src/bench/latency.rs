@@ -195,7 +195,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
     }
     out.push_str(&format!(
         "\nCommits: the read-modify-write transaction on a log with `n` device directories in \
-         the same file system (`LogOptions`: 4 write+sync pairs in flight per device, \
+         the same file system (`LogOptions`: {} write+sync pairs in flight per device, \
          group-commit timer {gc} µs), timed from the start of the commit call to the \
          acknowledgement: `commit_durable` returning (blocking committers), or the commit seen \
          durable (deferred ack: one thread per core, {sessions} sessions each). {rows} rows; \
@@ -205,6 +205,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
          write+`fdatasync` pairs over all devices.\n\n\
          | devices | commit | threads | txn/s | pairs/s | B/pair | p50 ms | p99 ms | p99.9 ms | max ms | floor ms | p50 / floor | p99 / floor |\n\
          |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        args.log_options().max_in_flight,
         window.as_secs_f64(),
         warmup.as_secs_f64(),
         args.rounds,

@@ -112,6 +112,10 @@ pub struct BenchArgs {
     /// microseconds; 0 (the default) writes as soon as the previous write+sync was submitted.
     #[arg(long, default_value_t = 0)]
     pub group_commit_us: u64,
+    /// Durability suites: write+sync pairs each logger keeps in flight
+    /// (`LogOptions::max_in_flight`; default: the log's default).
+    #[arg(long)]
+    pub max_in_flight: Option<usize>,
     /// Scaling suite: emulated bandwidth of each log device, MB/s (10^6 B/s).
     #[arg(long, default_value_t = 10.0)]
     pub device_mbps: f64,
@@ -180,9 +184,11 @@ impl BenchArgs {
     /// The `wal::LogOptions` of every log the durability suites open: the defaults, with
     /// `--group-commit-us`.
     fn log_options(&self) -> wal::LogOptions {
+        let defaults = wal::LogOptions::default();
         wal::LogOptions {
             group_commit_delay: Duration::from_micros(self.group_commit_us),
-            ..wal::LogOptions::default()
+            max_in_flight: self.max_in_flight.unwrap_or(defaults.max_in_flight).max(1),
+            ..defaults
         }
     }
 
