@@ -5,6 +5,7 @@
 //!     if fewer than max_in_flight pairs are in flight, the open segment is not empty, and
 //!       a flush is due (see below):
 //!         close it (under the latch)                      -- everything reserved so far
+//!         while it is not filled, complete the pairs in flight (publish their DSNs)
 //!         wait until it is filled                         -- the filled-prefix rule (Alg. 2)
 //!         copy it out, split at record boundaries where a segment file ends (rotate: wait
 //!           for every pair in flight, then create the next segment file), and submit
@@ -52,6 +53,10 @@ use crate::record::{Record, RecordKind, LEN_OFFSET, SSN_OFFSET};
 use crate::ssn::Ssn;
 use crate::store::{DirStore, OneSegment, SegmentStore};
 use crate::sync::{AtomicU64, Mutex, Ordering};
+
+/// How often the logger re-checks a closed segment for its last fills before it turns to the
+/// pairs in flight (a few microseconds).
+const FILL_SPINS: u32 = 2000;
 
 /// Options of a log with devices.
 #[derive(Clone, Debug)]
@@ -188,6 +193,18 @@ impl Logger {
                 };
                 if let Some(segment) = closed {
                     self.lazy_deadline = None;
+                    // A filler between its reservation and its fill (preempted, on a busy
+                    // machine) must not hold back the DSN of pairs already on their way: after
+                    // a short spin (a fill takes well under a microsecond once running), while
+                    // the segment is not filled, complete the pairs in flight first.
+                    let mut spins = 0;
+                    while !b.index.is_filled(&segment) && spins < FILL_SPINS {
+                        std::hint::spin_loop();
+                        spins += 1;
+                    }
+                    while !b.index.is_filled(&segment) && !self.pending.is_empty() {
+                        self.complete_oldest()?;
+                    }
                     b.parker.wait_until(|| b.index.is_filled(&segment));
                     let ring = b.ring.as_ref().expect("a logged buffer has a ring");
                     let mut bytes = self.pool.pop().unwrap_or_default();

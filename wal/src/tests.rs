@@ -707,3 +707,35 @@ fn spill_files_are_registered_and_deleted_with_their_records() {
     log.delete_segments_below(Ssn(5)).unwrap();
     assert_eq!(stores[1].spills().keys().copied().collect::<Vec<_>>(), vec![10]);
 }
+
+/// A filler preempted between its reservation and its fill must not hold back the DSN of a
+/// pair already written and syncing: the logger completes pairs in flight before it waits for
+/// the fill. (Before, it waited for the fill first, and `a` stayed unacknowledged, durable,
+/// for as long as the filler slept.)
+#[test]
+fn an_unfilled_reservation_does_not_hold_back_earlier_pairs() {
+    let store = MemStore::with_wrapper(1 << 20, |_, device| {
+        Box::new(ThrottledDevice::new(device, 0, Duration::from_millis(200)))
+    });
+    let boxed: Vec<Box<dyn SegmentStore>> = vec![Box::new(store.clone())];
+    let log = Arc::new(Log::with_stores(boxed, &LogOptions::default()).unwrap());
+    let a = commit(&log, 0, Ssn::ZERO, b"a", true);
+    // Wait until `a`'s write reached the device: its pair is now syncing (200 ms).
+    while store.segments().first().is_none_or(|(_, d)| d.bytes().is_empty()) {
+        std::thread::yield_now();
+    }
+    let stalled = log.reserve(0, Ssn::ZERO, crate::Record::encoded_len_for(1));
+    let b = commit(&log, 0, Ssn::ZERO, b"b", true);
+    // `a` becomes acknowledged while `stalled` is still unfilled (checked from another thread
+    // with a generous bound: this thread holds the reservation).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = {
+        let log = log.clone();
+        std::thread::spawn(move || tx.send(log.wait_durable(a)).unwrap())
+    };
+    let acknowledged = rx.recv_timeout(Duration::from_secs(30));
+    stalled.fill_record(RecordKind::Value, true, b"s");
+    assert!(matches!(acknowledged, Ok(Ok(()))), "a's DSN waited for an unrelated fill");
+    waiter.join().unwrap();
+    log.wait_durable(b).unwrap();
+}
