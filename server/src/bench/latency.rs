@@ -9,10 +9,16 @@
 //! 2. **Commits.** A real log (`wal::Log`, default options) on `n` directories of the same
 //!    disk (default 1 and 2); the read-modify-write transaction of [`super::durable`] with
 //!    `commit_durable` on each committer count (default 1, 16, 64, 256: the higher ones are
-//!    "high throughput"), and with deferred acknowledgement (one thread per core, `--sessions`
-//!    sessions each, default 64: how a server acknowledges without a thread per commit).
-//!    Every commit is timed from the commit call to its acknowledgement. Percentiles pool the
-//!    rounds.
+//!    "high throughput"), and with deferred acknowledgement (one thread per core,
+//!    `--latency-sessions` sessions each, default 4, 16 and 64: how a server acknowledges
+//!    without a thread per commit). Every commit is timed from the commit call to its
+//!    acknowledgement. Percentiles pool the rounds.
+//!
+//! A closed loop of `k` sessions has a mean commit latency of about `k / throughput` (Little's
+//! law; a session's few microseconds of execution between commits aside), whatever the log
+//! does: 128 sessions at 300 000 txn/s wait about 0.43 ms each. So the verdict is taken, per device count, at the deferred-acknowledgement row
+//! with the fewest sessions that still reaches half of the best deferred throughput ("high
+//! throughput"); every row is shown.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -146,11 +152,15 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
     // BENCHMARKS.md, "Durability": arc-swap's debt list), so no measurement follows one with
     // more threads than its own.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let sessions = args.sessions_or(64);
+    let mut sessions = args.latency_sessions.clone();
+    sessions.retain(|&s| s > 0);
+    sessions.sort_unstable();
+    sessions.dedup();
     let mut committers = committers;
     committers.sort_unstable();
     committers.dedup();
-    let mut modes = vec![(Commit::Deferred { sessions }, cores)];
+    let mut modes: Vec<(Commit, usize)> =
+        sessions.iter().map(|&sessions| (Commit::Deferred { sessions }, cores)).collect();
     modes.extend(committers.iter().map(|&c| (Commit::Durable, c)));
     let mut cells: HashMap<(usize, usize), Vec<Measured>> = HashMap::new();
     for (m, &(commit, threads)) in modes.iter().enumerate() {
@@ -198,7 +208,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
          the same file system (`LogOptions`: {} write+sync pairs in flight per device, \
          group-commit timer {gc} µs), timed from the start of the commit call to the \
          acknowledgement: `commit_durable` returning (blocking committers), or the commit seen \
-         durable (deferred ack: one thread per core, {sessions} sessions each). {rows} rows; \
+         durable (deferred ack: one thread per core, {} sessions each). {rows} rows; \
          windows of {:.1} s after {:.1} s of warm-up; {} rounds (throughput: median ± half the \
          range; percentiles: all rounds pooled). `floor` = p50 of the 4 KiB samples taken right \
          before this row's measurements; `/ floor` divides by it. `pairs/s` and `B/pair` count \
@@ -206,6 +216,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
          | devices | commit | threads | txn/s | pairs/s | B/pair | p50 ms | p99 ms | p99.9 ms | max ms | floor ms | p50 / floor | p99 / floor |\n\
          |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         args.log_options().max_in_flight,
+        sessions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
         window.as_secs_f64(),
         warmup.as_secs_f64(),
         args.rounds,
@@ -213,6 +224,9 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
     let mut verdicts = Vec::new();
     let top = committers.iter().max().copied().unwrap_or(1);
     for &n in &devices {
+        // The deferred rows: (sessions, median txn/s, p50 / floor, p99 / floor).
+        let mut deferred = Vec::new();
+        let mut blocking = Vec::new();
         for (m, &(commit, c)) in modes.iter().enumerate() {
             let list = &cells[&(n, m)];
             let rate = Spread::of(&list.iter().map(|(x, _)| x.rate()).collect::<Vec<_>>());
@@ -241,16 +255,35 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
                 p50 as f64 / floor,
                 p99 as f64 / floor,
             ));
-            if c == top || commit != Commit::Durable {
-                verdicts.push((n, commit, c, (p50 as f64 / floor, p99 as f64 / floor)));
+            let ratios = (p50 as f64 / floor, p99 as f64 / floor);
+            match commit {
+                Commit::Deferred { sessions } => {
+                    deferred.push((sessions, rate.median, ratios.0, ratios.1))
+                }
+                _ if c == top => blocking.push((n, commit.label(), c, rate.median, ratios)),
+                _ => {}
             }
         }
+        let best = deferred.iter().map(|d| d.1).fold(0.0, f64::max);
+        if let Some(&(s, rate, p50, p99)) = deferred.iter().find(|d| d.1 >= best / 2.0) {
+            let label = format!(
+                "deferred ack, {s} sessions/thread ({:.0}% of the best deferred throughput)",
+                100.0 * rate / best.max(1e-9)
+            );
+            verdicts.push((n, label, cores, rate, (p50, p99)));
+        }
+        verdicts.extend(blocking);
     }
-    out.push_str("\nTarget (issue 3), at high throughput: p50 ≤ 2× floor, p99 ≤ 5× floor.\n\n");
-    for (n, commit, c, (p50, p99)) in verdicts {
+    out.push_str(
+        "\nTarget (issue 3), at high throughput: p50 ≤ 2× floor, p99 ≤ 5× floor. Verdict per \
+         device count at the deferred-ack row with the fewest sessions reaching half of the \
+         best deferred throughput (module doc: Little's law), and at the most blocking \
+         committers.\n\n",
+    );
+    for (n, label, c, rate, (p50, p99)) in verdicts {
         out.push_str(&format!(
-            "- {n} device(s), {}, {c} threads: p50 = {p50:.2}× ({}), p99 = {p99:.2}× ({})\n",
-            commit.label(),
+            "- {n} device(s), {label}, {c} threads, {} txn/s: p50 = {p50:.2}× ({}), p99 = {p99:.2}× ({})\n",
+            fmt_rate(rate),
             if p50 <= 2.0 { "met" } else { "**not met**" },
             if p99 <= 5.0 { "met" } else { "**not met**" },
         ));

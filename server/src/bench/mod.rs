@@ -112,6 +112,10 @@ pub struct BenchArgs {
     /// microseconds; 0 (the default) writes as soon as the previous write+sync was submitted.
     #[arg(long, default_value_t = 0)]
     pub group_commit_us: u64,
+    /// Latency suite: the sessions per core of its deferred-acknowledgement rows, comma
+    /// separated (more sessions: more throughput, and more commits queued per sync).
+    #[arg(long, value_delimiter = ',', default_value = "4,16,64")]
+    pub latency_sessions: Vec<usize>,
     /// Durability suites: write+sync pairs each logger keeps in flight
     /// (`LogOptions::max_in_flight`; default: the log's default).
     #[arg(long)]

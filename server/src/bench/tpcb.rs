@@ -6,9 +6,8 @@
 //!    the same disk.
 //! 2. On each, create pgbench's four tables (`pgbench_branches`, `_tellers`, `_accounts`,
 //!    `_history`, pgbench's column types) at `--scale` (100 000 accounts per branch) with
-//!    server-side `INSERT … SELECT generate_series` in batches (Aspen bounds one transaction's
-//!    log record, so `pgbench -i`'s single 100 000-row INSERT is split); PostgreSQL then gets
-//!    `VACUUM ANALYZE`.
+//!    server-side `INSERT … SELECT generate_series` in batches of [`LOAD_BATCH`] accounts
+//!    (each batch one transaction on both systems); PostgreSQL then gets `VACUUM ANALYZE`.
 //! 3. Run the same client, the system's `pgbench` (`-n -M prepared -b tpcb-like`,
 //!    `-b simple-update` and `-b select-only` (prepared point selects), `--max-tries` so a `40001` is retried as PostgreSQL 15's pgbench
 //!    does), `--clients` connections for `--seconds`, alternating Aspen and PostgreSQL for
