@@ -27,21 +27,31 @@
 //!    deleted). It also records each segment's last SSN ([`RecoveryPlan::existing_segments`]),
 //!    which the reopened log adopts (`wal::LogOptions::existing_segments`) so that the next
 //!    checkpoint can delete them.
-//! 2. [`replay()`] (`replay/value.rs`) reads the devices a second time and replays every
-//!    entry of every value record with **`S < ssn <= RSNe`**, plus every **blind** value
-//!    record with `ssn > S` (acknowledged at its own device's DSN). A *spilled* record (a
-//!    large transaction) is replayed from the spill file it names, checked against the
-//!    record; a missing or mismatching file stops recovery ([`Error::Corrupt`]). The scan
-//!    lists the spill files records refer to ([`RecoveryPlan::existing_spills`], adopted by
-//!    the reopened log) and [`RecoveryPlan::delete_orphan_spills`] removes the others. Markers
-//!    and abort records carry no writes and are skipped. Entries are partitioned by hash(table, key) over
-//!    `threads` workers; each worker **stages** its partition without locks, keeping only the
-//!    write with the largest SSN per key (last writer wins, so no order and no latch is
-//!    needed), and when every reader is done hands the survivors to
-//!    [`Target::install_staged`] (each key once, all workers in parallel), then the caller's
-//!    thread runs [`Target::finish_staged`] (for the engine: the bulk index build of
-//!    `txn::Engine::replay_bulk`). It reports [`Progress`] (phase, bytes and records done, rate,
-//!    ETA) and returns a [`Summary`] (time per phase, GB/s).
+//! 2. [`stage()`] (`replay/value.rs`) does the scan of step 1 and the staging of the replay in
+//!    **one pass** over the log: one reader thread per device, which also does the scan's
+//!    bookkeeping, so every byte is read and checksummed once and the same [`RecoveryPlan`]
+//!    comes out. It selects every entry of every value record with **`S < ssn <= RSNe`**,
+//!    plus every **blind** value record with `ssn > S` (acknowledged at its own device's DSN);
+//!    markers and abort records carry no writes and are skipped. A *spilled* record (a large
+//!    transaction) is staged from the spill file it names, checked against the record; a
+//!    missing or mismatching file fails recovery ([`Error::Corrupt`]). The plan lists the
+//!    spill files records refer to ([`RecoveryPlan::existing_spills`], adopted by the
+//!    reopened log) and [`RecoveryPlan::delete_orphan_spills`] removes the others. RSNe is only known at the end,
+//!    so a reader decides a record as soon as the other readers' published progress bounds
+//!    RSNe far enough, and holds the few it cannot decide yet (bounded: beyond, it waits for
+//!    the other readers; module doc). Entries are partitioned by
+//!    hash(table, key) over `threads` workers; each worker **stages** its partition without
+//!    locks, keeping only the write with the largest SSN per key (last writer wins, so no
+//!    order and no latch is needed). Nothing reaches the target during the
+//!    pass: a damaged record anywhere fails it first (scan errors keep precedence, first
+//!    failing device in id order). [`StagedLog::install`] then hands the survivors to
+//!    [`Target::install_staged`] (each key once, all partitions in parallel) and runs
+//!    [`Target::finish_staged`] on the caller's thread (for the engine: the bulk index build
+//!    of `txn::Engine::replay_bulk`); in between, the plan can be sealed and a checkpoint
+//!    loaded, as [`startup`] does. [`replay()`] is the same staging and install as a second
+//!    pass over a plan from [`RecoveryPlan::scan`] (RSNe known up front). Both report
+//!    [`Progress`] (phase, bytes and records done, rate, ETA) and return a [`Summary`] (time
+//!    per phase, GB/s).
 //! 3. [`SerialReplayer`] (`replay/serial.rs`) is the oracle: one thread, all devices merged in
 //!    SSN order. Tests check parallel == serial == a model of the workload.
 //! 4. [`RecoveryPlan::seal`] turns unacknowledged records above RSNe into aborts and zero-fills
@@ -49,9 +59,11 @@
 //!
 //! ```text
 //! checkpoint dirs ──newest_checkpoint──► CheckpointMeta { S, files } ──load_checkpoint──┐
-//! devices ──scan(checkpoint_ssn = S)──► RecoveryPlan { per device: end, last SSN;        │
-//!                        │                            RSNe = min max(last, S) }          │
-//!                        ├─► replay(plan, S, target, threads, progress)   (parallel) ◄───┘
+//! devices ──stage(checkpoint_ssn = S)──► RecoveryPlan { per device: end, last SSN;        │
+//!          (one pass)                 │                RSNe = min max(last, S) }         │
+//!                                     └─► StagedLog ──install(target)──► (parallel) ◄────┤
+//! devices ──scan(checkpoint_ssn = S)──► RecoveryPlan                                      │
+//!                        ├─► replay(plan, S, target, threads, progress)  (second pass) ◄──┘
 //!                        └─► SerialReplayer::new(plan).replay(S, target)  (oracle)
 //! select: kind = value  and  S < ssn  and  (ssn <= RSNe  or  blind)
 //! then:   Engine::finish_replay(plan.max_ssn())
@@ -87,12 +99,17 @@
 //! corrupt record as a hard error, command records as `Unsupported`, per-segment last SSNs,
 //! and randomized parallel-vs-serial equivalence (40 seeds, deletes, re-inserts, keys whose
 //! newest write is a delete, blind records, torn tails, checkpoint cuts): into `MapTarget`s,
-//! and into engines — serial per-entry `replay_install` against the bulk path on top of the
-//! checkpoint's rows (so checkpoint-loaded rows are updated and deleted by the log), replayed
-//! twice — all equal to a model. `checkpoint/format.rs` checks the documented
-//! byte layouts. `tests/checkpoint_round_trip.rs` runs a bank workload on real directories
-//! while a checkpoint is written, deletes the log below `S`, recovers (checkpoint + log above
-//! `S`) into a fresh engine and compares; restarts adopting the old segments and deletes them
+//! and into engines — serial per-entry `replay_install` against the bulk path (two passes and
+//! one pass) on top of the checkpoint's rows (so checkpoint-loaded rows are updated and
+//! deleted by the log), replayed twice — all equal to a model. Every case also runs the one
+//! pass, whose plan must equal the scan's, with room for undecided records and with almost
+//! none (readers then wait for each other all the time), as does a log whose first
+//! device starts with a bulk load; the one pass must report a damaged record before a replay
+//! error elsewhere, and a device without records must hold RSNe at `S`. `replay/value.rs`
+//! checks the one pass's decision rule case by case. `checkpoint/format.rs` checks the
+//! documented byte layouts. `tests/checkpoint_round_trip.rs` runs a bank workload on real
+//! directories while a checkpoint is written, deletes the log below `S`, recovers
+//! (checkpoint + log above `S`) into a fresh engine and compares; restarts adopting the old segments and deletes them
 //! after the next checkpoint; ignores a checkpoint whose metadata was never written; and
 //! rejects flipped bytes, truncation and missing files with an error naming the file.
 
@@ -118,5 +135,5 @@ pub use error::Error;
 pub use plan::{DeviceLog, DeviceScan, RecoveryPlan, ScanOptions, Sealed};
 pub use progress::{Phase, Progress, Summary};
 pub use replay::serial::SerialReplayer;
-pub use replay::value::{replay, PROGRESS_INTERVAL};
+pub use replay::value::{replay, stage, StagedLog, PROGRESS_INTERVAL};
 pub use target::{EngineTarget, Staged, Target};

@@ -40,7 +40,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wal::{
-    DeviceId, FileDevice, LogDevice, LogEnd, ReadOptions, RecordKind, SegmentNo, SegmentReader, Ssn,
+    DeviceId, FileDevice, LogDevice, LogEnd, ReadOptions, ReadRecord, RecordKind, SegmentNo,
+    SegmentReader, Ssn,
 };
 
 use crate::error::Error;
@@ -76,19 +77,6 @@ impl DeviceLog {
     pub fn with_spill_store(mut self, store: Arc<dyn wal::SegmentStore>) -> DeviceLog {
         self.spills = Spills::Store(store);
         self
-    }
-
-    /// The value payload of `r` when it is a spilled record (`None` for any other kind),
-    /// read from its spill file and checked against the record's reference: a missing or
-    /// mismatching file is [`Error::Corrupt`].
-    pub(crate) fn spilled_payload(
-        &self,
-        r: &wal::ReadRecord<'_>,
-    ) -> Result<Option<Vec<u8>>, Error> {
-        if r.record.kind != RecordKind::Spilled {
-            return Ok(None);
-        }
-        self.read_spill(r.segment, r.offset, r.record.payload).map(Some)
     }
 
     /// The value payload of the spilled record at `segment`/`offset` whose payload (a
@@ -210,9 +198,9 @@ pub struct DeviceScan {
 }
 
 /// One device's segments, each with the SSN of its last valid record.
-type SegmentSsns = Vec<(SegmentNo, Option<Ssn>)>;
+pub(crate) type SegmentSsns = Vec<(SegmentNo, Option<Ssn>)>;
 /// One device's spill files that valid records refer to, with those records' SSNs.
-type SpillSsns = Vec<(u64, Ssn)>;
+pub(crate) type SpillSsns = Vec<(u64, Ssn)>;
 
 /// The devices, where each one's log ends, and RSNe.
 #[derive(Debug)]
@@ -241,22 +229,26 @@ impl RecoveryPlan {
     /// If a device's segments are not in strictly increasing order.
     pub fn scan(mut devices: Vec<DeviceLog>, options: ScanOptions) -> Result<RecoveryPlan, Error> {
         let start = Instant::now();
-        if devices.is_empty() {
-            return Err(Error::NoDevices);
-        }
-        devices.sort_by_key(|d| d.device);
-        if let Some(w) = devices.windows(2).find(|w| w[0].device == w[1].device) {
-            return Err(Error::DuplicateDevice(w[0].device));
-        }
+        check_devices(&mut devices)?;
         let read = ReadOptions { unsynced_window: options.unsynced_window };
-        type Scanned = Result<(DeviceScan, SegmentSsns, SpillSsns), Error>;
         let results: Vec<Scanned> = std::thread::scope(|s| {
             let cut = options.checkpoint_ssn;
             let handles: Vec<_> =
                 devices.iter().map(|d| s.spawn(move || scan_device(d, read, cut))).collect();
             handles.into_iter().map(|h| h.join().expect("scan thread panicked")).collect()
         });
-        // Report the first failing device in id order, so the error is deterministic.
+        RecoveryPlan::from_scans(devices, results, options, start)
+    }
+
+    /// The plan of `devices` (checked and sorted by [`check_devices`]) from what each device's
+    /// scan found, in the same order: the first failing device in id order makes it fail, so
+    /// the error is deterministic. `start`: when the scan began.
+    pub(crate) fn from_scans(
+        devices: Vec<DeviceLog>,
+        results: Vec<Scanned>,
+        options: ScanOptions,
+        start: Instant,
+    ) -> Result<RecoveryPlan, Error> {
         let mut scans = Vec::with_capacity(results.len());
         let mut segments = Vec::with_capacity(results.len());
         let mut spills = Vec::with_capacity(results.len());
@@ -450,45 +442,93 @@ pub struct Sealed {
     pub zeroed_bytes: u64,
 }
 
-/// Scans one device: what it holds, and per segment the SSN of its last valid record.
-fn scan_device(
-    log: &DeviceLog,
-    options: ReadOptions,
-    checkpoint_ssn: Ssn,
-) -> Result<(DeviceScan, SegmentSsns, SpillSsns), Error> {
-    let mut scan = DeviceScan {
-        device: log.device,
-        end: None,
-        last_ssn: None,
-        records: 0,
-        bytes: 0,
-        commands: 0,
-    };
-    let mut segments: Vec<(SegmentNo, Option<Ssn>)> =
-        log.segments.iter().map(|(no, _)| (*no, None)).collect();
-    let mut spills = Vec::new();
-    let Some(mut reader) = log.reader(options) else { return Ok((scan, segments, spills)) };
-    // Segments are in order and so are records: a cursor finds each record's segment.
-    let mut at = 0;
-    while let Some(r) = reader.next_record()? {
+/// What one device's scan found, or why it failed.
+pub(crate) type Scanned = Result<(DeviceScan, SegmentSsns, SpillSsns), Error>;
+
+/// Sorts `devices` by id and rejects an empty list and duplicate ids.
+pub(crate) fn check_devices(devices: &mut [DeviceLog]) -> Result<(), Error> {
+    if devices.is_empty() {
+        return Err(Error::NoDevices);
+    }
+    devices.sort_by_key(|d| d.device);
+    if let Some(w) = devices.windows(2).find(|w| w[0].device == w[1].device) {
+        return Err(Error::DuplicateDevice(w[0].device));
+    }
+    Ok(())
+}
+
+/// The bookkeeping of one device's scan, fed every valid record in order: what the device
+/// holds and, per segment, the SSN of its last valid record. [`RecoveryPlan::scan`] and the
+/// single-pass [`crate::stage`] share it.
+pub(crate) struct DeviceScanner {
+    scan: DeviceScan,
+    segments: SegmentSsns,
+    /// Spill files of records above the checkpoint cut (those at or below it are not needed:
+    /// orphans from here on).
+    spills: SpillSsns,
+    cut: Ssn,
+    /// Segments are in order and so are records: a cursor finds each record's segment.
+    at: usize,
+}
+
+impl DeviceScanner {
+    pub(crate) fn new(log: &DeviceLog, cut: Ssn) -> DeviceScanner {
+        DeviceScanner {
+            scan: DeviceScan {
+                device: log.device,
+                end: None,
+                last_ssn: None,
+                records: 0,
+                bytes: 0,
+                commands: 0,
+            },
+            segments: log.segments.iter().map(|(no, _)| (*no, None)).collect(),
+            spills: Vec::new(),
+            cut,
+            at: 0,
+        }
+    }
+
+    /// Counts the next valid record of the device. A spilled record whose payload is not a
+    /// spill reference is corruption.
+    #[inline]
+    pub(crate) fn record(&mut self, r: &ReadRecord<'_>) -> Result<(), Error> {
+        let scan = &mut self.scan;
         scan.records += 1;
         scan.bytes += r.record.encoded_len() as u64;
         scan.commands += u64::from(r.record.kind == RecordKind::Command);
         scan.last_ssn = Some(r.record.ssn);
-        // Spill files of records the checkpoint covers are not needed (orphans from here on).
-        if r.record.kind == RecordKind::Spilled && r.record.ssn > checkpoint_ssn {
+        if r.record.kind == RecordKind::Spilled && r.record.ssn > self.cut {
             let spill = wal::SpillRef::decode(r.record.payload).map_err(|reason| {
-                Error::Corrupt { device: log.device, segment: r.segment, offset: r.offset, reason }
+                Error::Corrupt { device: scan.device, segment: r.segment, offset: r.offset, reason }
             })?;
-            spills.push((spill.id, r.record.ssn));
+            self.spills.push((spill.id, r.record.ssn));
         }
-        while segments[at].0 != r.segment {
-            at += 1;
+        while self.segments[self.at].0 != r.segment {
+            self.at += 1;
         }
-        segments[at].1 = Some(r.record.ssn);
+        self.segments[self.at].1 = Some(r.record.ssn);
+        Ok(())
+    }
+
+    /// The result, given where the reader said the log ends (`None`: the device has no
+    /// segment).
+    pub(crate) fn finish(mut self, end: Option<LogEnd>) -> (DeviceScan, SegmentSsns, SpillSsns) {
+        if let Some(end) = end {
+            debug_assert_eq!((end.last_ssn, end.records), (self.scan.last_ssn, self.scan.records));
+        }
+        self.scan.end = end;
+        (self.scan, self.segments, self.spills)
+    }
+}
+
+/// Scans one device: what it holds, and per segment the SSN of its last valid record.
+fn scan_device(log: &DeviceLog, options: ReadOptions, cut: Ssn) -> Scanned {
+    let mut scanner = DeviceScanner::new(log, cut);
+    let Some(mut reader) = log.reader(options) else { return Ok(scanner.finish(None)) };
+    while let Some(r) = reader.next_record()? {
+        scanner.record(&r)?;
     }
     let end = reader.end().expect("a reader that returned None has an end");
-    debug_assert_eq!((end.last_ssn, end.records), (scan.last_ssn, scan.records));
-    scan.end = Some(end);
-    Ok((scan, segments, spills))
+    Ok(scanner.finish(Some(end)))
 }

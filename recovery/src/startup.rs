@@ -5,8 +5,10 @@
 //!              (<data-dir>/wal_devices): a device left out would lose its records silently
 //! 2 catalog    RocksDB (<data-dir>/catalog): tables, indexes, ids never reused
 //! 3 checkpoint the newest valid one (metadata present) in the checkpoint directories: cut S
-//! 4 scan       RecoveryPlan::scan over every device: where each valid log ends, RSNe
-//!              (a device's last durable SSN is at least S: its older segments may be gone)
+//! 4 scan+stage crate::stage, one read of every device: where each valid log ends, RSNe
+//!              (a device's last durable SSN is at least S: its older segments may be gone),
+//!              and the newest write per (table, key) of every value record to replay
+//!              (S < ssn <= RSNe, plus blind ones beyond), staged in memory
 //! 5 seal       unacknowledged records above RSNe → Abort records, torn tails zero-filled,
 //!              so that no later recovery can resurrect them once the log grows past them
 //! 6 open log   wal::Log::open(dirs, start_ssn = max(S, largest SSN on any device)): new
@@ -14,8 +16,8 @@
 //!              segments are adopted so a later checkpoint can delete them
 //! 7 engine     sql::Database::new creates an empty engine table per catalog table
 //! 8 load       the checkpoint's rows, in parallel (one reader per file)
-//! 9 replay     every value record with S < ssn <= RSNe, plus blind ones beyond, in parallel
-//!              by (table, key), last writer wins; rows of dropped tables are skipped
+//! 9 replay     StagedLog::install: the staged writes into the engine, in parallel by
+//!              (table, key), last writer wins; rows of dropped tables are skipped
 //! 10 finish    Engine::finish_replay (tombstones, secondary indexes, L.ssn raised),
 //!              Database::restore_row_ids (hidden row ids continue above the largest)
 //! ```
@@ -36,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use wal::{DeviceId, Ssn};
 
-use crate::{DeviceLog, Error, Progress, RecoveryPlan, ScanOptions, Sealed, Summary, Target};
+use crate::{DeviceLog, Error, Progress, ScanOptions, Sealed, Summary, Target};
 
 /// How to open a durable database.
 #[derive(Debug, Clone)]
@@ -116,7 +118,7 @@ pub struct Started {
     pub sealed: Sealed,
     /// The checkpoint loaded (`None` if there was none) and its load summary.
     pub checkpoint: Option<(crate::CheckpointMeta, Summary)>,
-    /// The replay summary (scan and replay times, bytes, records).
+    /// The replay summary (bytes, records; the scan is part of the replay time, one pass).
     pub replay: Summary,
     /// Wall time of the whole startup.
     pub elapsed: Duration,
@@ -151,7 +153,8 @@ pub fn open_database(
         .enumerate()
         .map(|(d, dir)| DeviceLog::from_dir(DeviceId(d as u16), dir))
         .collect::<Result<Vec<_>, _>>()?;
-    let plan = RecoveryPlan::scan(devices, ScanOptions::for_log(&config.log).with_checkpoint(cut))?;
+    let options = ScanOptions::for_log(&config.log).with_checkpoint(cut);
+    let (plan, staged) = crate::stage(devices, options, config.replay_threads, progress)?;
     let sealed = plan.seal()?;
     let orphans = plan.delete_orphan_spills()?;
     if orphans > 0 {
@@ -208,7 +211,7 @@ pub fn open_database(
         }
         None => None,
     };
-    let replay = crate::replay(&plan, cut, &target, config.replay_threads, progress)?;
+    let replay = staged.install(&target)?;
     db.engine()
         .finish_replay(max_ssn)
         .map_err(|e| Error::Startup(format!("cannot finish replay: {e}")))?;

@@ -21,8 +21,9 @@ use crate::error::Error;
 ///   the row back. Dropping tombstones after replay is the adapter's business.
 /// - **No latches needed**: replay sends every call for one `(table, key)` to the same thread,
 ///   so two calls for one key never run concurrently. Calls for different keys do.
-/// - **The bulk path.** [`crate::replay()`] and [`crate::load_checkpoint`] first reduce their
-///   input to [`Staged`] writes (for the log: the newest per key) and hand them over with
+/// - **The bulk path.** [`crate::replay()`] (or [`crate::stage()`] and
+///   [`crate::StagedLog::install`]) and [`crate::load_checkpoint`] first reduce their input to
+///   [`Staged`] writes (for the log: the newest per key) and hand them over with
 ///   [`Target::install_staged`], one call per partition, concurrently, no key in two
 ///   concurrent calls; then call [`Target::finish_staged`] once, after every `install_staged`
 ///   returned. The result must be as if each staged write had gone through `install`, and it
@@ -57,20 +58,53 @@ pub trait Target: Sync {
     }
 }
 
-/// One write as recovery stages it: `(table, key)` at `ssn`, with its row or a delete. The key
-/// and the row share one allocation (`key ++ row`), which becomes the engine's row without a
-/// copy ([`Staged::with_owned_row`]).
+/// One write as recovery stages it: `(table, key)` at `ssn`, with its row or a delete. A key of
+/// up to [`INLINE_KEY`] bytes is kept inline, so that the staging map compares keys without
+/// touching another allocation; the row has its own allocation, which becomes the engine's row
+/// without a copy ([`Staged::with_owned_row`]) and is reused when a newer write replaces it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Staged {
     /// The table id.
     pub table: u32,
     /// The writer's SSN.
     pub ssn: Ssn,
-    /// `hash(table, key)` for the staging map (0 where unused).
-    pub(crate) hash: u64,
-    key_len: u32,
+    key: StagedKey,
+    /// Ignored (kept for reuse) when `deleted`.
+    row: Vec<u8>,
     deleted: bool,
-    bytes: Vec<u8>,
+}
+
+/// Keys up to this long are stored inside [`Staged`] (24 bytes with the length, like the
+/// engine's index keys).
+pub(crate) const INLINE_KEY: usize = 22;
+
+/// A staged key: inline when short (the common case: an encoded primary key).
+#[derive(Clone, PartialEq, Eq)]
+enum StagedKey {
+    /// `len`, bytes (only the first `len` meaningful).
+    Inline(u8, [u8; INLINE_KEY]),
+    /// A longer key.
+    Heap(Box<[u8]>),
+}
+
+impl StagedKey {
+    fn new(key: &[u8]) -> StagedKey {
+        if key.len() <= INLINE_KEY {
+            let mut buf = [0; INLINE_KEY];
+            buf[..key.len()].copy_from_slice(key);
+            StagedKey::Inline(key.len() as u8, buf)
+        } else {
+            StagedKey::Heap(key.into())
+        }
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            StagedKey::Inline(len, buf) => &buf[..*len as usize],
+            StagedKey::Heap(b) => b,
+        }
+    }
 }
 
 impl std::fmt::Debug for Staged {
@@ -87,60 +121,41 @@ impl std::fmt::Debug for Staged {
 impl Staged {
     /// A write of `row` (a delete if `None`) to `(table, key)` at `ssn`.
     pub fn new(table: u32, key: &[u8], row: Option<&[u8]>, ssn: Ssn) -> Staged {
-        Staged::with_hash(0, table, key, row, ssn)
-    }
-
-    pub(crate) fn with_hash(
-        hash: u64,
-        table: u32,
-        key: &[u8],
-        row: Option<&[u8]>,
-        ssn: Ssn,
-    ) -> Staged {
-        let mut bytes = Vec::with_capacity(key.len() + row.map_or(0, <[u8]>::len));
-        bytes.extend_from_slice(key);
-        bytes.extend_from_slice(row.unwrap_or_default());
-        let key_len = u32::try_from(key.len()).expect("a logged key is below 4 GiB");
-        Staged { table, ssn, hash, key_len, deleted: row.is_none(), bytes }
+        assert!(u32::try_from(key.len()).is_ok(), "a logged key is below 4 GiB");
+        let key = StagedKey::new(key);
+        Staged { table, ssn, key, row: row.unwrap_or_default().to_vec(), deleted: row.is_none() }
     }
 
     /// The key.
+    #[inline]
     pub fn key(&self) -> &[u8] {
-        &self.bytes[..self.key_len as usize]
+        self.key.as_slice()
+    }
+
+    /// Whether this is a write of `(table, key)`.
+    #[inline]
+    pub(crate) fn is(&self, table: u32, key: &[u8]) -> bool {
+        self.table == table && self.key() == key
     }
 
     /// The row, or `None` for a delete.
     pub fn row(&self) -> Option<&[u8]> {
-        (!self.deleted).then(|| &self.bytes[self.key_len as usize..])
+        (!self.deleted).then_some(&self.row[..])
     }
 
-    /// Replaces the version by `row` at `ssn`, reusing the allocation when the row fits.
+    /// Replaces the version by `row` at `ssn`, reusing the row's allocation when it fits.
     pub(crate) fn set(&mut self, row: Option<&[u8]>, ssn: Ssn) {
-        self.bytes.truncate(self.key_len as usize);
-        self.bytes.extend_from_slice(row.unwrap_or_default());
+        self.row.clear();
+        self.row.extend_from_slice(row.unwrap_or_default());
         self.deleted = row.is_none();
         self.ssn = ssn;
     }
 
-    /// Calls `f(table, key, row, ssn)` with the row as an owned vector: the row bytes move to
-    /// the front of the write's own allocation (no allocation unless the key is long).
+    /// Calls `f(table, key, row, ssn)` with the row as an owned vector (no copy, no
+    /// allocation).
     pub fn with_owned_row<R>(self, f: impl FnOnce(u32, &[u8], Option<Vec<u8>>, Ssn) -> R) -> R {
-        /// Keys up to this long are copied to the stack.
-        const SHORT: usize = 64;
-        let Staged { table, ssn, key_len, deleted, mut bytes, .. } = self;
-        let key_len = key_len as usize;
-        if key_len <= SHORT {
-            let mut key = [0u8; SHORT];
-            key[..key_len].copy_from_slice(&bytes[..key_len]);
-            let row = (!deleted).then(|| {
-                bytes.drain(..key_len);
-                bytes
-            });
-            f(table, &key[..key_len], row, ssn)
-        } else {
-            let row = bytes.split_off(key_len);
-            f(table, &bytes, (!deleted).then_some(row), ssn)
-        }
+        let Staged { table, ssn, key, row, deleted, .. } = self;
+        f(table, key.as_slice(), (!deleted).then_some(row), ssn)
     }
 }
 

@@ -2,11 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use wal::record::encode_values;
 use wal::testing::MemDevice;
 use wal::{Corrupt, DeviceId, LogDevice, Record, RecordKind, SegmentNo, Ssn, ValueEntry};
 
+use crate::replay::value::Tuning;
 use crate::testing::MapTarget;
 use crate::{replay, DeviceLog, Error, Progress, RecoveryPlan, ScanOptions, SerialReplayer};
 
@@ -108,7 +110,59 @@ fn replay_both(plan: &RecoveryPlan, cut: u64, threads: usize) -> BTreeMap<(u32, 
         shown.contains("GB/s") && shown.contains(&format!("RSNe = {}", plan.rsne())),
         "{shown}"
     );
+    // The single pass (scan and staging together), with plenty of room for undecided
+    // records and with none (its readers then wait for each other at every record).
+    for tuning in [
+        Tuning { held_cap: usize::MAX, publish_every: 32 },
+        Tuning { held_cap: 1, publish_every: 1 },
+        Tuning { held_cap: 200, publish_every: 3 },
+    ] {
+        let (summary, versions) = stage_one_pass(plan, cut, threads, tuning);
+        assert_eq!(versions, serial.versions(), "one pass == serial ({tuning:?})");
+        assert_eq!(
+            (summary.bytes, summary.records, summary.replayed, summary.entries),
+            (oracle.bytes, oracle.records, oracle.replayed, oracle.entries)
+        );
+    }
     parallel.rows()
+}
+
+/// The single pass over `plan`'s devices with checkpoint cut `cut`: checks that its plan is
+/// the scan's, installs into a `MapTarget`, returns the summary and the versions.
+fn stage_one_pass(
+    plan: &RecoveryPlan,
+    cut: u64,
+    threads: usize,
+    tuning: Tuning,
+) -> (crate::Summary, crate::testing::Versions) {
+    let options = ScanOptions {
+        unsynced_window: plan.read_options().unsynced_window,
+        checkpoint_ssn: Ssn(cut),
+    };
+    let reports = Mutex::new(Vec::<Progress>::new());
+    let (staged_plan, staged) =
+        crate::replay::value::stage_with(plan.devices.clone(), options, threads, tuning, &|p| {
+            reports.lock().unwrap().push(*p)
+        })
+        .expect("single pass");
+    let scanned = RecoveryPlan::scan(plan.devices.clone(), options).expect("scan");
+    assert_eq!(staged_plan.rsne(), scanned.rsne());
+    assert_eq!(staged_plan.devices(), scanned.devices());
+    assert_eq!(staged_plan.existing_segments(), scanned.existing_segments());
+    assert_eq!(staged_plan.max_ssn(), scanned.max_ssn());
+    let last = *reports.lock().unwrap().last().expect("a final progress report");
+    assert_eq!((last.bytes_done, last.records_done), (staged_plan.bytes(), staged_plan.records()));
+    assert_eq!((last.bytes_total, last.records_total), (last.bytes_done, last.records_done));
+    assert_eq!(last.eta(), Some(Duration::ZERO));
+    let target = MapTarget::new();
+    let writes = staged.writes();
+    let summary = staged.install(&target).expect("install");
+    assert_eq!(target.versions().len(), writes, "each staged key installed once");
+    assert_eq!(
+        (summary.rsne, summary.cut, summary.scan),
+        (scanned.rsne(), Ssn(cut), Duration::ZERO)
+    );
+    (summary, target.versions())
 }
 
 fn rows(list: &[(u32, &str, &str)]) -> BTreeMap<(u32, Vec<u8>), Vec<u8>> {
@@ -244,12 +298,15 @@ fn corrupt_record_in_the_middle_is_a_hard_error() {
         devices_segments(1, vec![encode(&recs[1][..0]).0, d1], 0),
         device(2, encode(&recs[2]).0, 0),
     ];
-    match scan(devices) {
+    let check = |r: Result<RecoveryPlan, Error>| match r {
         Err(Error::Corrupt { device, segment, offset, reason: Corrupt::Checksum { .. } }) => {
             assert_eq!((device, segment, offset), (DeviceId(1), SegmentNo(1), offsets[1]));
         }
         other => panic!("{other:?}"),
-    }
+    };
+    check(scan(devices.clone()));
+    // The single pass fails the same way, and before the target sees anything.
+    check(crate::stage(devices, ScanOptions::default(), 2, &|_| {}).map(|(plan, _)| plan));
     // The same damage in the *last* record is a torn tail, not an error.
     let (mut d1, offsets) = encode(&recs[1]);
     d1[offsets[2] as usize + 20] ^= 0x40;
@@ -271,6 +328,18 @@ fn malformed_value_payload_with_good_crc_stops_both_replayers() {
     };
     check(replay(&plan, Ssn(0), &MapTarget::new(), 2, &|_| {}));
     check(SerialReplayer::new(&plan).replay(Ssn(0), &MapTarget::new()));
+    check(one_pass(&plan, Ssn(0), &MapTarget::new()));
+}
+
+/// The single pass over `plan`'s devices with cut `cut`, installed into `target`.
+fn one_pass(
+    plan: &RecoveryPlan,
+    cut: Ssn,
+    target: &dyn crate::Target,
+) -> Result<crate::Summary, Error> {
+    let options = ScanOptions::default().with_checkpoint(cut);
+    let (_, staged) = crate::stage(plan.devices.clone(), options, 2, &|_| {})?;
+    staged.install(target)
 }
 
 #[test]
@@ -291,6 +360,7 @@ fn command_records_to_replay_are_unsupported_not_skipped() {
     };
     check(replay(&plan, Ssn(0), &MapTarget::new(), 2, &|_| {}));
     check(SerialReplayer::new(&plan).replay(Ssn(0), &MapTarget::new()));
+    check(one_pass(&plan, Ssn(0), &MapTarget::new()));
     // Covered by the checkpoint cut: nothing to replay, no error.
     assert_eq!(replay_both(&plan, 2, 2), rows(&[]));
 }
@@ -313,12 +383,107 @@ fn install_errors_stop_replay() {
     for r in [
         replay(&plan, Ssn(0), &Refuse, 3, &|_| {}),
         SerialReplayer::new(&plan).replay(Ssn(0), &Refuse),
+        one_pass(&plan, Ssn(0), &Refuse),
     ] {
         match r {
             Err(Error::Install { table: 2, ssn: Ssn(3), message, .. }) => {
                 assert_eq!(message, "no such table");
             }
             other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// The single pass reads every device to its end even after a replay error, so a damaged
+/// record anywhere wins over a command record or a malformed payload elsewhere, as it does when
+/// the scan runs first; and a replay error stops it only once every device has checked.
+#[test]
+fn one_pass_reports_scan_errors_before_replay_errors() {
+    let cmd = Rec { ssn: 1, kind: RecordKind::Command, blind: false, writes: vec![] };
+    let d0 = encode(&[cmd.clone(), marker(4)]).0;
+    let (mut d1, offsets) = encode(&[
+        value(2, false, vec![put(1, "a", "1")]),
+        value(3, false, vec![put(1, "b", "2")]),
+        marker(5),
+    ]);
+    let clean = |d1: Vec<u8>| vec![device(0, d0.clone(), 0), device(1, d1, 0)];
+    match crate::stage(clean(d1.clone()), ScanOptions::default(), 2, &|_| {}) {
+        Err(Error::Unsupported { device: DeviceId(0), ssn: Ssn(1), .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    d1[offsets[1] as usize + 20] ^= 0x40;
+    for threads in [1, 3] {
+        match crate::stage(clean(d1.clone()), ScanOptions::default(), threads, &|_| {}) {
+            Err(Error::Corrupt {
+                device: DeviceId(1),
+                offset,
+                reason: Corrupt::Checksum { .. },
+                ..
+            }) => {
+                assert_eq!(offset, offsets[1]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// The single pass over devices of which one holds no record at all: RSNe is the cut, so only
+/// blind records above it are replayed, however far the other devices go.
+#[test]
+fn one_pass_with_an_empty_device_replays_only_blind_records() {
+    let d0 = vec![
+        value(1, false, vec![put(1, "a", "a1")]),
+        value(2, true, vec![put(1, "b", "b2")]),
+        value(3, false, vec![put(1, "a", "a3")]),
+        value(5, true, vec![del(1, "a")]),
+    ];
+    for (cut, want) in [(0, rows(&[(1, "b", "b2")])), (1, rows(&[(1, "b", "b2")])), (2, rows(&[]))]
+    {
+        for held_cap in [usize::MAX, 1] {
+            let devices = vec![device(0, encode(&d0).0, 8), device(1, vec![], 8)];
+            let options = ScanOptions::default().with_checkpoint(Ssn(cut));
+            let tuning = Tuning { held_cap, publish_every: 1 };
+            let (plan, staged) =
+                crate::replay::value::stage_with(devices, options, 2, tuning, &|_| {}).unwrap();
+            assert_eq!(plan.rsne(), Ssn(cut));
+            let target = MapTarget::new();
+            staged.install(&target).unwrap();
+            assert_eq!(target.rows(), want, "cut {cut}, held cap {held_cap}");
+        }
+    }
+}
+
+/// A bulk load on device 0 (SSNs 1..=300) before both devices take turns: device 1's first
+/// records are far ahead of device 0's reader, so with a small cap its reader waits until
+/// device 0's has caught up.
+#[test]
+fn one_pass_with_a_bulk_load_on_one_device() {
+    let mut d0: Vec<Rec> = (1..=300)
+        .map(|ssn| value(ssn, false, vec![put(1, &format!("k{}", ssn % 97), &format!("v{ssn}"))]))
+        .collect();
+    let mut d1 = Vec::new();
+    for ssn in 301..=700 {
+        let key = format!("k{}", ssn % 89);
+        let rec = if ssn % 7 == 0 {
+            value(ssn, false, vec![del(1, &key)])
+        } else {
+            value(ssn, ssn % 11 == 0, vec![put(1, &key, &format!("v{ssn}"))])
+        };
+        if ssn % 2 == 0 { &mut d0 } else { &mut d1 }.push(rec);
+    }
+    // Device 1 ends before device 0: device 0's last records are above RSNe.
+    d0.push(value(701, false, vec![put(1, "k1", "beyond RSNe")]));
+    let plan = scan(vec![device(0, encode(&d0).0, 0), device(1, encode(&d1).0, 0)]).unwrap();
+    assert_eq!(plan.rsne(), Ssn(699));
+    // (held cap, publish every, threads)
+    let cases = [(usize::MAX, 32, 2), (1, 1, 2), (64, 1, 1), (500, 2, 3), (2000, 5, 2)];
+    let serial = MapTarget::new();
+    SerialReplayer::new(&plan).replay(Ssn(0), &serial).unwrap();
+    for (held_cap, publish_every, threads) in cases {
+        for _ in 0..5 {
+            let (_, versions) =
+                stage_one_pass(&plan, 0, threads, Tuning { held_cap, publish_every });
+            assert_eq!(versions, serial.versions(), "cap {held_cap}, every {publish_every}");
         }
     }
 }
@@ -483,6 +648,31 @@ fn parallel_replay_equals_serial_and_the_model() {
             full,
             "seed {seed}: bulk into an engine ({threads} threads)"
         );
+        // The single pass into an engine on top of the same checkpoint rows.
+        let once = fresh_engine();
+        let target = crate::EngineTarget::new(&once);
+        let load: Vec<_> = checkpoint
+            .iter()
+            .map(|((t, k), (ssn, row))| crate::Staged::new(*t, k, Some(row), Ssn(*ssn)))
+            .collect();
+        crate::Target::install_staged(&target, load).unwrap();
+        crate::Target::finish_staged(&target).unwrap();
+        let tuning = Tuning {
+            held_cap: if seed % 2 == 0 { usize::MAX } else { 1 + rng.below(200) as usize },
+            publish_every: 1 + rng.below(32),
+        };
+        let options = ScanOptions::default().with_checkpoint(Ssn(cut));
+        let (once_plan, staged) = crate::replay::value::stage_with(
+            plan.devices.clone(),
+            options,
+            threads,
+            tuning,
+            &|_| {},
+        )
+        .expect("single pass");
+        staged.install(&target).expect("install");
+        once.finish_replay(once_plan.max_ssn()).expect("finish");
+        assert_eq!(engine_rows(&once), full, "seed {seed}: single pass into an engine");
         // Replaying the same log again on top changes nothing (every write is as old as what
         // the keys hold, or older); rows that were deleted stay deleted.
         let target = crate::EngineTarget::new(&bulk);

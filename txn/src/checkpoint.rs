@@ -432,16 +432,20 @@ mod tests {
             .map(|i| {
                 let (gate, inside, stop) = (gate.clone(), inside.clone(), stop.clone());
                 std::thread::spawn(move || {
+                    // At least once, whenever the thread gets to run: the gate is open at the
+                    // end, so every worker passes it (no timing assumption).
                     let mut n = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
+                    loop {
                         let g = gate.enter(i);
                         inside.fetch_add(1, Ordering::SeqCst);
                         std::hint::spin_loop();
                         inside.fetch_sub(1, Ordering::SeqCst);
                         drop(g);
                         n += 1;
+                        if stop.load(Ordering::Relaxed) {
+                            return n;
+                        }
                     }
-                    n
                 })
             })
             .collect();

@@ -1,49 +1,89 @@
-//! Parallel value replay: [`replay`].
+//! Parallel value replay: [`stage`] (the scan and the replay in one pass over the log), then
+//! [`StagedLog::install`]; and [`replay`] (a second pass after [`RecoveryPlan::scan`]).
 //!
 //! ```text
 //!  device 0 ─ reader ─┐  entries batched by partition = hash(table, key) % threads
-//!  device 1 ─ reader ─┼──► worker 0: stage (newest per key) ─┐ when all readers are done:
+//!  device 1 ─ reader ─┼──► worker 0: stage (newest per key) ─┐  StagedLog::install:
 //!  device 2 ─ reader ─┘    worker 1: stage                   ─┼► Target::install_staged
-//!                          ...                                ─┘  (per worker, in parallel)
-//!  caller's thread: progress reports until every thread is done, then Target::finish_staged
+//!   (each also scans:       ...                               ─┘  (per partition, in parallel)
+//!    counts, ends, RSNe)                                          then Target::finish_staged
+//!  caller's thread: progress reports until every reader and worker is done
 //! ```
 //!
-//! Records are read in a **second pass** over the devices (the scan keeps nothing but counts
-//! and ends): the scan has already proven every device free of corruption before anything is
-//! installed. One reader thread per device selects records ([`crate::replay`]'s rule), walks
-//! their value payloads in place ([`super::for_each_value`], no allocation per record) and
-//! copies each entry's key and row into a per-partition batch buffer (one allocation per
-//! [`BATCH_BYTES`]), sent over a bounded `std::sync::mpsc::sync_channel`. Every entry of one
-//! `(table, key)` goes to the same worker, so workers share nothing.
+//! One reader thread per device reads its records with `wal::SegmentReader`, selects them
+//! ([`crate::replay`]'s rule), walks their value payloads in place ([`super::for_each_value`],
+//! no allocation per record) and copies each entry's key and row into a per-partition batch
+//! buffer (one allocation per [`BATCH_BYTES`]), sent over a bounded
+//! `std::sync::mpsc::sync_channel`. Every entry of one `(table, key)` goes to the same worker,
+//! so workers share nothing.
+//!
+//! **One pass** ([`stage`]). Each reader also does the scan's bookkeeping
+//! (`plan::DeviceScanner`), so the log is read and checksummed once, and the
+//! [`RecoveryPlan`] comes out of the same pass. The catch is RSNe, which is only known once
+//! every device has been read to its end. A record on device `d` with `S < ssn`, not blind,
+//! is replayed iff `ssn <= RSNe = min over devices e of max(last_e, S)`; `ssn <= last_d`
+//! holds (the record is valid), so it is iff `ssn <= H_d = min over e != d of max(last_e, S)`.
+//! Every reader publishes the SSN of the last record it has read ([`Frontier`]), a lower bound
+//! of `last_e`, and whether it is done (then it is `last_e`). That bounds `H_d` from below
+//! (the published SSNs) and from above (the done devices'); when the rule gives the same
+//! answer at both bounds (it is monotone in RSNe) the record is decided, otherwise the reader
+//! copies it into its **held** queue and stages it as the other readers advance, at the latest
+//! once all are done. Devices read at similar speeds keep the queue short. Beyond
+//! [`HELD_BYTES`] held, a reader waits for the others. That cannot deadlock: the reader holding
+//! the smallest SSN `s` waits for some `e` whose published `last_e < s`; `e` holds nothing
+//! (whatever it holds it has read, so its SSN is `<= last_e < s`; a waiting reader publishes
+//! exactly where it is), so it is not waiting: it reads on, or is done, which decides `s`. A
+//! reader far ahead of the others in SSNs — one device's log starts with a bulk load that the
+//! others' records follow — thus waits while the others catch up, which on a busy machine
+//! leaves its core to the others and to the workers; the alternative, leaving a gap and reading
+//! it again at the end, measured slower (the gap can be a whole device, read once more while
+//! the other readers idle).
+//!
+//! Errors keep the two-pass order: every reader scans its device to the end even after
+//! another thread failed (it only stops staging), so a damaged record makes the pass fail
+//! with the first failing device in id order, as [`RecoveryPlan::scan`] does; only if every
+//! device scans cleanly does an error of the replay itself (a payload that does not parse, a
+//! command record, a refused install) count. Nothing reaches the target before the whole log
+//! has checked: staging is private to the workers until [`StagedLog::install`].
+//!
+//! **Two passes** ([`replay`]). With a plan from [`RecoveryPlan::scan`], RSNe is known and
+//! every record is decided at once; the readers read the devices a second time.
 //!
 //! **Staging** ([`Stage`]). A worker keeps, per `(table, key)` of its partition, only the
 //! write with the largest SSN (last writer wins; order does not matter, even for one key, whose
-//! writes come from several devices in any order). A newer write overwrites the staged bytes
-//! in place (no allocation when the row is no longer than the staged one). When every reader
-//! is done, each worker hands its surviving writes to [`Target::install_staged`] — each key
-//! exactly once, all partitions in parallel — and the caller's thread runs
-//! [`Target::finish_staged`] (the engine's bulk index build). A log with `k` writes per key
-//! thus costs the engine one install per key instead of `k`.
+//! writes come from several devices in any order). A newer write overwrites the staged row in
+//! place (no allocation when it is no longer than the staged one). The writes sit in a vector
+//! and the hash table holds only their full hashes and positions, so growing it moves 16 bytes
+//! a key; short keys are inline in the staged write ([`Staged`]), so a lookup that finds its
+//! key touches the one write it then updates, and a new key touches no staged write at all
+//! (profiles showed the key comparison's cache miss, and the table's growth, dominating the
+//! workers with 100-byte rows). When every reader is
+//! done, each partition's surviving writes go to [`Target::install_staged`] — each key exactly
+//! once, all partitions in parallel — and the caller's thread runs [`Target::finish_staged`]
+//! (the engine's bulk index build). A log with `k` writes per key thus costs the engine one
+//! install per key instead of `k`.
 //!
 //! Memory: the staged rows of the whole log tail, i.e. at most the size of the tables it
-//! touches (they move into the engine without a copy), plus the channels' batches.
+//! touches (they move into the engine without a copy), plus the channels' batches and the
+//! held queues.
 //!
-//! Errors: the first error stops every thread (readers check a flag, a failed worker drops its
+//! Errors: the first error stops the staging (readers check a flag, a failed worker drops its
 //! channel); installs that already happened stay, which is harmless because recovery fails.
 
+use std::collections::VecDeque;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use hashbrown::hash_table::{Entry as SlotEntry, HashTable};
-use wal::Ssn;
+use wal::{DeviceId, ReadOptions, Record, RecordKind, SegmentNo, Ssn};
 
 use crate::error::Error;
 use crate::first_error::FirstError;
-use crate::plan::{DeviceLog, RecoveryPlan};
+use crate::plan::{check_devices, DeviceLog, DeviceScanner, RecoveryPlan, ScanOptions, Scanned};
 use crate::progress::{Phase, Progress, Summary};
-use crate::replay::{bad_payload, for_each_value, select, Action};
+use crate::replay::{for_each_value, select, Action};
 use crate::target::{Staged, Target};
 
 /// How often the caller's `progress` is called while replay runs.
@@ -60,6 +100,35 @@ const BATCH_ENTRIES: usize = 1024;
 
 /// Batches in flight per worker channel (bounds memory).
 const CHANNEL_BATCHES: usize = 16;
+
+/// Bytes of undecided records a reader of the single pass holds before it waits for the other
+/// readers (module doc).
+const HELD_BYTES: usize = 16 << 20;
+
+/// A reader of the single pass publishes its progress every this many records or
+/// [`PUBLISH_BYTES`] (and before it waits, and at its end), and then looks at the others': so
+/// its cache line moves rarely.
+const PUBLISH_EVERY: u64 = 32;
+
+/// See [`PUBLISH_EVERY`].
+const PUBLISH_BYTES: u64 = 256 << 10;
+
+/// The knobs of the single pass ([`stage_with`]); tests turn them to extremes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tuning {
+    /// Bytes of undecided records a reader holds at most ([`HELD_BYTES`]).
+    pub(crate) held_cap: usize,
+    /// Records between two publications of a reader's progress ([`PUBLISH_EVERY`]).
+    pub(crate) publish_every: u64,
+}
+
+impl Tuning {
+    pub(crate) const DEFAULT: Tuning =
+        Tuning { held_cap: HELD_BYTES, publish_every: PUBLISH_EVERY };
+}
+
+/// How long a waiting reader sleeps at most before it looks at the others' progress again.
+const WAIT_POLL: Duration = Duration::from_millis(1);
 
 /// One entry of a [`Batch`]: where its key and row are in `Batch::bytes`.
 struct Item {
@@ -118,31 +187,46 @@ fn partition(h: u64, threads: usize) -> usize {
 }
 
 /// One worker's staging map: per `(table, key)` the write with the largest SSN (module doc).
+/// The writes sit in a vector in arrival order of their keys, which is what
+/// [`Target::install_staged`] takes (no copy at the end); the hash table holds only their hashes
+/// and positions (16 bytes a slot), so growing it moves little.
 #[derive(Default)]
 pub(crate) struct Stage {
-    map: HashTable<Staged>,
+    /// `(hash(table, key), position in writes)`.
+    index: HashTable<(u64, u32)>,
+    writes: Vec<Staged>,
 }
 
 impl Stage {
     /// Stages a write: kept if its key is new or its SSN is larger than the staged one's.
+    /// `hash` is [`hash_entry`] of `(table, key)`.
     pub(crate) fn put(&mut self, hash: u64, table: u32, key: &[u8], row: Option<&[u8]>, ssn: Ssn) {
-        let eq = |s: &Staged| s.table == table && s.key() == key;
-        match self.map.entry(hash, eq, |s| s.hash) {
-            SlotEntry::Occupied(mut e) => {
-                let staged = e.get_mut();
+        let writes = &self.writes;
+        let eq = |&(h, at): &(u64, u32)| h == hash && writes[at as usize].is(table, key);
+        match self.index.entry(hash, eq, |&(h, _)| h) {
+            SlotEntry::Occupied(e) => {
+                let staged = &mut self.writes[e.get().1 as usize];
                 if ssn > staged.ssn {
                     staged.set(row, ssn);
                 }
             }
             SlotEntry::Vacant(e) => {
-                e.insert(Staged::with_hash(hash, table, key, row, ssn));
+                let at =
+                    u32::try_from(self.writes.len()).expect("fewer than 2^32 keys a partition");
+                e.insert((hash, at));
+                self.writes.push(Staged::new(table, key, row, ssn));
             }
         }
     }
 
+    /// The number of staged writes (one per key).
+    fn len(&self) -> usize {
+        self.writes.len()
+    }
+
     /// The staged writes, each key once, in no particular order.
     pub(crate) fn into_writes(self) -> Vec<Staged> {
-        self.map.into_iter().collect()
+        self.writes
     }
 }
 
@@ -154,25 +238,357 @@ struct Counters {
     entries: AtomicU64,
 }
 
-struct Shared<'a> {
+struct Shared {
     counters: Counters,
+    /// The first error of the replay itself (not of the scan).
     errors: FirstError,
-    target: &'a dyn Target,
+    /// A device's scan failed (the error is that reader's result): staging is pointless.
+    scan_failed: AtomicBool,
 }
 
-impl Shared<'_> {
+impl Shared {
     fn fail(&self, e: Error) {
         self.errors.fail(e);
     }
+
+    /// Whether staging should stop: some thread failed.
+    fn stopped(&self) -> bool {
+        // Acquire: pairs with the Release store of `scan_failed`.
+        self.errors.failed() || self.scan_failed.load(Ordering::Acquire)
+    }
+}
+
+/// One reader's progress, on a cache line of its own (readers poll each other's).
+#[derive(Default)]
+#[repr(align(128))]
+struct DeviceProgress {
+    /// The SSN of the last valid record read (0 before the first): a lower bound of the
+    /// device's last durable SSN, and that SSN once `done`. Never decreases.
+    last: AtomicU64,
+    /// Set once the reader has read its last record (or failed). Once set, never unset, and
+    /// `last` no longer changes.
+    done: AtomicBool,
+}
+
+/// What the readers of the single pass know of each other (module doc).
+struct Frontier {
+    devices: Vec<DeviceProgress>,
+    /// Readers in [`Frontier::wait`]; while there are any, progress is signalled too.
+    waiting: AtomicUsize,
+    /// Signalled when a reader is done or, while some reader waits, has progressed. Waiters
+    /// also poll ([`WAIT_POLL`]), so a missed signal only delays them.
+    lock: Mutex<()>,
+    changed: Condvar,
+}
+
+impl Frontier {
+    fn new(devices: usize) -> Frontier {
+        Frontier {
+            devices: (0..devices).map(|_| DeviceProgress::default()).collect(),
+            waiting: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn publish(&self, me: usize, last: Ssn) {
+        self.devices[me].last.store(last.0, Ordering::Relaxed);
+        if self.waiting.load(Ordering::Relaxed) > 0 {
+            let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+            self.changed.notify_all();
+        }
+    }
+
+    /// Marks reader `me` done (idempotent) and wakes the waiting readers.
+    fn finish(&self, me: usize) {
+        // Release: pairs with the Acquire loads in `bounds`, so that a reader that sees
+        // `done` sees the final `last`.
+        self.devices[me].done.store(true, Ordering::Release);
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.changed.notify_all();
+    }
+
+    /// Lower and upper bounds of `H_me = min over e != me of max(last_e, cut)` (module doc);
+    /// `Ssn(u64::MAX)` stands for "no bound".
+    fn bounds(&self, me: usize, cut: Ssn) -> (Ssn, Ssn) {
+        let (mut lo, mut hi) = (u64::MAX, u64::MAX);
+        for (e, p) in self.devices.iter().enumerate() {
+            if e == me {
+                continue;
+            }
+            // Acquire: pairs with the Release store in `finish`.
+            let done = p.done.load(Ordering::Acquire);
+            let last = p.last.load(Ordering::Relaxed).max(cut.0);
+            lo = lo.min(last);
+            if done {
+                hi = hi.min(last);
+            }
+        }
+        (Ssn(lo), Ssn(hi))
+    }
+
+    /// Sleeps until another reader is done or progresses, or [`WAIT_POLL`] has passed.
+    fn wait(&self) {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _unused = self.changed.wait_timeout(guard, WAIT_POLL);
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// How a reader decides whether a record is replayed.
+#[derive(Clone, Copy)]
+enum Horizon<'a> {
+    /// RSNe is known (the plan's second pass).
+    Known(Ssn),
+    /// RSNe is learned during the single pass; `me` is this reader's index.
+    Learning { frontier: &'a Frontier, me: usize },
+}
+
+impl Horizon<'_> {
+    /// The rule's answer for `record`, or `None` if the other readers' progress does not
+    /// decide it yet.
+    fn decide(&self, record: &Record<'_>, cut: Ssn, bounds: (Ssn, Ssn)) -> Option<Action> {
+        let (lo, hi) = match self {
+            Horizon::Known(rsne) => return Some(select(record, cut, *rsne)),
+            Horizon::Learning { .. } => bounds,
+        };
+        let at_lo = select(record, cut, lo);
+        (at_lo == select(record, cut, hi)).then_some(at_lo)
+    }
+
+    fn bounds(&self, cut: Ssn) -> (Ssn, Ssn) {
+        match self {
+            Horizon::Known(rsne) => (*rsne, *rsne),
+            Horizon::Learning { frontier, me } => frontier.bounds(*me, cut),
+        }
+    }
+}
+
+/// A record the reader could not decide yet, copied out of the reader's buffer.
+struct Held {
+    segment: SegmentNo,
+    offset: u64,
+    ssn: Ssn,
+    kind: RecordKind,
+    blind: bool,
+    /// Its payload in `HeldQueue::bytes`.
+    start: usize,
+    len: usize,
+}
+
+/// Undecided records of one reader, in SSN order.
+#[derive(Default)]
+struct HeldQueue {
+    held: VecDeque<Held>,
+    bytes: Vec<u8>,
+    /// Bytes at the front of `bytes` that belong to records already decided.
+    consumed: usize,
+}
+
+impl HeldQueue {
+    fn push(&mut self, segment: SegmentNo, offset: u64, record: &Record<'_>) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(record.payload);
+        self.held.push_back(Held {
+            segment,
+            offset,
+            ssn: record.ssn,
+            kind: record.kind,
+            blind: record.blind,
+            start,
+            len: record.payload.len(),
+        });
+    }
+
+    /// Bytes held for undecided records.
+    fn held_bytes(&self) -> usize {
+        self.bytes.len() - self.consumed
+    }
+
+    /// Forgets everything.
+    fn clear(&mut self) {
+        self.held.clear();
+        self.bytes.clear();
+        self.consumed = 0;
+    }
+
+    /// Calls `f` with each front record that `decide` decides, in order, and removes it; stops
+    /// at the first undecided one.
+    fn drain_decided(
+        &mut self,
+        mut decide: impl FnMut(&Record<'_>) -> Option<Action>,
+        mut f: impl FnMut(SegmentNo, u64, &Record<'_>, Action),
+    ) {
+        while let Some(h) = self.held.front() {
+            let record = Record {
+                ssn: h.ssn,
+                kind: h.kind,
+                blind: h.blind,
+                payload: &self.bytes[h.start..h.start + h.len],
+            };
+            let Some(action) = decide(&record) else { break };
+            f(h.segment, h.offset, &record, action);
+            self.consumed = h.start + h.len;
+            self.held.pop_front();
+        }
+        if self.held.is_empty() {
+            self.bytes.clear();
+            self.consumed = 0;
+        } else if self.consumed > self.bytes.len() / 2 && self.consumed >= BATCH_BYTES {
+            // Keep the buffer from growing: move the undecided tail to the front.
+            let gone = self.consumed;
+            self.bytes.drain(..gone);
+            for h in &mut self.held {
+                h.start -= gone;
+            }
+            self.consumed = 0;
+        }
+    }
+}
+
+/// The log of every device read once and reduced to the newest write per `(table, key)`,
+/// partitioned as the workers staged it; made by [`stage`] (or inside [`replay`]) and
+/// installed with [`StagedLog::install`]. Nothing has reached a target yet.
+pub struct StagedLog {
+    stages: Vec<Stage>,
+    summary: Summary,
+}
+
+impl std::fmt::Debug for StagedLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StagedLog")
+            .field("partitions", &self.stages.len())
+            .field("writes", &self.writes())
+            .field("summary", &self.summary)
+            .finish()
+    }
+}
+
+impl StagedLog {
+    /// Staged writes: one per `(table, key)` that a replayed entry wrote.
+    pub fn writes(&self) -> usize {
+        self.stages.iter().map(Stage::len).sum()
+    }
+
+    /// Installs the staged writes into `target`: [`Target::install_staged`] once per partition,
+    /// all partitions in parallel (no key is in two), then [`Target::finish_staged`] on the
+    /// caller's thread. Returns the replay's [`Summary`], whose `replay` time covers the pass
+    /// that staged the log and this install (not what ran in between).
+    ///
+    /// Errors: [`Error::Install`] or whatever the target returns; installs that already
+    /// happened stay.
+    pub fn install(self, target: &dyn Target) -> Result<Summary, Error> {
+        let start = Instant::now();
+        let StagedLog { stages, mut summary } = self;
+        let errors = FirstError::default();
+        std::thread::scope(|s| {
+            let mut stages = stages.into_iter();
+            let first = stages.next();
+            for stage in stages {
+                let errors = &errors;
+                s.spawn(move || {
+                    if let Err(e) = target.install_staged(stage.into_writes()) {
+                        errors.fail(e);
+                    }
+                });
+            }
+            if let Some(stage) = first {
+                if let Err(e) = target.install_staged(stage.into_writes()) {
+                    errors.fail(e);
+                }
+            }
+        });
+        if !errors.failed() {
+            if let Err(e) = target.finish_staged() {
+                errors.fail(e);
+            }
+        }
+        errors.into_result()?;
+        summary.replay += start.elapsed();
+        Ok(summary)
+    }
+}
+
+/// Reads every device of `devices` **once** (one reader thread per device, `threads` staging
+/// workers, at least 1): the scan of [`RecoveryPlan::scan`] and the staging of [`replay`] in
+/// the same pass (module doc). Returns the plan — the same as [`RecoveryPlan::scan`] with
+/// `options` would have made — and the log reduced to the newest write per key of every value
+/// record with `S < ssn <= RSNe`, plus every blind value record `> S`, where `S =
+/// options.checkpoint_ssn`. [`StagedLog::install`] then installs it; in between the plan can
+/// be sealed and a checkpoint loaded. `progress` is called on the caller's thread every
+/// [`PROGRESS_INTERVAL`] and once at the end (`bytes_total`: the segments' sizes, an upper
+/// bound, until the final report, whose totals are what was read).
+///
+/// Errors: those of [`RecoveryPlan::scan`] first (a damaged record, a read failure, a bad
+/// device list; the first failing device in id order); then [`Error::Corrupt`] for a value
+/// payload that does not parse and [`Error::Unsupported`] for a command record that would
+/// have to be replayed.
+pub fn stage(
+    devices: Vec<DeviceLog>,
+    options: ScanOptions,
+    threads: usize,
+    progress: &dyn Fn(&Progress),
+) -> Result<(RecoveryPlan, StagedLog), Error> {
+    stage_with(devices, options, threads, Tuning::DEFAULT, progress)
+}
+
+/// [`stage`] with other [`Tuning`] (tests use tiny caps, so that readers wait for each other
+/// all the time, and publish at every record).
+pub(crate) fn stage_with(
+    mut devices: Vec<DeviceLog>,
+    options: ScanOptions,
+    threads: usize,
+    tuning: Tuning,
+    progress: &dyn Fn(&Progress),
+) -> Result<(RecoveryPlan, StagedLog), Error> {
+    let start = Instant::now();
+    check_devices(&mut devices)?;
+    let cut = options.checkpoint_ssn;
+    let read = ReadOptions { unsynced_window: options.unsynced_window };
+    let bytes_total = devices
+        .iter()
+        .flat_map(|d| &d.segments)
+        .map(|(_, segment)| segment.len().unwrap_or(0))
+        .sum();
+    let frontier = Frontier::new(devices.len());
+    let run = run_pass(
+        &devices,
+        read,
+        cut,
+        |me| Horizon::Learning { frontier: &frontier, me },
+        |me| frontier.finish(me),
+        tuning,
+        threads,
+        (bytes_total, 0),
+        progress,
+    );
+    let plan = RecoveryPlan::from_scans(devices, run.scans, options, start)?;
+    run.shared.errors.into_result()?;
+    let c = &run.shared.counters;
+    let summary = Summary {
+        devices: plan.devices().len(),
+        threads: threads.max(1),
+        cut,
+        rsne: plan.rsne(),
+        scan: Duration::ZERO,
+        replay: start.elapsed(),
+        bytes: c.bytes.load(Ordering::Relaxed),
+        records: c.records.load(Ordering::Relaxed),
+        replayed: c.replayed.load(Ordering::Relaxed),
+        entries: c.entries.load(Ordering::Relaxed),
+    };
+    Ok((plan, StagedLog { stages: run.stages, summary }))
 }
 
 /// Replays `plan` into `target`: every value record with `cut < ssn <= RSNe`, plus every blind
-/// value record `> cut` (DESIGN.md §5), staged on `threads` worker threads (at least 1; one
-/// reader thread per device besides) and installed with [`Target::install_staged`] (each key
-/// once, the newest write) and [`Target::finish_staged`]. Markers and abort records are
+/// value record `> cut` (DESIGN.md §5), read a second time after the scan, staged on `threads`
+/// worker threads (at least 1; one reader thread per device besides) and installed with
+/// [`StagedLog::install`] (each key once, the newest write). Markers and abort records are
 /// skipped; a command record that would have to be replayed fails with [`Error::Unsupported`]
 /// (PACMAN is a later step). `progress` is called on the caller's thread every
-/// [`PROGRESS_INTERVAL`] and once at the end.
+/// [`PROGRESS_INTERVAL`] and once at the end. [`stage`] does the same in one pass with the
+/// scan.
 ///
 /// Errors: [`Error::Corrupt`] for a value payload that does not parse (or a device that changed
 /// since the scan), [`Error::Log`] for a read failure, [`Error::Install`] if the target refuses
@@ -184,73 +600,137 @@ pub fn replay(
     threads: usize,
     progress: &dyn Fn(&Progress),
 ) -> Result<Summary, Error> {
-    let threads = threads.max(1);
     let start = Instant::now();
-    let seed = std::hash::RandomState::new().hash_one(0x5eed_u64);
-    let shared = Shared { counters: Counters::default(), errors: FirstError::default(), target };
-    let report = |shared: &Shared<'_>| {
-        progress(&Progress {
-            phase: Phase::Replay,
-            bytes_done: shared.counters.bytes.load(Ordering::Relaxed),
-            bytes_total: plan.bytes(),
-            records_done: shared.counters.records.load(Ordering::Relaxed),
-            records_total: plan.records(),
-            elapsed: start.elapsed(),
-        })
-    };
-    std::thread::scope(|s| {
-        let (done_tx, done_rx) = mpsc::channel::<()>();
-        let mut senders = Vec::with_capacity(threads);
-        for _ in 0..threads {
-            let (tx, rx) = mpsc::sync_channel::<Batch>(CHANNEL_BATCHES);
-            senders.push(tx);
-            let (shared, done) = (&shared, done_tx.clone());
-            s.spawn(move || {
-                worker(rx, shared);
-                drop(done);
-            });
-        }
-        for device in &plan.devices {
-            let (shared, senders, done) = (&shared, senders.clone(), done_tx.clone());
-            s.spawn(move || {
-                if let Err(e) = read_device(device, plan, cut, seed, &senders, shared) {
-                    shared.fail(e);
-                }
-                drop(done);
-            });
-        }
-        drop(senders);
-        drop(done_tx);
-        // Every thread holds a `done` sender: disconnection means all have finished.
-        while let Err(mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(PROGRESS_INTERVAL) {
-            report(&shared);
-        }
-    });
-    if !shared.errors.failed() {
-        if let Err(e) = target.finish_staged() {
-            shared.fail(e);
-        }
-    }
-    report(&shared);
-    shared.errors.into_result()?;
-    let c = &shared.counters;
-    Ok(Summary {
-        devices: plan.devices().len(),
-        threads,
+    let rsne = plan.rsne();
+    let run = run_pass(
+        &plan.devices,
+        plan.read_options(),
         cut,
-        rsne: plan.rsne(),
+        |_| Horizon::Known(rsne),
+        |_| {},
+        Tuning::DEFAULT,
+        threads,
+        (plan.bytes(), plan.records()),
+        progress,
+    );
+    // A device that fails now changed since the scan.
+    for scanned in run.scans {
+        scanned?;
+    }
+    run.shared.errors.into_result()?;
+    let c = &run.shared.counters;
+    let summary = Summary {
+        devices: plan.devices().len(),
+        threads: threads.max(1),
+        cut,
+        rsne,
         scan: plan.scan_time(),
         replay: start.elapsed(),
         bytes: c.bytes.load(Ordering::Relaxed),
         records: c.records.load(Ordering::Relaxed),
         replayed: c.replayed.load(Ordering::Relaxed),
         entries: c.entries.load(Ordering::Relaxed),
-    })
+    };
+    StagedLog { stages: run.stages, summary }.install(target)
 }
 
-/// Stages every batch of its partition, then (once every reader is done and unless another
-/// thread failed) installs the survivors.
-fn worker(rx: mpsc::Receiver<Batch>, shared: &Shared<'_>) {
+/// What one pass of readers and workers produced.
+struct Pass {
+    /// Per device, in the order of the devices given.
+    scans: Vec<Scanned>,
+    /// Per worker (empty if the pass failed).
+    stages: Vec<Stage>,
+    shared: Shared,
+}
+
+/// Runs one reader per device and `threads` staging workers until all are done, reporting
+/// progress on the caller's thread. `horizon(i)` is the rule of the reader of `devices[i]`,
+/// and `finished(i)` runs when that reader has stopped, whatever the outcome.
+#[allow(clippy::too_many_arguments)]
+fn run_pass<'h>(
+    devices: &[DeviceLog],
+    read: ReadOptions,
+    cut: Ssn,
+    horizon: impl Fn(usize) -> Horizon<'h> + Sync,
+    finished: impl Fn(usize) + Sync,
+    tuning: Tuning,
+    threads: usize,
+    (bytes_total, records_total): (u64, u64),
+    progress: &dyn Fn(&Progress),
+) -> Pass {
+    let threads = threads.max(1);
+    let start = Instant::now();
+    let seed = std::hash::RandomState::new().hash_one(0x5eed_u64);
+    let shared = Shared {
+        counters: Counters::default(),
+        errors: FirstError::default(),
+        scan_failed: AtomicBool::new(false),
+    };
+    // `records_total` 0: the totals are estimates until the end, where they are what was done.
+    let report = |shared: &Shared, end: bool| {
+        let bytes_done = shared.counters.bytes.load(Ordering::Relaxed);
+        let records_done = shared.counters.records.load(Ordering::Relaxed);
+        let exact = end && records_total == 0;
+        progress(&Progress {
+            phase: Phase::Replay,
+            bytes_done,
+            bytes_total: if exact { bytes_done } else { bytes_total.max(bytes_done) },
+            records_done,
+            records_total: if exact { records_done } else { records_total },
+            elapsed: start.elapsed(),
+        })
+    };
+    let (scans, stages) = std::thread::scope(|s| {
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let mut senders = Vec::with_capacity(threads);
+        let mut workers = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let (tx, rx) = mpsc::sync_channel::<Batch>(CHANNEL_BATCHES);
+            senders.push(tx);
+            let (shared, done) = (&shared, done_tx.clone());
+            workers.push(s.spawn(move || {
+                let stage = worker(rx, shared);
+                drop(done);
+                stage
+            }));
+        }
+        let mut readers = Vec::with_capacity(devices.len());
+        for (i, device) in devices.iter().enumerate() {
+            let (shared, senders, done) = (&shared, senders.clone(), done_tx.clone());
+            let (horizon, finished) = (&horizon, &finished);
+            readers.push(s.spawn(move || {
+                let mut out = Dispatch::new(device.clone(), seed, senders);
+                let scanned = read_device(device, read, cut, horizon(i), tuning, &mut out, shared);
+                if scanned.is_err() {
+                    // Release: pairs with the Acquire load in `Shared::stopped`.
+                    shared.scan_failed.store(true, Ordering::Release);
+                }
+                finished(i);
+                drop(out);
+                drop(done);
+                scanned
+            }));
+        }
+        drop(senders);
+        drop(done_tx);
+        // Every thread holds a `done` sender: disconnection means all have finished.
+        while let Err(mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(PROGRESS_INTERVAL) {
+            report(&shared, false);
+        }
+        let scans: Vec<Scanned> =
+            readers.into_iter().map(|h| h.join().expect("replay reader panicked")).collect();
+        let stages: Vec<Stage> =
+            workers.into_iter().map(|h| h.join().expect("replay worker panicked")).collect();
+        (scans, stages)
+    });
+    report(&shared, true);
+    let stages = if shared.stopped() { Vec::new() } else { stages };
+    Pass { scans, stages, shared }
+}
+
+/// Stages every batch of its partition until every reader is done (or some thread failed:
+/// then the stage is incomplete and is dropped).
+fn worker(rx: mpsc::Receiver<Batch>, shared: &Shared) -> Stage {
     let mut stage = Stage::default();
     for batch in rx {
         let n = batch.items.len() as u64;
@@ -264,88 +744,214 @@ fn worker(rx: mpsc::Receiver<Batch>, shared: &Shared<'_>) {
             stage.put(item.hash, item.table, key, row, item.ssn);
         }
         shared.counters.entries.fetch_add(n, Ordering::Relaxed);
-        if shared.errors.failed() {
-            return; // drops `rx`: readers sending here stop
+        if shared.stopped() {
+            break; // drops `rx`: readers sending here stop staging
         }
     }
-    if shared.errors.failed() {
-        return;
-    }
-    if let Err(e) = shared.target.install_staged(stage.into_writes()) {
-        shared.fail(e);
-    }
+    stage
 }
 
-/// Reads one device, sends its selected entries to the workers. `Ok` also when it stopped
-/// because another thread failed (that thread recorded the error).
-fn read_device(
-    log: &DeviceLog,
-    plan: &RecoveryPlan,
-    cut: Ssn,
+/// A reader's way to the workers: one batch per partition.
+struct Dispatch {
+    device: DeviceId,
+    /// The device's log, for the spill files of spilled records.
+    log: DeviceLog,
     seed: u64,
-    senders: &[mpsc::SyncSender<Batch>],
-    shared: &Shared<'_>,
-) -> Result<(), Error> {
-    let Some(mut reader) = log.reader(plan.read_options()) else { return Ok(()) };
-    let rsne = plan.rsne();
-    let threads = senders.len();
-    let mut batches: Vec<Batch> = (0..threads).map(|_| Batch::with_capacity()).collect();
-    let (mut bytes, mut records, mut replayed) = (0u64, 0u64, 0u64);
-    let c = &shared.counters;
-    let flush_counts = |bytes: &mut u64, records: &mut u64, replayed: &mut u64| {
-        c.bytes.fetch_add(std::mem::take(bytes), Ordering::Relaxed);
-        c.records.fetch_add(std::mem::take(records), Ordering::Relaxed);
-        c.replayed.fetch_add(std::mem::take(replayed), Ordering::Relaxed);
-    };
-    while let Some(r) = reader.next_record()? {
-        records += 1;
-        bytes += r.record.encoded_len() as u64;
-        match select(&r.record, cut, rsne) {
+    senders: Vec<mpsc::SyncSender<Batch>>,
+    batches: Vec<Batch>,
+    replayed: u64,
+    /// A worker's channel closed, or some thread failed: nothing more is staged.
+    stopped: bool,
+}
+
+impl Dispatch {
+    fn new(log: DeviceLog, seed: u64, senders: Vec<mpsc::SyncSender<Batch>>) -> Dispatch {
+        let batches = senders.iter().map(|_| Batch::with_capacity()).collect();
+        Dispatch { device: log.device, log, seed, senders, batches, replayed: 0, stopped: false }
+    }
+
+    /// Carries out `action` for `record` (at `segment`, `offset`): sends its entries to the
+    /// workers, or records why the replay fails.
+    fn apply(
+        &mut self,
+        segment: SegmentNo,
+        offset: u64,
+        record: &Record<'_>,
+        action: Action,
+        shared: &Shared,
+    ) {
+        if self.stopped {
+            return;
+        }
+        match action {
             Action::Skip => {}
             Action::Unsupported => {
-                return Err(Error::Unsupported {
-                    device: log.device,
-                    segment: r.segment,
-                    offset: r.offset,
-                    ssn: r.record.ssn,
-                })
+                let device = self.device;
+                shared.fail(Error::Unsupported { device, segment, offset, ssn: record.ssn });
+                self.stopped = true;
             }
             Action::Values => {
-                replayed += 1;
-                let ssn = r.record.ssn;
-                let mut stopped = false;
-                let spilled = log.spilled_payload(&r)?;
-                let payload = spilled.as_deref().unwrap_or(r.record.payload);
-                for_each_value(payload, |table, key, row| {
+                self.replayed += 1;
+                let ssn = record.ssn;
+                // A spilled record stands for the value payload in its spill file.
+                let spilled = match record.kind {
+                    RecordKind::Spilled => {
+                        match self.log.read_spill(segment, offset, record.payload) {
+                            Ok(payload) => Some(payload),
+                            Err(e) => {
+                                shared.fail(e);
+                                self.stopped = true;
+                                return;
+                            }
+                        }
+                    }
+                    _ => None,
+                };
+                let payload = spilled.as_deref().unwrap_or(record.payload);
+                let threads = self.senders.len();
+                let (seed, batches, senders) = (self.seed, &mut self.batches, &self.senders);
+                let mut closed = false;
+                let parsed = for_each_value(payload, |table, key, row| {
                     let h = hash_entry(seed, table, key);
                     let p = partition(h, threads);
                     batches[p].push(h, table, key, row, ssn);
                     if batches[p].is_full() {
                         let full = std::mem::replace(&mut batches[p], Batch::with_capacity());
-                        // A closed channel: the worker failed and recorded why.
-                        stopped |= senders[p].send(full).is_err();
+                        // A closed channel: the worker stopped because something failed.
+                        closed |= senders[p].send(full).is_err();
                     }
-                })
-                .map_err(|e| bad_payload(log.device, &r, e))?;
-                if stopped {
-                    return Ok(());
+                });
+                if let Err(reason) = parsed {
+                    let device = self.device;
+                    shared.fail(Error::Corrupt { device, segment, offset, reason });
+                    self.stopped = true;
+                }
+                self.stopped |= closed;
+            }
+        }
+    }
+
+    /// Sends the partly filled batches.
+    fn flush(&mut self) {
+        for (p, batch) in std::mem::take(&mut self.batches).into_iter().enumerate() {
+            if self.stopped {
+                return;
+            }
+            if !batch.items.is_empty() {
+                self.stopped |= self.senders[p].send(batch).is_err();
+            }
+        }
+    }
+}
+
+/// Reads one device: scans it (the result is its scan, `Err` if the device's log is damaged
+/// or unreadable) and hands its selected records to `out`. Replay errors go to `shared`. With
+/// a known RSNe it stops early once staging stopped (the plan's scan has checked the device);
+/// while learning RSNe it always reads to the end, so that the scan's result is complete.
+///
+/// While learning, a record the others' progress does not decide is held; once more than
+/// `tuning.held_cap` bytes are held, the reader publishes exactly where it is and waits until
+/// the others' progress decides enough of them (module doc: this cannot deadlock).
+fn read_device(
+    log: &DeviceLog,
+    read: ReadOptions,
+    cut: Ssn,
+    horizon: Horizon<'_>,
+    tuning: Tuning,
+    out: &mut Dispatch,
+    shared: &Shared,
+) -> Scanned {
+    let mut scanner = DeviceScanner::new(log, cut);
+    let learning = matches!(horizon, Horizon::Learning { .. });
+    let Some(mut reader) = log.reader(read) else { return Ok(scanner.finish(None)) };
+    let mut held = HeldQueue::default();
+    let (mut bytes, mut records) = (0u64, 0u64);
+    let c = &shared.counters;
+    let flush_counts = |bytes: &mut u64, records: &mut u64, out: &mut Dispatch| {
+        c.bytes.fetch_add(std::mem::take(bytes), Ordering::Relaxed);
+        c.records.fetch_add(std::mem::take(records), Ordering::Relaxed);
+        c.replayed.fetch_add(std::mem::take(&mut out.replayed), Ordering::Relaxed);
+    };
+    let mut bounds = horizon.bounds(cut);
+    while let Some(r) = reader.next_record()? {
+        scanner.record(&r)?;
+        records += 1;
+        bytes += r.record.encoded_len() as u64;
+        // Every so many records or bytes (a bulk load's records can be megabytes long).
+        let tick = records % tuning.publish_every == 0 || bytes >= PUBLISH_BYTES;
+        if let (true, Horizon::Learning { frontier, me }) = (tick, horizon) {
+            frontier.publish(me, r.record.ssn);
+        }
+        if out.stopped {
+            if !learning {
+                return Ok(scanner.finish(None));
+            }
+            held.clear();
+        } else {
+            // Staging does not depend on the order of records, so a decided record goes at
+            // once even when older ones are held.
+            match horizon.decide(&r.record, cut, bounds) {
+                Some(action) => out.apply(r.segment, r.offset, &r.record, action, shared),
+                None => held.push(r.segment, r.offset, &r.record),
+            }
+            if !held.held.is_empty() && (tick || held.held_bytes() > tuning.held_cap) {
+                bounds = horizon.bounds(cut);
+                drain(&mut held, horizon, cut, bounds, out, shared);
+                if let Horizon::Learning { frontier, me } = horizon {
+                    if held.held_bytes() > tuning.held_cap {
+                        // Others may be waiting for this reader: publish exactly where it is.
+                        frontier.publish(me, r.record.ssn);
+                    }
+                    while held.held_bytes() > tuning.held_cap && !out.stopped && !shared.stopped() {
+                        frontier.wait();
+                        bounds = horizon.bounds(cut);
+                        drain(&mut held, horizon, cut, bounds, out, shared);
+                    }
                 }
             }
         }
-        if records % 4096 == 0 {
-            flush_counts(&mut bytes, &mut records, &mut replayed);
-            if shared.errors.failed() {
-                return Ok(());
+        if tick {
+            // Fresh bounds for the next records (stale ones are only more cautious: `select`
+            // is monotone in RSNe, so a record decided between stale bounds is decided).
+            bounds = horizon.bounds(cut);
+            flush_counts(&mut bytes, &mut records, out);
+            out.stopped |= shared.stopped();
+        }
+    }
+    let end = reader.end().expect("a reader that returned None has an end");
+    drop(reader);
+    flush_counts(&mut bytes, &mut records, out);
+    if let Horizon::Learning { frontier, me } = horizon {
+        if let Some(last) = end.last_ssn {
+            frontier.publish(me, last);
+        }
+        frontier.finish(me);
+        // Every held record is decided once every reader is done.
+        while !held.held.is_empty() && !out.stopped && !shared.stopped() {
+            drain(&mut held, horizon, cut, horizon.bounds(cut), out, shared);
+            if !held.held.is_empty() {
+                frontier.wait();
             }
         }
     }
-    flush_counts(&mut bytes, &mut records, &mut replayed);
-    for (p, batch) in batches.into_iter().enumerate() {
-        if !batch.items.is_empty() && senders[p].send(batch).is_err() {
-            return Ok(());
-        }
-    }
-    Ok(())
+    c.replayed.fetch_add(std::mem::take(&mut out.replayed), Ordering::Relaxed);
+    out.flush();
+    Ok(scanner.finish(Some(end)))
+}
+
+/// Applies the decided records at the front of `held`.
+fn drain(
+    held: &mut HeldQueue,
+    horizon: Horizon<'_>,
+    cut: Ssn,
+    bounds: (Ssn, Ssn),
+    out: &mut Dispatch,
+    shared: &Shared,
+) {
+    held.drain_decided(
+        |record| horizon.decide(record, cut, bounds),
+        |segment, offset, record, action| out.apply(segment, offset, record, action, shared),
+    );
 }
 
 #[cfg(test)]
@@ -404,6 +1010,93 @@ mod tests {
                 (2, b"a".to_vec(), v(b"other table"), 1),
             ]
         );
+    }
+
+    /// The single pass's decision for a record on device 0 of three, from what devices 1 and 2
+    /// have published: `Some` only when every possible final RSNe gives the same answer.
+    #[test]
+    fn undecided_until_the_other_devices_say() {
+        let value =
+            |ssn, blind| Record { ssn: Ssn(ssn), kind: RecordKind::Value, blind, payload: &[] };
+        let marker = Record { ssn: Ssn(50), kind: RecordKind::Marker, blind: false, payload: &[] };
+        use Action::{Skip, Values};
+        // (cut, device 1 (last, done), device 2 (last, done), record, decision)
+        let cases = [
+            (0, (10, false), (20, false), value(5, false), Some(Values)),
+            (0, (10, false), (20, false), value(10, false), Some(Values)),
+            (0, (10, false), (20, false), value(11, false), None),
+            (0, (10, false), (20, false), value(11, true), Some(Values)),
+            (0, (10, true), (20, false), value(11, false), Some(Skip)),
+            (0, (10, false), (20, true), value(15, false), None),
+            (0, (10, false), (20, true), value(21, false), Some(Skip)),
+            (0, (30, true), (40, true), value(31, false), Some(Skip)),
+            (0, (30, true), (40, true), value(30, false), Some(Values)),
+            (0, (0, true), (40, false), value(1, false), Some(Skip)),
+            (0, (0, true), (40, false), value(1, true), Some(Values)),
+            (25, (0, true), (0, true), value(25, true), Some(Skip)),
+            (25, (10, false), (20, false), value(26, false), None),
+            (25, (10, true), (20, true), value(26, false), Some(Skip)),
+            (25, (10, false), (20, false), value(24, false), Some(Skip)),
+            (0, (10, false), (20, false), marker, Some(Skip)),
+        ];
+        for (cut, (l1, d1), (l2, d2), record, want) in cases {
+            let frontier = Frontier::new(3);
+            frontier.publish(0, Ssn(1000)); // its own progress does not matter
+            for (e, last, done) in [(1, l1, d1), (2, l2, d2)] {
+                frontier.publish(e, Ssn(last));
+                if done {
+                    frontier.finish(e);
+                }
+            }
+            let horizon = Horizon::Learning { frontier: &frontier, me: 0 };
+            let bounds = horizon.bounds(Ssn(cut));
+            assert_eq!(
+                horizon.decide(&record, Ssn(cut), bounds),
+                want,
+                "cut {cut}, devices {l1}/{d1} {l2}/{d2}, {record:?}"
+            );
+        }
+        // One device: nothing to wait for.
+        let frontier = Frontier::new(1);
+        let horizon = Horizon::Learning { frontier: &frontier, me: 0 };
+        let bounds = horizon.bounds(Ssn::ZERO);
+        assert_eq!(horizon.decide(&value(99, false), Ssn::ZERO, bounds), Some(Values));
+    }
+
+    /// Held records come out in order, as far as they are decided, and the buffer is compacted
+    /// without losing bytes.
+    #[test]
+    fn held_queue_drains_the_decided_prefix() {
+        let mut held = HeldQueue::default();
+        let payloads: Vec<Vec<u8>> =
+            (0..200u64).map(|i| vec![i as u8; 1000 + i as usize]).collect();
+        for (i, p) in payloads.iter().enumerate() {
+            let r = Record {
+                ssn: Ssn(i as u64 + 1),
+                kind: RecordKind::Value,
+                blind: false,
+                payload: p,
+            };
+            held.push(SegmentNo(3), i as u64 * 7, &r);
+        }
+        let mut seen = Vec::new();
+        for upto in [0u64, 50, 120, 120, 200] {
+            held.drain_decided(
+                |r| (r.ssn.0 <= upto).then_some(Action::Values),
+                |segment, offset, r, _| {
+                    assert_eq!(segment, SegmentNo(3));
+                    assert_eq!(offset, (r.ssn.0 - 1) * 7);
+                    seen.push((r.ssn.0, r.payload.to_vec()));
+                },
+            );
+            assert_eq!(seen.len() as u64, upto);
+            let left: usize = payloads[upto as usize..].iter().map(Vec::len).sum();
+            assert_eq!(held.held_bytes(), left);
+        }
+        let want: Vec<_> =
+            payloads.iter().enumerate().map(|(i, p)| (i as u64 + 1, p.clone())).collect();
+        assert_eq!(seen, want);
+        assert!(held.bytes.is_empty());
     }
 
     #[test]
