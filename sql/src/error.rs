@@ -35,6 +35,8 @@ pub enum Error {
     AmbiguousColumn { name: String, span: Option<Span> },
     /// `42883`: function / operator does not exist.
     UndefinedFunction { name: String, span: Option<Span> },
+    /// `42725`: function is not unique (several candidates fit equally well).
+    AmbiguousFunction { name: String, span: Option<Span> },
     /// `42704`: undefined object (index, type, …).
     UndefinedObject { message: String },
     /// `42P07`: relation "x" already exists.
@@ -144,6 +146,7 @@ impl Error {
             Error::UndefinedColumn { .. } => "42703",
             Error::AmbiguousColumn { .. } => "42702",
             Error::UndefinedFunction { .. } => "42883",
+            Error::AmbiguousFunction { .. } => "42725",
             Error::UndefinedObject { .. } => "42704",
             Error::DuplicateTable { .. } => "42P07",
             Error::DuplicateColumn { .. } => "42701",
@@ -223,6 +226,7 @@ impl Error {
             | Error::MissingFromEntry { span, .. }
             | Error::AmbiguousColumn { span, .. }
             | Error::UndefinedFunction { span, .. }
+            | Error::AmbiguousFunction { span, .. }
             | Error::DatatypeMismatch { span, .. }
             | Error::CannotCoerce { span, .. }
             | Error::Grouping { span, .. }
@@ -306,6 +310,7 @@ impl fmt::Display for Error {
                 write!(f, "column reference \"{name}\" is ambiguous")
             }
             Error::UndefinedFunction { name, .. } => write!(f, "{name} does not exist"),
+            Error::AmbiguousFunction { name, .. } => write!(f, "{name} is not unique"),
             Error::UndefinedObject { message } => write!(f, "{message}"),
             Error::DuplicateTable { name } => write!(f, "relation \"{name}\" already exists"),
             Error::DuplicateColumn { name } => {

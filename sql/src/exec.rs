@@ -1,6 +1,8 @@
 //! The executor: runs plans against a transaction. Every node materialises its rows (OLTP
 //! results are small and OCC reads everything before commit anyway).
 
+mod builtin;
+
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
@@ -940,6 +942,10 @@ fn func(
             | Func::CurrentSchema
             | Func::CurrentDatabase
             | Func::CurrentUser
+            | Func::Greatest
+            | Func::Least
+            | Func::Pi
+            | Func::Random
     );
     if strict && args.iter().any(|a| a.is_null()) {
         return Ok(Value::Null);
@@ -1037,6 +1043,7 @@ fn func(
         Func::CurrentSchema => Value::Text("public".into()),
         Func::CurrentDatabase => Value::Text(database.into()),
         Func::CurrentUser => Value::Text(user.into()),
+        other => builtin::call(other, &args)?,
     })
 }
 

@@ -422,7 +422,11 @@ impl Binder<'_> {
             AstExpr::Collate { .. } => Err(Error::unsupported("COLLATE")),
             AstExpr::AtTimeZone { .. } => Err(Error::unsupported("AT TIME ZONE")),
             AstExpr::Extract { .. } => Err(Error::unsupported("EXTRACT")),
-            AstExpr::Position { .. } => Err(Error::unsupported("POSITION")),
+            AstExpr::Position { expr, r#in } => {
+                let needle = self.bind_expr(expr, scope)?;
+                let hay = self.bind_expr(r#in, scope)?;
+                self.bind_position(needle, hay, e)
+            }
             AstExpr::SimilarTo { .. } => Err(Error::unsupported("SIMILAR TO")),
             AstExpr::AnyOp { .. } | AstExpr::AllOp { .. } => Err(Error::unsupported("ANY/ALL")),
             AstExpr::Interval(_) => Err(Error::unsupported("interval")),
@@ -434,7 +438,7 @@ impl Binder<'_> {
         }
     }
 
-    fn text_expr(&mut self, t: Typed, node: &AstExpr) -> Result<Expr> {
+    pub(super) fn text_expr(&mut self, t: Typed, node: &AstExpr) -> Result<Expr> {
         if t.unknown {
             return self.coerce(t, DataType::Text, CastKind::Implicit, node);
         }
@@ -737,7 +741,7 @@ impl Binder<'_> {
         Ok(Typed::known(Expr::Case(arms, else_e.map(Box::new)), ty))
     }
 
-    fn common_of(&self, items: &[&Typed], e: &AstExpr, what: &str) -> Result<DataType> {
+    pub(super) fn common_of(&self, items: &[&Typed], e: &AstExpr, what: &str) -> Result<DataType> {
         let mut ty: Option<DataType> = None;
         for t in items.iter().filter(|t| !t.unknown) {
             ty = Some(match ty {
@@ -977,7 +981,7 @@ impl Binder<'_> {
                 | "nullif" | "substring" | "now" | "version",
                 _,
             ) => Err(arity_err(self)),
-            _ => Err(arity_err(self)),
+            _ => self.bind_builtin(&name, args, e),
         }
     }
 
@@ -1112,7 +1116,7 @@ fn unconstrained(t: DataType) -> DataType {
     }
 }
 
-fn is_numeric(t: &DataType) -> bool {
+pub(super) fn is_numeric(t: &DataType) -> bool {
     matches!(
         t,
         DataType::Int16
@@ -1170,6 +1174,7 @@ pub(crate) fn column_name(e: &AstExpr) -> String {
         AstExpr::Ceil { .. } => "ceil".into(),
         AstExpr::Floor { .. } => "floor".into(),
         AstExpr::Substring { .. } => "substring".into(),
+        AstExpr::Position { .. } => "position".into(),
         AstExpr::Trim { .. } => "btrim".into(),
         AstExpr::TypedString(ts) => cast_type_name(&ts.data_type),
         _ => "?column?".into(),

@@ -8,6 +8,7 @@
 mod ddl;
 mod dml;
 mod expr;
+mod func;
 mod select;
 
 use std::sync::Arc;

@@ -72,6 +72,68 @@ pub enum Func {
     CurrentDatabase,
     /// current_user / session_user
     CurrentUser,
+    /// repeat(text, int)
+    Repeat,
+    /// replace(text, from, to)
+    Replace,
+    /// left(text, n)
+    Left,
+    /// right(text, n)
+    Right,
+    /// lpad(text, len [, fill])
+    LPad,
+    /// rpad(text, len [, fill])
+    RPad,
+    /// strpos(string, substring) / position(substring IN string)
+    StrPos,
+    /// split_part(text, delimiter, n)
+    SplitPart,
+    /// reverse(text)
+    Reverse,
+    /// initcap(text)
+    InitCap,
+    /// starts_with(text, prefix)
+    StartsWith,
+    /// ascii(text)
+    Ascii,
+    /// chr(int)
+    Chr,
+    /// md5(text | bytea)
+    Md5,
+    /// translate(text, from, to)
+    Translate,
+    /// to_hex(int | bigint)
+    ToHex,
+    /// greatest(a, b, …) — NULLs ignored
+    Greatest,
+    /// least(a, b, …) — NULLs ignored
+    Least,
+    /// sign(x)
+    Sign,
+    /// sqrt(x)
+    Sqrt,
+    /// cbrt(double precision)
+    Cbrt,
+    /// exp(x)
+    Exp,
+    /// ln(x)
+    Ln,
+    /// log(x) / log10(x): base 10
+    Log10,
+    /// log(base, x) on numeric
+    Log,
+    /// power(x, y) / pow
+    Power,
+    /// pi()
+    Pi,
+    /// random() — volatile
+    Random,
+    /// div(numeric, numeric): truncated quotient
+    Div,
+    /// gcd(a, b)
+    Gcd,
+    /// lcm(a, b)
+    Lcm,
 }
 
 /// Aggregate functions.

@@ -36,6 +36,7 @@
 //!   do not.
 
 mod mag;
+mod math;
 
 #[cfg(test)]
 mod bench;

@@ -1,0 +1,555 @@
+//! Evaluation of the built-in text and math functions (see `bind::func` for their
+//! signatures). Arguments arrive already cast to the parameter types the binder chose, and
+//! NULL arguments never reach the strict functions here (`exec::func` answers NULL first);
+//! `greatest` and `least` skip NULLs themselves.
+//!
+//! Lengths and positions count characters, as PostgreSQL does in a UTF-8 database. Length
+//! limits follow PostgreSQL's 1 GB allocation limit so that the same calls fail with `54000`.
+
+use std::cell::Cell;
+use std::cmp::Ordering;
+use std::hash::{BuildHasher, RandomState};
+
+use crate::error::{Error, Result};
+use crate::plan::Func;
+use crate::types::{self, Numeric, Value};
+
+/// PostgreSQL's `MaxAllocSize - 1`: the largest allocation `AllocSizeIsValid` accepts.
+const MAX_ALLOC: i64 = 0x3fff_ffff;
+/// The 4-byte varlena header that PostgreSQL adds to every text value.
+const VARHDRSZ: i64 = 4;
+/// Bytes per character at most in UTF-8 (`pg_database_encoding_max_length`).
+const MAX_CHAR_BYTES: i64 = 4;
+
+fn too_large() -> Error {
+    Error::ProgramLimitExceeded { message: "requested length too large".into() }
+}
+
+fn float_overflow() -> Error {
+    Error::NumericOutOfRange { message: "value out of range: overflow".into() }
+}
+
+fn float_underflow() -> Error {
+    Error::NumericOutOfRange { message: "value out of range: underflow".into() }
+}
+
+fn text(v: &Value) -> Result<&str> {
+    match v {
+        Value::Text(s) => Ok(s),
+        other => Err(Error::internal(format!("expected text, got {other:?}"))),
+    }
+}
+
+fn int(v: &Value) -> Result<i64> {
+    match v {
+        Value::Int16(i) => Ok(*i as i64),
+        Value::Int32(i) => Ok(*i as i64),
+        Value::Int64(i) => Ok(*i),
+        other => Err(Error::internal(format!("expected an integer, got {other:?}"))),
+    }
+}
+
+fn float(v: &Value) -> Result<f64> {
+    match v {
+        Value::Float64(x) => Ok(*x),
+        other => Err(Error::internal(format!("expected double precision, got {other:?}"))),
+    }
+}
+
+/// Evaluates `f` over non-NULL arguments (any arguments for `greatest` / `least`).
+pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
+    Ok(match f {
+        Func::Repeat => repeat(text(&args[0])?, int(&args[1])?)?,
+        Func::Replace => {
+            let (s, from, to) = (text(&args[0])?, text(&args[1])?, text(&args[2])?);
+            Value::Text(if from.is_empty() { s.to_string() } else { s.replace(from, to) })
+        }
+        Func::Left | Func::Right => {
+            let (s, n) = (text(&args[0])?, int(&args[1])?);
+            let len = s.chars().count() as i64;
+            let keep = if n >= 0 { n.min(len) } else { (len + n).max(0) };
+            Value::Text(if f == Func::Left {
+                s.chars().take(keep as usize).collect()
+            } else {
+                s.chars().skip((len - keep) as usize).collect()
+            })
+        }
+        Func::LPad | Func::RPad => {
+            let fill = match args.get(2) {
+                Some(v) => text(v)?,
+                None => " ",
+            };
+            pad(text(&args[0])?, int(&args[1])?, fill, f == Func::LPad)?
+        }
+        Func::StrPos => {
+            let (s, sub) = (text(&args[0])?, text(&args[1])?);
+            Value::Int32(match s.find(sub) {
+                Some(byte) => s[..byte].chars().count() as i32 + 1,
+                None => 0,
+            })
+        }
+        Func::SplitPart => split_part(text(&args[0])?, text(&args[1])?, int(&args[2])?)?,
+        Func::Reverse => Value::Text(text(&args[0])?.chars().rev().collect()),
+        Func::InitCap => Value::Text(initcap(text(&args[0])?)),
+        Func::StartsWith => Value::Bool(text(&args[0])?.starts_with(text(&args[1])?)),
+        Func::Ascii => Value::Int32(text(&args[0])?.chars().next().map_or(0, |c| c as i32)),
+        Func::Chr => chr(int(&args[0])?)?,
+        Func::Md5 => {
+            let bytes = match &args[0] {
+                Value::Bytea(b) => b.as_slice(),
+                other => text(other)?.as_bytes(),
+            };
+            Value::Text(md5_hex(bytes))
+        }
+        Func::Translate => {
+            let (s, from, to) = (text(&args[0])?, text(&args[1])?, text(&args[2])?);
+            let from: Vec<char> = from.chars().collect();
+            let to: Vec<char> = to.chars().collect();
+            Value::Text(
+                s.chars()
+                    .filter_map(|c| match from.iter().position(|&x| x == c) {
+                        Some(i) => to.get(i).copied(),
+                        None => Some(c),
+                    })
+                    .collect(),
+            )
+        }
+        Func::ToHex => Value::Text(match &args[0] {
+            Value::Int32(i) => format!("{:x}", *i as u32),
+            other => format!("{:x}", int(other)? as u64),
+        }),
+        Func::Greatest | Func::Least => {
+            let want = if f == Func::Greatest { Ordering::Greater } else { Ordering::Less };
+            let mut best = Value::Null;
+            for v in args.iter().filter(|v| !v.is_null()) {
+                if best.is_null() || types::sort_cmp(v, &best) == want {
+                    best = v.clone();
+                }
+            }
+            best
+        }
+        Func::Sign => match &args[0] {
+            Value::Numeric(n) => Value::Numeric(n.sign()),
+            v => {
+                let x = float(v)?;
+                Value::Float64(if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                })
+            }
+        },
+        Func::Sqrt => match &args[0] {
+            Value::Numeric(n) => Value::Numeric(n.sqrt()?),
+            v => {
+                let x = float(v)?;
+                if x < 0.0 {
+                    return Err(Error::DataException {
+                        message: "cannot take square root of a negative number".into(),
+                        sqlstate: "2201F",
+                    });
+                }
+                Value::Float64(x.sqrt())
+            }
+        },
+        Func::Cbrt => Value::Float64(cbrt(float(&args[0])?)),
+        Func::Exp => match &args[0] {
+            Value::Numeric(n) => Value::Numeric(n.exp()?),
+            v => Value::Float64(float_exp(float(v)?)?),
+        },
+        Func::Ln | Func::Log10 => match &args[0] {
+            Value::Numeric(n) if f == Func::Ln => Value::Numeric(n.ln()?),
+            Value::Numeric(n) => Value::Numeric(Numeric::log(&Numeric::from(10i64), n)?),
+            v => Value::Float64(float_log(float(v)?, f == Func::Ln)?),
+        },
+        Func::Log => match (&args[0], &args[1]) {
+            (Value::Numeric(b), Value::Numeric(x)) => Value::Numeric(Numeric::log(b, x)?),
+            other => return Err(Error::internal(format!("log{other:?}"))),
+        },
+        Func::Power => match (&args[0], &args[1]) {
+            (Value::Numeric(x), Value::Numeric(y)) => Value::Numeric(x.power(y)?),
+            (x, y) => Value::Float64(float_pow(float(x)?, float(y)?)?),
+        },
+        Func::Pi => Value::Float64(std::f64::consts::PI),
+        Func::Random => Value::Float64(random()),
+        Func::Div => match (&args[0], &args[1]) {
+            (Value::Numeric(x), Value::Numeric(y)) => Value::Numeric(x.div_trunc(y)?),
+            other => return Err(Error::internal(format!("div{other:?}"))),
+        },
+        Func::Gcd | Func::Lcm => match (&args[0], &args[1]) {
+            (Value::Numeric(x), Value::Numeric(y)) if f == Func::Gcd => Value::Numeric(x.gcd(y)?),
+            (Value::Numeric(x), Value::Numeric(y)) => Value::Numeric(x.lcm(y)?),
+            (Value::Int32(a), Value::Int32(b)) => {
+                let r = int_gcd_lcm(*a as i64, *b as i64, f == Func::Gcd, "integer")?;
+                Value::Int32(i32::try_from(r).map_err(|_| Error::out_of_range("integer"))?)
+            }
+            (a, b) => Value::Int64(int_gcd_lcm(int(a)?, int(b)?, f == Func::Gcd, "bigint")?),
+        },
+        other => return Err(Error::internal(format!("{other:?} is not a builtin::call function"))),
+    })
+}
+
+fn repeat(s: &str, n: i64) -> Result<Value> {
+    if n <= 0 {
+        return Ok(Value::Text(String::new()));
+    }
+    let total = (s.len() as i64).checked_mul(n).and_then(|t| t.checked_add(VARHDRSZ));
+    if total.is_none_or(|t| t > MAX_ALLOC || t > i32::MAX as i64) {
+        return Err(too_large());
+    }
+    Ok(Value::Text(s.repeat(n as usize)))
+}
+
+/// `lpad` / `rpad`: the result has exactly `len` characters; a longer string is cut at the
+/// right for both.
+fn pad(s: &str, len: i64, fill: &str, left: bool) -> Result<Value> {
+    let len = len.max(0);
+    if len * MAX_CHAR_BYTES + VARHDRSZ > MAX_ALLOC {
+        return Err(too_large());
+    }
+    let have = s.chars().count() as i64;
+    if have >= len || fill.is_empty() {
+        return Ok(Value::Text(s.chars().take(len as usize).collect()));
+    }
+    let padding: String = fill.chars().cycle().take((len - have) as usize).collect();
+    Ok(Value::Text(if left { padding + s } else { s.to_string() + &padding }))
+}
+
+/// `split_part`: fields counted from 1, or from the end when negative; 0 is `22023`.
+fn split_part(s: &str, delim: &str, n: i64) -> Result<Value> {
+    if n == 0 {
+        return Err(Error::InvalidParameterValue {
+            message: "field position must not be zero".into(),
+        });
+    }
+    if s.is_empty() {
+        return Ok(Value::Text(String::new()));
+    }
+    if delim.is_empty() {
+        let whole = n == 1 || n == -1;
+        return Ok(Value::Text(if whole { s.to_string() } else { String::new() }));
+    }
+    let fields: Vec<&str> = s.split(delim).collect();
+    let idx = if n > 0 { n - 1 } else { fields.len() as i64 + n };
+    Ok(Value::Text(
+        usize::try_from(idx).ok().and_then(|i| fields.get(i)).map_or("", |f| f).to_string(),
+    ))
+}
+
+/// `initcap`: the first letter of each alphanumeric run upper case, the rest lower case. Case
+/// maps that would change the number of characters (`ß` → `SS`) leave the character as it is,
+/// as the C library's `towupper` does.
+fn initcap(s: &str) -> String {
+    let single = |mut it: std::iter::Peekable<std::vec::IntoIter<char>>, c: char| {
+        let first = it.next();
+        match (first, it.peek()) {
+            (Some(x), None) => x,
+            _ => c,
+        }
+    };
+    let mut out = String::with_capacity(s.len());
+    let mut prev_alnum = false;
+    for c in s.chars() {
+        let mapped = if prev_alnum {
+            single(c.to_lowercase().collect::<Vec<_>>().into_iter().peekable(), c)
+        } else {
+            single(c.to_uppercase().collect::<Vec<_>>().into_iter().peekable(), c)
+        };
+        out.push(mapped);
+        prev_alnum = c.is_alphanumeric();
+    }
+    out
+}
+
+/// `chr(n)`: the character with code point `n`.
+fn chr(n: i64) -> Result<Value> {
+    if n < 0 {
+        return Err(Error::InvalidParameterValue {
+            message: "character number must be positive".into(),
+        });
+    }
+    if n == 0 {
+        return Err(Error::ProgramLimitExceeded { message: "null character not permitted".into() });
+    }
+    if n > 0x10ffff {
+        return Err(Error::ProgramLimitExceeded {
+            message: format!("requested character too large for encoding: {n}"),
+        });
+    }
+    match char::from_u32(n as u32) {
+        Some(c) => Ok(Value::Text(c.to_string())),
+        None => Err(Error::ProgramLimitExceeded {
+            message: format!("requested character not valid for encoding: {n}"),
+        }),
+    }
+}
+
+/// `exp` on `double precision`: `22003` on overflow, and on underflow to zero.
+fn float_exp(x: f64) -> Result<f64> {
+    if x.is_nan() {
+        return Ok(x);
+    }
+    if x.is_infinite() {
+        return Ok(if x > 0.0 { x } else { 0.0 });
+    }
+    let r = x.exp();
+    if r.is_infinite() {
+        return Err(float_overflow());
+    }
+    if r == 0.0 {
+        return Err(float_underflow());
+    }
+    Ok(r)
+}
+
+/// `ln` / `log10` on `double precision`: `2201E` for zero and negative input.
+fn float_log(x: f64, natural: bool) -> Result<f64> {
+    if x == 0.0 {
+        return Err(Error::DataException {
+            message: "cannot take logarithm of zero".into(),
+            sqlstate: "2201E",
+        });
+    }
+    if x < 0.0 {
+        return Err(Error::DataException {
+            message: "cannot take logarithm of a negative number".into(),
+            sqlstate: "2201E",
+        });
+    }
+    let r = if natural { x.ln() } else { x.log10() };
+    if r.is_infinite() && !x.is_infinite() {
+        return Err(float_overflow());
+    }
+    if r == 0.0 && x != 1.0 {
+        return Err(float_underflow());
+    }
+    Ok(r)
+}
+
+/// `power` on `double precision`, with PostgreSQL's (POSIX) special cases.
+fn float_pow(x: f64, y: f64) -> Result<f64> {
+    if x.is_nan() {
+        return Ok(if y.is_nan() || y != 0.0 { f64::NAN } else { 1.0 });
+    }
+    if y.is_nan() {
+        return Ok(if x != 1.0 { f64::NAN } else { 1.0 });
+    }
+    if x == 0.0 && y < 0.0 {
+        return Err(Error::DataException {
+            message: "zero raised to a negative power is undefined".into(),
+            sqlstate: "2201F",
+        });
+    }
+    if x < 0.0 && y.floor() != y {
+        return Err(Error::DataException {
+            message: "a negative number raised to a non-integer power yields a complex result"
+                .into(),
+            sqlstate: "2201F",
+        });
+    }
+    if y.is_infinite() {
+        let ax = x.abs();
+        return Ok(if ax == 1.0 {
+            1.0
+        } else if y > 0.0 {
+            if ax > 1.0 {
+                y
+            } else {
+                0.0
+            }
+        } else if ax > 1.0 {
+            0.0
+        } else {
+            -y
+        });
+    }
+    if x.is_infinite() {
+        if y == 0.0 {
+            return Ok(1.0);
+        }
+        if x > 0.0 {
+            return Ok(if y > 0.0 { x } else { 0.0 });
+        }
+        let odd = y == y.floor() && (y * 0.5) != (y * 0.5).floor();
+        return Ok(if y > 0.0 {
+            if odd {
+                x
+            } else {
+                -x
+            }
+        } else if odd {
+            -0.0
+        } else {
+            0.0
+        });
+    }
+    let r = x.powf(y);
+    if r.is_infinite() {
+        return Err(float_overflow());
+    }
+    if r == 0.0 && x != 0.0 {
+        return Err(float_underflow());
+    }
+    Ok(r)
+}
+
+/// `cbrt` exactly as glibc computes it (`sysdeps/ieee754/dbl-64/s_cbrt.c`), which PostgreSQL
+/// calls: its last bit differs from a correctly rounded cube root (`cbrt(27)` is
+/// 3.0000000000000004), and Rust's `f64::cbrt` is correctly rounded.
+// glibc's constants are kept digit for digit, so that the port is checkable against it.
+#[allow(clippy::excessive_precision)]
+fn cbrt(x: f64) -> f64 {
+    const CBRT2: f64 = 1.259_921_049_894_873_164_8;
+    const SQR_CBRT2: f64 = 1.587_401_051_968_199_474_8;
+    const FACTOR: [f64; 5] = [1.0 / SQR_CBRT2, 1.0 / CBRT2, 1.0, CBRT2, SQR_CBRT2];
+    if x == 0.0 || !x.is_finite() {
+        return x + x;
+    }
+    let (xm, xe) = frexp(x.abs());
+    let u = 0.354_895_765_043_919_86
+        + ((1.508_191_937_815_848_96
+            + ((-2.114_994_941_673_712_87
+                + ((2.446_931_225_635_344_3
+                    + ((-1.834_692_774_836_130_86
+                        + (0.784_932_344_976_639_262 - 0.145_263_899_385_486_377 * xm) * xm)
+                        * xm))
+                    * xm))
+                * xm))
+            * xm);
+    let t2 = u * u * u;
+    let ym = u * (t2 + 2.0 * xm) / (2.0 * t2 + xm) * FACTOR[(2 + xe % 3) as usize];
+    let r = ym * f64::from_bits(((xe / 3 + 1023) as u64) << 52);
+    if x < 0.0 {
+        -r
+    } else {
+        r
+    }
+}
+
+/// `frexp` for a finite positive `x`: `x = m × 2^e` with `0.5 <= m < 1`.
+fn frexp(x: f64) -> (f64, i32) {
+    let bits = x.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    if exp == 0 {
+        // Subnormal: scale into the normal range first.
+        let (m, e) = frexp(x * f64::from_bits((1023u64 + 54) << 52));
+        return (m, e - 54);
+    }
+    (f64::from_bits((bits & !(0x7ffu64 << 52)) | (1022u64 << 52)), exp - 1022)
+}
+
+/// `gcd` / `lcm` of two integers of a type whose name is `type_name`; the result must fit
+/// the type (`gcd(-2147483648, 0)` does not).
+fn int_gcd_lcm(a: i64, b: i64, gcd: bool, type_name: &str) -> Result<i64> {
+    let range = || Error::out_of_range(type_name);
+    let (x, y) = (a.unsigned_abs() as u128, b.unsigned_abs() as u128);
+    let g = {
+        let (mut p, mut q) = (x, y);
+        while q != 0 {
+            (p, q) = (q, p % q);
+        }
+        p
+    };
+    let max = if type_name == "integer" { i32::MAX as u128 } else { i64::MAX as u128 };
+    if g > max {
+        return Err(range());
+    }
+    if gcd {
+        return Ok(g as i64);
+    }
+    if x == 0 || y == 0 {
+        return Ok(0);
+    }
+    let l = x / g * y;
+    if l > max {
+        return Err(range());
+    }
+    Ok(l as i64)
+}
+
+thread_local! {
+    /// xorshift64* state for `random()`, seeded per thread from the process's random keys.
+    static RNG: Cell<u64> = Cell::new(RandomState::new().hash_one(0x5eed_u64) | 1);
+}
+
+/// A uniformly distributed `f64` in `[0, 1)`.
+fn random() -> f64 {
+    RNG.with(|s| {
+        let mut x = s.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        s.set(x);
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    })
+}
+
+/// MD5 (RFC 1321) of `data` as 32 lower-case hex digits.
+fn md5_hex(data: &[u8]) -> String {
+    const S: [u32; 64] = [
+        7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 5, 9, 14, 20, 5, 9, 14, 20, 5,
+        9, 14, 20, 5, 9, 14, 20, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 6, 10,
+        15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
+    ];
+    let k: Vec<u32> =
+        (0..64).map(|i| ((i as f64 + 1.0).sin().abs() * 4294967296.0) as u32).collect();
+    let mut msg = data.to_vec();
+    let bit_len = (data.len() as u64).wrapping_mul(8);
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&bit_len.to_le_bytes());
+    let mut h: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+    for chunk in msg.chunks(64) {
+        let m: Vec<u32> =
+            chunk.chunks(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+        let [mut a, mut b, mut c, mut d] = h;
+        for i in 0..64 {
+            let (f, g) = match i / 16 {
+                0 => ((b & c) | (!b & d), i),
+                1 => ((d & b) | (!d & c), (5 * i + 1) % 16),
+                2 => (b ^ c ^ d, (3 * i + 5) % 16),
+                _ => (c ^ (b | !d), (7 * i) % 16),
+            };
+            let t = d;
+            d = c;
+            c = b;
+            b = b.wrapping_add(
+                a.wrapping_add(f).wrapping_add(k[i]).wrapping_add(m[g]).rotate_left(S[i]),
+            );
+            a = t;
+        }
+        h = [
+            h[0].wrapping_add(a),
+            h[1].wrapping_add(b),
+            h[2].wrapping_add(c),
+            h[3].wrapping_add(d),
+        ];
+    }
+    h.iter().flat_map(|w| w.to_le_bytes()).map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn md5_matches_rfc_1321_vectors() {
+        assert_eq!(md5_hex(b""), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(md5_hex(b"abc"), "900150983cd24fb0d6963f7d28e17f72");
+        let long =
+            b"12345678901234567890123456789012345678901234567890123456789012345678901234567890";
+        assert_eq!(md5_hex(long), "57edf4a22be3c955ac49da2e2107b67a");
+    }
+
+    #[test]
+    fn random_stays_in_unit_interval() {
+        for _ in 0..10_000 {
+            let r = random();
+            assert!((0.0..1.0).contains(&r), "{r}");
+        }
+    }
+}
