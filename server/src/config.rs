@@ -110,7 +110,7 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
     }
 }
 
-fn parse_backend(s: &str) -> Result<wal::device::Backend, String> {
+pub(crate) fn parse_backend(s: &str) -> Result<wal::device::Backend, String> {
     match s {
         "auto" => Ok(wal::device::Backend::Auto),
         "uring" | "io_uring" => Ok(wal::device::Backend::Uring),

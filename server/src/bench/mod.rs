@@ -120,6 +120,10 @@ pub struct BenchArgs {
     /// (`LogOptions::max_in_flight`; default: the log's default).
     #[arg(long)]
     pub max_in_flight: Option<usize>,
+    /// Durability suites: how log files on disk are written (`auto`: io_uring where available,
+    /// else pwrite; as `aspen serve --wal-io`).
+    #[arg(long, value_name = "auto|uring|pwrite", default_value = "auto", value_parser = crate::config::parse_backend)]
+    pub wal_io: wal::device::Backend,
     /// Scaling suite: emulated bandwidth of each log device, MB/s (10^6 B/s).
     #[arg(long, default_value_t = 10.0)]
     pub device_mbps: f64,
@@ -192,6 +196,7 @@ impl BenchArgs {
         wal::LogOptions {
             group_commit_delay: Duration::from_micros(self.group_commit_us),
             max_in_flight: self.max_in_flight.unwrap_or(defaults.max_in_flight).max(1),
+            device: wal::DeviceOptions { backend: self.wal_io, ..defaults.device },
             ..defaults
         }
     }
