@@ -540,7 +540,8 @@ impl Log {
     /// [`RecordKind::Spilled`](crate::RecordKind::Spilled) record reserved on the same buffer
     /// afterwards. Filling that record registers the file, which is deleted with the log it
     /// belongs to ([`Log::delete_segments_below`]). A failure fails the log, as a failed log
-    /// write does. An in-memory log writes nothing.
+    /// write does, except on a store that keeps no spill files ([`Error::RecordSize`], the log
+    /// unharmed). An in-memory log writes nothing.
     pub fn spill(&self, buffer: usize, payload: &[u8]) -> Result<crate::SpillRef, Error> {
         let Some(state) = self.inner.devices.get(buffer) else {
             return Ok(crate::SpillRef::of(0, payload));
@@ -550,6 +551,12 @@ impl Log {
         }
         let id = state.next_spill.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = state.store.write_spill(id, payload) {
+            if e.kind() == io::ErrorKind::Unsupported {
+                // A store without spill files (a test double): the transaction is too large
+                // for this log, and nothing failed.
+                let (len, min, max) = (payload.len(), MIN_RESERVATION, self.inner.max_record);
+                return Err(Error::RecordSize { len, min, max });
+            }
             let error = Error::io(DeviceId(buffer as u16), e);
             self.inner.fail(&error);
             return Err(self.inner.failure_error().unwrap_or(error));
