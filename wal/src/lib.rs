@@ -128,6 +128,14 @@
 //! record's ticket asks for it ([`Log::request`]), so correctness never depends on the timer.
 //! This turns one write+`fdatasync` pair per asynchronous commit into a few big ones.
 //!
+//! ## Large transactions
+//!
+//! A record must fit in its buffer's ring. A transaction whose value payload is larger than
+//! [`Log::spill_threshold`] (a quarter of that) writes it to a spill file of its device first
+//! ([`Log::spill`]: written and synced, `spill-<id>.dat` next to the segments), then a small
+//! [`RecordKind::Spilled`] record naming it ([`SpillRef`]: id, length, CRC-32C). Filling that
+//! record registers the file; [`Log::delete_segments_below`] deletes it with its record.
+//!
 //! ## Idle devices
 //!
 //! A CSN waiter publishes its target (`wanted`) and wakes the loggers of devices whose DSN is
