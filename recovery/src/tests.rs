@@ -718,17 +718,24 @@ fn engine_rows(engine: &txn::Engine) -> BTreeMap<(u32, Vec<u8>), Vec<u8>> {
     out
 }
 
-/// The real layout: `wal::Log::open` over two directories with small segments (rotation),
-/// crash-free shutdown, then `DeviceLog::from_dir` → scan → replay.
-#[test]
-fn reads_what_wal_log_open_wrote() {
-    let dir = tempfile::tempdir().unwrap();
-    let dirs: Vec<_> = (0..2).map(|d| dir.path().join(format!("wal/{d}"))).collect();
+/// Two device directories under `root` and log options with 4 KiB segments (rotation) and a
+/// 64 KiB ring.
+fn two_small_devices(root: &std::path::Path) -> (Vec<std::path::PathBuf>, wal::LogOptions) {
+    let dirs = (0..2).map(|d| root.join(format!("wal/{d}"))).collect();
     let options = wal::LogOptions {
         ring_bytes: 1 << 16,
         device: wal::DeviceOptions { segment_size: 4096, ..Default::default() },
         ..Default::default()
     };
+    (dirs, options)
+}
+
+/// The real layout: `wal::Log::open` over two directories with small segments (rotation),
+/// crash-free shutdown, then `DeviceLog::from_dir` → scan → replay.
+#[test]
+fn reads_what_wal_log_open_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dirs, options) = two_small_devices(dir.path());
     let mut model = BTreeMap::new();
     {
         let log = wal::Log::open(&dirs, &options).unwrap();
@@ -878,12 +885,7 @@ fn scan_reports_each_segments_last_ssn() {
 #[test]
 fn spilled_records_replay_like_value_records() {
     let dir = tempfile::tempdir().unwrap();
-    let dirs: Vec<_> = (0..2).map(|d| dir.path().join(format!("wal/{d}"))).collect();
-    let options = wal::LogOptions {
-        ring_bytes: 1 << 16,
-        device: wal::DeviceOptions { segment_size: 4096, ..Default::default() },
-        ..Default::default()
-    };
+    let (dirs, options) = two_small_devices(dir.path());
     let mut model = BTreeMap::new();
     let mut spilled = Vec::new();
     {
@@ -958,4 +960,15 @@ fn spilled_records_replay_like_value_records() {
         assert!(plan.existing_spills().iter().all(Vec::is_empty));
         replay(&plan, cut, &MapTarget::new(), 2, &|_| {}).unwrap();
     }
+}
+
+/// A spilled record whose payload is not a spill reference (its CRC checks) is corruption at
+/// the scan, not skipped.
+#[test]
+fn malformed_spill_reference_is_corrupt() {
+    let mut bytes = Vec::new();
+    Record { ssn: Ssn(1), kind: RecordKind::Spilled, blind: false, payload: &[1, 2, 3] }
+        .encode_into(&mut bytes);
+    let err = scan(vec![device(0, bytes, 64)]).unwrap_err();
+    assert!(matches!(err, Error::Corrupt { reason: Corrupt::Payload { .. }, .. }), "{err}");
 }

@@ -53,7 +53,15 @@ fn stores(n: usize, segment_size: u64) -> (Vec<Arc<MemStore>>, Vec<Box<dyn Segme
 
 /// Reserves and fills a value record with `payload` on `buffer`; returns its ticket.
 fn commit(log: &Log, buffer: usize, base: Ssn, payload: &[u8], blind: bool) -> Ticket {
-    let r = log.reserve(buffer, base, crate::Record::encoded_len_for(payload.len()));
+    fill_value(
+        log.reserve(buffer, base, crate::Record::encoded_len_for(payload.len())),
+        payload,
+        blind,
+    )
+}
+
+/// Fills `r` with a value record of `payload`; returns its ticket.
+fn fill_value(r: crate::Reservation<'_>, payload: &[u8], blind: bool) -> Ticket {
     let ticket = r.ticket(blind);
     r.fill_record(RecordKind::Value, blind, payload);
     ticket
@@ -560,10 +568,8 @@ fn lazy_options() -> LogOptions {
 
 /// Reserves and fills a lazy value record; returns its ticket.
 fn commit_lazy(log: &Log, buffer: usize, base: Ssn, payload: &[u8], blind: bool) -> Ticket {
-    let r = log.reserve(buffer, base, crate::Record::encoded_len_for(payload.len())).lazy();
-    let ticket = r.ticket(blind);
-    r.fill_record(RecordKind::Value, blind, payload);
-    ticket
+    let r = log.reserve(buffer, base, crate::Record::encoded_len_for(payload.len()));
+    fill_value(r.lazy(), payload, blind)
 }
 
 #[test]
@@ -598,7 +604,9 @@ fn lazy_records_wait_for_somebody_to_want_them() {
     // `request` alone (no wait) does the same.
     let c = commit_lazy(&log, 1, Ssn::ZERO, b"c", true);
     log.request(c);
+    let start = std::time::Instant::now();
     while !log.is_durable(c) {
+        assert!(start.elapsed() < Duration::from_secs(30), "request did not flush");
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -750,4 +758,36 @@ fn a_store_without_spill_files_refuses_large_payloads_without_failing() {
     assert!(log.failure().is_none());
     let t = commit(&log, 0, Ssn::ZERO, b"after", true);
     log.wait_durable(t).unwrap();
+}
+
+/// A spill file that cannot be written fails the log as a failed log write does: the error is
+/// returned, the log's failure is set, and later commits are refused.
+#[test]
+fn a_failed_spill_write_fails_the_log() {
+    #[derive(Debug)]
+    struct NoSpillWrites(Arc<MemStore>);
+    impl SegmentStore for NoSpillWrites {
+        fn segment_size(&self) -> u64 {
+            self.0.segment_size()
+        }
+        fn list(&self) -> std::io::Result<Vec<crate::SegmentNo>> {
+            self.0.list()
+        }
+        fn create(&self, no: crate::SegmentNo) -> std::io::Result<Box<dyn LogDevice>> {
+            self.0.create(no)
+        }
+        fn remove(&self, no: crate::SegmentNo) -> std::io::Result<()> {
+            self.0.remove(no)
+        }
+        fn write_spill(&self, _id: u64, _bytes: &[u8]) -> std::io::Result<()> {
+            Err(std::io::Error::from_raw_os_error(libc::EIO))
+        }
+    }
+    let store: Box<dyn SegmentStore> = Box::new(NoSpillWrites(MemStore::new(1 << 20)));
+    let log = Log::with_stores(vec![store], &LogOptions::default()).unwrap();
+    let e = log.spill(0, &[1u8; 100]).unwrap_err();
+    assert!(matches!(e, Error::DeviceFailed { .. }), "{e}");
+    assert!(log.failure().is_some(), "the log failed");
+    let r = log.try_reserve(0, Ssn::ZERO, crate::Record::encoded_len_for(1));
+    assert!(r.is_err(), "later commits are refused");
 }

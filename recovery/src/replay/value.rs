@@ -77,7 +77,7 @@ use std::sync::{mpsc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use hashbrown::hash_table::{Entry as SlotEntry, HashTable};
-use wal::{DeviceId, ReadOptions, Record, RecordKind, SegmentNo, Ssn};
+use wal::{ReadOptions, Record, RecordKind, SegmentNo, Ssn};
 
 use crate::error::Error;
 use crate::first_error::FirstError;
@@ -236,6 +236,31 @@ struct Counters {
     records: AtomicU64,
     replayed: AtomicU64,
     entries: AtomicU64,
+}
+
+impl Counters {
+    /// The summary of a pass over `plan`'s devices that took `scan` before `replay`.
+    fn summary(
+        &self,
+        plan: &RecoveryPlan,
+        cut: Ssn,
+        threads: usize,
+        scan: Duration,
+        replay: Duration,
+    ) -> Summary {
+        Summary {
+            devices: plan.devices().len(),
+            threads: threads.max(1),
+            cut,
+            rsne: plan.rsne(),
+            scan,
+            replay,
+            bytes: self.bytes.load(Ordering::Relaxed),
+            records: self.records.load(Ordering::Relaxed),
+            replayed: self.replayed.load(Ordering::Relaxed),
+            entries: self.entries.load(Ordering::Relaxed),
+        }
+    }
 }
 
 struct Shared {
@@ -566,18 +591,7 @@ pub(crate) fn stage_with(
     let plan = RecoveryPlan::from_scans(devices, run.scans, options, start)?;
     run.shared.errors.into_result()?;
     let c = &run.shared.counters;
-    let summary = Summary {
-        devices: plan.devices().len(),
-        threads: threads.max(1),
-        cut,
-        rsne: plan.rsne(),
-        scan: Duration::ZERO,
-        replay: start.elapsed(),
-        bytes: c.bytes.load(Ordering::Relaxed),
-        records: c.records.load(Ordering::Relaxed),
-        replayed: c.replayed.load(Ordering::Relaxed),
-        entries: c.entries.load(Ordering::Relaxed),
-    };
+    let summary = c.summary(&plan, cut, threads, Duration::ZERO, start.elapsed());
     Ok((plan, StagedLog { stages: run.stages, summary }))
 }
 
@@ -619,18 +633,7 @@ pub fn replay(
     }
     run.shared.errors.into_result()?;
     let c = &run.shared.counters;
-    let summary = Summary {
-        devices: plan.devices().len(),
-        threads: threads.max(1),
-        cut,
-        rsne,
-        scan: plan.scan_time(),
-        replay: start.elapsed(),
-        bytes: c.bytes.load(Ordering::Relaxed),
-        records: c.records.load(Ordering::Relaxed),
-        replayed: c.replayed.load(Ordering::Relaxed),
-        entries: c.entries.load(Ordering::Relaxed),
-    };
+    let summary = c.summary(plan, cut, threads, plan.scan_time(), start.elapsed());
     StagedLog { stages: run.stages, summary }.install(target)
 }
 
@@ -753,8 +756,7 @@ fn worker(rx: mpsc::Receiver<Batch>, shared: &Shared) -> Stage {
 
 /// A reader's way to the workers: one batch per partition.
 struct Dispatch {
-    device: DeviceId,
-    /// The device's log, for the spill files of spilled records.
+    /// The device's log (its id for errors, its spill files for spilled records).
     log: DeviceLog,
     seed: u64,
     senders: Vec<mpsc::SyncSender<Batch>>,
@@ -767,7 +769,7 @@ struct Dispatch {
 impl Dispatch {
     fn new(log: DeviceLog, seed: u64, senders: Vec<mpsc::SyncSender<Batch>>) -> Dispatch {
         let batches = senders.iter().map(|_| Batch::with_capacity()).collect();
-        Dispatch { device: log.device, log, seed, senders, batches, replayed: 0, stopped: false }
+        Dispatch { log, seed, senders, batches, replayed: 0, stopped: false }
     }
 
     /// Carries out `action` for `record` (at `segment`, `offset`): sends its entries to the
@@ -786,7 +788,7 @@ impl Dispatch {
         match action {
             Action::Skip => {}
             Action::Unsupported => {
-                let device = self.device;
+                let device = self.log.device;
                 shared.fail(Error::Unsupported { device, segment, offset, ssn: record.ssn });
                 self.stopped = true;
             }
@@ -822,7 +824,7 @@ impl Dispatch {
                     }
                 });
                 if let Err(reason) = parsed {
-                    let device = self.device;
+                    let device = self.log.device;
                     shared.fail(Error::Corrupt { device, segment, offset, reason });
                     self.stopped = true;
                 }
