@@ -134,12 +134,26 @@ pub trait LogDevice: Send + Sync + fmt::Debug {
 #[derive(Debug)]
 pub struct Pending(PendingState);
 
-#[derive(Debug)]
 enum PendingState {
     /// Already complete (synchronous devices).
     Ready(io::Result<Vec<u8>>),
+    /// Completes when the closure returns (test doubles that emulate a device with several
+    /// pairs in flight, e.g. `testing::ThrottledDevice::pipelined`).
+    Deferred(Box<dyn FnOnce() -> io::Result<Vec<u8>> + Send>),
     /// In flight on the [`UringDevice`] whose `token` is `device`.
     Uring { device: u64, id: u64 },
+}
+
+impl fmt::Debug for PendingState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PendingState::Ready(result) => f.debug_tuple("Ready").field(result).finish(),
+            PendingState::Deferred(_) => f.write_str("Deferred"),
+            PendingState::Uring { device, id } => {
+                f.debug_struct("Uring").field("device", device).field("id", id).finish()
+            }
+        }
+    }
 }
 
 impl Pending {
@@ -149,13 +163,20 @@ impl Pending {
         Pending(PendingState::Ready(result))
     }
 
-    /// The outcome of a pair that completed at submit.
+    /// A pair whose outcome `complete` waits for and returns, on the thread that waits for the
+    /// pair (for devices that emulate pairs in flight outside this module).
+    pub fn deferred(complete: impl FnOnce() -> io::Result<Vec<u8>> + Send + 'static) -> Pending {
+        Pending(PendingState::Deferred(Box::new(complete)))
+    }
+
+    /// The outcome of a pair that completed at submit, or of a deferred pair (waiting for it).
     ///
     /// # Panics
     /// If the pair is still in flight on a [`UringDevice`]: it must be waited on that device.
     pub fn into_ready(self) -> io::Result<Vec<u8>> {
         match self.0 {
             PendingState::Ready(result) => result,
+            PendingState::Deferred(complete) => complete(),
             PendingState::Uring { .. } => {
                 panic!("an io_uring pair must be waited on the UringDevice that submitted it")
             }
@@ -565,6 +586,7 @@ impl LogDevice for UringDevice {
     fn wait(&self, pending: Pending) -> io::Result<Vec<u8>> {
         let id = match pending.0 {
             PendingState::Ready(result) => return result,
+            PendingState::Deferred(complete) => return complete(),
             PendingState::Uring { device, id } => {
                 assert_eq!(device, self.token, "Pending waited on another UringDevice");
                 id

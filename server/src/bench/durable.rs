@@ -175,16 +175,33 @@ impl<S: SegmentStore> SegmentStore for CountedStore<S> {
     }
 }
 
+/// How an emulated device runs a write+sync pair (`wal::testing::ThrottledDevice`'s two models).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeviceModel {
+    /// One pair on the device at a time (`ThrottledDevice::new`).
+    Serial,
+    /// A pair's sync latency overlaps later transfers (`ThrottledDevice::pipelined`).
+    Pipelined,
+}
+
 /// An emulated device for the scaling suite: bandwidth and `fdatasync` latency.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Emulated {
     pub(super) bytes_per_sec: u64,
     pub(super) sync: Duration,
+    pub(super) model: DeviceModel,
 }
 
 impl Emulated {
     fn device(self) -> ThrottledDevice<MemDevice> {
-        ThrottledDevice::new(MemDevice::new(), self.bytes_per_sec, self.sync)
+        match self.model {
+            DeviceModel::Serial => {
+                ThrottledDevice::new(MemDevice::new(), self.bytes_per_sec, self.sync)
+            }
+            DeviceModel::Pipelined => {
+                ThrottledDevice::pipelined(MemDevice::new(), self.bytes_per_sec, self.sync)
+            }
+        }
     }
 }
 

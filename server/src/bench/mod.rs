@@ -38,6 +38,8 @@ mod wire;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use durable::DeviceModel;
+
 /// Which suite(s) to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Suite {
@@ -130,6 +132,11 @@ pub struct BenchArgs {
     /// Scaling suite: emulated `fdatasync` latency of each log device, microseconds.
     #[arg(long, default_value_t = 500)]
     pub sync_us: u64,
+    /// Scaling suite: how an emulated device treats a write+sync pair: `pipelined` (the next
+    /// pair's transfer overlaps the sync latency, as with several pairs in flight on a disk) or
+    /// `serial` (one pair on the device at a time; the device idles through every sync).
+    #[arg(long, value_enum, default_value_t = DeviceModel::Pipelined)]
+    pub device_model: DeviceModel,
     /// Scaling suite: stripe unit of the centralized log's striped device, KiB.
     #[arg(long, default_value_t = 4)]
     pub stripe_kib: u64,

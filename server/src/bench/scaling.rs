@@ -14,9 +14,12 @@
 //!   every member). It has the same total bandwidth; what differs is one sequence and one
 //!   write+sync pair at a time against `n` of them.
 //!
-//! Emulated devices complete a pair synchronously, so neither log pipelines pairs: each logger
-//! alternates "write the filled prefix, sync" and group commit batches whatever arrived in the
-//! meantime. The transactions of [`super::durable`] run two ways: blocking committers
+//! `--device-model` chooses how an emulated device runs a write+sync pair: `pipelined` (the
+//! default) sleeps through the transfer at submit and completes the pair `--sync-us` later, so
+//! a logger with pairs in flight (`LogOptions::max_in_flight`) transfers the next pair while the
+//! previous one syncs, as io_uring does on a disk that queues commands; `serial` runs the pair
+//! at submit, so each logger alternates "write, sync" and the device idles through every sync.
+//! Either way group commit batches whatever arrived in the meantime. The transactions of [`super::durable`] run two ways: blocking committers
 //! (`--committers`, default 256 threads, each in `commit_durable`), and deferred
 //! acknowledgement (one thread per core with `--sessions` sessions each, default 2048, so that
 //! enough commits are in flight to keep the devices busy; more sessions make bigger groups,
@@ -45,6 +48,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
     let device = Emulated {
         bytes_per_sec: (args.device_mbps * 1e6) as u64,
         sync: Duration::from_micros(args.sync_us),
+        model: args.device_model,
     };
     let unit = args.stripe_kib.max(1) << 10;
     let load_before = load_average();
@@ -95,10 +99,15 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
         }
     }
 
+    let model = match args.device_model {
+        super::durable::DeviceModel::Serial => "serial",
+        super::durable::DeviceModel::Pipelined => "pipelined",
+    };
     let mut out = format!(
         "### Device scaling (emulated devices, `commit_durable`)\n\n\
-         Each device: `ThrottledDevice` over `MemDevice`, {} MB/s and {} µs per `fdatasync`; \
-         group-commit timer {gc} µs. \
+         Each device: `ThrottledDevice` over `MemDevice`, {} MB/s and {} µs per `fdatasync`, \
+         {model} pairs (`--device-model`: `pipelined` overlaps a pair's sync with the next \
+         pair's transfer, `serial` runs one pair at a time); group-commit timer {gc} µs. \
          **Poplar** = `n` buffers and loggers, one SSN sequence per device. **Centralized** = \
          one buffer, one global SSN sequence and one logger over a `StripedDevice` (RAID-0, \
          {} KiB stripes) of the same `n` devices: each flush is split over the members and \
