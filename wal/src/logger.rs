@@ -4,6 +4,8 @@
 //! loop {
 //!     if fewer than max_in_flight pairs are in flight, the open segment is not empty, and
 //!       a flush is due (see below):
+//!         if a CSN waiter wants more than our DSN and our L.ssn: reserve a marker first (it
+//!           rides in this pair instead of a pair of its own after it)
 //!         close it (under the latch)                      -- everything reserved so far
 //!         while it is not filled, complete the pairs in flight (publish their DSNs)
 //!         wait until it is filled                         -- the filled-prefix rule (Alg. 2)
@@ -183,6 +185,11 @@ impl Logger {
             if self.pending.len() < self.max_in_flight {
                 let due = self.flush_due();
                 let ring_capacity = b.ring.as_ref().expect("a logged buffer has a ring").capacity();
+                if due && self.marker_behind() {
+                    // A CSN waiter wants an SSN this device has not reached: the marker rides
+                    // in the pair about to go out instead of a pair of its own afterwards.
+                    self.reserve_marker();
+                }
                 let closed = {
                     let mut l = b.latch.lock();
                     if due || l.pressed(ring_capacity) {
@@ -275,6 +282,14 @@ impl Logger {
 
     fn marker_needed_in(&self, inner: &Inner) -> bool {
         inner.wanted.load(Ordering::Acquire) > inner.dsn(self.d).0
+    }
+
+    /// Whether a CSN waiter wants an SSN above both this device's DSN and its `L.ssn`: no
+    /// record reserved so far here can satisfy it, so the flush about to start should carry a
+    /// marker.
+    fn marker_behind(&self) -> bool {
+        let wanted = self.inner.wanted.load(Ordering::Acquire);
+        wanted > self.inner.dsn(self.d).0 && wanted > self.inner.buffers[self.d].latch.lock().ssn.0
     }
 
     /// Reserves and fills an idle-device marker at SSN `>= wanted`: Algorithm 1 with base
