@@ -168,6 +168,9 @@ pub(crate) struct Inner {
     pub(crate) shutdown: AtomicBool,
     /// The largest reservation: the ring size and the smallest segment size bound it.
     pub(crate) max_record: usize,
+    /// Callbacks waiting for tickets to become durable ([`Log::when_durable`]), run by the
+    /// thread that publishes the DSN that completes them (or fails the log).
+    pub(crate) watchers: Mutex<Vec<crate::durability::Watcher>>,
 }
 
 /// The set of log buffers, one per log device, with their logger threads. `Send + Sync`;
@@ -388,6 +391,7 @@ impl Log {
             wanted: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             max_record,
+            watchers: Mutex::new(Vec::new()),
         };
         Log { inner: Arc::new(inner), loggers: Vec::new() }
     }

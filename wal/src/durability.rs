@@ -6,7 +6,10 @@
 //!
 //! - [`Log::wait_durable`] with a non-blind [`Ticket`] waits until `ssn <= CSN`;
 //! - with a blind ticket, until `ssn <= DSN(ticket.device)`;
-//! - [`Log::wait_csn`] (read-only results) until `ssn <= CSN`.
+//! - [`Log::wait_csn`] (read-only results) until `ssn <= CSN`;
+//! - [`Log::when_durable`] registers a callback instead of blocking: the logger thread whose
+//!   DSN publication makes every ticket durable runs it (no thread of the caller's waits, and
+//!   no extra wake-up between the sync and the acknowledgement).
 //!
 //! A CSN waiter records its target in `wanted` and wakes the loggers of the devices behind it;
 //! an idle one writes a marker ([`crate::logger`]), so a device with nothing to flush never
@@ -35,6 +38,23 @@ pub struct Ticket {
     pub device: DeviceId,
     /// The transaction wrote without reading: it waits only for its own device's DSN.
     pub blind: bool,
+}
+
+/// What [`Log::when_durable`] calls once, with `Ok` when every ticket is durable or the log's
+/// failure. It runs on a logger thread (or the caller's, if the outcome is known at once), so it
+/// must be quick and must not wait for the log (e.g. send on a channel).
+pub type Notify = Box<dyn FnOnce(Result<(), Error>) + Send>;
+
+/// A registered [`Notify`] and the tickets it still waits for.
+pub(crate) struct Watcher {
+    tickets: Vec<Ticket>,
+    notify: Notify,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watcher").field("tickets", &self.tickets).finish_non_exhaustive()
+    }
 }
 
 /// A recorded failure, re-creatable as an [`Error`] for every waiter.
@@ -101,6 +121,59 @@ impl Inner {
             self.devices[device].dsn.fetch_max(dsn.0, Ordering::Release);
         }
         self.durable_cv.notify_all();
+        self.run_watchers();
+    }
+
+    /// Runs (outside the lock) the watchers whose tickets are all durable now. A watcher
+    /// registered concurrently is not missed: it checks its tickets under the same lock after
+    /// the DSN it needs was stored.
+    fn run_watchers(&self) {
+        let ready: Vec<Notify> = {
+            let mut watchers = self.watchers.lock();
+            let mut ready = Vec::new();
+            let mut i = 0;
+            while i < watchers.len() {
+                watchers[i].tickets.retain(|t| !self.met(*t));
+                if watchers[i].tickets.is_empty() {
+                    ready.push(watchers.swap_remove(i).notify);
+                } else {
+                    i += 1;
+                }
+            }
+            ready
+        };
+        for notify in ready {
+            notify(Ok(()));
+        }
+    }
+
+    /// Registers `notify` for `tickets` (see [`Log::when_durable`]).
+    fn when_durable(&self, mut tickets: Vec<Ticket>, notify: Notify) {
+        if self.in_memory() {
+            return notify(Ok(()));
+        }
+        for t in &tickets {
+            self.request(*t);
+        }
+        let outcome = {
+            let mut watchers = self.watchers.lock();
+            // Acquire: pairs with the Release store in `fail`, which drains the watchers after
+            // it, under this lock.
+            if self.failed.load(Ordering::Acquire) {
+                Some(Err(self.failure_error().expect("failed implies a failure")))
+            } else {
+                tickets.retain(|t| !self.met(*t));
+                if tickets.is_empty() {
+                    Some(Ok(()))
+                } else {
+                    watchers.push(Watcher { tickets, notify });
+                    return;
+                }
+            }
+        };
+        if let Some(outcome) = outcome {
+            notify(outcome);
+        }
     }
 
     /// Fails the log with `error` (the first failure wins) and wakes everybody.
@@ -121,6 +194,10 @@ impl Inner {
             b.space.notify_all();
             b.parker.notify();
             b.demand.notify();
+        }
+        let watchers = std::mem::take(&mut *self.watchers.lock());
+        for w in watchers {
+            (w.notify)(Err(self.failure_error().expect("failed implies a failure")));
         }
     }
 
@@ -230,6 +307,15 @@ impl Log {
     /// yet are not left to the next lazy flush.
     pub fn request(&self, ticket: Ticket) {
         self.inner.request(ticket);
+    }
+
+    /// Calls `notify` once every ticket of `tickets` is durable by the acknowledge rule (`Ok`),
+    /// or with the failure if the log fails first: [`Log::wait_durable`] for every ticket
+    /// without blocking a thread. Requests the tickets (as [`Log::request`]). `notify` runs on
+    /// this thread if the outcome is known now, else on the logger thread that publishes the
+    /// last DSN needed (or fails the log): it must be quick and must not wait for the log.
+    pub fn when_durable(&self, tickets: Vec<Ticket>, notify: Notify) {
+        self.inner.when_durable(tickets, notify);
     }
 
     /// Whether `ticket` is durable now (the condition of [`Log::wait_durable`]), without

@@ -189,7 +189,7 @@ pub use device::{
     open_device, zero_fill, Backend, DeviceId, DeviceOptions, FileDevice, LogDevice, OpenedDevice,
     Pending, Preallocate, SegmentNo, UringDevice,
 };
-pub use durability::Ticket;
+pub use durability::{Notify, Ticket};
 pub use error::Error;
 pub use logger::LogOptions;
 pub use reader::{LogEnd, ReadOptions, ReadRecord, SegmentReader};

@@ -210,6 +210,46 @@ fn blind_waits_for_own_dsn_and_idle_marker_advances_csn() {
     log.wait_csn(next.ssn).unwrap();
 }
 
+/// `when_durable` runs its callback once, when the last ticket becomes durable (on the logger
+/// thread, after the gate opens), at once when the tickets already are, and with the error when
+/// the log fails first.
+#[test]
+fn when_durable_calls_back_once_the_tickets_are_durable_or_the_log_failed() {
+    let gate = Arc::new((StdMutex::new(false), StdCondvar::new()));
+    let g = gate.clone();
+    let slow = MemStore::with_wrapper(1 << 20, move |_, inner| {
+        Box::new(GatedDevice { inner, gate: g.clone() })
+    });
+    let log = Log::with_stores(
+        vec![Box::new(slow.clone()), Box::new(MemStore::new(1 << 20))],
+        &LogOptions::default(),
+    )
+    .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let on_slow = commit(&log, 0, Ssn::ZERO, b"slow", false);
+    let blind = commit(&log, 1, Ssn::ZERO, b"blind", true);
+    let t = tx.clone();
+    log.when_durable(vec![on_slow, blind], Box::new(move |outcome| t.send(outcome).unwrap()));
+    // The blind ticket alone becomes durable; the callback still waits for device 0.
+    log.wait_durable(blind).unwrap();
+    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err(), "called before device 0 synced");
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    rx.recv_timeout(Duration::from_secs(30)).expect("called back").unwrap();
+    assert!(log.is_durable(on_slow));
+    let t = tx.clone();
+    log.when_durable(vec![on_slow], Box::new(move |outcome| t.send(outcome).unwrap()));
+    assert!(rx.try_recv().expect("durable already: called at once").is_ok());
+
+    let store =
+        MemStore::with_wrapper(1 << 20, |_, inner| Box::new(FaultyDevice::new(inner).fail_sync(1)));
+    let log = Log::with_stores(vec![Box::new(store)], &LogOptions::default()).unwrap();
+    let ticket = commit(&log, 0, Ssn::ZERO, b"x", false);
+    log.when_durable(vec![ticket], Box::new(move |outcome| tx.send(outcome).unwrap()));
+    let err = rx.recv_timeout(Duration::from_secs(30)).expect("called back").unwrap_err();
+    assert!(matches!(err, Error::DeviceFailed { device: DeviceId(0), .. }), "{err:?}");
+}
+
 /// A read-only result waits for CSN; idle devices write markers so it never waits forever.
 #[test]
 fn wait_csn_on_idle_log_writes_markers_everywhere() {
