@@ -69,7 +69,8 @@
 //!
 //! `testing` (with the `testing` feature, or in this crate's tests) has `MemDevice` (crash
 //! keeps synced bytes plus a torn prefix), `FaultyDevice` (fail the Nth write/sync/read,
-//! `ENOSPC`, torn write), `ThrottledDevice` (emulated bandwidth and sync latency) and
+//! `ENOSPC`, torn write), `ThrottledDevice` (emulated bandwidth and sync latency; serial, or pipelined so that a
+//! pair's sync overlaps the next pair's transfer) and
 //! `MemStore` (in-memory segment files, each optionally wrapped). The reader is tested by
 //! truncating a log at every byte of its tail and by flipping every bit of a log. The logger
 //! tests (`tests.rs`) check, at the moment a wait returns, that a crash would keep the record
@@ -114,7 +115,9 @@
 //!    creates the next. [`Log::delete_segments_below`] removes closed segments a checkpoint
 //!    covers.
 //! 5. Durability (`durability.rs`): [`Log::wait_durable`] with a [`Ticket`] applies the
-//!    acknowledge rule; [`Log::wait_csn`] holds read-only results until `ssn <= CSN`.
+//!    acknowledge rule; [`Log::wait_csn`] holds read-only results until `ssn <= CSN`;
+//!    [`Log::when_durable`] is the same rule as a callback, run by the logger thread whose DSN
+//!    completes it (the server acknowledges this way, without a thread of its own waiting).
 //!    `synchronous_commit = off` is not waiting, and filling lazily (next section).
 //!
 //! ## Eager and lazy records
