@@ -951,8 +951,8 @@ fn func(
         return Ok(Value::Null);
     }
     Ok(match f {
-        Func::Lower => Value::Text(text_arg(&args[0]).unwrap_or_default().to_lowercase()),
-        Func::Upper => Value::Text(text_arg(&args[0]).unwrap_or_default().to_uppercase()),
+        Func::Lower => Value::Text(builtin::lower(text_arg(&args[0]).unwrap_or_default())),
+        Func::Upper => Value::Text(builtin::upper(text_arg(&args[0]).unwrap_or_default())),
         Func::Length => match &args[0] {
             Value::Bytea(b) => Value::Int32(b.len() as i32),
             other => Value::Int32(text_arg(other).unwrap_or_default().chars().count() as i32),

@@ -374,7 +374,9 @@ impl PgServer {
         let out = as_user(Command::new(bindir.join("initdb")), owner)
             .arg("-D")
             .arg(&data)
-            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])
+            // C.UTF-8: code point order like C, and the Unicode case maps of a UTF-8 system
+            // locale (upper('é') = 'É'), which Aspen follows.
+            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("cannot run initdb: {e}"))?;

@@ -238,26 +238,51 @@ fn split_part(s: &str, delim: &str, n: i64) -> Result<Value> {
     ))
 }
 
-/// `initcap`: the first letter of each alphanumeric run upper case, the rest lower case. Case
-/// maps that would change the number of characters (`ß` → `SS`) leave the character as it is,
-/// as the C library's `towupper` does.
+/// The one character `mapping` yields, if it yields exactly one.
+fn only(mut mapping: impl Iterator<Item = char>) -> Option<char> {
+    let first = mapping.next()?;
+    mapping.next().is_none().then_some(first)
+}
+
+/// A character's simple (one-to-one) upper case, as the C library's `towupper` gives it
+/// under PostgreSQL's `C.UTF-8`: a full mapping to several characters (`ß` → `SS`) leaves the
+/// character as it is.
+fn upper_char(c: char) -> char {
+    only(c.to_uppercase()).unwrap_or(c)
+}
+
+/// A character's simple lower case (`towlower`): `İ` is `i` (its full mapping adds a combining
+/// dot); any other full mapping to several characters leaves the character as it is.
+fn lower_char(c: char) -> char {
+    match c {
+        '\u{130}' => 'i',
+        _ => only(c.to_lowercase()).unwrap_or(c),
+    }
+}
+
+/// `upper(text)`, character by character ([`upper_char`]).
+pub(crate) fn upper(s: &str) -> String {
+    if s.is_ascii() {
+        return s.to_ascii_uppercase();
+    }
+    s.chars().map(upper_char).collect()
+}
+
+/// `lower(text)`, character by character ([`lower_char`]).
+pub(crate) fn lower(s: &str) -> String {
+    if s.is_ascii() {
+        return s.to_ascii_lowercase();
+    }
+    s.chars().map(lower_char).collect()
+}
+
+/// `initcap`: the first letter of each alphanumeric run upper case, the rest lower case, with
+/// the simple case maps of `upper` and `lower`.
 fn initcap(s: &str) -> String {
-    let single = |mut it: std::iter::Peekable<std::vec::IntoIter<char>>, c: char| {
-        let first = it.next();
-        match (first, it.peek()) {
-            (Some(x), None) => x,
-            _ => c,
-        }
-    };
     let mut out = String::with_capacity(s.len());
     let mut prev_alnum = false;
     for c in s.chars() {
-        let mapped = if prev_alnum {
-            single(c.to_lowercase().collect::<Vec<_>>().into_iter().peekable(), c)
-        } else {
-            single(c.to_uppercase().collect::<Vec<_>>().into_iter().peekable(), c)
-        };
-        out.push(mapped);
+        out.push(if prev_alnum { lower_char(c) } else { upper_char(c) });
         prev_alnum = c.is_alphanumeric();
     }
     out
