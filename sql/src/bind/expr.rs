@@ -847,6 +847,23 @@ impl Binder<'_> {
                 (distinct, star, args)
             }
         };
+        if name == "position" && f.name.0.len() == 1 {
+            // PostgreSQL's grammar knows only `position(a IN b)`: the call form is a syntax
+            // error at its first comma.
+            let after_first = arg_exprs
+                .first()
+                .and_then(|a| {
+                    crate::parse::offset_of(self.sql, sqlparser::ast::Spanned::span(*a).end)
+                })
+                .unwrap_or(0);
+            let comma = self.sql.get(after_first..).and_then(|rest| rest.find(','));
+            return Err(Error::Syntax {
+                message: "syntax error at or near \",\"".into(),
+                span: comma
+                    .map(|c| crate::error::Span { start: after_first + c })
+                    .or(self.span_of(e)),
+            });
+        }
         let agg = match name.as_str() {
             "count" => Some(if star { AggFunc::CountStar } else { AggFunc::Count }),
             "sum" => Some(AggFunc::Sum),
