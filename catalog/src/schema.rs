@@ -98,6 +98,17 @@ impl DataType {
         }
     }
 
+    /// The name PostgreSQL's errors give a type (`format_type_be`): without its type modifier,
+    /// e.g. `character varying` for `character varying(10)`.
+    pub fn base_name(&self) -> String {
+        match self {
+            DataType::Numeric(_) => "numeric".into(),
+            DataType::Varchar(_) => "character varying".into(),
+            DataType::Char(_) => "character".into(),
+            other => other.sql_name(),
+        }
+    }
+
     /// The name PostgreSQL's `format_type` gives, e.g. `character varying(10)`.
     pub fn sql_name(&self) -> String {
         match self {

@@ -309,7 +309,11 @@ impl fmt::Display for Error {
             Error::AmbiguousColumn { name, .. } => {
                 write!(f, "column reference \"{name}\" is ambiguous")
             }
-            Error::UndefinedFunction { name, .. } => write!(f, "{name} does not exist"),
+            // `name` is "function f(types)" or "operator <signature>", as PostgreSQL words each.
+            Error::UndefinedFunction { name, .. } => match name.strip_prefix("operator ") {
+                Some(signature) => write!(f, "operator does not exist: {signature}"),
+                None => write!(f, "{name} does not exist"),
+            },
             Error::AmbiguousFunction { name, .. } => write!(f, "{name} is not unique"),
             Error::UndefinedObject { message } => write!(f, "{message}"),
             Error::DuplicateTable { name } => write!(f, "relation \"{name}\" already exists"),

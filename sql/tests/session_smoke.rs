@@ -182,3 +182,26 @@ fn conflicting_schema_changes_fail_at_commit_and_leave_nothing() {
     assert!(run(&mut a, "SELECT p FROM y")[0].starts_with("ERROR 42703"));
     assert_eq!(run(&mut a, "SELECT k, q FROM y"), ["SELECT 1: 1,2"]);
 }
+
+/// Types in error messages are named as PostgreSQL's `format_type_be` names them: without type
+/// modifiers (the texts below are PostgreSQL 15's).
+#[test]
+fn error_messages_name_types_without_modifiers() {
+    let mut s = session();
+    assert_eq!(
+        run(&mut s, "SELECT 'a'::varchar(5) + 1"),
+        ["ERROR 42883: operator does not exist: character varying + integer"]
+    );
+    assert_eq!(
+        run(&mut s, "SELECT abs('a'::varchar(5))"),
+        ["ERROR 42883: function abs(character varying) does not exist"]
+    );
+    assert_eq!(
+        run(&mut s, "SELECT 1::numeric(5,2)::bytea"),
+        ["ERROR 42846: cannot cast type numeric to bytea"]
+    );
+    assert_eq!(
+        run(&mut s, "SELECT 'a'::char(3) = 1"),
+        ["ERROR 42883: operator does not exist: character = integer"]
+    );
+}

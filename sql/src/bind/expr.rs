@@ -26,8 +26,10 @@ impl Typed {
     }
 }
 
-fn type_name(t: &DataType) -> String {
-    t.sql_name()
+/// A type as PostgreSQL names it in errors (`format_type_be`): without its type modifier
+/// (`character varying`, not `character varying(5)`).
+pub(super) fn type_name(t: &DataType) -> String {
+    t.base_name()
 }
 
 impl Binder<'_> {
@@ -147,13 +149,7 @@ impl Binder<'_> {
                 }
                 let Some(ty) = types::common_type(&l.ty, &r.ty) else {
                     return Err(Error::UndefinedFunction {
-                        name: format!(
-                            "operator {}: {} {op} {}",
-                            "",
-                            type_name(&l.ty),
-                            type_name(&r.ty)
-                        )
-                        .replacen("operator : ", "operator ", 1),
+                        name: format!("operator {} {op} {}", type_name(&l.ty), type_name(&r.ty)),
                         span: self.span_of(node),
                     });
                 };
@@ -401,11 +397,7 @@ impl Binder<'_> {
                 } else {
                     let ty = types::common_type(&x.ty, &sub_ty).ok_or_else(|| {
                         Error::UndefinedFunction {
-                            name: format!(
-                                "operator does not exist: {} = {}",
-                                type_name(&x.ty),
-                                type_name(&sub_ty)
-                            ),
+                            name: format!("operator {} = {}", type_name(&x.ty), type_name(&sub_ty)),
                             span: self.span_of(e),
                         }
                     })?;
@@ -683,11 +675,7 @@ impl Binder<'_> {
         };
         let Some(result) = types::arith_result_type(op, &l.ty, &r.ty) else {
             return Err(Error::UndefinedFunction {
-                name: format!(
-                    "operator does not exist: {} {sym} {}",
-                    type_name(&l.ty),
-                    type_name(&r.ty)
-                ),
+                name: format!("operator {} {sym} {}", type_name(&l.ty), type_name(&r.ty)),
                 span: self.span_of(e),
             });
         };

@@ -31,12 +31,7 @@ fn arg_type_name(t: &Typed) -> String {
     if t.unknown {
         return "unknown".into();
     }
-    match t.ty {
-        DataType::Varchar(_) => "character varying".into(),
-        DataType::Char(_) => "character".into(),
-        DataType::Numeric(_) => "numeric".into(),
-        other => other.sql_name(),
-    }
+    super::expr::type_name(&t.ty)
 }
 
 /// `name(type, …)` as PostgreSQL prints a call signature.

@@ -371,7 +371,7 @@ impl Binder<'_> {
                     }
                     (_, other) => {
                         return Err(Error::UndefinedFunction {
-                            name: format!("function generate_series({})", other.sql_name()),
+                            name: format!("function generate_series({})", other.base_name()),
                             span: None,
                         })
                     }

@@ -78,7 +78,7 @@ pub fn cast_allowed(from: &DataType, to: &DataType, kind: CastKind) -> bool {
 /// `42846`: cannot cast type x to y.
 fn cannot_cast(from: &DataType, to: &DataType) -> Error {
     Error::CannotCoerce {
-        message: format!("cannot cast type {} to {}", from.sql_name(), to.sql_name()),
+        message: format!("cannot cast type {} to {}", from.base_name(), to.base_name()),
         span: None,
     }
 }
