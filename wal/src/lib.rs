@@ -76,7 +76,9 @@
 //! tests (`tests.rs`) check, at the moment a wait returns, that a crash would keep the record
 //! (and, for CSN waits, that every device's durable log reaches the SSN). `loom` models
 //! (`RUSTFLAGS="--cfg loom" cargo test -p wal`) cover Algorithm 1, the segment index's
-//! filled-prefix rule, and the logger wake-up protocol (`sync::Parker`).
+//! filled-prefix rule, the logger wake-up protocol (`sync::Parker`), and DSN/CSN publication
+//! (`durability::loom_tests`: a CSN watcher runs once, after every device published; a failure
+//! completes a racing watcher; an idle device's marker lets a CSN waiter finish).
 //!
 //! ## The life of a commit (the numbered flow)
 //!

@@ -132,6 +132,21 @@ pub(crate) struct DeviceState {
     next_spill: AtomicU64,
 }
 
+impl DeviceState {
+    /// A device with no segment files and DSN 0, for models of the DSN/CSN protocol that run
+    /// without logger threads (`durability::loom_tests`).
+    #[cfg(all(test, loom))]
+    pub(crate) fn for_model() -> DeviceState {
+        DeviceState {
+            dsn: AtomicU64::new(0),
+            store: Box::new(crate::testing::MemStore::new(1 << 16)),
+            segments: Mutex::new(Vec::new()),
+            spills: Mutex::new(Vec::new()),
+            next_spill: AtomicU64::new(0),
+        }
+    }
+}
+
 impl Inner {
     /// Records that spill file `id` belongs to the record of SSN `ssn` on `device` (from the
     /// fill of that record), so that it is deleted with the log it belongs to.
