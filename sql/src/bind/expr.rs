@@ -837,19 +837,20 @@ impl Binder<'_> {
         };
         if name == "position" && f.name.0.len() == 1 {
             // PostgreSQL's grammar knows only `position(a IN b)`: the call form is a syntax
-            // error at its first comma.
-            let after_first = arg_exprs
-                .first()
-                .and_then(|a| {
-                    crate::parse::offset_of(self.sql, sqlparser::ast::Spanned::span(*a).end)
-                })
-                .unwrap_or(0);
-            let comma = self.sql.get(after_first..).and_then(|rest| rest.find(','));
+            // error at the token after its first argument (`,`), or at `)` when it has none.
+            let from = match arg_exprs.first() {
+                Some(a) => crate::parse::offset_of(self.sql, sqlparser::ast::Spanned::span(*a).end),
+                None => self.span_of(&f.name).map(|s| s.start),
+            };
+            let at = from.and_then(|from| {
+                let rest = self.sql.get(from..)?;
+                let skip = if arg_exprs.is_empty() { rest.find('(')? + 1 } else { 0 };
+                let i = skip + rest[skip..].find(|c: char| !c.is_whitespace())?;
+                Some((from + i, rest[i..].chars().next()?))
+            });
             return Err(Error::Syntax {
-                message: "syntax error at or near \",\"".into(),
-                span: comma
-                    .map(|c| crate::error::Span { start: after_first + c })
-                    .or(self.span_of(e)),
+                message: format!("syntax error at or near \"{}\"", at.map_or(',', |(_, c)| c)),
+                span: at.map(|(start, _)| crate::error::Span { start }).or(self.span_of(e)),
             });
         }
         let agg = match name.as_str() {
