@@ -58,8 +58,8 @@ pub trait Target: Sync {
     }
 }
 
-/// One write as recovery stages it: `(table, key)` at `ssn`, with its row or a delete. A key of
-/// up to [`INLINE_KEY`] bytes is kept inline, so that the staging map compares keys without
+/// One write as recovery stages it: `(table, key)` at `ssn`, with its row or a delete. A short
+/// key is kept inline (a [`txn::IKey`], as the engine's index keys), so that the staging map compares keys without
 /// touching another allocation; the row has its own allocation, which becomes the engine's row
 /// without a copy ([`Staged::with_owned_row`]) and is reused when a newer write replaces it.
 #[derive(Clone, PartialEq, Eq)]
@@ -68,43 +68,10 @@ pub struct Staged {
     pub table: u32,
     /// The writer's SSN.
     pub ssn: Ssn,
-    key: StagedKey,
+    key: txn::IKey,
     /// Ignored (kept for reuse) when `deleted`.
     row: Vec<u8>,
     deleted: bool,
-}
-
-/// Keys up to this long are stored inside [`Staged`] (24 bytes with the length, like the
-/// engine's index keys).
-pub(crate) const INLINE_KEY: usize = 22;
-
-/// A staged key: inline when short (the common case: an encoded primary key).
-#[derive(Clone, PartialEq, Eq)]
-enum StagedKey {
-    /// `len`, bytes (only the first `len` meaningful).
-    Inline(u8, [u8; INLINE_KEY]),
-    /// A longer key.
-    Heap(Box<[u8]>),
-}
-
-impl StagedKey {
-    fn new(key: &[u8]) -> StagedKey {
-        if key.len() <= INLINE_KEY {
-            let mut buf = [0; INLINE_KEY];
-            buf[..key.len()].copy_from_slice(key);
-            StagedKey::Inline(key.len() as u8, buf)
-        } else {
-            StagedKey::Heap(key.into())
-        }
-    }
-
-    #[inline]
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            StagedKey::Inline(len, buf) => &buf[..*len as usize],
-            StagedKey::Heap(b) => b,
-        }
-    }
 }
 
 impl std::fmt::Debug for Staged {
@@ -122,7 +89,7 @@ impl Staged {
     /// A write of `row` (a delete if `None`) to `(table, key)` at `ssn`.
     pub fn new(table: u32, key: &[u8], row: Option<&[u8]>, ssn: Ssn) -> Staged {
         assert!(u32::try_from(key.len()).is_ok(), "a logged key is below 4 GiB");
-        let key = StagedKey::new(key);
+        let key = txn::IKey::new(key);
         Staged { table, ssn, key, row: row.unwrap_or_default().to_vec(), deleted: row.is_none() }
     }
 

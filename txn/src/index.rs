@@ -92,7 +92,7 @@ const INLINE: usize = 22;
 /// so that comparing index keys does not chase a pointer. Ordered, compared and hashed as the
 /// byte slice it holds (so `BTreeMap<IKey, _>` can be queried with `&[u8]`).
 #[derive(Clone)]
-pub(crate) enum IKey {
+pub enum IKey {
     /// `len`, bytes (only the first `len` meaningful).
     Inline(u8, [u8; INLINE]),
     /// A longer key.
@@ -100,7 +100,8 @@ pub(crate) enum IKey {
 }
 
 impl IKey {
-    pub(crate) fn new(bytes: &[u8]) -> IKey {
+    /// `bytes`, inline if short.
+    pub fn new(bytes: &[u8]) -> IKey {
         if bytes.len() <= INLINE {
             let mut buf = [0; INLINE];
             buf[..bytes.len()].copy_from_slice(bytes);
@@ -110,8 +111,9 @@ impl IKey {
         }
     }
 
+    /// The bytes.
     #[inline]
-    pub(crate) fn as_slice(&self) -> &[u8] {
+    pub fn as_slice(&self) -> &[u8] {
         match self {
             IKey::Inline(len, buf) => &buf[..*len as usize],
             IKey::Heap(b) => b,

@@ -128,7 +128,7 @@ use std::fmt;
 pub use checkpoint::CheckpointCut;
 pub use engine::{Engine, IndexSpec};
 pub use error::Error;
-pub use index::hash_key;
+pub use index::{hash_key, IKey};
 pub use replay::ReplayBatch;
 pub use transaction::{CommitInfo, Transaction};
 

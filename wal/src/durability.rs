@@ -130,10 +130,19 @@ impl Inner {
     fn run_watchers(&self) {
         let ready: Vec<Notify> = {
             let mut watchers = self.watchers.lock();
+            if watchers.is_empty() {
+                return;
+            }
+            // One snapshot of the DSNs, taken under the lock, for every watcher (this runs once
+            // per completed pair, with a watcher per waiting connection).
+            let dsns: Vec<Ssn> = (0..self.devices.len()).map(|d| self.dsn(d)).collect();
+            let csn = dsns.iter().copied().min().unwrap_or(Ssn::ZERO);
+            let met =
+                |t: &Ticket| t.ssn <= if t.blind { dsns[usize::from(t.device.0)] } else { csn };
             let mut ready = Vec::new();
             let mut i = 0;
             while i < watchers.len() {
-                watchers[i].tickets.retain(|t| !self.met(*t));
+                watchers[i].tickets.retain(|t| !met(t));
                 if watchers[i].tickets.is_empty() {
                     ready.push(watchers.swap_remove(i).notify);
                 } else {
@@ -355,6 +364,18 @@ mod loom_tests {
         ssn
     }
 
+    /// A callback that counts its calls in `calls` once `check` accepted the outcome.
+    fn counting(
+        calls: &Arc<AtomicU64>,
+        check: impl FnOnce(Result<(), Error>) + Send + 'static,
+    ) -> Notify {
+        let calls = calls.clone();
+        Box::new(move |outcome| {
+            check(outcome);
+            calls.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+
     fn csn_ticket(ssn: u64) -> Ticket {
         Ticket { ssn: Ssn(ssn), device: DeviceId(0), blind: false }
     }
@@ -372,13 +393,12 @@ mod loom_tests {
                     loom::thread::spawn(move || log.inner.publish_dsn(d, Ssn(5)))
                 })
                 .collect();
-            let (l, c) = (log.clone(), calls.clone());
+            let l = log.clone();
             log.when_durable(
                 vec![csn_ticket(5)],
-                Box::new(move |outcome| {
+                counting(&calls, move |outcome| {
                     assert!(outcome.is_ok());
                     assert!(l.csn() >= Ssn(5), "called before CSN reached the ticket");
-                    c.fetch_add(1, Ordering::SeqCst);
                 }),
             );
             for p in publishers {
@@ -399,13 +419,11 @@ mod loom_tests {
                 let log = log.clone();
                 loom::thread::spawn(move || log.inner.fail(&Error::NoSpace { device: DeviceId(0) }))
             };
-            let c = calls.clone();
             let blind = Ticket { ssn: Ssn(1), device: DeviceId(0), blind: true };
             log.when_durable(
                 vec![blind],
-                Box::new(move |outcome| {
+                counting(&calls, |outcome| {
                     assert!(matches!(outcome, Err(Error::NoSpace { .. })), "{outcome:?}");
-                    c.fetch_add(1, Ordering::SeqCst);
                 }),
             );
             failer.join().unwrap();
@@ -438,13 +456,9 @@ mod loom_tests {
                 })
             };
             log.inner.publish_dsn(0, Ssn(3));
-            let c = calls.clone();
             log.when_durable(
                 vec![csn_ticket(3)],
-                Box::new(move |outcome| {
-                    assert!(outcome.is_ok());
-                    c.fetch_add(1, Ordering::SeqCst);
-                }),
+                counting(&calls, |outcome| assert!(outcome.is_ok())),
             );
             let marker = logger.join().unwrap();
             assert!(marker >= Ssn(3), "marker {marker} below the target");

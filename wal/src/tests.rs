@@ -167,11 +167,9 @@ impl LogDevice for GatedDevice {
     }
 }
 
-/// A blind write waits only for its own device; a non-blind one for CSN, which a stalled
-/// device holds back until it syncs; then the idle device's marker lets the waiter finish,
-/// and recovery reads the marker.
-#[test]
-fn blind_waits_for_own_dsn_and_idle_marker_advances_csn() {
+/// A log on two devices whose device 0 (`slow`) syncs only once `open` is called, and its
+/// stores (slow, fast).
+fn gated_log() -> (Log, Arc<MemStore>, Arc<MemStore>, impl Fn()) {
     let gate = Arc::new((StdMutex::new(false), StdCondvar::new()));
     let g = gate.clone();
     let slow = MemStore::with_wrapper(1 << 20, move |_, inner| {
@@ -183,6 +181,19 @@ fn blind_waits_for_own_dsn_and_idle_marker_advances_csn() {
         &LogOptions::default(),
     )
     .unwrap();
+    let open = move || {
+        *gate.0.lock().unwrap() = true;
+        gate.1.notify_all();
+    };
+    (log, slow, fast, open)
+}
+
+/// A blind write waits only for its own device; a non-blind one for CSN, which a stalled
+/// device holds back until it syncs; then the idle device's marker lets the waiter finish,
+/// and recovery reads the marker.
+#[test]
+fn blind_waits_for_own_dsn_and_idle_marker_advances_csn() {
+    let (log, slow, fast, open_gate) = gated_log();
     let stalled = commit(&log, 0, Ssn::ZERO, b"slow", false);
     assert_eq!(stalled.ssn, Ssn(1));
     let blind = commit(&log, 1, Ssn(10), b"blind", true);
@@ -196,8 +207,7 @@ fn blind_waits_for_own_dsn_and_idle_marker_advances_csn() {
     assert_eq!(log.csn(), Ssn::ZERO, "CSN = min DSN");
     assert!(durable_records(&slow, 0).is_empty(), "nothing synced on the stalled device");
     // Open the gate: device 0 syncs its record, then (idle) a marker at >= 11.
-    *gate.0.lock().unwrap() = true;
-    gate.1.notify_all();
+    open_gate();
     log.wait_durable(nonblind).unwrap();
     let recs = durable_records(&slow, 0);
     assert_eq!(recs[0].ssn, Ssn(1));
@@ -215,16 +225,7 @@ fn blind_waits_for_own_dsn_and_idle_marker_advances_csn() {
 /// the log fails first.
 #[test]
 fn when_durable_calls_back_once_the_tickets_are_durable_or_the_log_failed() {
-    let gate = Arc::new((StdMutex::new(false), StdCondvar::new()));
-    let g = gate.clone();
-    let slow = MemStore::with_wrapper(1 << 20, move |_, inner| {
-        Box::new(GatedDevice { inner, gate: g.clone() })
-    });
-    let log = Log::with_stores(
-        vec![Box::new(slow.clone()), Box::new(MemStore::new(1 << 20))],
-        &LogOptions::default(),
-    )
-    .unwrap();
+    let (log, _, _, open_gate) = gated_log();
     let (tx, rx) = std::sync::mpsc::channel();
     let on_slow = commit(&log, 0, Ssn::ZERO, b"slow", false);
     let blind = commit(&log, 1, Ssn::ZERO, b"blind", true);
@@ -233,8 +234,7 @@ fn when_durable_calls_back_once_the_tickets_are_durable_or_the_log_failed() {
     // The blind ticket alone becomes durable; the callback still waits for device 0.
     log.wait_durable(blind).unwrap();
     assert!(rx.recv_timeout(Duration::from_millis(50)).is_err(), "called before device 0 synced");
-    *gate.0.lock().unwrap() = true;
-    gate.1.notify_all();
+    open_gate();
     rx.recv_timeout(Duration::from_secs(30)).expect("called back").unwrap();
     assert!(log.is_durable(on_slow));
     let t = tx.clone();

@@ -26,12 +26,6 @@ impl Typed {
     }
 }
 
-/// A type as PostgreSQL names it in errors (`format_type_be`): without its type modifier
-/// (`character varying`, not `character varying(5)`).
-pub(super) fn type_name(t: &DataType) -> String {
-    t.base_name()
-}
-
 impl Binder<'_> {
     /// Binds `e` and coerces it to `ty` with the given cast context (e.g. a WHERE clause to
     /// boolean, an assignment to the column type).
@@ -61,7 +55,7 @@ impl Binder<'_> {
             return Err(Error::DatatypeMismatch {
                 message: format!(
                     "argument of {clause} must be type boolean, not type {}",
-                    type_name(&t.ty)
+                    t.ty.base_name()
                 ),
                 span: self.span_of(e),
             });
@@ -108,10 +102,10 @@ impl Binder<'_> {
         let message = match kind {
             CastKind::Assignment => format!(
                 "expression is of type {} but the target is of type {}",
-                type_name(&t.ty),
-                type_name(&to)
+                t.ty.base_name(),
+                to.base_name()
             ),
-            _ => format!("cannot cast type {} to {}", type_name(&t.ty), type_name(&to)),
+            _ => format!("cannot cast type {} to {}", t.ty.base_name(), to.base_name()),
         };
         let span = self.span_of(node);
         Err(match kind {
@@ -149,7 +143,7 @@ impl Binder<'_> {
                 }
                 let Some(ty) = types::common_type(&l.ty, &r.ty) else {
                     return Err(Error::UndefinedFunction {
-                        name: format!("operator {} {op} {}", type_name(&l.ty), type_name(&r.ty)),
+                        name: format!("operator {} {op} {}", l.ty.base_name(), r.ty.base_name()),
                         span: self.span_of(node),
                     });
                 };
@@ -219,7 +213,7 @@ impl Binder<'_> {
                     };
                     if !is_numeric(&t.ty) {
                         return Err(Error::UndefinedFunction {
-                            name: format!("operator - {}", type_name(&t.ty)),
+                            name: format!("operator - {}", t.ty.base_name()),
                             span: self.span_of(e),
                         });
                     }
@@ -281,8 +275,8 @@ impl Binder<'_> {
                                 Error::DatatypeMismatch {
                                     message: format!(
                                         "IN types {} and {} cannot be matched",
-                                        type_name(&cur),
-                                        type_name(&i.ty)
+                                        cur.base_name(),
+                                        i.ty.base_name()
                                     ),
                                     span: self.span_of(e),
                                 }
@@ -397,7 +391,7 @@ impl Binder<'_> {
                 } else {
                     let ty = types::common_type(&x.ty, &sub_ty).ok_or_else(|| {
                         Error::UndefinedFunction {
-                            name: format!("operator {} = {}", type_name(&x.ty), type_name(&sub_ty)),
+                            name: format!("operator {} = {}", x.ty.base_name(), sub_ty.base_name()),
                             span: self.span_of(e),
                         }
                     })?;
@@ -675,7 +669,7 @@ impl Binder<'_> {
         };
         let Some(result) = types::arith_result_type(op, &l.ty, &r.ty) else {
             return Err(Error::UndefinedFunction {
-                name: format!("operator {} {sym} {}", type_name(&l.ty), type_name(&r.ty)),
+                name: format!("operator {} {sym} {}", l.ty.base_name(), r.ty.base_name()),
                 span: self.span_of(e),
             });
         };
@@ -739,8 +733,8 @@ impl Binder<'_> {
                     types::common_type(&cur, &t.ty).ok_or_else(|| Error::DatatypeMismatch {
                         message: format!(
                             "{what} types {} and {} cannot be matched",
-                            type_name(&cur),
-                            type_name(&t.ty)
+                            cur.base_name(),
+                            t.ty.base_name()
                         ),
                         span: self.span_of(e),
                     })?
@@ -764,7 +758,7 @@ impl Binder<'_> {
         };
         if !is_numeric(&first.ty) {
             return Err(Error::UndefinedFunction {
-                name: format!("function {}({})", func_name(func), type_name(&first.ty)),
+                name: format!("function {}({})", func_name(func), first.ty.base_name()),
                 span: self.span_of(e),
             });
         }
@@ -876,7 +870,7 @@ impl Binder<'_> {
             name: format!(
                 "function {name}({})",
                 args.iter()
-                    .map(|a| if a.unknown { "unknown".to_string() } else { type_name(&a.ty) })
+                    .map(|a| if a.unknown { "unknown".to_string() } else { a.ty.base_name() })
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -1039,7 +1033,7 @@ impl Binder<'_> {
                         DataType::Float64 => DataType::Float64,
                         other => {
                             return Err(Error::UndefinedFunction {
-                                name: format!("function sum({})", type_name(&other)),
+                                name: format!("function sum({})", other.base_name()),
                                 span: self.span_of(e),
                             })
                         }
@@ -1052,7 +1046,7 @@ impl Binder<'_> {
                         DataType::Float32 | DataType::Float64 => DataType::Float64,
                         other => {
                             return Err(Error::UndefinedFunction {
-                                name: format!("function avg({})", type_name(&other)),
+                                name: format!("function avg({})", other.base_name()),
                                 span: self.span_of(e),
                             })
                         }
@@ -1060,7 +1054,7 @@ impl Binder<'_> {
                     AggFunc::Min | AggFunc::Max => match t.ty {
                         DataType::Bool | DataType::Bytea => {
                             return Err(Error::UndefinedFunction {
-                                name: format!("function {name}({})", type_name(&t.ty)),
+                                name: format!("function {name}({})", t.ty.base_name()),
                                 span: self.span_of(e),
                             })
                         }

@@ -31,7 +31,7 @@ fn arg_type_name(t: &Typed) -> String {
     if t.unknown {
         return "unknown".into();
     }
-    super::expr::type_name(&t.ty)
+    t.ty.base_name()
 }
 
 /// `name(type, …)` as PostgreSQL prints a call signature.
