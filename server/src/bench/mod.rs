@@ -74,6 +74,18 @@ pub enum WireClient {
     Pgbench,
 }
 
+/// The PostgreSQL baselines of the wire suite (both acknowledge before durability).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PgBaseline {
+    /// `synchronous_commit = off`, `fsync` on: it writes and flushes its WAL in the background,
+    /// as Aspen with `--synchronous-commit off` does with its log.
+    SyncCommitOff,
+    /// `fsync`, `synchronous_commit` and `full_page_writes` off: it flushes nothing.
+    FsyncOff,
+    /// Both, in the same run.
+    Both,
+}
+
 /// Options of `aspen bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
@@ -167,6 +179,10 @@ pub struct BenchArgs {
     /// the machine goes to the servers).
     #[arg(long, value_enum, default_value = "tokio-postgres")]
     pub wire_client: WireClient,
+    /// Wire suite: the PostgreSQL configuration(s) Aspen (`--synchronous-commit off`) is
+    /// compared with.
+    #[arg(long, value_enum, default_value = "both")]
+    pub pg_baseline: PgBaseline,
     /// Wire suite: the `aspen` binary to start (default: `aspen` next to this executable).
     #[arg(long, value_name = "PATH")]
     pub aspen_bin: Option<PathBuf>,

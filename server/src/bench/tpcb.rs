@@ -19,7 +19,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::wire::{start_aspen, start_postgres, wait_ready, Server, TempDir};
+use super::wire::{start_aspen, start_postgres, wait_ready, PgMode, Server, TempDir};
 use super::BenchArgs;
 
 type BoxError = Box<dyn std::error::Error>;
@@ -159,7 +159,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
         servers.push(start_aspen(args, &tmp.0, true)?);
     }
     if !args.no_postgres {
-        servers.push(start_postgres(args, &tmp.0, true)?);
+        servers.push(start_postgres(args, &tmp.0, PgMode::Durable)?);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let mut versions = Vec::new();

@@ -1,16 +1,17 @@
-//! The wire suite: one tokio-postgres client, Aspen and PostgreSQL 15 in one run.
+//! The wire suite: one client, Aspen and PostgreSQL 15 in one run.
 //!
 //! 1. Start `aspen serve --listen 127.0.0.1:0 --synchronous-commit off` on a fresh data
-//!    directory and read the port from its `aspen listening on HOST:PORT` line; start a
-//!    throwaway PostgreSQL 15 cluster
-//!    (`initdb`, then `postgres` with `fsync=off`, `synchronous_commit=off` and
-//!    `full_page_writes=off`, as the `postgres` OS user when we are root). Everything lives in one
-//!    temporary directory, removed at the end; both servers are stopped on every exit path.
+//!    directory and read the port from its `aspen listening on HOST:PORT` line; start one or two
+//!    throwaway PostgreSQL 15 clusters (`--pg-baseline`; `initdb`, then `postgres` as the
+//!    `postgres` OS user when we are root): with `synchronous_commit=off` (WAL flushed in the
+//!    background, as Aspen's log is) and with `fsync=off`, `synchronous_commit=off` and
+//!    `full_page_writes=off` (nothing flushed). Everything lives in one temporary directory,
+//!    removed at the end; every server is stopped on every exit path.
 //! 2. On each system, create `kv(k int8 primary key, v int8, pad text)` and load `--rows` rows
 //!    with a prepared multi-row INSERT (PostgreSQL then gets `VACUUM ANALYZE`).
 //! 3. For each workload — prepared point select `SELECT v, pad FROM kv WHERE k = $1`, prepared
 //!    autocommit update `UPDATE kv SET v = v + 1 WHERE k = $1` — run [`ROUNDS`] rounds, and in
-//!    each round measure Aspen then PostgreSQL for one `--seconds` window with `--clients`
+//!    each round measure Aspen then each PostgreSQL for one `--seconds` window with `--clients`
 //!    connections over uniformly random keys. Alternating the systems spreads any drift of the
 //!    machine (other processes, thermal) over both.
 //!
@@ -37,7 +38,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls};
 
 use super::tpcb::Script;
-use super::{fmt_rate, BenchArgs, Rng, WireClient};
+use super::{fmt_rate, BenchArgs, PgBaseline, Rng, WireClient};
 
 /// Measurement rounds per workload; each round measures every system once.
 const ROUNDS: usize = 2;
@@ -222,8 +223,8 @@ fn free_port() -> std::io::Result<u16> {
 }
 
 /// Starts `aspen serve` on a fresh data directory under `tmp`. `durable`: the default
-/// (`synchronous_commit = on`); otherwise `--synchronous-commit off`, the counterpart of the
-/// PostgreSQL settings of [`start_postgres`] with `durable = false`.
+/// (`synchronous_commit = on`); otherwise `--synchronous-commit off`, the counterpart of
+/// [`PgMode::SyncCommitOff`].
 pub(super) fn start_aspen(args: &BenchArgs, tmp: &Path, durable: bool) -> Result<Server, BoxError> {
     let bin = match &args.aspen_bin {
         Some(bin) => bin.clone(),
@@ -275,15 +276,56 @@ pub(super) fn start_aspen(args: &BenchArgs, tmp: &Path, durable: bool) -> Result
     }
 }
 
-/// Starts a throwaway PostgreSQL 15 under `tmp`. `durable`: its defaults (`fsync`,
-/// `synchronous_commit` and `full_page_writes` on); otherwise all three off.
+/// How a throwaway PostgreSQL is configured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PgMode {
+    /// Its defaults: `fsync`, `synchronous_commit` and `full_page_writes` on.
+    Durable,
+    /// `synchronous_commit = off` only: commits are acknowledged before their WAL is flushed,
+    /// the WAL writer writes and flushes it in the background, as Aspen's
+    /// `--synchronous-commit off` does with its log.
+    SyncCommitOff,
+    /// `fsync`, `synchronous_commit` and `full_page_writes` all off: nothing is ever flushed
+    /// (the match for an engine without a log).
+    FsyncOff,
+}
+
+impl PgMode {
+    /// The server's name in reports.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            PgMode::Durable | PgMode::SyncCommitOff => "PostgreSQL",
+            PgMode::FsyncOff => "PostgreSQL (fsync=off)",
+        }
+    }
+
+    fn settings(self) -> &'static [&'static str] {
+        match self {
+            PgMode::Durable => &[],
+            PgMode::SyncCommitOff => &["-c", "synchronous_commit=off"],
+            PgMode::FsyncOff => {
+                &["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+            }
+        }
+    }
+
+    fn dir_name(self) -> &'static str {
+        match self {
+            PgMode::Durable => "pg",
+            PgMode::SyncCommitOff => "pg-async",
+            PgMode::FsyncOff => "pg-nofsync",
+        }
+    }
+}
+
+/// Starts a throwaway PostgreSQL 15 under `tmp`, configured as `mode` says.
 pub(super) fn start_postgres(
     args: &BenchArgs,
     tmp: &Path,
-    durable: bool,
+    mode: PgMode,
 ) -> Result<Server, BoxError> {
     let bin = &args.pg_bin_dir;
-    let dir = tmp.join("pg");
+    let dir = tmp.join(mode.dir_name());
     let data = dir.join("data");
     std::fs::create_dir_all(&dir)?;
     if running_as_root() {
@@ -311,16 +353,12 @@ pub(super) fn start_postgres(
         .arg("-k")
         .arg(&dir)
         .args(["-c", "listen_addresses=127.0.0.1"])
-        .args(if durable {
-            &[][..]
-        } else {
-            &["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"][..]
-        })
+        .args(mode.settings())
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&log)?)
         .stderr(std::fs::File::create(dir.join("postgres.stderr"))?)
         .spawn()?;
-    Ok(Server { name: "PostgreSQL", port, child, pg: Some((bin.join("pg_ctl"), data)), log })
+    Ok(Server { name: mode.name(), port, child, pg: Some((bin.join("pg_ctl"), data)), log })
 }
 
 async fn connect(server: &Server) -> Result<Client, tokio_postgres::Error> {
@@ -516,10 +554,17 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
     } else {
         servers.push(start_aspen(args, &tmp.0, false)?);
     }
+    let baselines: &[PgMode] = match args.pg_baseline {
+        PgBaseline::SyncCommitOff => &[PgMode::SyncCommitOff],
+        PgBaseline::FsyncOff => &[PgMode::FsyncOff],
+        PgBaseline::Both => &[PgMode::SyncCommitOff, PgMode::FsyncOff],
+    };
     if args.no_postgres {
         skipped.push("PostgreSQL (--no-postgres)".to_string());
     } else {
-        servers.push(start_postgres(args, &tmp.0, false)?);
+        for &mode in baselines {
+            servers.push(start_postgres(args, &tmp.0, mode)?);
+        }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let result = runtime.block_on(drive(args, rows, &mut servers, &tmp.0));
@@ -531,25 +576,33 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
     let (versions, mut results) = result?;
 
     let aspen_idx = servers_index(&versions, "Aspen");
-    let pg_idx = servers_index(&versions, "PostgreSQL");
-    let pg_version = pg_idx.map_or_else(|| "not run".to_string(), |i| versions[i].1.clone());
+    let pg_version = versions
+        .iter()
+        .find(|(name, _)| *name != "Aspen")
+        .map_or_else(|| "not run".to_string(), |(_, v)| v.clone());
     let client = match args.wire_client {
         WireClient::TokioPostgres => "tokio-postgres",
         WireClient::Pgbench => "pgbench -M prepared",
     };
+    let order: Vec<&str> = versions.iter().map(|(name, _)| *name).collect();
     let mut out = format!(
         "### Over the wire ({client}, prepared statements)\n\n\
          `kv(k int8 primary key, v int8, pad text)`, {rows} rows, pad {PAD_LEN} chars; \
          {} client connections; uniformly random keys; {ROUNDS} rounds of {:.0} s per system and \
-         workload, alternating Aspen, PostgreSQL, Aspen, PostgreSQL. Client and servers share \
-         this machine. **Both acknowledge before durability: PostgreSQL {pg_version} with \
-         `fsync=off`, `synchronous_commit=off` and `full_page_writes=off`, Aspen with \
-         `--synchronous-commit off`** (its log is still written, in the background). The \
-         durable comparison is the TPC-B suite. 40001 errors are retried by the client and \
+         workload, alternating {}. Client and servers share this machine. **Both acknowledge \
+         before durability.** Aspen runs with `--synchronous-commit off` (its log is still \
+         written and synced, in the background). PostgreSQL {pg_version}: `PostgreSQL` runs \
+         with `synchronous_commit=off` (its WAL writer writes and flushes in the background: \
+         the match for Aspen now that Aspen has a log), `PostgreSQL (fsync=off)` with \
+         `fsync=off`, `synchronous_commit=off` and `full_page_writes=off` (it flushes nothing: \
+         the match for an engine without a log, used before Aspen had one). The durable \
+         comparison is the TPC-B suite. 40001 errors are retried by the client and \
          counted.\n\n\
-         | workload | Aspen ops/s | PostgreSQL ops/s | Aspen / PostgreSQL | target | Aspen p50 / p99 µs | PostgreSQL p50 / p99 µs | 40001 retries (Aspen / PG) |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|\n",
-        args.clients, args.window().as_secs_f64(),
+         | workload | baseline | Aspen ops/s | baseline ops/s | Aspen / baseline | target | Aspen p50 / p99 µs | baseline p50 / p99 µs | 40001 retries (Aspen / baseline) |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        args.clients,
+        args.window().as_secs_f64(),
+        order.join(", "),
     );
     let mut rounds = String::new();
     for (workload, target) in [(Workload::PointSelect, "≥ 1.5×"), (Workload::Update, "≥ 2×")]
@@ -566,18 +619,23 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
             }
         };
         let (a_rate, a_lat, a_retries) = cell(aspen_idx);
-        let (p_rate, p_lat, p_retries) = cell(pg_idx);
-        let ratio = match (a_rate, p_rate) {
-            (Some(a), Some(p)) if p > 0.0 => format!("**{:.2}×**", a / p),
-            _ => "n/a".into(),
-        };
         let show = |r: Option<f64>| r.map_or("not run".into(), fmt_rate);
-        out.push_str(&format!(
-            "| {} | {} | {} | {ratio} | {target} | {a_lat} | {p_lat} | {a_retries} / {p_retries} |\n",
-            workload.label(),
-            show(a_rate),
-            show(p_rate),
-        ));
+        for (i, (name, _)) in versions.iter().enumerate() {
+            if Some(i) == aspen_idx {
+                continue;
+            }
+            let (p_rate, p_lat, p_retries) = cell(Some(i));
+            let ratio = match (a_rate, p_rate) {
+                (Some(a), Some(p)) if p > 0.0 => format!("**{:.2}×**", a / p),
+                _ => "n/a".into(),
+            };
+            out.push_str(&format!(
+                "| {} | {name} | {} | {} | {ratio} | {target} | {a_lat} | {p_lat} | {a_retries} / {p_retries} |\n",
+                workload.label(),
+                show(a_rate),
+                show(p_rate),
+            ));
+        }
         for (i, (name, _)) in versions.iter().enumerate() {
             let per_round: Vec<String> = results
                 .rounds
@@ -597,8 +655,8 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
         "\nPer round (ops/s, in run order):\n\n| workload | system | rounds |\n|---|---|---|\n{rounds}"
     ));
     out.push_str(&format!(
-        "\nLoad average after the suite: {} (both systems alternate, so other work on the \
-         machine affects both).\n",
+        "\nLoad average after the suite: {} (the systems alternate, so other work on the \
+         machine affects all of them).\n",
         super::load_average()
     ));
     if !skipped.is_empty() {
