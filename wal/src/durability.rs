@@ -157,12 +157,14 @@ impl Inner {
     }
 
     /// Registers `notify` for `tickets` (see [`Log::when_durable`]).
-    fn when_durable(&self, mut tickets: Vec<Ticket>, notify: Notify) {
+    fn when_durable(&self, mut tickets: Vec<Ticket>, notify: Notify, request: bool) {
         if self.in_memory() {
             return notify(Ok(()));
         }
-        for t in &tickets {
-            self.request(*t);
+        if request {
+            for t in &tickets {
+                self.request(*t);
+            }
         }
         let outcome = {
             let mut watchers = self.watchers.lock();
@@ -324,7 +326,16 @@ impl Log {
     /// this thread if the outcome is known now, else on the logger thread that publishes the
     /// last DSN needed (or fails the log): it must be quick and must not wait for the log.
     pub fn when_durable(&self, tickets: Vec<Ticket>, notify: Notify) {
-        self.inner.when_durable(tickets, notify);
+        self.inner.when_durable(tickets, notify, true);
+    }
+
+    /// [`Log::when_durable`] without the request: `notify` runs once the tickets are durable,
+    /// but records filled lazily ([`crate::Reservation::lazy`]) are not written for it until
+    /// somebody requests them ([`Log::request`]) or the lazy timer runs out. For a caller that
+    /// requests many tickets at once, when it has nothing else to do (demand-driven group
+    /// commit: the server's connection threads request before they go idle).
+    pub fn watch(&self, tickets: Vec<Ticket>, notify: Notify) {
+        self.inner.when_durable(tickets, notify, false);
     }
 
     /// Whether `ticket` is durable now (the condition of [`Log::wait_durable`]), without

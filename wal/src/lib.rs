@@ -119,18 +119,22 @@
 //! 5. Durability (`durability.rs`): [`Log::wait_durable`] with a [`Ticket`] applies the
 //!    acknowledge rule; [`Log::wait_csn`] holds read-only results until `ssn <= CSN`;
 //!    [`Log::when_durable`] is the same rule as a callback, run by the logger thread whose DSN
-//!    completes it (the server acknowledges this way, without a thread of its own waiting).
-//!    `synchronous_commit = off` is not waiting, and filling lazily (next section).
+//!    completes it; [`Log::watch`] registers such a callback without asking for the records
+//!    (the server acknowledges this way, without a thread of its own waiting, and requests
+//!    the records when its connection thread goes idle). `synchronous_commit = off` is not
+//!    waiting, and filling lazily (next section).
 //!
 //! ## Eager and lazy records
 //!
 //! An eager fill (the default) raises its device's `want` and wakes the logger: somebody will
 //! wait for it, so it goes out now. A record filled after [`Reservation::lazy`]
-//! (`synchronous_commit = off`: nobody waits) wakes nobody; it goes out with the next record
-//! somebody wants on that device, when the open segment holds a quarter of the ring or a
-//! reserver waits for space, at shutdown, or `lazy_flush_delay` (PostgreSQL's
-//! `wal_writer_delay`, default 10 ms) after the logger first saw it. Waiting for a lazy
-//! record's ticket asks for it ([`Log::request`]), so correctness never depends on the timer.
+//! (`synchronous_commit = off`: nobody waits; or a waiter that will [`Log::request`] it later,
+//! batching the requests of many commits: demand-driven group commit) wakes nobody; it goes
+//! out with the next record somebody wants on that device, when the open segment holds a
+//! quarter of the ring or a reserver waits for space, at shutdown, or `lazy_flush_delay`
+//! (PostgreSQL's `wal_writer_delay`, default 10 ms) after the logger first saw it. Waiting for
+//! a lazy record's ticket asks for it ([`Log::request`]), so correctness never depends on the
+//! timer.
 //! This turns one write+`fdatasync` pair per asynchronous commit into a few big ones.
 //!
 //! ## Large transactions

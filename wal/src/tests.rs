@@ -651,6 +651,30 @@ fn lazy_records_wait_for_somebody_to_want_them() {
     }
 }
 
+/// `watch` registers a callback like `when_durable` but asks for nothing: a lazy record it
+/// watches stays in the buffer until somebody requests it (demand-driven group commit).
+#[test]
+fn watch_waits_for_a_request_and_then_calls_back() {
+    let (stores, boxed) = stores(2, 1 << 20);
+    let log = Log::with_stores(boxed, &lazy_options()).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let a = commit_lazy(&log, 0, Ssn::ZERO, b"a", false);
+    let b = commit_lazy(&log, 1, Ssn::ZERO, b"b", false);
+    let t = tx.clone();
+    log.watch(vec![a, b], Box::new(move |outcome| t.send(outcome).unwrap()));
+    // No timing in the other direction: a correct logger never writes them unasked.
+    assert!(rx.recv_timeout(Duration::from_millis(20)).is_err(), "called back unrequested");
+    assert!(durable_records(&stores[0], 0).is_empty(), "a lazy record went out unasked");
+    assert!(durable_records(&stores[1], 1).is_empty(), "a lazy record went out unasked");
+    // One request for the larger SSN asks every device for everything up to it.
+    log.request(if a.ssn > b.ssn { a } else { b });
+    rx.recv_timeout(Duration::from_secs(30)).expect("called back").unwrap();
+    assert!(log.is_durable(a) && log.is_durable(b));
+    // Already durable: called at once.
+    log.watch(vec![a], Box::new(move |outcome| tx.send(outcome).unwrap()));
+    assert!(rx.try_recv().expect("durable already: called at once").is_ok());
+}
+
 #[test]
 fn lazy_records_go_out_when_the_timer_runs_out() {
     let (stores, boxed) = stores(1, 1 << 20);
