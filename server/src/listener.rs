@@ -53,6 +53,9 @@ impl ConnectionThread {
             .enable_all()
             .thread_stack_size(STACK_SIZE)
             .thread_name(format!("conn-{i}-blocking"))
+            // Demand-driven group commit: the commits that wait on this thread are requested
+            // when it has nothing else to run (see `crate::ack`).
+            .on_thread_park(crate::ack::request_deferred)
             .build()?;
         let handle = runtime.handle().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -60,6 +63,7 @@ impl ConnectionThread {
             .name(format!("conn-{i}"))
             .stack_size(STACK_SIZE)
             .spawn(move || {
+            crate::ack::requests_at_park();
             runtime.block_on(async {
                 let _ = stopped.await;
             });

@@ -786,7 +786,9 @@ impl Session {
     /// SSN ≤ CSN. With `synchronous_commit = off` nothing waits (as in PostgreSQL).
     fn commit(&mut self, mut t: txn::Transaction) -> Result<()> {
         let synchronous = self.synchronous_commit();
-        if !synchronous {
+        // Nobody waits for the record now: with `synchronous_commit = off` never, with
+        // deferred acknowledgements not until the caller requests the ticket.
+        if !synchronous || self.defer_acks {
             t.set_lazy_log();
         }
         let info = t.commit().map_err(exec::txn_error)?;

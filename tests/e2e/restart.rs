@@ -90,6 +90,56 @@ async fn async_commits_seen_by_a_synchronous_reader_survive_a_crash() {
     assert_eq!(row.get::<_, i64>(0), 200, "a synchronous reader saw them: they must survive");
 }
 
+/// Demand-driven group commit (`server::ack`): a synchronous commit's record is filled lazily
+/// and requested when its connection thread goes idle. With the lazy timer at an hour, every
+/// commit is still acknowledged at once (a request that never came would leave it waiting for
+/// the hour: the statement timeout fails the test), from one connection and from many at
+/// once, and everything acknowledged survives a SIGKILL.
+#[tokio::test]
+async fn synchronous_commits_are_requested_without_the_lazy_timer_and_survive_a_crash() {
+    if tests::against_pg() {
+        println!("this test is Aspen-only, skipping under TEST_AGAINST_PG=1");
+        return;
+    }
+    let args = vec![OsString::from("--wal-writer-delay-ms"), OsString::from("3600000")];
+    let mut server = AspenServer::try_start_in(fresh_data_dir().expect("data dir"), args)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let c = timed("connect", connect(server.port())).await.expect("connect");
+    timed("ddl", c.batch_execute("CREATE TABLE t (id int PRIMARY KEY, v int)")).await.unwrap();
+    let insert = c.prepare("INSERT INTO t VALUES ($1, 0)").await.expect("prepare");
+    for id in 0..50i32 {
+        timed("lone insert", c.execute(&insert, &[&id])).await.expect("insert");
+    }
+    let tasks: Vec<_> = (1..=8i32)
+        .map(|k| {
+            let port = server.port();
+            tokio::spawn(async move {
+                let c = timed("connect", connect(port)).await.expect("connect");
+                let insert = c.prepare("INSERT INTO t VALUES ($1, $2)").await.expect("prepare");
+                let update = c.prepare("UPDATE t SET v = v + 1 WHERE id = $1").await.unwrap();
+                for i in 0..50i32 {
+                    timed("insert", c.execute(&insert, &[&(k * 1000 + i), &k])).await.unwrap();
+                    // Updates of the first rows conflict now and then: retried, as clients do.
+                    while let Err(e) = timed("update", c.execute(&update, &[&(i % 5)])).await {
+                        assert_eq!(sqlstate(&e), Some("40001"), "{e}");
+                    }
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("a client task");
+    }
+    drop(c);
+    server.restart();
+    let c = timed("reconnect", connect(server.port())).await.expect("connect after restart");
+    let row = timed("count", c.query_one("SELECT count(*), sum(v) FROM t", &[])).await.unwrap();
+    assert_eq!(row.get::<_, i64>(0), 50 + 8 * 50, "every acknowledged insert survives");
+    let sum: i64 = row.get(1);
+    // Inserted values 1..=8 fifty times each, plus 400 acknowledged increments.
+    assert_eq!(sum, 50 * (1..=8).sum::<i64>() + 400, "every acknowledged update survives");
+}
+
 /// The spill files (`spill-<id>.dat`) in every log device directory of `data_dir`.
 fn spill_files(data_dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();

@@ -41,8 +41,8 @@
 //!             hold an unfilled reservation across anything else). blind = no reads, no scans.
 //!             A payload above `log.spill_threshold()` is first written to a spill file
 //!             (`log.spill`, synced) and the record is a `Spilled` one naming it; the
-//!             record is lazy (`Reservation::lazy`) under `synchronous_commit = off`
-//!             ([`Transaction::set_lazy_log`]).
+//!             record is lazy (`Reservation::lazy`) under `synchronous_commit = off` and
+//!             when the waiter will request it ([`Transaction::set_lazy_log`]).
 //!             A log error here rolls back like a conflict ([`Error::Log`]).
 //!             Read-only: ssn = base, nothing reserved, no ticket.
 //!             Writers enter the checkpoint install gate just before reserving.

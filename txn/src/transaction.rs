@@ -77,7 +77,8 @@ pub struct Transaction {
     pub(crate) writes: BTreeMap<TableId, TableWrites>,
     /// The max wssn of everything observed so far (rows read, scan entries, tombstones).
     pub(crate) base: u64,
-    /// Nobody will wait for this transaction's record: see [`Transaction::set_lazy_log`].
+    /// Nobody will wait for this transaction's record unasked: see
+    /// [`Transaction::set_lazy_log`].
     pub(crate) lazy_log: bool,
 }
 
@@ -159,7 +160,8 @@ impl Transaction {
     }
 
     /// Says that nobody will wait for this transaction to become durable
-    /// (`synchronous_commit = off`): its value record is filled lazily
+    /// (`synchronous_commit = off`), or not before asking for it with `wal::Log::request`
+    /// (the server's demand-driven group commit): its value record is filled lazily
     /// ([`wal::Reservation::lazy`]), so the logger writes it with the next record somebody
     /// waits for, or after `wal::LogOptions::lazy_flush_delay`, instead of waking up for it.
     /// Waiting for its ticket later still works (the wait asks the loggers for it).

@@ -324,10 +324,13 @@ pub(super) enum Commit {
     /// Deferred acknowledgement, as a server that does not block a thread per commit does
     /// (`server::ack`): each committer thread serves `sessions` sessions round robin (session
     /// `j` of thread `i` uses log buffer `i · sessions + j`). It runs a session's transaction
-    /// with `commit()`, keeps the ticket, and acknowledges tickets in commit order once
-    /// `Log::is_durable` says so; a session's next transaction starts only after its previous
-    /// one was acknowledged, so when all `sessions` wait, the thread blocks in
-    /// `Log::wait_durable` on the oldest. Latency is commit → acknowledgement seen.
+    /// with `commit()`, its record filled lazily, keeps the ticket, and acknowledges tickets in
+    /// commit order once `Log::is_durable` says so; a session's next transaction starts only
+    /// after its previous one was acknowledged, so when all `sessions` wait, the thread blocks
+    /// in `Log::wait_durable` on the oldest. Its tickets are requested (`Log::request`) every
+    /// `server::ack::REQUEST_BATCH` commits and before it blocks: the server's demand-driven
+    /// group commit, where a connection thread requests before it parks. Latency is commit →
+    /// acknowledgement seen.
     Deferred { sessions: usize },
 }
 
@@ -395,6 +398,8 @@ impl Bed {
         durable: bool,
         buffer: usize,
         rng: &mut Rng,
+        // Fill the record lazily (`Transaction::set_lazy_log`): somebody requests it later.
+        lazy: bool,
     ) -> Result<(txn::CommitInfo, Instant, u64), txn::Error> {
         let types = row_types();
         let mut conflicts = 0;
@@ -405,6 +410,9 @@ impl Bed {
         let kb = key(k);
         loop {
             let mut t = self.engine.begin(buffer);
+            if lazy {
+                t.set_lazy_log();
+            }
             let prepared = match workload {
                 Workload::Insert => t.insert(TABLE, kb.clone(), row(k, 0, &self.pad)),
                 Workload::Rmw => (|| {
@@ -479,7 +487,7 @@ fn committer(
         Commit::NoWait | Commit::Durable => {
             while !stop.load(Ordering::Relaxed) {
                 let (_, started, retried) =
-                    bed.run_one(workload, commit == Commit::Durable, id, &mut rng)?;
+                    bed.run_one(workload, commit == Commit::Durable, id, &mut rng, false)?;
                 if !window.count(&mut counts, started, Instant::now(), retried) {
                     break;
                 }
@@ -488,15 +496,34 @@ fn committer(
         Commit::Deferred { sessions } => {
             // Unacknowledged commits in commit order: (ticket, commit started, conflicts).
             let mut pending = std::collections::VecDeque::with_capacity(sessions);
+            // Demand-driven group commit, as `server::ack` does: records are filled lazily and
+            // requested every `REQUEST_BATCH` commits and when the thread is about to block.
+            // The largest unrequested ticket (every bench transaction is non-blind, so
+            // requesting it asks for every smaller one).
+            let mut unrequested: Option<wal::Ticket> = None;
+            let mut n_unrequested = 0;
             let mut session = 0;
             'run: while !stop.load(Ordering::Relaxed) {
                 let (info, started, retried) =
-                    bed.run_one(workload, false, id * sessions + session, &mut rng)?;
+                    bed.run_one(workload, false, id * sessions + session, &mut rng, true)?;
                 session = (session + 1) % sessions;
                 let ticket = info.ticket.expect("every bench transaction writes");
+                debug_assert!(!ticket.blind, "an insert records its uniqueness check as a read");
                 pending.push_back((ticket, started, retried));
+                if unrequested.is_none_or(|u| u.ssn < ticket.ssn) {
+                    unrequested = Some(ticket);
+                }
+                n_unrequested += 1;
+                if n_unrequested >= crate::ack::REQUEST_BATCH {
+                    log.request(unrequested.take().expect("counted"));
+                    n_unrequested = 0;
+                }
                 // The oldest session must be acknowledged before it runs again.
                 if pending.len() >= sessions {
+                    if let Some(t) = unrequested.take() {
+                        log.request(t);
+                        n_unrequested = 0;
+                    }
                     log.wait_durable(pending[0].0)?;
                 }
                 while let Some(&(ticket, started, retried)) = pending.front() {

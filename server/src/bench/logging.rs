@@ -7,8 +7,9 @@
 //! - **tmpfs ×n, `commit`**: a real log (`wal::Log::open`, default options) on `n` directories in
 //!   tmpfs, not waited for: the CPU cost of encoding, reserving, filling and writing the log;
 //! - **tmpfs ×n, deferred ack**: the same log; each committer thread serves `--sessions`
-//!   sessions and acknowledges a commit once it is durable without blocking in between
-//!   ([`Commit::Deferred`], what `server::ack` does for connections);
+//!   sessions and acknowledges a commit once it is durable without blocking in between; its
+//!   records are requested in batches and before it blocks ([`Commit::Deferred`], what
+//!   `server::ack` does for connections);
 //! - **tmpfs ×n, `commit_durable`**: the same log, each commit blocking its thread until the
 //!   acknowledge rule holds. `fdatasync` on tmpfs returns at once, so the devices are not the
 //!   bottleneck: what is left is the cost of waiting (logger round trips, wake-ups);
@@ -102,6 +103,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
         }
     }
 
+    let batch = crate::ack::REQUEST_BATCH;
     let mut out = format!(
         "### Logging overhead (in-process `txn` API)\n\n\
          {rows} rows (key 9 B, row 91 B; one value record of ~130 B per transaction); windows of \
@@ -118,7 +120,9 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
          - disk ×n: the same in `{}` ({}).\n\
          - commit modes: `commit` (no wait: the CPU cost of logging alone); deferred ack \
          ({} sessions per committer thread, each acknowledged once `Log::is_durable`, the thread \
-         blocking only when all its sessions wait — the model of `server::ack`); \
+         blocking only when all its sessions wait; records filled lazily and requested every \
+         {batch} commits and before the thread blocks — the model of `server::ack`'s demand-driven \
+         group commit); \
          `commit_durable` (the thread blocks until durable).\n\n\
          Neither transaction is blind (an insert records its uniqueness check as a read), so \
          every acknowledgement waits until `ssn <= CSN` (all devices).\n",
