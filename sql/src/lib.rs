@@ -3,6 +3,7 @@
 pub mod bind;
 pub mod error;
 pub mod exec;
+pub mod metadata;
 pub mod parse;
 pub mod plan;
 pub mod session;

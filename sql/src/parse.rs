@@ -26,6 +26,9 @@ pub enum Parsed {
     Sql(Box<Statement>),
     /// PostgreSQL's `CHECKPOINT`, which sqlparser does not know.
     Checkpoint,
+    /// One of pgjdbc's `DatabaseMetaData` queries (`crate::metadata`), recognised before
+    /// parsing: Aspen answers it from the catalog instead of running its `pg_catalog` SQL.
+    Metadata(crate::metadata::MetaQuery),
 }
 
 /// Parses `sql` into statements (possibly none, for an empty string or only `;`).
@@ -34,6 +37,9 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
         return Err(Error::ProgramLimitExceeded {
             message: format!("statement text of {} bytes is too long", sql.len()),
         });
+    }
+    if let Some(q) = crate::metadata::recognize(sql) {
+        return Ok(vec![Parsed::Metadata(q)]);
     }
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql)

@@ -1104,6 +1104,9 @@ impl Session {
         let bound = match stmt {
             Parsed::Sql(stmt) => binder.bind(stmt)?,
             Parsed::Checkpoint => Bound::Command(Command::Checkpoint),
+            Parsed::Metadata(q) => {
+                Bound::Plan(Statement::Query(crate::metadata::answer(snapshot, q)))
+            }
         };
         let columns = match &bound {
             Bound::Plan(p) => {

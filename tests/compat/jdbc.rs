@@ -20,18 +20,20 @@ fn driver_jar() -> Option<PathBuf> {
     jar.exists().then_some(jar)
 }
 
-#[test]
-fn pgjdbc_batch_prepared_and_transactions() {
+/// Runs `tests/compat/jdbc/<program>.java` against the backend under test and returns the
+/// backend's name and the program's output lines; `None` (skip) without Java or the jar
+/// outside CI, or when the backend is not available.
+fn run_java(program: &str) -> Option<(String, Vec<String>)> {
     let java_ok = Command::new("java").arg("-version").output().is_ok();
     let jar = driver_jar();
     let (true, Some(jar)) = (java_ok, jar) else {
         let msg = "java or the pgjdbc jar is missing (run ./dev test, or set JDBC_JAR)";
         assert!(std::env::var("CI").is_err(), "{msg}");
         println!("{msg}; skipping");
-        return;
+        return None;
     };
-    let Some(backend) = Backend::from_env() else { return };
-    let source = tests::tests_dir().join("compat/jdbc/JdbcSmoke.java");
+    let backend = Backend::from_env()?;
+    let source = tests::tests_dir().join(format!("compat/jdbc/{program}.java"));
     let out = Command::new("java")
         .arg("-cp")
         .arg(&jar)
@@ -42,7 +44,12 @@ fn pgjdbc_batch_prepared_and_transactions() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "java failed on {}:\n{stdout}\n{stderr}", backend.name());
-    let lines: Vec<&str> = stdout.lines().collect();
+    Some((backend.name().to_string(), stdout.lines().map(str::to_string).collect()))
+}
+
+#[test]
+fn pgjdbc_batch_prepared_and_transactions() {
+    let Some((backend, lines)) = run_java("JdbcSmoke") else { return };
     assert_eq!(
         lines,
         [
@@ -52,7 +59,54 @@ fn pgjdbc_batch_prepared_and_transactions() {
             // sum over i of round(1.005 * i, 2) for i = 1..300, plus the 0.5 update.
             "count 300 total 45377.00",
         ],
-        "on {}",
-        backend.name()
+        "on {backend}"
     );
 }
+
+/// `DatabaseMetaData` as BenchBase reads a schema (getTables, getColumns, getIndexInfo,
+/// getImportedKeys) plus getExportedKeys and getCrossReference: the lines are PostgreSQL 15's answers (pgjdbc
+/// 42.7.4), so Aspen's `sql::metadata` must give the same rows, types and order.
+#[test]
+fn pgjdbc_database_metadata() {
+    let Some((backend, lines)) = run_java("JdbcMetadata") else { return };
+    let expected = EXPECTED_METADATA.lines().map(str::trim).filter(|l| !l.is_empty());
+    let expected: Vec<&str> = expected.collect();
+    assert_eq!(lines, expected, "on {backend}");
+}
+
+const EXPECTED_METADATA: &str = "
+schema public
+table table_schem=public table_name=md_child table_type=TABLE remarks=null
+table table_schem=public table_name=md_parent table_type=TABLE remarks=null
+column md_child column_name=c_id data_type=-5 type_name=int8 column_size=19 decimal_digits=0 is_nullable=NO ordinal_position=1 column_def=null is_autoincrement=NO
+column md_child column_name=c_p data_type=4 type_name=int4 column_size=10 decimal_digits=0 is_nullable=NO ordinal_position=2 column_def=null is_autoincrement=NO
+column md_child column_name=c_w data_type=5 type_name=int2 column_size=5 decimal_digits=0 is_nullable=NO ordinal_position=3 column_def=null is_autoincrement=NO
+column md_child column_name=note data_type=1 type_name=bpchar column_size=8 decimal_digits=0 is_nullable=YES ordinal_position=4 column_def=null is_autoincrement=NO
+column md_child column_name=n data_type=4 type_name=int4 column_size=10 decimal_digits=0 is_nullable=YES ordinal_position=5 column_def=7 is_autoincrement=NO
+column md_child column_name=ts data_type=93 type_name=timestamp column_size=29 decimal_digits=6 is_nullable=YES ordinal_position=6 column_def=null is_autoincrement=NO
+column md_child column_name=f data_type=8 type_name=float8 column_size=17 decimal_digits=17 is_nullable=YES ordinal_position=7 column_def=null is_autoincrement=NO
+column md_child column_name=b data_type=-7 type_name=bool column_size=1 decimal_digits=0 is_nullable=YES ordinal_position=8 column_def=null is_autoincrement=NO
+column md_child column_name=t data_type=12 type_name=text column_size=2147483647 decimal_digits=0 is_nullable=YES ordinal_position=9 column_def=null is_autoincrement=NO
+index md_child index_name=md_child_pkey non_unique=f type=3 ordinal_position=1 column_name=c_id asc_or_desc=A
+index md_child index_name=md_child_t non_unique=f type=3 ordinal_position=1 column_name=t asc_or_desc=A
+index md_child index_name=md_child_idx non_unique=t type=3 ordinal_position=1 column_name=c_w asc_or_desc=A
+index md_child index_name=md_child_idx non_unique=t type=3 ordinal_position=2 column_name=c_p asc_or_desc=A
+unique md_child index_name=md_child_pkey column_name=c_id
+unique md_child index_name=md_child_t column_name=t
+imported md_child pktable_name=md_parent pkcolumn_name=p_w fktable_name=md_child fkcolumn_name=c_w key_seq=1 update_rule=3 delete_rule=0 fk_name=md_child_c_w_c_p_fkey pk_name=md_parent_pkey deferrability=7
+imported md_child pktable_name=md_parent pkcolumn_name=p_id fktable_name=md_child fkcolumn_name=c_p key_seq=2 update_rule=3 delete_rule=0 fk_name=md_child_c_w_c_p_fkey pk_name=md_parent_pkey deferrability=7
+column md_parent column_name=p_id data_type=4 type_name=int4 column_size=10 decimal_digits=0 is_nullable=NO ordinal_position=1 column_def=null is_autoincrement=NO
+column md_parent column_name=p_w data_type=5 type_name=int2 column_size=5 decimal_digits=0 is_nullable=NO ordinal_position=2 column_def=null is_autoincrement=NO
+column md_parent column_name=name data_type=12 type_name=varchar column_size=16 decimal_digits=0 is_nullable=YES ordinal_position=3 column_def=null is_autoincrement=NO
+column md_parent column_name=amt data_type=2 type_name=numeric column_size=12 decimal_digits=2 is_nullable=YES ordinal_position=4 column_def=null is_autoincrement=NO
+index md_parent index_name=md_parent_pkey non_unique=f type=3 ordinal_position=1 column_name=p_w asc_or_desc=A
+index md_parent index_name=md_parent_pkey non_unique=f type=3 ordinal_position=2 column_name=p_id asc_or_desc=A
+unique md_parent index_name=md_parent_pkey column_name=p_w
+unique md_parent index_name=md_parent_pkey column_name=p_id
+exported md_parent fktable_name=md_child fkcolumn_name=c_w key_seq=1
+exported md_parent fktable_name=md_child fkcolumn_name=c_p key_seq=2
+cross pkcolumn_name=p_w fkcolumn_name=c_w key_seq=1 fk_name=md_child_c_w_c_p_fkey
+cross pkcolumn_name=p_id fkcolumn_name=c_p key_seq=2 fk_name=md_child_c_w_c_p_fkey
+cross reversed 0
+views 0
+";

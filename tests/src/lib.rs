@@ -36,6 +36,7 @@
 //! | `bad_input` (`e2e/bad_input.rs`) | malformed protocol, bad UTF-8, huge and deep queries: an error, and the server keeps serving |
 //! | `psql` (`compat/psql.rs`) | `psql -c`, `psql -f`, and an interactive session over stdin |
 //! | `client_binary` (`compat/client_binary.rs`) | tokio-postgres binary parameters and results for every supported type, inferred parameter types, result column names, a 2000-parameter INSERT |
+//! | `jdbc` (`compat/jdbc.rs`) | pgjdbc: rewritten batches, binary numeric, OID-0 timestamps, SERIALIZABLE transactions; `DatabaseMetaData` as BenchBase reads a schema, with PostgreSQL's answers |
 //! | `restart` (`e2e/restart.rs`) | the schema survives a restart (Aspen only) |
 //! | `crash` (`e2e/crash.rs`) | kill -9 during a concurrent workload (and during recovery): every acknowledged commit survives, nothing unacknowledged appears, balances agree (Aspen only; `ASPEN_CRASH_POINTS=300` for the long mode) |
 //!
