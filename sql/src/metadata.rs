@@ -98,7 +98,8 @@ const MAX_INDEX_KEYS: &str =
 /// PostgreSQL's `max_index_keys` (a compile-time constant there too).
 const MAX_INDEX_KEYS_VALUE: &str = "32";
 
-/// Recognises one of pgjdbc's metadata queries in `sql` (whitespace-insensitive). `None` for
+/// Recognises one of pgjdbc's metadata queries in `sql` (whitespace-insensitive: the constants
+/// above are written normalized, one space between tokens). `None` for
 /// anything else, which then goes to the parser as usual.
 pub fn recognize(sql: &str) -> Option<MetaQuery> {
     // Cheap test first: every recognised query reads pg_catalog.
@@ -110,31 +111,30 @@ pub fn recognize(sql: &str) -> Option<MetaQuery> {
     if text == MAX_INDEX_KEYS {
         return Some(MetaQuery::MaxIndexKeys);
     }
-    let starts = |prefix: &str| text.starts_with(&normalize(prefix));
-    if starts(TABLES_PREFIX) && text.ends_with(TABLES_SUFFIX) {
+    if text.starts_with(TABLES_PREFIX) && text.ends_with(TABLES_SUFFIX) {
         // No types clause at all means every type; otherwise TABLE must be among them.
         let typed = text.contains("AND (false ");
         return Some(MetaQuery::Tables {
             schema: literal_after(text, " AND n.nspname LIKE ")?,
             table: literal_after(text, " AND c.relname LIKE ")?,
-            tables: !typed || text.contains(&normalize(TABLES_TYPE_TABLE)),
+            tables: !typed || text.contains(TABLES_TYPE_TABLE),
         });
     }
-    if starts(COLUMNS_PREFIX) && text.ends_with(COLUMNS_SUFFIX) {
+    if text.starts_with(COLUMNS_PREFIX) && text.ends_with(COLUMNS_SUFFIX) {
         return Some(MetaQuery::Columns {
             schema: literal_after(text, " AND n.nspname LIKE ")?,
             table: literal_after(text, " AND c.relname LIKE ")?,
             column: literal_after(text, " AND attname LIKE ")?,
         });
     }
-    if starts(INDEX_PREFIX) && text.ends_with(INDEX_SUFFIX) {
+    if text.starts_with(INDEX_PREFIX) && text.ends_with(INDEX_SUFFIX) {
         return Some(MetaQuery::IndexInfo {
             schema: literal_after(text, " AND n.nspname = ")?,
             table: literal_after(text, " AND ct.relname = ")?,
             unique: text.contains(" AND i.indisunique "),
         });
     }
-    if starts(KEYS_PREFIX) && (text.ends_with(KEYS_BY_PK) || text.ends_with(KEYS_BY_FK)) {
+    if text.starts_with(KEYS_PREFIX) && (text.ends_with(KEYS_BY_PK) || text.ends_with(KEYS_BY_FK)) {
         return Some(MetaQuery::Keys {
             pk_schema: literal_after(text, " AND pkn.nspname = ")?,
             pk_table: literal_after(text, " AND pkc.relname = ")?,
@@ -270,12 +270,13 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
             constant(cols, rows)
         }
         MetaQuery::IndexInfo { schema, table, unique } => {
-            let mut rows = Vec::new();
+            // ORDER BY NON_UNIQUE, TYPE, INDEX_NAME, ORDINAL_POSITION (TYPE is always 3).
+            let mut keyed = Vec::new();
             if equals(SCHEMA, schema) {
                 for t in tables.iter().filter(|t| equals(&t.name, table)) {
                     for i in t.indexes.iter().filter(|i| i.unique || !unique) {
                         for (n, col) in i.columns.iter().enumerate() {
-                            rows.push(vec![
+                            let row = vec![
                                 Value::Null,
                                 text(SCHEMA),
                                 text(&t.name),
@@ -289,21 +290,13 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
                                 Value::Float32(0.0),
                                 Value::Int32(0),
                                 Value::Null,
-                            ]);
+                            ];
+                            keyed.push(((!i.unique, i.name.clone(), n), row));
                         }
                     }
                 }
             }
-            // ORDER BY NON_UNIQUE, TYPE, INDEX_NAME, ORDINAL_POSITION (TYPE is always 3).
-            rows.sort_by(|a, b| {
-                let key = |r: &Vec<Value>| match (&r[3], &r[5], &r[7]) {
-                    (Value::Bool(u), Value::Text(name), Value::Int32(pos)) => {
-                        (*u, name.clone(), *pos)
-                    }
-                    _ => unreachable!("index rows are built above"),
-                };
-                key(a).cmp(&key(b))
-            });
+            let rows = sorted(keyed);
             let cols = vec![
                 ("table_cat", DataType::Text),
                 ("table_schem", DataType::Text),
@@ -322,7 +315,7 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
             constant(cols, rows)
         }
         MetaQuery::Keys { pk_schema, pk_table, fk_schema, fk_table, exported } => {
-            // (pk table, fk table, constraint name, key_seq) for ordering, then the row.
+            // Keyed by (ordering table, constraint name, key_seq) for the query's ORDER BY.
             let mut keyed = Vec::new();
             let schemas = equals(SCHEMA, pk_schema) && equals(SCHEMA, fk_schema);
             for fk_t in tables.iter().filter(|t| schemas && equals(&t.name, fk_table)) {
@@ -364,7 +357,6 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
                     }
                 }
             }
-            keyed.sort_by(|a, b| a.0.cmp(&b.0));
             let cols = vec![
                 ("pktable_cat", DataType::Text),
                 ("pktable_schem", DataType::Text),
@@ -381,7 +373,7 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
                 ("pk_name", DataType::Text),
                 ("deferrability", DataType::Int32),
             ];
-            constant(cols, keyed.into_iter().map(|(_, row)| row).collect())
+            constant(cols, sorted(keyed))
         }
         MetaQuery::MaxIndexKeys => {
             constant(vec![("setting", DataType::Text)], vec![vec![text(MAX_INDEX_KEYS_VALUE)]])
@@ -393,6 +385,12 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
 /// referenced columns it covers exactly, in any order).
 fn same_columns(a: &[u16], b: &[u16]) -> bool {
     a.len() == b.len() && a.iter().all(|c| b.contains(c))
+}
+
+/// The rows in the order of their keys (the query's ORDER BY).
+fn sorted<K: Ord>(mut keyed: Vec<(K, Vec<Value>)>) -> Vec<Vec<Value>> {
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    keyed.into_iter().map(|(_, row)| row).collect()
 }
 
 fn text(s: &str) -> Value {
@@ -415,6 +413,25 @@ fn constant(columns: Vec<(&str, DataType)>, rows: Vec<Vec<Value>>) -> Query {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_texts_are_written_normalized() {
+        for c in [
+            TABLES_PREFIX,
+            TABLES_SUFFIX,
+            TABLES_TYPE_TABLE,
+            COLUMNS_PREFIX,
+            COLUMNS_SUFFIX,
+            INDEX_PREFIX,
+            INDEX_SUFFIX,
+            KEYS_PREFIX,
+            KEYS_BY_PK,
+            KEYS_BY_FK,
+            MAX_INDEX_KEYS,
+        ] {
+            assert_eq!(normalize(c), c);
+        }
+    }
 
     #[test]
     fn literals_follow_pgjdbc_quoting() {

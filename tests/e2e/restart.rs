@@ -57,19 +57,25 @@ async fn schema_survives_restart() {
     assert_eq!(sqlstate(&err), Some("42P01"));
 }
 
+/// Aspen with `--wal-writer-delay-ms` at an hour, so that lazily filled records are written
+/// only when somebody asks for them; `None` (skip) under `TEST_AGAINST_PG=1`.
+fn aspen_with_an_hour_lazy_timer() -> Option<AspenServer> {
+    if tests::against_pg() {
+        println!("this test is Aspen-only, skipping under TEST_AGAINST_PG=1");
+        return None;
+    }
+    let args = vec![OsString::from("--wal-writer-delay-ms"), OsString::from("3600000")];
+    let server = AspenServer::try_start_in(fresh_data_dir().expect("data dir"), args);
+    Some(server.unwrap_or_else(|e| panic!("{e}")))
+}
+
 /// Lazily written commits become durable when a synchronous transaction needs them: with a
 /// lazy flush delay of an hour (so only that can write them), 200 `synchronous_commit = off`
 /// inserts, then a synchronous read of all of them, whose result is held until everything it
 /// saw is durable (CSN); a SIGKILL right after must keep all 200.
 #[tokio::test]
 async fn async_commits_seen_by_a_synchronous_reader_survive_a_crash() {
-    if tests::against_pg() {
-        println!("this test is Aspen-only, skipping under TEST_AGAINST_PG=1");
-        return;
-    }
-    let args = vec![OsString::from("--wal-writer-delay-ms"), OsString::from("3600000")];
-    let mut server = AspenServer::try_start_in(fresh_data_dir().expect("data dir"), args)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let Some(mut server) = aspen_with_an_hour_lazy_timer() else { return };
     let c = timed("connect", connect(server.port())).await.expect("connect");
     let row = timed("show", c.query_one("SHOW wal_writer_delay", &[])).await.expect("show");
     assert_eq!(row.get::<_, String>(0), "3600000ms");
@@ -97,13 +103,7 @@ async fn async_commits_seen_by_a_synchronous_reader_survive_a_crash() {
 /// once, and everything acknowledged survives a SIGKILL.
 #[tokio::test]
 async fn synchronous_commits_are_requested_without_the_lazy_timer_and_survive_a_crash() {
-    if tests::against_pg() {
-        println!("this test is Aspen-only, skipping under TEST_AGAINST_PG=1");
-        return;
-    }
-    let args = vec![OsString::from("--wal-writer-delay-ms"), OsString::from("3600000")];
-    let mut server = AspenServer::try_start_in(fresh_data_dir().expect("data dir"), args)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let Some(mut server) = aspen_with_an_hour_lazy_timer() else { return };
     let c = timed("connect", connect(server.port())).await.expect("connect");
     timed("ddl", c.batch_execute("CREATE TABLE t (id int PRIMARY KEY, v int)")).await.unwrap();
     let insert = c.prepare("INSERT INTO t VALUES ($1, 0)").await.expect("prepare");
