@@ -73,7 +73,8 @@ pub struct ServeArgs {
     /// PostgreSQL's wal_writer_delay. 0 = write every commit at once.
     #[arg(long, value_name = "MILLISECONDS", default_value_t = 10)]
     pub wal_writer_delay_ms: u64,
-    /// Log writes through io_uring (`auto` falls back to pwrite where io_uring is unavailable).
+    /// Log writes through io_uring (`auto`: pwrite on a memory file system such as tmpfs, where
+    /// a sync is free, and where io_uring is unavailable).
     #[arg(long, value_name = "auto|uring|pwrite", default_value = "auto", value_parser = parse_backend)]
     pub wal_io: wal::device::Backend,
     /// Size of each log segment file, preallocated with zeros when it is created (a new one per

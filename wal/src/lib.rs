@@ -204,4 +204,6 @@ pub use logger::LogOptions;
 pub use reader::{LogEnd, ReadOptions, ReadRecord, SegmentReader};
 pub use record::{Corrupt, Record, RecordKind, SpillRef, ValueEntry};
 pub use ssn::Ssn;
-pub use store::{list_segments, segment_file_name, DirStore, SegmentStore};
+pub use store::{
+    for_memory_fs, in_memory_fs, list_segments, segment_file_name, DirStore, SegmentStore,
+};

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::device::{
-    open_device, zero_fill_file, DeviceOptions, LogDevice, Preallocate, SegmentNo,
+    open_device, zero_fill_file, Backend, DeviceOptions, LogDevice, Preallocate, SegmentNo,
 };
 
 /// The segment files of one log device.
@@ -168,7 +168,13 @@ impl DirStore {
         if spare.try_exists()? {
             fs::remove_file(&spare)?;
         }
+        let options = if in_memory_fs(dir) { for_memory_fs(options) } else { options };
         Ok(DirStore { dir: dir.to_path_buf(), options, spare: parking_lot::Mutex::new(None) })
+    }
+
+    /// The options its segments are opened with (after [`for_memory_fs`] where it applies).
+    pub fn options(&self) -> &DeviceOptions {
+        &self.options
     }
 
     /// Starts preparing a spare segment in the background (zero-fill stores only).
@@ -202,6 +208,36 @@ impl DirStore {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// Whether `dir` is on a file system that lives in memory (tmpfs), where `fdatasync`
+/// returns at once and nothing is gained by writing asynchronously.
+pub fn in_memory_fs(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `path` is NUL-terminated and `st` is a writable `statfs`; statfs only writes it.
+    if unsafe { libc::statfs(path.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: statfs returned 0, so it filled the struct (zeroed before anyway).
+    unsafe { st.assume_init() }.f_type == libc::TMPFS_MAGIC
+}
+
+/// Device options for a memory file system: with [`Backend::Auto`], inline `pwrite` +
+/// `fdatasync` ([`crate::FileDevice`]) instead of io_uring, which hands every buffered write and
+/// sync to a kernel worker thread (two thread switches per pair, for a sync that costs nothing);
+/// and `fallocate` instead of writing zeros (which would only fill the pages twice).
+pub fn for_memory_fs(mut options: DeviceOptions) -> DeviceOptions {
+    if options.backend == Backend::Auto {
+        options.backend = Backend::File;
+    }
+    if options.preallocate == Preallocate::ZeroFill {
+        options.preallocate = Preallocate::Fallocate;
+    }
+    options
 }
 
 impl SegmentStore for DirStore {
@@ -302,6 +338,31 @@ mod tests {
         let mut buf = vec![1u8; 1 << 20];
         file.read_exact_at(&mut buf, 0).unwrap();
         assert!(buf.iter().all(|b| *b == 0), "segment {no:?} is zero-filled");
+    }
+
+    /// On a memory file system the store writes inline and `fallocate`s (no io_uring worker
+    /// hop, no zero-filling); elsewhere it keeps the options it was given. A segment it creates
+    /// on tmpfs is full size and reads as zeros either way.
+    #[test]
+    fn memory_file_systems_write_inline_and_fallocate() {
+        let disk = tempfile::tempdir().unwrap();
+        if !in_memory_fs(disk.path()) {
+            assert_eq!(*DirStore::open(disk.path(), options()).unwrap().options(), options());
+        }
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() || !in_memory_fs(shm) {
+            eprintln!("no tmpfs at /dev/shm: only the disk half ran");
+            return;
+        }
+        let tmp = tempfile::tempdir_in(shm).unwrap();
+        let store = DirStore::open(tmp.path(), options()).unwrap();
+        assert_eq!(store.options().backend, Backend::File);
+        assert_eq!(store.options().preallocate, Preallocate::Fallocate);
+        let explicit = DeviceOptions { backend: Backend::Uring, ..options() };
+        assert_eq!(for_memory_fs(explicit).backend, Backend::Uring, "an explicit choice stays");
+        store.create(SegmentNo(0)).unwrap();
+        assert_zeroed_segment(tmp.path(), SegmentNo(0));
+        assert!(!tmp.path().join(SPARE_FILE).exists(), "no spare is zero-filled on tmpfs");
     }
 
     /// Spill files: written whole and durable, read back, listed in id order (other files

@@ -723,8 +723,12 @@ impl Spread {
     }
 }
 
-/// Whether io_uring works here (the log falls back to `pwrite` + `fdatasync` otherwise).
+/// How the log writes in `dir`: io_uring if it works there, `pwrite` + `fdatasync` on a memory
+/// file system (`wal::DirStore` chooses it there) or where io_uring is unavailable.
 pub(super) fn uring_status(dir: &Path) -> String {
+    if wal::in_memory_fs(dir) {
+        return "pwrite + fdatasync (memory file system)".to_string();
+    }
     let path = dir.join(format!("aspen-bench-uring-probe-{}", std::process::id()));
     let status = match wal::UringDevice::open(&path, 8) {
         Ok(_) => "io_uring".to_string(),
