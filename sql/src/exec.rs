@@ -376,7 +376,7 @@ impl Ctx<'_> {
 
     /// Evaluates key expressions and casts them to the key columns' types. `None` when a value
     /// is NULL or cannot be represented in the column type (then nothing can match).
-    fn key_values(
+    pub(crate) fn key_values(
         &mut self,
         table: &Table,
         exprs: &[Expr],

@@ -29,7 +29,7 @@ use crate::bind::{Binder, Bound, Command, SetValue};
 use crate::error::{Error, Result};
 use crate::exec::{self, Ctx};
 use crate::parse::Parsed;
-use crate::plan::{InsertValue, OutColumn, Statement};
+use crate::plan::{Access, Expr, InsertValue, OutColumn, Plan, Statement};
 use crate::types::{self, Value};
 
 /// How many times an autocommit statement that fails validation is retried by the server.
@@ -1272,7 +1272,10 @@ impl Session {
                 }
                 Ok(dml_output("INSERT", n, returning.is_some(), cached, out_rows))
             }
-            Statement::Update { table, scan, sets, returning } => {
+            Statement::Update { table, scan, sets, returning, deferrable } => {
+                if *deferrable && deferred_update(&mut ctx, table, scan, sets, self)? {
+                    return Ok(dml_output("UPDATE", 1, false, cached, Vec::new()));
+                }
                 let rows = ctx.scan(scan)?;
                 let n = rows.len();
                 let mut out_rows = Vec::new();
@@ -1953,6 +1956,54 @@ fn validate_setting(name: &str, v: &str) -> Result<String> {
 }
 
 /// NOT NULL and type-modifier checks for a row about to be written.
+/// Runs a deferrable UPDATE (one row by primary key, see `Statement::Update::deferrable`) as
+/// a deferred update: the transaction records the SET expressions as a function of the row and
+/// applies it at commit to the row current then (`txn::Transaction::update_deferred`). The
+/// expressions are evaluated now too, on the committed row, so that their errors are the
+/// statement's. Returns false where the transaction does not defer it (no row at the key, or
+/// this transaction already wrote or locked the row): the ordinary path then runs.
+fn deferred_update(
+    ctx: &mut Ctx,
+    table: &Arc<Table>,
+    scan: &Plan,
+    sets: &[(usize, Expr)],
+    session: &Session,
+) -> Result<bool> {
+    let Plan::Scan { access: Access::PointGet(keys), .. } = scan else { return Ok(false) };
+    let pk_cols = table.primary_index().map(|i| i.columns.clone()).unwrap_or_default();
+    let Some(key) = ctx.key_values(table, keys, &pk_cols)? else { return Ok(false) };
+    let mut k = Vec::with_capacity(16);
+    types::encode_key(&key, &mut k);
+    let (table_, sets) = (table.clone(), sets.to_vec());
+    let (params, now) = (ctx.params.to_vec(), ctx.now);
+    let (user, database) = (session.user.clone(), session.database.clone());
+    let engine = session.db.engine.clone();
+    let types = exec::column_types(table);
+    let f = move |old: &[u8]| -> Result<Vec<u8>> {
+        let old = types::decode_row(old, &types)?;
+        // The expressions are row-local (no subquery): the transaction is never used.
+        let mut scratch = engine.begin(0);
+        let mut ctx = Ctx {
+            txn: &mut scratch,
+            engine: &engine,
+            params: &params,
+            outer: vec![],
+            now,
+            user: &user,
+            database: &database,
+        };
+        let mut new = old.clone();
+        for (col, e) in &sets {
+            new[*col] = ctx.eval(e, &old)?;
+        }
+        let new = check_row(&table_, new)?;
+        let mut bytes = Vec::with_capacity(64);
+        types::encode_row(&new, &mut bytes);
+        Ok(bytes)
+    };
+    ctx.txn.update_deferred(exec::tid(table), &k, Arc::new(f)).map_err(exec::txn_error)?
+}
+
 fn check_row(table: &Table, row: Vec<Value>) -> Result<Vec<Value>> {
     let mut out = Vec::with_capacity(row.len());
     for (v, c) in row.into_iter().zip(&table.columns) {

@@ -35,6 +35,8 @@ struct Item {
     /// The TID before locking (restored on abort and for lock-only entries).
     prior: Tid,
     row: Option<Row>,
+    /// A deferred update's function, applied (and the item made an `Update`) once locked.
+    deferred: Option<crate::transaction::DeferredFn>,
     /// Secondary entries to remove at install (old keys of updates, all keys of deletes).
     stale: Vec<(Arc<Secondary>, Vec<u8>)>,
 }
@@ -186,6 +188,7 @@ fn lock(writes: BTreeMap<crate::TableId, TableWrites>, st: &mut Locked) -> Resul
                 record,
                 prior: Tid::PLACEHOLDER,
                 row: e.row,
+                deferred: e.deferred,
                 stale: Vec::new(),
             });
         }
@@ -207,6 +210,16 @@ fn lock(writes: BTreeMap<crate::TableId, TableWrites>, st: &mut Locked) -> Resul
             };
             st.base = st.base.max(it.prior.wssn());
             st.locked.push(addr(&it.record));
+            if it.kind == WriteKind::Deferred {
+                // The deferred update reads the row current now, under our lock: the base
+                // above covers it as it covers a read.
+                let f = it.deferred.take().expect("a deferred entry has its function");
+                let old = it.record.row_locked().expect("a locked live record has a row");
+                let new = f(&old)
+                    .map_err(|_| Error::conflict(table.id, "deferred update no longer applies"))?;
+                it.kind = WriteKind::Update;
+                it.row = Some(Arc::new(new));
+            }
             if it.kind == WriteKind::LockOnly || secondaries.is_empty() {
                 continue;
             }
@@ -356,6 +369,7 @@ fn install(st: &Locked, ssn: Ssn, cow: Option<&Cow>, shard: usize) {
                     }
                 }
                 WriteKind::LockOnly => it.record.tid.store_unlocked(it.prior),
+                WriteKind::Deferred => unreachable!("the lock phase made it an update"),
             }
         }
     }
@@ -380,6 +394,9 @@ impl Transaction {
     /// [`Transaction::commit_durable`] for the acknowledge rule.
     pub fn commit(mut self) -> Result<CommitInfo, Error> {
         let writes = std::mem::take(&mut self.writes);
+        // A deferred update reads the row it replaces (at commit): not blind.
+        let deferred =
+            writes.values().any(|w| w.entries.values().any(|e| e.kind == WriteKind::Deferred));
         if writes.is_empty() {
             validate(&self, None)?;
             return Ok(CommitInfo { ssn: Ssn(self.base), read_only: true, ticket: None });
@@ -422,7 +439,7 @@ impl Transaction {
         let mut payload = Vec::new();
         encode_values(&entries, &mut payload);
         drop(entries);
-        let blind = self.reads.is_empty() && self.scans.is_empty();
+        let blind = self.reads.is_empty() && self.scans.is_empty() && !deferred;
         // A large transaction's payload goes to a spill file (written and synced here, locks
         // held, before the SSN is taken); its record only names the file.
         let kind = if payload.len() > self.inner.log.spill_threshold() {

@@ -20,13 +20,20 @@
 //! No locks, nothing published. `get` adds (record, TID) to the read set, or a *miss* (a scan of
 //! `[k, k]`) to the scan set. `scan` adds (index, covered range, records and TIDs seen) to the
 //! scan set. Writes go to a private write set ordered by (table id, key); reads see them.
-//! `get_for_update` adds a lock-only write entry.
+//! `get_for_update` adds a lock-only write entry. `update_deferred` adds a *deferred update*: a
+//! function of the row instead of a row, recorded without reading the row (the statement
+//! checks its errors on the committed row, which is not recorded as a read). A later `get`,
+//! `update` or `scan` of the key in the same transaction materializes it (reads the row, applies
+//! the function: an ordinary read and update from then on).
 //!
 //! ## Commit ([`Transaction::commit`], module `commit`)
 //!
 //! ```text
 //! 1 lock      write set in (table, key) order. Update/delete/lock-only: set LOCK (bounded
-//!             wait, else Conflict). Insert: publish a locked ABSENT placeholder in the primary
+//!             wait, else Conflict). Deferred: once locked, new row = f(current row), an
+//!             error of f → Conflict; the item is an update from here on (the locked record's
+//!             wssn joins base below, as a read's would). Insert: publish a locked ABSENT
+//!             placeholder in the primary
 //!             index (a live record there → Conflict) and its secondary entries (a live record
 //!             on a unique key → Conflict). Updates publish changed secondary keys here.
 //!   fence     SeqCst: our locks are visible before we look at other records (write skew).
@@ -38,7 +45,8 @@
 //!             record (table, key, row or None for a delete; lock-only entries not logged),
 //!             r = log.try_reserve(buffer, base, encoded_len) (Poplar Alg. 1, I1: ssn > base),
 //!             ticket = r.ticket(blind), r.fill_record(Value, blind, payload) at once (never
-//!             hold an unfilled reservation across anything else). blind = no reads, no scans.
+//!             hold an unfilled reservation across anything else). blind = no reads, no scans,
+//!             no deferred updates (they read the row they replace).
 //!             A payload above `log.spill_threshold()` is first written to a spill file
 //!             (`log.spill`, synced) and the record is a `Spilled` one naming it; the
 //!             record is lazy (`Reservation::lazy`) under `synchronous_commit = off` and
@@ -89,7 +97,8 @@
 //! inserted into the primary index in bulk.
 //!
 //! Invariants: (a) a committed transaction's reads and scans were unchanged at a point where it
-//! held all its write locks, so commit order serializes it (Silo); (b) I1 of DESIGN.md §3: its
+//! held all its write locks, so commit order serializes it (Silo); a deferred update read its
+//! row at that point too (under the lock), so it is serialized there with the rest; (b) I1 of DESIGN.md §3: its
 //! SSN exceeds the wssn of everything it read or overwrote, and exceeds every committed delete
 //! of a table it writes (`delete_ssn`), so recovery's last-writer-wins per key by SSN matches
 //! commit order even when a deleted record has already left the index.
@@ -130,7 +139,7 @@ pub use engine::{Engine, IndexSpec};
 pub use error::Error;
 pub use index::{hash_key, IKey};
 pub use replay::ReplayBatch;
-pub use transaction::{CommitInfo, Transaction};
+pub use transaction::{CommitInfo, RowFn, Transaction};
 
 /// A table's identity (the SQL layer maps its catalog ids to these).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]

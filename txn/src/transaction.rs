@@ -21,7 +21,17 @@ pub(crate) enum WriteKind {
     Delete,
     /// `SELECT … FOR UPDATE`: locked and validated, nothing installed or logged.
     LockOnly,
+    /// An update whose new row is computed at commit from the row current then
+    /// ([`Transaction::update_deferred`]); becomes an `Update` in the lock phase.
+    Deferred,
 }
+
+/// The function of a deferred update ([`Transaction::update_deferred`]): the new row from the
+/// current one, or why it no longer applies.
+pub type RowFn<E> = Arc<dyn Fn(&[u8]) -> Result<Vec<u8>, E> + Send + Sync>;
+
+/// A deferred update's function as the write set keeps it.
+pub(crate) type DeferredFn = RowFn<String>;
 
 pub(crate) struct WriteEntry {
     pub(crate) kind: WriteKind,
@@ -29,6 +39,14 @@ pub(crate) struct WriteEntry {
     pub(crate) record: Option<Arc<Record>>,
     /// The new row (`Insert`, `Update`).
     pub(crate) row: Option<Row>,
+    /// The function of a `Deferred` entry.
+    pub(crate) deferred: Option<DeferredFn>,
+}
+
+impl WriteEntry {
+    fn new(kind: WriteKind, record: Option<Arc<Record>>, row: Option<Row>) -> WriteEntry {
+        WriteEntry { kind, record, row, deferred: None }
+    }
 }
 
 /// The writes of one table, in key order (the global lock order is (table id, key)).
@@ -235,6 +253,7 @@ impl Transaction {
             match e.kind {
                 WriteKind::Insert | WriteKind::Update => return Ok(e.row.clone()),
                 WriteKind::Delete => return Ok(None),
+                WriteKind::Deferred => return self.materialize(slot, key).map(Some),
                 WriteKind::LockOnly => {}
             }
         }
@@ -249,16 +268,17 @@ impl Transaction {
             match e.kind {
                 WriteKind::Insert | WriteKind::Update => return Ok(e.row.clone()),
                 WriteKind::Delete => return Ok(None),
+                WriteKind::Deferred => return self.materialize(slot, key).map(Some),
                 WriteKind::LockOnly => {}
             }
         }
         let Some(row) = self.read_committed(slot, key)? else { return Ok(None) };
         let record = self.last_read();
-        self.table_writes(slot).entries.entry(key.to_vec()).or_insert(WriteEntry {
-            kind: WriteKind::LockOnly,
-            record: Some(record),
-            row: None,
-        });
+        self.table_writes(slot).entries.entry(key.to_vec()).or_insert(WriteEntry::new(
+            WriteKind::LockOnly,
+            Some(record),
+            None,
+        ));
         Ok(Some(row))
     }
 
@@ -351,7 +371,7 @@ impl Transaction {
             }
         };
         let unique = self.check_unique(slot, &key, &row)?;
-        self.put(slot, key, WriteEntry { kind, record, row: Some(row) }, unique);
+        self.put(slot, key, WriteEntry::new(kind, record, Some(row)), unique);
         Ok(())
     }
 
@@ -362,11 +382,15 @@ impl Transaction {
     pub fn update(&mut self, table: TableId, key: &[u8], row: Vec<u8>) -> Result<(), Error> {
         let slot = self.slot(table)?;
         let row: Row = Arc::new(row);
+        if self.own(table, key).is_some_and(|e| e.kind == WriteKind::Deferred) {
+            self.materialize(slot, key)?;
+        }
         let (kind, record) = match self.own(table, key) {
             Some(e) => match e.kind {
                 WriteKind::Delete => return Err(Error::NotFound { table }),
                 WriteKind::Insert => (WriteKind::Insert, None),
                 WriteKind::Update | WriteKind::LockOnly => (WriteKind::Update, e.record.clone()),
+                WriteKind::Deferred => unreachable!("materialized above"),
             },
             None => match self.read_committed(slot, key)? {
                 Some(_) => (WriteKind::Update, Some(self.last_read())),
@@ -377,7 +401,107 @@ impl Transaction {
         if let Some(old) = self.own(table, key).and_then(|e| e.row.clone()) {
             self.forget_unique(slot, key, &old);
         }
-        self.put(slot, key.to_vec(), WriteEntry { kind, record, row: Some(row) }, unique);
+        self.put(slot, key.to_vec(), WriteEntry::new(kind, record, Some(row)), unique);
+        Ok(())
+    }
+
+    /// Updates the row at `key` without reading it now: `f` computes the new row from the row
+    /// that is current when this transaction commits, in the lock phase, with the record
+    /// locked (`UPDATE t SET c = c + 1 WHERE pk = $1` on a hot row then never fails validation
+    /// because another transaction updated the row first; the two commute). The transaction
+    /// depends on the version `f` reads exactly as on a read: its SSN exceeds that version's,
+    /// and its record is never blind.
+    ///
+    /// `f` must be a pure function of the row (the caller's business: no reads of other rows)
+    /// and must not change the primary key or any secondary index key. It is called once now,
+    /// on the row committed now, so that an error the statement would raise is raised by the
+    /// statement (`Ok(Err(e))`, nothing recorded); at commit, an error means the update no
+    /// longer applies to the row as it is then, and the commit fails with [`Error::Conflict`].
+    ///
+    /// Returns `Ok(Ok(false))`, recording nothing, where it does not defer: no committed row at
+    /// `key` (the caller's ordinary path then records the miss), or this transaction already
+    /// wrote or locked `key` (it has read the row; the ordinary path applies). A second deferred
+    /// update of the same key composes with the first. A later read of the key in this
+    /// transaction (`get`, `get_for_update`, `update`, a `scan` of the table) first reads the
+    /// current row and applies `f` ("materializes" it): from then on it is an ordinary read and
+    /// update.
+    pub fn update_deferred<E: std::fmt::Display + 'static>(
+        &mut self,
+        table: TableId,
+        key: &[u8],
+        f: RowFn<E>,
+    ) -> Result<Result<bool, E>, Error> {
+        let slot = self.slot(table)?;
+        let earlier = match self.own(table, key) {
+            Some(e) if e.kind == WriteKind::Deferred => e.deferred.clone(),
+            Some(_) => return Ok(Ok(false)),
+            None => None,
+        };
+        let t = &self.tables[slot];
+        let Some(record) = t.primary.get(key) else { return Ok(Ok(false)) };
+        let (tid, row) =
+            record.read().map_err(|()| Error::conflict(t.id, "record stayed locked"))?;
+        let Some(current) = row.filter(|_| !tid.is_absent()) else { return Ok(Ok(false)) };
+        // Not a read (nothing to validate), but the caller reports that the row exists: results
+        // shown before commit wait until `read_ssn()` is durable, so it covers this version.
+        self.base = self.base.max(tid.wssn());
+        // The statement's own check, on the row committed now (after the earlier deferred
+        // update of the same key, if any).
+        let input = match &earlier {
+            Some(g) => match g(&current) {
+                Ok(row) => row,
+                Err(_) => return Err(Error::conflict(table, "deferred update no longer applies")),
+            },
+            None => current.to_vec(),
+        };
+        if let Err(e) = f(&input) {
+            return Ok(Err(e));
+        }
+        let f: DeferredFn = match earlier {
+            Some(g) => Arc::new(move |row: &[u8]| f(&g(row)?).map_err(|e| e.to_string())),
+            None => Arc::new(move |row: &[u8]| f(row).map_err(|e| e.to_string())),
+        };
+        let mut entry = WriteEntry::new(WriteKind::Deferred, Some(record), None);
+        entry.deferred = Some(f);
+        self.put(slot, key.to_vec(), entry, Vec::new());
+        Ok(Ok(true))
+    }
+
+    /// Turns this transaction's deferred update of `key` into an ordinary read of the current
+    /// row and update with the function applied; returns the new row.
+    fn materialize(&mut self, slot: usize, key: &[u8]) -> Result<Row, Error> {
+        let table = self.tables[slot].id;
+        let entry = self
+            .writes
+            .get_mut(&table)
+            .and_then(|w| w.entries.remove(key))
+            .expect("materialize: a deferred entry");
+        let f = entry.deferred.expect("a deferred entry has its function");
+        let Some(old) = self.read_committed(slot, key)? else {
+            return Err(Error::conflict(table, "updated row is gone"));
+        };
+        let record = self.last_read();
+        let new: Row = Arc::new(
+            f(&old).map_err(|_| Error::conflict(table, "deferred update no longer applies"))?,
+        );
+        let entry = WriteEntry::new(WriteKind::Update, Some(record), Some(new.clone()));
+        self.put(slot, key.to_vec(), entry, Vec::new());
+        Ok(new)
+    }
+
+    /// Materializes every deferred update of the table in `slot` (before a scan over it).
+    fn materialize_all(&mut self, slot: usize) -> Result<(), Error> {
+        let table = self.tables[slot].id;
+        let Some(w) = self.writes.get(&table) else { return Ok(()) };
+        let keys: Vec<Key> = w
+            .entries
+            .iter()
+            .filter(|(_, e)| e.kind == WriteKind::Deferred)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            self.materialize(slot, &key)?;
+        }
         Ok(())
     }
 
@@ -396,14 +520,14 @@ impl Transaction {
                 Ok(())
             }
             Some((_, record, _)) => {
-                let entry = WriteEntry { kind: WriteKind::Delete, record, row: None };
+                let entry = WriteEntry::new(WriteKind::Delete, record, None);
                 self.put(slot, key.to_vec(), entry, Vec::new());
                 Ok(())
             }
             None => match self.read_committed(slot, key)? {
                 Some(_) => {
                     let record = Some(self.last_read());
-                    let entry = WriteEntry { kind: WriteKind::Delete, record, row: None };
+                    let entry = WriteEntry::new(WriteKind::Delete, record, None);
                     self.put(slot, key.to_vec(), entry, Vec::new());
                     Ok(())
                 }
@@ -445,6 +569,8 @@ impl Transaction {
         f: &mut dyn FnMut(&[u8], &Row) -> bool,
     ) -> Result<(), Error> {
         let slot = self.slot(table)?;
+        // Own rows are merged into the scan: a deferred update's row must exist first.
+        self.materialize_all(slot)?;
         let t = self.tables[slot].clone();
         let secondary = index.map(|id| t.secondary(id)).transpose()?;
         let Some((lo, hi)) = exact_bounds(lo, hi) else { return Ok(()) };

@@ -6,10 +6,12 @@ use catalog::{DataType, Table};
 use sqlparser::ast::{self as ast, Expr as AstExpr, SelectItem, SetExpr};
 
 use super::expr::Typed;
-use super::select::{scan_with, split_conjuncts, width_of, DEFAULT_MARKER};
+use super::select::{
+    key_column, row_independent, scan_with, split_conjuncts, walk, width_of, DEFAULT_MARKER,
+};
 use super::{ident, Binder, Scope};
 use crate::error::{Error, Result};
-use crate::plan::{Expr, InsertValue, OutColumn, Plan, Statement};
+use crate::plan::{Access, CmpOp, Expr, InsertValue, OutColumn, Plan, Statement};
 use crate::types::CastKind;
 
 impl Binder<'_> {
@@ -307,7 +309,8 @@ impl Binder<'_> {
         }
         let scan = scan_with(table.clone(), conjuncts);
         let returning = self.bind_returning(up.returning.as_deref(), &table, &alias)?;
-        Ok(Statement::Update { table, scan, sets, returning })
+        let deferrable = returning.is_none() && deferrable_update(&table, &scan, &sets);
+        Ok(Statement::Update { table, scan, sets, returning, deferrable })
     }
 
     pub(crate) fn bind_delete(&mut self, del: &ast::Delete) -> Result<Statement> {
@@ -335,4 +338,61 @@ impl Binder<'_> {
         let returning = self.bind_returning(del.returning.as_deref(), &table, &alias)?;
         Ok(Statement::Delete { table, scan, returning })
     }
+}
+
+/// Whether an UPDATE may run as a deferred update (see `Statement::Update::deferrable`): its
+/// scan is a point get on the full primary key and its WHERE clause nothing but one equality
+/// per key column (so the row's existence alone decides whether it is updated), and each SET
+/// writes a column that no index (primary or secondary) and no foreign key contains, with an
+/// expression of the row, parameters and constants only (no subquery: that would read other
+/// rows at commit).
+fn deferrable_update(table: &Table, scan: &Plan, sets: &[(usize, Expr)]) -> bool {
+    let Plan::Scan { access: Access::PointGet(_), filter, limit: None, for_update: false, .. } =
+        scan
+    else {
+        return false;
+    };
+    let Some(pk) = table.primary_index().filter(|_| !table.hidden_pk) else { return false };
+    let mut conjuncts = Vec::new();
+    if let Some(f) = filter {
+        split_conjuncts(f.clone(), &mut conjuncts);
+    }
+    let mut covered = Vec::new();
+    for c in &conjuncts {
+        let Expr::Cmp(CmpOp::Eq, a, b) = c else { return false };
+        let col = match (key_column(a, table), key_column(b, table)) {
+            (Some(col), None) if row_independent(b) => col,
+            (None, Some(col)) if row_independent(a) => col,
+            _ => return false,
+        };
+        if !pk.columns.contains(&(col as u16)) || covered.contains(&col) {
+            return false;
+        }
+        covered.push(col);
+    }
+    covered.len() == pk.columns.len()
+        && sets.iter().all(|(col, e)| {
+            let c = *col as u16;
+            !table.indexes.iter().any(|i| i.columns.contains(&c))
+                && !table.foreign_keys.iter().any(|fk| fk.columns.contains(&c))
+                && row_local(e)
+        })
+}
+
+/// Whether `e` is computed from the current row, parameters and constants alone.
+fn row_local(e: &Expr) -> bool {
+    let mut local = true;
+    walk(e, &mut |x| {
+        if matches!(
+            x,
+            Expr::Outer { .. }
+                | Expr::Subquery(_)
+                | Expr::Exists(..)
+                | Expr::InSubquery(..)
+                | Expr::Agg(_)
+        ) {
+            local = false;
+        }
+    });
+    local
 }

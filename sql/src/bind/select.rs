@@ -1028,7 +1028,7 @@ fn attach_filter(plan: Plan, preds: Vec<Expr>) -> Plan {
 
 /// If `e` is a column of the scanned row (possibly behind a widening integer cast or a cast
 /// between string types), returns its index.
-fn key_column(e: &Expr, table: &Table) -> Option<usize> {
+pub(crate) fn key_column(e: &Expr, table: &Table) -> Option<usize> {
     match e {
         Expr::Column(i) => Some(*i),
         Expr::Cast(inner, to, _) => {
@@ -1044,7 +1044,7 @@ fn key_column(e: &Expr, table: &Table) -> Option<usize> {
 }
 
 /// Row-independent: no reference to the scanned row and no subquery.
-fn row_independent(e: &Expr) -> bool {
+pub(crate) fn row_independent(e: &Expr) -> bool {
     let mut ok = true;
     walk(e, &mut |x| {
         ok &= !matches!(

@@ -423,6 +423,12 @@ pub enum Statement {
         sets: Vec<(usize, Expr)>,
         /// RETURNING expressions over the new row.
         returning: Option<Vec<(Expr, OutColumn)>>,
+        /// The update may be deferred to commit (`txn::Transaction::update_deferred`): one row
+        /// by its full primary key and no other condition, no RETURNING, and SET only on
+        /// columns outside every index and foreign key, from that row, parameters and
+        /// constants. Concurrent `SET c = c + $1` on a hot row then commute instead of
+        /// failing validation.
+        deferrable: bool,
     },
     /// DELETE.
     Delete {
