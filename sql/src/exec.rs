@@ -103,7 +103,12 @@ impl Ctx<'_> {
                 Ok(out)
             }
             Plan::Project { input, exprs } => {
-                let rows = self.run(input)?;
+                let rows = match projected_point_get(input, exprs) {
+                    Some(used) => {
+                        self.scan_with(input, Some(used))?.into_iter().map(|(_, r)| r).collect()
+                    }
+                    None => self.run(input)?,
+                };
                 let mut out = Vec::with_capacity(rows.len());
                 for r in rows {
                     let mut row = Vec::with_capacity(exprs.len());
@@ -202,6 +207,16 @@ impl Ctx<'_> {
 
     /// Runs a Scan node, returning (primary key, row) pairs.
     pub fn scan(&mut self, plan: &Plan) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
+        self.scan_with(plan, None)
+    }
+
+    /// [`Ctx::scan`]; `used`: the columns the rest of the plan reads, when known (a point get
+    /// then records a projected read, `txn::Transaction::get_projected`).
+    fn scan_with(
+        &mut self,
+        plan: &Plan,
+        used: Option<Vec<usize>>,
+    ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
         let Plan::Scan { table, access, filter, reverse, limit, for_update } = plan else {
             return Err(Error::internal("scan() of a non-scan plan"));
         };
@@ -221,9 +236,14 @@ impl Ctx<'_> {
                 };
                 let mut k = Vec::with_capacity(16);
                 types::encode_key(&key, &mut k);
-                let row =
-                    if *for_update { self.txn.get_for_update(t, &k) } else { self.txn.get(t, &k) }
-                        .map_err(txn_error)?;
+                let row = match used {
+                    Some(cols) => {
+                        self.txn.get_projected(t, &k, *for_update, projection(types.clone(), cols))
+                    }
+                    None if *for_update => self.txn.get_for_update(t, &k),
+                    None => self.txn.get(t, &k),
+                }
+                .map_err(txn_error)?;
                 if let Some(bytes) = row {
                     let row = types::decode_row(&bytes, &types)?;
                     if self.passes(filter.as_ref(), &row)? {
@@ -1167,4 +1187,42 @@ pub fn txn_error(e: txn::Error) -> Error {
         }
         other => Error::internal(other.to_string()),
     }
+}
+
+/// For `Project` over a point get whose expressions (and the scan's filter) read the scanned
+/// row only directly (no subquery, which could reach it as an outer row): the columns they
+/// read. The point get can then record a projected read of just those columns.
+fn projected_point_get(input: &Plan, exprs: &[Expr]) -> Option<Vec<usize>> {
+    let Plan::Scan { access: Access::PointGet(_), filter, .. } = input else { return None };
+    let mut used = Vec::new();
+    let mut local = true;
+    for e in exprs.iter().chain(filter.iter()) {
+        crate::bind::walk(e, &mut |x| match x {
+            Expr::Column(i) => used.push(*i),
+            Expr::Outer { .. }
+            | Expr::Subquery(_)
+            | Expr::Exists(..)
+            | Expr::InSubquery(..)
+            | Expr::Agg(_) => local = false,
+            _ => {}
+        });
+    }
+    used.sort_unstable();
+    used.dedup();
+    local.then_some(used)
+}
+
+/// The projection of a stored row on columns `cols`: their values, encoded. (A row that does
+/// not decode projects to itself, whole.)
+fn projection(types: Vec<DataType>, cols: Vec<usize>) -> txn::Projection {
+    std::sync::Arc::new(move |row: &[u8]| match types::decode_row(row, &types) {
+        Ok(values) => {
+            let picked: Vec<Value> =
+                cols.iter().map(|&c| values.get(c).cloned().unwrap_or(Value::Null)).collect();
+            let mut out = Vec::with_capacity(32);
+            types::encode_row(&picked, &mut out);
+            out
+        }
+        Err(_) => row.to_vec(),
+    })
 }

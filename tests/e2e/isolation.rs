@@ -650,3 +650,57 @@ async fn only_single_row_updates_by_key_without_reads_are_deferred() {
         assert_eq!(o.committed(1), deferred, "{sql}: T1 commits iff the update was deferred");
     }
 }
+
+/// TPC-C's Payment and NewOrder on one district row (Aspen only: on PostgreSQL the second
+/// would wait for the first's row lock). NewOrder reads `next_o_id` FOR UPDATE and increments
+/// it; Payment increments `ytd` and then reads `name`. Each reads only columns the other does
+/// not write, so both commit (a read of a row the transaction holds locked at commit validates
+/// by the columns it used); two NewOrders still conflict on `next_o_id`.
+#[tokio::test]
+async fn payment_and_new_order_on_one_district_both_commit() {
+    for second in ["payment", "new order"] {
+        let Some(mut sc) = Scenario::new("district", 2).await else { return };
+        if sc.backend.name() != "aspen" {
+            return;
+        }
+        sc.monitor
+            .batch_execute(
+                "CREATE TABLE district (id int PRIMARY KEY, next_o_id int, ytd int, name text);
+                 INSERT INTO district VALUES (1, 3001, 0, 'one');",
+            )
+            .await
+            .expect("setup");
+        let new_order = [
+            "SELECT next_o_id FROM district WHERE id = 1 FOR UPDATE",
+            "UPDATE district SET next_o_id = next_o_id + 1 WHERE id = 1",
+        ];
+        let payment = [
+            "UPDATE district SET ytd = ytd + 10 WHERE id = 1",
+            "SELECT name FROM district WHERE id = 1",
+        ];
+        sc.begin(1).await;
+        sc.step(1, "n1", new_order[0]).await;
+        sc.step(1, "n2", new_order[1]).await;
+        sc.begin(2).await;
+        let other = if second == "payment" { payment } else { new_order };
+        sc.step(2, "o1", other[0]).await;
+        sc.step(2, "o2", other[1]).await;
+        sc.commit(2).await;
+        sc.commit(1).await;
+        let o = sc.finish().await;
+        let row = sc
+            .monitor
+            .query_one("SELECT next_o_id, ytd FROM district WHERE id = 1", &[])
+            .await
+            .expect("district");
+        let (next, ytd): (i32, i32) = (row.get(0), row.get(1));
+        assert!(o.committed(2), "{second}: the second transaction commits first");
+        if second == "payment" {
+            assert!(o.committed(1), "new order and payment both commit");
+            assert_eq!((next, ytd), (3002, 10));
+        } else {
+            assert!(!o.committed(1), "two new orders read the same next_o_id: one fails");
+            assert_eq!((next, ytd), (3002, 0));
+        }
+    }
+}

@@ -278,8 +278,16 @@ fn validate(txn: &Transaction, st: Option<&Locked>) -> Result<(), Error> {
     }
     for r in &txn.reads {
         let now = r.record.tid.load();
-        let ours = || now == r.tid.with_lock() && st.is_some_and(|st| st.holds(&r.record));
-        if now != r.tid && !ours() {
+        let held = || st.is_some_and(|st| st.holds(&r.record));
+        let ours = || now == r.tid.with_lock() && held();
+        // A projected read of a record we hold locked: what it used must be unchanged (the
+        // row cannot change until we install, so this is its value at our serialization point).
+        let same_projection = || {
+            r.projected.as_ref().is_some_and(|(proj, observed)| {
+                held() && r.record.row_locked().is_some_and(|row| proj(&row) == *observed)
+            })
+        };
+        if now != r.tid && !ours() && !same_projection() {
             return Err(Error::conflict(r.table, "read changed"));
         }
     }

@@ -24,7 +24,10 @@
 //! function of the row instead of a row, recorded without reading the row (the statement
 //! checks its errors on the committed row, which is not recorded as a read). A later `get`,
 //! `update` or `scan` of the key in the same transaction materializes it (reads the row, applies
-//! the function: an ordinary read and update from then on).
+//! the function: an ordinary read and update from then on). `get_projected` is a point read of
+//! which the caller uses only a projection (some columns): it leaves a deferred update deferred,
+//! and it validates by the projection's value when the transaction holds the record locked at
+//! commit (see 2 below).
 //!
 //! ## Commit ([`Transaction::commit`], module `commit`)
 //!
@@ -37,7 +40,10 @@
 //!             index (a live record there → Conflict) and its secondary entries (a live record
 //!             on a unique key → Conflict). Updates publish changed secondary keys here.
 //!   fence     SeqCst: our locks are visible before we look at other records (write skew).
-//! 2 validate  every read: TID unchanged and not locked by someone else. Every scan: re-run
+//! 2 validate  every read: TID unchanged and not locked by someone else, or, for a projected
+//!             read of a record we hold locked, the projection of its row unchanged (the row
+//!             cannot change before we install: its value at our serialization point).
+//!             Every scan: re-run
 //!             over the covered range; same records with the same TIDs, skipping entries we
 //!             added and ignoring our own LOCK bit. Tables still live.
 //! 3 allocate  base = max(wssn of all reads, scan entries, tombstones and locked records,
@@ -139,7 +145,7 @@ pub use engine::{Engine, IndexSpec};
 pub use error::Error;
 pub use index::{hash_key, IKey};
 pub use replay::ReplayBatch;
-pub use transaction::{CommitInfo, RowFn, Transaction};
+pub use transaction::{CommitInfo, Projection, RowFn, Transaction};
 
 /// A table's identity (the SQL layer maps its catalog ids to these).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]

@@ -57,11 +57,19 @@ pub(crate) struct TableWrites {
     unique: HashMap<(IndexId, Vec<u8>), Key>,
 }
 
+/// The part of a row a reader used ([`Transaction::get_projected`]): bytes compared for
+/// equality, e.g. the encoded values of some columns.
+pub type Projection = Arc<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
+
 /// A point read that found a row.
 pub(crate) struct ReadEntry {
     pub(crate) table: TableId,
     pub(crate) record: Arc<Record>,
     pub(crate) tid: Tid,
+    /// For a projected read: the projection and what it gave. If this transaction holds the
+    /// record locked at commit, the read validates when the projection of the row then is
+    /// unchanged, even if the TID moved.
+    pub(crate) projected: Option<(Projection, Vec<u8>)>,
 }
 
 /// Phantom protection: what a scan (or a point-get miss) covered.
@@ -207,8 +215,8 @@ impl Transaction {
     /// one is visible; its record is then `self.reads.last()` (see [`Transaction::last_read`]).
     fn read_committed(&mut self, slot: usize, key: &[u8]) -> Result<Option<Row>, Error> {
         let t = &self.tables[slot];
-        // Fast path for get-then-update: reuse the last read of the same key.
-        if let Some(last) = self.reads.last() {
+        // Fast path for get-then-update: reuse the last (whole-row) read of the same key.
+        if let Some(last) = self.reads.last().filter(|r| r.projected.is_none()) {
             if last.table == t.id && last.record.key.as_slice() == key {
                 if let Ok((tid, Some(row))) = last.record.read() {
                     if tid == last.tid {
@@ -229,7 +237,7 @@ impl Transaction {
                 if self.reads.capacity() == 0 {
                     self.reads.reserve(8);
                 }
-                self.reads.push(ReadEntry { table: t.id, record, tid });
+                self.reads.push(ReadEntry { table: t.id, record, tid, projected: None });
                 Ok(Some(row))
             }
             _ => {
@@ -320,7 +328,7 @@ impl Transaction {
                     .is_some_and(|e| matches!(e.kind, WriteKind::Update | WriteKind::Delete));
                 if !tid.is_absent() && record.key.as_slice() != pk && !overridden {
                     self.base = self.base.max(tid.wssn());
-                    self.reads.push(ReadEntry { table: t.id, record, tid });
+                    self.reads.push(ReadEntry { table: t.id, record, tid, projected: None });
                     return Err(violation);
                 }
             }
@@ -434,6 +442,9 @@ impl Transaction {
         let slot = self.slot(table)?;
         let earlier = match self.own(table, key) {
             Some(e) if e.kind == WriteKind::Deferred => e.deferred.clone(),
+            // `SELECT … FOR UPDATE` read the row (and validates that read); the deferred update
+            // takes over its lock.
+            Some(e) if e.kind == WriteKind::LockOnly => None,
             Some(_) => return Ok(Ok(false)),
             None => None,
         };
@@ -465,6 +476,79 @@ impl Transaction {
         entry.deferred = Some(f);
         self.put(slot, key.to_vec(), entry, Vec::new());
         Ok(Ok(true))
+    }
+
+    /// Like [`Transaction::get`] (or [`Transaction::get_for_update`] when `for_update`), for a
+    /// caller that uses only what `proj` extracts from the row (some of its columns). The read
+    /// is recorded with the projection: if this transaction holds the record locked at commit
+    /// (it updates the row, or read it `for_update`), the read validates as long as the
+    /// projection of the row then equals what it was, even if other columns changed (value
+    /// validation under our own lock: the row cannot change before we install). Otherwise it
+    /// validates like any read (TID unchanged).
+    ///
+    /// A deferred update of `key` by this transaction stays deferred: the row returned is the
+    /// update applied to the committed row, and it is applied again at commit to the row then
+    /// (the projection of the committed row must be unchanged, so whatever the caller used of
+    /// the returned row is what commits, unless it used a column the update changes and
+    /// another transaction changed it meanwhile, which fails validation).
+    pub fn get_projected(
+        &mut self,
+        table: TableId,
+        key: &[u8],
+        for_update: bool,
+        proj: Projection,
+    ) -> Result<Option<Row>, Error> {
+        let slot = self.slot(table)?;
+        let deferred = match self.own(table, key) {
+            Some(e) => match e.kind {
+                WriteKind::Insert | WriteKind::Update => return Ok(e.row.clone()),
+                WriteKind::Delete => return Ok(None),
+                WriteKind::Deferred => Some((
+                    e.deferred.clone().expect("a deferred entry has its function"),
+                    e.record.clone().expect("a deferred entry has its record"),
+                )),
+                WriteKind::LockOnly => None,
+            },
+            None => None,
+        };
+        let t = &self.tables[slot];
+        let record = match &deferred {
+            Some((_, record)) => record.clone(),
+            None => match t.primary.get(key) {
+                Some(record) => record,
+                None => {
+                    self.scans.push(ScanEntry::Miss { table: slot, key: IKey::new(key) });
+                    return Ok(None);
+                }
+            },
+        };
+        let (tid, row) =
+            record.read().map_err(|()| Error::conflict(t.id, "record stayed locked"))?;
+        self.base = self.base.max(tid.wssn());
+        let Some(row) = row.filter(|_| !tid.is_absent()) else {
+            if deferred.is_some() {
+                return Err(Error::conflict(table, "updated row is gone"));
+            }
+            self.scans.push(ScanEntry::Miss { table: slot, key: IKey::new(key) });
+            return Ok(None);
+        };
+        let observed = proj(&row);
+        let read =
+            ReadEntry { table, record: record.clone(), tid, projected: Some((proj, observed)) };
+        self.reads.push(read);
+        if let Some((f, _)) = deferred {
+            let new =
+                f(&row).map_err(|_| Error::conflict(table, "deferred update no longer applies"))?;
+            return Ok(Some(Arc::new(new)));
+        }
+        if for_update {
+            self.table_writes(slot).entries.entry(key.to_vec()).or_insert(WriteEntry::new(
+                WriteKind::LockOnly,
+                Some(record),
+                None,
+            ));
+        }
+        Ok(Some(row))
     }
 
     /// Turns this transaction's deferred update of `key` into an ordinary read of the current
