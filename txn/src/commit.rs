@@ -271,12 +271,65 @@ fn lock(writes: BTreeMap<crate::TableId, TableWrites>, st: &mut Locked) -> Resul
     Ok(())
 }
 
+/// Phase 2, for projected reads of records we did not lock in phase 1 and whose TID changed
+/// since: lock them now (as lock-only items: released unchanged at install, restored on
+/// rollback), so that validation can compare their projections under our lock. Then the caller
+/// validates everything again: the serialization point moves to after these locks, so every
+/// read must hold there. Each round locks at least one more record, so the loop ends. The
+/// bounded lock wait makes an out-of-order lock a conflict, never a deadlock.
+fn lock_late(txn: &Transaction, late: &[usize], st: &mut Locked) -> Result<(), Error> {
+    for &i in late {
+        let r = &txn.reads[i];
+        if st.holds(&r.record) {
+            continue;
+        }
+        let prior = match r.record.tid.lock() {
+            Ok(prior) => prior,
+            Err(LockError::Busy) => return Err(Error::conflict(r.table, "record stayed locked")),
+            Err(LockError::Unlinked) => {
+                return Err(Error::conflict(r.table, "record deleted concurrently"))
+            }
+        };
+        st.base = st.base.max(prior.wssn());
+        st.locked.push(addr(&r.record));
+        st.locked.sort_unstable();
+        let table = txn
+            .tables
+            .iter()
+            .find(|t| t.id == r.table)
+            .expect("a read's table was touched")
+            .clone();
+        let item = Item {
+            kind: WriteKind::LockOnly,
+            key: r.record.key.as_slice().to_vec(),
+            record: r.record.clone(),
+            prior,
+            row: None,
+            deferred: None,
+            stale: Vec::new(),
+        };
+        st.groups.push((table, vec![item]));
+    }
+    Ok(())
+}
+
 /// Phase 2. `st` is `None` for a read-only transaction (no locks held).
 fn validate(txn: &Transaction, st: Option<&Locked>) -> Result<(), Error> {
+    match validate_or_lock(txn, st)? {
+        late if late.is_empty() => Ok(()),
+        late => Err(Error::conflict(txn.reads[late[0]].table, "read changed")),
+    }
+}
+
+/// [`validate`], except that a projected read whose TID changed, of a record we do not hold, is
+/// not a conflict yet: its index is returned, so that the committer locks the record and
+/// validates again (by value, under its lock). Empty: everything validated.
+fn validate_or_lock(txn: &Transaction, st: Option<&Locked>) -> Result<Vec<usize>, Error> {
     for t in &txn.tables {
         t.check_live()?;
     }
-    for r in &txn.reads {
+    let mut late = Vec::new();
+    for (i, r) in txn.reads.iter().enumerate() {
         let now = r.record.tid.load();
         let held = || st.is_some_and(|st| st.holds(&r.record));
         let ours = || now == r.tid.with_lock() && held();
@@ -288,6 +341,10 @@ fn validate(txn: &Transaction, st: Option<&Locked>) -> Result<(), Error> {
             })
         };
         if now != r.tid && !ours() && !same_projection() {
+            if r.projected.is_some() && st.is_some() && !held() {
+                late.push(i);
+                continue;
+            }
             return Err(Error::conflict(r.table, "read changed"));
         }
     }
@@ -340,7 +397,7 @@ fn validate(txn: &Transaction, st: Option<&Locked>) -> Result<(), Error> {
             }
         }
     }
-    Ok(())
+    Ok(late)
 }
 
 /// Phase 4: publish and unlock. Nothing can fail any more.
@@ -415,7 +472,15 @@ impl Transaction {
             // before we read its records' TIDs, and vice versa, or both could validate (write
             // skew). SeqCst is the only ordering that forbids that store-load reordering.
             fence(Ordering::SeqCst);
-            validate(&self, Some(&st))
+            loop {
+                let late = validate_or_lock(&self, Some(&st))?;
+                if late.is_empty() {
+                    return Ok(());
+                }
+                lock_late(&self, &late, &mut st)?;
+                // Our new locks must be visible before we read others' TIDs again.
+                fence(Ordering::SeqCst);
+            }
         });
         if let Err(e) = result {
             st.rollback();
