@@ -113,12 +113,17 @@ pub fn aspen_bin() -> PathBuf {
 
 /// The workspace root (the parent of this crate's manifest directory).
 pub fn workspace_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+    tests_dir().parent().expect("tests/ has a parent").to_path_buf()
 }
 
-/// This crate's directory (`<workspace>/tests`), where `slt/` lives.
+/// This crate's directory (`<workspace>/tests`), where `slt/` lives: `$CARGO_MANIFEST_DIR` as
+/// cargo sets it when it runs the test, else the directory this crate was compiled in. (A test
+/// binary reused from a shared target directory may have been compiled in another clone.)
 pub fn tests_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.join("Cargo.toml").is_file())
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
 /// A running `aspen serve` process with its own temporary data directory.
