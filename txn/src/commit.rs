@@ -37,6 +37,8 @@ struct Item {
     row: Option<Row>,
     /// A deferred update's function, applied (and the item made an `Update`) once locked.
     deferred: Option<crate::transaction::DeferredFn>,
+    /// The function applied at the statement to the version with this TID.
+    computed: Option<(Tid, Row)>,
     /// Secondary entries to remove at install (old keys of updates, all keys of deletes).
     stale: Vec<(Arc<Secondary>, Vec<u8>)>,
 }
@@ -189,6 +191,7 @@ fn lock(writes: BTreeMap<crate::TableId, TableWrites>, st: &mut Locked) -> Resul
                 prior: Tid::PLACEHOLDER,
                 row: e.row,
                 deferred: e.deferred,
+                computed: e.computed,
                 stale: Vec::new(),
             });
         }
@@ -214,11 +217,18 @@ fn lock(writes: BTreeMap<crate::TableId, TableWrites>, st: &mut Locked) -> Resul
                 // The deferred update reads the row current now, under our lock: the base
                 // above covers it as it covers a read.
                 let f = it.deferred.take().expect("a deferred entry has its function");
-                let old = it.record.row_locked().expect("a locked live record has a row");
-                let new = f(&old)
-                    .map_err(|_| Error::conflict(table.id, "deferred update no longer applies"))?;
+                let new = match it.computed.take() {
+                    // Unchanged since the statement (TIDs never repeat): the same result.
+                    Some((tid, row)) if tid == it.prior => row,
+                    _ => {
+                        let old = it.record.row_locked().expect("a locked live record has a row");
+                        Arc::new(f(&old).map_err(|_| {
+                            Error::conflict(table.id, "deferred update no longer applies")
+                        })?)
+                    }
+                };
                 it.kind = WriteKind::Update;
-                it.row = Some(Arc::new(new));
+                it.row = Some(new);
             }
             if it.kind == WriteKind::LockOnly || secondaries.is_empty() {
                 continue;
@@ -306,6 +316,7 @@ fn lock_late(txn: &Transaction, late: &[usize], st: &mut Locked) -> Result<(), E
             prior,
             row: None,
             deferred: None,
+            computed: None,
             stale: Vec::new(),
         };
         st.groups.push((table, vec![item]));

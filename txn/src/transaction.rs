@@ -41,11 +41,14 @@ pub(crate) struct WriteEntry {
     pub(crate) row: Option<Row>,
     /// The function of a `Deferred` entry.
     pub(crate) deferred: Option<DeferredFn>,
+    /// A `Deferred` entry's function applied to the version with this TID (at the statement):
+    /// the commit reuses it when the row has not changed since.
+    pub(crate) computed: Option<(Tid, Row)>,
 }
 
 impl WriteEntry {
     fn new(kind: WriteKind, record: Option<Arc<Record>>, row: Option<Row>) -> WriteEntry {
-        WriteEntry { kind, record, row, deferred: None }
+        WriteEntry { kind, record, row, deferred: None, computed: None }
     }
 }
 
@@ -458,22 +461,24 @@ impl Transaction {
         self.base = self.base.max(tid.wssn());
         // The statement's own check, on the row committed now (after the earlier deferred
         // update of the same key, if any).
-        let input = match &earlier {
+        let earlier_row = match &earlier {
             Some(g) => match g(&current) {
-                Ok(row) => row,
+                Ok(row) => Some(row),
                 Err(_) => return Err(Error::conflict(table, "deferred update no longer applies")),
             },
-            None => current.to_vec(),
+            None => None,
         };
-        if let Err(e) = f(&input) {
-            return Ok(Err(e));
-        }
+        let computed = match f(earlier_row.as_deref().unwrap_or(&current)) {
+            Ok(row) => Arc::new(row),
+            Err(e) => return Ok(Err(e)),
+        };
         let f: DeferredFn = match earlier {
             Some(g) => Arc::new(move |row: &[u8]| f(&g(row)?).map_err(|e| e.to_string())),
             None => Arc::new(move |row: &[u8]| f(row).map_err(|e| e.to_string())),
         };
         let mut entry = WriteEntry::new(WriteKind::Deferred, Some(record), None);
         entry.deferred = Some(f);
+        entry.computed = Some((tid, computed));
         self.put(slot, key.to_vec(), entry, Vec::new());
         Ok(Ok(true))
     }

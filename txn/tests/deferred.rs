@@ -368,3 +368,33 @@ fn a_whole_row_read_after_a_projected_one_validates_the_whole_row() {
     t2.commit().unwrap();
     assert_conflict(t1.commit());
 }
+
+/// The function runs once at the statement; the commit reuses that result while the row is
+/// unchanged, and runs it again on the row current at commit otherwise.
+#[test]
+fn the_statement_result_is_reused_when_the_row_did_not_change() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let engine = setup();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counting = |calls: &Arc<AtomicUsize>| -> Update {
+        let calls = calls.clone();
+        Arc::new(move |row: &[u8]| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            Ok((value(row) + 1).to_string().into_bytes())
+        })
+    };
+    let mut t = engine.begin(0);
+    assert!(defer(&mut t, "x", counting(&calls)));
+    t.commit().unwrap();
+    assert_eq!(calls.load(Ordering::Relaxed), 1, "uncontended: evaluated once");
+    assert_eq!(committed(&engine, "x"), Some(11));
+
+    let mut t1 = engine.begin(0);
+    assert!(defer(&mut t1, "x", counting(&calls)));
+    let mut t2 = engine.begin(1);
+    assert!(defer(&mut t2, "x", add(5)));
+    t2.commit().unwrap();
+    t1.commit().unwrap();
+    assert_eq!(calls.load(Ordering::Relaxed), 3, "the row changed: evaluated again at commit");
+    assert_eq!(committed(&engine, "x"), Some(17));
+}
