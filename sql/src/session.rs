@@ -1163,7 +1163,12 @@ impl Session {
                 loop {
                     let now = now();
                     let mut t = self.db.engine.begin(self.log_buffer);
-                    let result = self.run_plan(&mut t, now, stmt, cached, params);
+                    // A deferrable UPDATE runs as an ordinary one first: alone in its
+                    // transaction, it reads and commits within this call, so a conflict is
+                    // rare and deferring would be pure overhead. A retry defers it, so a hot
+                    // row's increments stop conflicting instead of using up the retries.
+                    let defer = attempt > 0;
+                    let result = self.run_plan(&mut t, now, stmt, cached, params, defer);
                     let result = match result {
                         Ok(out) => self.commit(t).map(|_| out),
                         Err(e) => {
@@ -1193,7 +1198,7 @@ impl Session {
         let open = self.txn.as_mut().expect("checked by caller");
         let now = open.now;
         let mut t = open.txn.take().expect("checked by caller");
-        let result = self.run_plan(&mut t, now, stmt, cached, params);
+        let result = self.run_plan(&mut t, now, stmt, cached, params, true);
         match result {
             Ok(out) => {
                 // Rows shown inside a block must not be taken back by a crash either: they wait
@@ -1216,6 +1221,8 @@ impl Session {
         }
     }
 
+    /// Runs one bound statement in `t`. `defer` lets a deferrable UPDATE run as a deferred
+    /// update ([`deferred_update`]).
     fn run_plan(
         &self,
         t: &mut txn::Transaction,
@@ -1223,6 +1230,7 @@ impl Session {
         stmt: &Statement,
         cached: &Cached,
         params: &[Value],
+        defer: bool,
     ) -> Result<Output> {
         let mut ctx = Ctx {
             txn: t,
@@ -1273,7 +1281,7 @@ impl Session {
                 Ok(dml_output("INSERT", n, returning.is_some(), cached, out_rows))
             }
             Statement::Update { table, scan, sets, returning, deferrable } => {
-                if *deferrable && deferred_update(&mut ctx, table, scan, sets, self)? {
+                if *deferrable && defer && deferred_update(&mut ctx, table, scan, sets, self)? {
                     return Ok(dml_output("UPDATE", 1, false, cached, Vec::new()));
                 }
                 let rows = ctx.scan(scan)?;
