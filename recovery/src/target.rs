@@ -110,10 +110,15 @@ impl Staged {
         (!self.deleted).then_some(&self.row[..])
     }
 
-    /// Replaces the version by `row` at `ssn`, reusing the row's allocation when it fits.
+    /// Replaces the version by `row` at `ssn`, reusing the row's allocation when it fits. A
+    /// longer row grows it to exactly its length, not to twice the capacity: the row moves
+    /// into the engine as it is, so slack would stay allocated for the table's life (and the
+    /// allocator can often grow a block in place by the few bytes a counter gains).
     pub(crate) fn set(&mut self, row: Option<&[u8]>, ssn: Ssn) {
+        let bytes = row.unwrap_or_default();
         self.row.clear();
-        self.row.extend_from_slice(row.unwrap_or_default());
+        self.row.reserve_exact(bytes.len());
+        self.row.extend_from_slice(bytes);
         self.deleted = row.is_none();
         self.ssn = ssn;
     }
