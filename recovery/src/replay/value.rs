@@ -193,8 +193,8 @@ fn partition(h: u64, threads: usize) -> usize {
 /// One worker's staging map: per `(table, key)` the write with the largest SSN (module doc).
 /// The writes sit in a vector in arrival order of their keys, which is what
 /// [`Target::install_staged`] takes (no copy at the end); the index is an open-addressing table
-/// (linear probing, at most half full) of their full hashes and positions, 16 bytes a slot, so
-/// growing it moves little. It is not hashbrown's because a worker looks up a batch of keys
+/// (linear probing, at most half full) of 32 bits of their hashes and their positions, 8 bytes a
+/// slot, so growing it moves little. It is not hashbrown's because a worker looks up a batch of keys
 /// whose hashes it knows in advance: [`Stage::prefetch`] asks for the slot of an entry a few
 /// ahead, and [`Stage::prefetch_write`] for the staged write that slot points to, so that the
 /// lookup of the entry itself finds both in the cache (profiles showed the worker waiting on
@@ -206,10 +206,12 @@ pub(crate) struct Stage {
     writes: Vec<Staged>,
 }
 
-/// A slot of [`Stage`]'s index: `hash(table, key)` and the write's position.
+/// A slot of [`Stage`]'s index: the low 32 bits of `hash(table, key)` (which also give the home
+/// slot, so growing needs nothing else) and the write's position. Two keys of a partition
+/// share those bits rarely (a few pairs per million keys); the key comparison tells them apart.
 #[derive(Clone, Copy)]
 struct Slot {
-    hash: u64,
+    hash: u32,
     at: u32,
 }
 
@@ -229,10 +231,11 @@ fn prefetch<T>(p: *const T) {
 }
 
 impl Stage {
-    /// The home slot of `hash`. Low bits: [`partition`] uses bits 40 and up.
+    /// The home slot of `hash`: its low bits ([`partition`] uses bits 40 and up). At most 2^32
+    /// slots: [`Slot`] keeps 32 bits.
     #[inline]
     fn home(&self, hash: u64) -> usize {
-        hash as usize & (self.slots.len() - 1)
+        (hash as u32) as usize & (self.slots.len() - 1)
     }
 
     /// Hint: the entry with `hash` will be staged soon; fetch its home slot.
@@ -251,7 +254,7 @@ impl Stage {
             return;
         }
         let slot = self.slots[self.home(hash)];
-        if slot.at != EMPTY && slot.hash == hash {
+        if slot.at != EMPTY && slot.hash == hash as u32 {
             prefetch(&self.writes[slot.at as usize]);
         }
     }
@@ -260,6 +263,7 @@ impl Stage {
     #[cold]
     fn grow(&mut self) {
         let len = (self.slots.len() * 2).max(1024);
+        assert!(len <= 1 << 32, "at most 2^31 keys a partition");
         let old = std::mem::replace(&mut self.slots, vec![Slot { hash: 0, at: EMPTY }; len]);
         let mask = len - 1;
         for slot in old.into_iter().filter(|s| s.at != EMPTY) {
@@ -278,18 +282,19 @@ impl Stage {
             self.grow();
         }
         let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
+        let hash32 = hash as u32;
+        let mut i = hash32 as usize & mask;
         loop {
             let slot = self.slots[i];
             if slot.at == EMPTY {
                 let at =
                     u32::try_from(self.writes.len()).expect("fewer than 2^32 keys a partition");
                 assert!(at != EMPTY, "fewer than 2^32 - 1 keys a partition");
-                self.slots[i] = Slot { hash, at };
+                self.slots[i] = Slot { hash: hash32, at };
                 self.writes.push(Staged::new(table, key, row, ssn));
                 return;
             }
-            if slot.hash == hash {
+            if slot.hash == hash32 {
                 let staged = &mut self.writes[slot.at as usize];
                 if staged.is(table, key) {
                     if ssn > staged.ssn {
