@@ -564,8 +564,12 @@ impl Runner {
                 let settled = if stuck {
                     // The logger waits for the fill of the unfilled reservation, and completes
                     // (publishes the DSN of) a synced pair only after that: it has settled once
-                    // nothing it wrote is still unsynced. It writes no marker meanwhile.
+                    // nothing it wrote is still unsynced. It writes no marker meanwhile, but a
+                    // CSN wait above its DSN makes it reserve one behind the reservation before
+                    // it closes the segment (raising L.ssn to `wanted`), which `show` prints:
+                    // wait for that too, or the output depends on the logger's timing.
                     self.mems[d].unsynced_bytes() == 0
+                        && (self.wanted <= dsn || log.buffer_ssn(d) >= self.wanted)
                 } else {
                     dsn >= prefix && dsn >= written && dsn >= self.wanted
                 };
