@@ -1076,6 +1076,24 @@ mod tests {
         assert_ne!(hash_entry(7, 1, b"k"), hash_entry(7, 1, b"k\0"));
     }
 
+    /// A staged row that a longer one replaces grows to exactly that length: the row moves
+    /// into the engine with its allocation, so slack would stay for the table's life.
+    #[test]
+    fn a_replaced_row_keeps_no_slack() {
+        let mut stage = Stage::default();
+        let h = hash_entry(1, 1, b"k");
+        stage.put(h, 1, b"k", Some(&[1; 100]), Ssn(1));
+        stage.put(h, 1, b"k", Some(&[2; 101]), Ssn(2));
+        stage.put(h, 1, b"k", Some(&[3; 90]), Ssn(3));
+        stage.put(h, 1, b"k", Some(&[4; 103]), Ssn(4));
+        let writes = stage.into_writes();
+        assert_eq!(writes.len(), 1);
+        let row = writes.into_iter().next().expect("one").with_owned_row(|_, _, row, _| row);
+        let row = row.expect("a row");
+        assert_eq!(row, vec![4; 103]);
+        assert_eq!(row.capacity(), 103, "no slack beyond the newest row");
+    }
+
     /// The stage's index finds a key past slots of other keys with the same full hash or the
     /// same home slot, across its growth, and never loses or duplicates a key.
     #[test]
