@@ -222,9 +222,7 @@ fn lock(writes: BTreeMap<crate::TableId, TableWrites>, st: &mut Locked) -> Resul
                     Some((tid, row)) if tid == it.prior => row,
                     _ => {
                         let old = it.record.row_locked().expect("a locked live record has a row");
-                        Arc::new(f(&old).map_err(|_| {
-                            Error::conflict(table.id, "deferred update no longer applies")
-                        })?)
+                        Arc::new(crate::transaction::apply_deferred(&f, table.id, &old)?)
                     }
                 };
                 it.kind = WriteKind::Update;
@@ -470,9 +468,11 @@ impl Transaction {
     /// [`Transaction::commit_durable`] for the acknowledge rule.
     pub fn commit(mut self) -> Result<CommitInfo, Error> {
         let writes = std::mem::take(&mut self.writes);
-        // A deferred update reads the row it replaces (at commit): not blind.
-        let deferred =
-            writes.values().any(|w| w.entries.values().any(|e| e.kind == WriteKind::Deferred));
+        // Blind: wrote without reading. A deferred update reads the row it replaces (at
+        // commit), so it is not blind either (only looked for when nothing else was read).
+        let blind = self.reads.is_empty()
+            && self.scans.is_empty()
+            && !writes.values().any(|w| w.entries.values().any(|e| e.kind == WriteKind::Deferred));
         if writes.is_empty() {
             validate(&self, None)?;
             return Ok(CommitInfo { ssn: Ssn(self.base), read_only: true, ticket: None });
@@ -523,7 +523,6 @@ impl Transaction {
         let mut payload = Vec::new();
         encode_values(&entries, &mut payload);
         drop(entries);
-        let blind = self.reads.is_empty() && self.scans.is_empty() && !deferred;
         // A large transaction's payload goes to a spill file (written and synced here, locks
         // held, before the SSN is taken); its record only names the file.
         let kind = if payload.len() > self.inner.log.spill_threshold() {

@@ -33,6 +33,12 @@ pub type RowFn<E> = Arc<dyn Fn(&[u8]) -> Result<Vec<u8>, E> + Send + Sync>;
 /// A deferred update's function as the write set keeps it.
 pub(crate) type DeferredFn = RowFn<String>;
 
+/// Applies this transaction's deferred update of a row of `table` to `row` as it is now; an
+/// update that no longer applies to it (its function fails) is a serialization failure.
+pub(crate) fn apply_deferred(f: &DeferredFn, table: TableId, row: &[u8]) -> Result<Vec<u8>, Error> {
+    f(row).map_err(|_| Error::conflict(table, "deferred update no longer applies"))
+}
+
 pub(crate) struct WriteEntry {
     pub(crate) kind: WriteKind,
     /// The existing record (all kinds but `Insert`).
@@ -461,13 +467,8 @@ impl Transaction {
         self.base = self.base.max(tid.wssn());
         // The statement's own check, on the row committed now (after the earlier deferred
         // update of the same key, if any).
-        let earlier_row = match &earlier {
-            Some(g) => match g(&current) {
-                Ok(row) => Some(row),
-                Err(_) => return Err(Error::conflict(table, "deferred update no longer applies")),
-            },
-            None => None,
-        };
+        let earlier_row =
+            earlier.as_ref().map(|g| apply_deferred(g, table, &current)).transpose()?;
         let computed = match f(earlier_row.as_deref().unwrap_or(&current)) {
             Ok(row) => Arc::new(row),
             Err(e) => return Ok(Err(e)),
@@ -542,9 +543,7 @@ impl Transaction {
             ReadEntry { table, record: record.clone(), tid, projected: Some((proj, observed)) };
         self.reads.push(read);
         if let Some((f, _)) = deferred {
-            let new =
-                f(&row).map_err(|_| Error::conflict(table, "deferred update no longer applies"))?;
-            return Ok(Some(Arc::new(new)));
+            return Ok(Some(Arc::new(apply_deferred(&f, table, &row)?)));
         }
         if for_update {
             self.table_writes(slot).entries.entry(key.to_vec()).or_insert(WriteEntry::new(
@@ -570,9 +569,7 @@ impl Transaction {
             return Err(Error::conflict(table, "updated row is gone"));
         };
         let record = self.last_read();
-        let new: Row = Arc::new(
-            f(&old).map_err(|_| Error::conflict(table, "deferred update no longer applies"))?,
-        );
+        let new: Row = Arc::new(apply_deferred(&f, table, &old)?);
         let entry = WriteEntry::new(WriteKind::Update, Some(record), Some(new.clone()));
         self.put(slot, key.to_vec(), entry, Vec::new());
         Ok(new)

@@ -398,3 +398,41 @@ fn the_statement_result_is_reused_when_the_row_did_not_change() {
     assert_eq!(calls.load(Ordering::Relaxed), 3, "the row changed: evaluated again at commit");
     assert_eq!(committed(&engine, "x"), Some(17));
 }
+
+/// A row deleted by another transaction after this one deferred an update of it: a later read
+/// of it in this transaction (which materializes the update, or applies it to a projected
+/// read) fails with a serialization conflict instead of returning a row that is gone.
+#[test]
+fn reading_a_deferred_row_that_was_deleted_meanwhile_is_a_conflict() {
+    for projected in [false, true] {
+        let engine = setup_pairs();
+        let mut t1 = engine.begin(0);
+        assert!(defer(&mut t1, "w", add2(0, 1)));
+        let mut t2 = engine.begin(1);
+        assert!(t2.get(T, b"w").unwrap().is_some());
+        t2.delete(T, b"w").unwrap();
+        t2.commit().unwrap();
+        let read = if projected {
+            t1.get_projected(T, b"w", false, only_a()).map(|_| ())
+        } else {
+            t1.get(T, b"w").map(|_| ())
+        };
+        assert!(read.is_err_and(|e| e.is_conflict()), "projected read: {projected}");
+    }
+}
+
+/// A projected read of a row this transaction does not write, deleted before the commit: the
+/// late lock finds the record unlinked and the commit fails; nothing it wrote is installed.
+#[test]
+fn a_projected_read_of_a_row_deleted_before_commit_fails_the_commit() {
+    let engine = setup_pairs();
+    let mut t1 = engine.begin(0);
+    assert_eq!(read_a(&mut t1, "w", false), (1, 100));
+    assert!(defer(&mut t1, "v", add2(0, 1)));
+    let mut t2 = engine.begin(1);
+    assert!(t2.get(T, b"w").unwrap().is_some());
+    t2.delete(T, b"w").unwrap();
+    t2.commit().unwrap();
+    assert_conflict(t1.commit());
+    assert_eq!(committed_pair(&engine, "v"), (2, 200));
+}
