@@ -1195,21 +1195,19 @@ pub fn txn_error(e: txn::Error) -> Error {
 fn projected_point_get(input: &Plan, exprs: &[Expr]) -> Option<Vec<usize>> {
     let Plan::Scan { access: Access::PointGet(_), filter, .. } = input else { return None };
     let mut used = Vec::new();
-    let mut local = true;
     for e in exprs.iter().chain(filter.iter()) {
-        crate::bind::walk(e, &mut |x| match x {
-            Expr::Column(i) => used.push(*i),
-            Expr::Outer { .. }
-            | Expr::Subquery(_)
-            | Expr::Exists(..)
-            | Expr::InSubquery(..)
-            | Expr::Agg(_) => local = false,
-            _ => {}
+        if !crate::bind::row_local(e) {
+            return None;
+        }
+        crate::bind::walk_expr(e, &mut |x| {
+            if let Expr::Column(i) = x {
+                used.push(*i);
+            }
         });
     }
     used.sort_unstable();
     used.dedup();
-    local.then_some(used)
+    Some(used)
 }
 
 /// The projection of a stored row on columns `cols`: their values, encoded. (A row that does

@@ -662,8 +662,9 @@ pub struct Session {
     txn: Option<OpenTxn>,
     /// Session values that differ from the defaults, by canonical name.
     settings: BTreeMap<&'static str, String>,
-    user: String,
-    database: String,
+    /// Shared with deferred updates' functions (which may evaluate `current_user`).
+    user: Arc<str>,
+    database: Arc<str>,
     log_buffer: usize,
     /// Durability waits of commits whose results are still held (see [`Session::take_acks`]).
     pending_acks: Vec<wal::Ticket>,
@@ -730,8 +731,8 @@ impl Session {
         };
         for (k, v) in params {
             match k.as_str() {
-                "user" => s.user = v.clone(),
-                "database" => s.database = v.clone(),
+                "user" => s.user = v.as_str().into(),
+                "database" => s.database = v.as_str().into(),
                 _ => {
                     if let Some(g) = guc(k) {
                         if !READ_ONLY_GUCS.contains(&g.name) {
@@ -744,7 +745,7 @@ impl Session {
         if !params.iter().any(|(k, _)| k == "database") {
             s.database = s.user.clone();
         }
-        s.settings.insert("session_authorization", s.user.clone());
+        s.settings.insert("session_authorization", s.user.to_string());
         s
     }
 
@@ -1294,7 +1295,7 @@ impl Session {
                 let snapshot = self.snapshot();
                 for (key, old) in rows {
                     let mut new = old.clone();
-                    for (col, e) in sets {
+                    for (col, e) in sets.iter() {
                         new[*col] = ctx.eval(e, &old)?;
                     }
                     let new = check_row(table, new)?;
@@ -1420,7 +1421,7 @@ impl Session {
             Command::Reset(name) => match name {
                 None => {
                     self.save_settings();
-                    let user = self.user.clone();
+                    let user = self.user.to_string();
                     self.settings.clear();
                     self.settings.insert("session_authorization", user);
                     Ok(Output::tag(Tag::new("RESET")))
@@ -1963,7 +1964,6 @@ fn validate_setting(name: &str, v: &str) -> Result<String> {
     }
 }
 
-/// NOT NULL and type-modifier checks for a row about to be written.
 /// Runs a deferrable UPDATE (one row by primary key, see `Statement::Update::deferrable`) as
 /// a deferred update: the transaction records the SET expressions as a function of the row and
 /// applies it at commit to the row current then (`txn::Transaction::update_deferred`). The
@@ -1974,15 +1974,15 @@ fn deferred_update(
     ctx: &mut Ctx,
     table: &Arc<Table>,
     scan: &Plan,
-    sets: &[(usize, Expr)],
+    sets: &Arc<[(usize, Expr)]>,
     session: &Session,
 ) -> Result<bool> {
     let Plan::Scan { access: Access::PointGet(keys), .. } = scan else { return Ok(false) };
-    let pk_cols = table.primary_index().map(|i| i.columns.clone()).unwrap_or_default();
-    let Some(key) = ctx.key_values(table, keys, &pk_cols)? else { return Ok(false) };
+    let pk_cols = table.primary_index().map_or(&[][..], |i| &i.columns);
+    let Some(key) = ctx.key_values(table, keys, pk_cols)? else { return Ok(false) };
     let mut k = Vec::with_capacity(16);
     types::encode_key(&key, &mut k);
-    let (table_, sets) = (table.clone(), sets.to_vec());
+    let (table_, sets) = (table.clone(), sets.clone());
     let (params, now) = (ctx.params.to_vec(), ctx.now);
     let (user, database) = (session.user.clone(), session.database.clone());
     let engine = session.db.engine.clone();
@@ -2001,7 +2001,7 @@ fn deferred_update(
             database: &database,
         };
         let mut new = old.clone();
-        for (col, e) in &sets {
+        for (col, e) in sets.iter() {
             new[*col] = ctx.eval(e, &old)?;
         }
         let new = check_row(&table_, new)?;
@@ -2012,6 +2012,7 @@ fn deferred_update(
     ctx.txn.update_deferred(exec::tid(table), &k, Arc::new(f)).map_err(exec::txn_error)?
 }
 
+/// NOT NULL and type-modifier checks for a row about to be written.
 fn check_row(table: &Table, row: Vec<Value>) -> Result<Vec<Value>> {
     let mut out = Vec::with_capacity(row.len());
     for (v, c) in row.into_iter().zip(&table.columns) {

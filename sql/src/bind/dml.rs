@@ -7,7 +7,7 @@ use sqlparser::ast::{self as ast, Expr as AstExpr, SelectItem, SetExpr};
 
 use super::expr::Typed;
 use super::select::{
-    key_column, row_independent, scan_with, split_conjuncts, walk, width_of, DEFAULT_MARKER,
+    key_column, row_independent, row_local, scan_with, split_conjuncts, width_of, DEFAULT_MARKER,
 };
 use super::{ident, Binder, Scope};
 use crate::error::{Error, Result};
@@ -310,7 +310,7 @@ impl Binder<'_> {
         let scan = scan_with(table.clone(), conjuncts);
         let returning = self.bind_returning(up.returning.as_deref(), &table, &alias)?;
         let deferrable = returning.is_none() && deferrable_update(&table, &scan, &sets);
-        Ok(Statement::Update { table, scan, sets, returning, deferrable })
+        Ok(Statement::Update { table, scan, sets: sets.into(), returning, deferrable })
     }
 
     pub(crate) fn bind_delete(&mut self, del: &ast::Delete) -> Result<Statement> {
@@ -377,22 +377,4 @@ fn deferrable_update(table: &Table, scan: &Plan, sets: &[(usize, Expr)]) -> bool
                 && !table.foreign_keys.iter().any(|fk| fk.columns.contains(&c))
                 && row_local(e)
         })
-}
-
-/// Whether `e` is computed from the current row, parameters and constants alone.
-fn row_local(e: &Expr) -> bool {
-    let mut local = true;
-    walk(e, &mut |x| {
-        if matches!(
-            x,
-            Expr::Outer { .. }
-                | Expr::Subquery(_)
-                | Expr::Exists(..)
-                | Expr::InSubquery(..)
-                | Expr::Agg(_)
-        ) {
-            local = false;
-        }
-    });
-    local
 }

@@ -1043,6 +1043,23 @@ pub(crate) fn key_column(e: &Expr, table: &Table) -> Option<usize> {
     }
 }
 
+/// Row-local: computed from the current row, parameters and constants alone (no outer row, no
+/// subquery or aggregate, which read other rows).
+pub(crate) fn row_local(e: &Expr) -> bool {
+    let mut local = true;
+    walk(e, &mut |x| {
+        local &= !matches!(
+            x,
+            Expr::Outer { .. }
+                | Expr::Subquery(_)
+                | Expr::Exists(..)
+                | Expr::InSubquery(..)
+                | Expr::Agg(_)
+        );
+    });
+    local
+}
+
 /// Row-independent: no reference to the scanned row and no subquery.
 pub(crate) fn row_independent(e: &Expr) -> bool {
     let mut ok = true;

@@ -420,7 +420,7 @@ pub enum Statement {
         /// Rows to update (a Scan producing full table rows).
         scan: Plan,
         /// New value expressions by column position (over the old row).
-        sets: Vec<(usize, Expr)>,
+        sets: std::sync::Arc<[(usize, Expr)]>,
         /// RETURNING expressions over the new row.
         returning: Option<Vec<(Expr, OutColumn)>>,
         /// The update may be deferred to commit (`txn::Transaction::update_deferred`): one row
