@@ -165,6 +165,10 @@ pub struct BenchArgs {
     /// Replay suite: the rows of the generated log (`ycsb`: 10 text fields of 100 bytes).
     #[arg(long, value_enum, default_value = "default")]
     pub replay_workload: ReplayWorkload,
+    /// Replay suite: which recoveries to run, comma separated (default: all of them; fewer
+    /// for a quicker look at one, e.g. `one-pass` to compare two builds)
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub replay_variants: Vec<ReplayVariant>,
     /// Engine suite: the thread counts to measure, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     pub threads: Vec<usize>,
@@ -365,6 +369,23 @@ pub enum ReplayWorkload {
     Default,
     /// YCSB-like: an int8 key and 10 text fields of 100 bytes; updates write new fields.
     Ycsb,
+}
+
+/// A kind of recovery the replay suite runs (`--replay-variants`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum ReplayVariant {
+    /// The whole log through `recovery::SerialReplayer` (the oracle).
+    Serial,
+    /// The whole log through `recovery::replay`, each surviving key through `replay_install`.
+    PerEntry,
+    /// The whole log: `RecoveryPlan::scan`, then `recovery::replay` with bulk install.
+    Bulk,
+    /// The whole log: `recovery::stage` (scan and staging in one pass) + install.
+    OnePass,
+    /// Checkpoint at half + tail: `load_checkpoint`, then scan and `replay` of the tail.
+    Checkpoint,
+    /// Checkpoint at half + tail in one pass: `stage`, `load_checkpoint`, install.
+    CheckpointOnePass,
 }
 
 /// SplitMix64: a small, fast, seedable generator for keys and TPC-C strings.
