@@ -105,6 +105,13 @@ impl Staged {
         self.table == table && self.key() == key
     }
 
+    /// Where the row's bytes are (a dangling but aligned pointer when it has none): for a
+    /// prefetch hint.
+    #[inline]
+    pub(crate) fn row_ptr(&self) -> *const u8 {
+        self.row.as_ptr()
+    }
+
     /// The row, or `None` for a delete.
     pub fn row(&self) -> Option<&[u8]> {
         (!self.deleted).then_some(&self.row[..])
