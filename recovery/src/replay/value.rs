@@ -392,9 +392,26 @@ struct Shared {
     errors: FirstError,
     /// A device's scan failed (the error is that reader's result): staging is pointless.
     scan_failed: AtomicBool,
+    /// Batches the workers have staged, emptied, for the readers to fill again: a batch's
+    /// buffers stay with the pass instead of being freed on a worker and allocated (and faulted
+    /// in) again on a reader.
+    spare: Mutex<Vec<Batch>>,
 }
 
 impl Shared {
+    /// An empty batch: a spare one if there is one.
+    fn batch(&self) -> Batch {
+        let spare = self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        spare.unwrap_or_else(Batch::with_capacity)
+    }
+
+    /// Gives a staged batch back for reuse.
+    fn recycle(&self, mut batch: Batch) {
+        batch.bytes.clear();
+        batch.items.clear();
+        self.spare.lock().unwrap_or_else(|p| p.into_inner()).push(batch);
+    }
+
     fn fail(&self, e: Error) {
         self.errors.fail(e);
     }
@@ -791,6 +808,7 @@ fn run_pass<'h>(
         counters: Counters::default(),
         errors: FirstError::default(),
         scan_failed: AtomicBool::new(false),
+        spare: Mutex::new(Vec::new()),
     };
     // `records_total` 0: the totals are estimates until the end, where they are what was done.
     let report = |shared: &Shared, end: bool| {
@@ -825,7 +843,7 @@ fn run_pass<'h>(
             let (shared, senders, done) = (&shared, senders.clone(), done_tx.clone());
             let (horizon, finished) = (&horizon, &finished);
             readers.push(s.spawn(move || {
-                let mut out = Dispatch::new(device.clone(), seed, senders);
+                let mut out = Dispatch::new(device.clone(), seed, senders, shared);
                 let scanned = read_device(device, read, cut, horizon(i), tuning, &mut out, shared);
                 if scanned.is_err() {
                     // Release: pairs with the Acquire load in `Shared::stopped`.
@@ -883,6 +901,7 @@ fn worker(rx: mpsc::Receiver<Batch>, shared: &Shared) -> Stage {
             stage.put(item.hash, item.table, key, row, item.ssn);
         }
         shared.counters.entries.fetch_add(n, Ordering::Relaxed);
+        shared.recycle(batch);
         if shared.stopped() {
             break; // drops `rx`: readers sending here stop staging
         }
@@ -903,8 +922,13 @@ struct Dispatch {
 }
 
 impl Dispatch {
-    fn new(log: DeviceLog, seed: u64, senders: Vec<mpsc::SyncSender<Batch>>) -> Dispatch {
-        let batches = senders.iter().map(|_| Batch::with_capacity()).collect();
+    fn new(
+        log: DeviceLog,
+        seed: u64,
+        senders: Vec<mpsc::SyncSender<Batch>>,
+        shared: &Shared,
+    ) -> Dispatch {
+        let batches = senders.iter().map(|_| shared.batch()).collect();
         Dispatch { log, seed, senders, batches, replayed: 0, stopped: false }
     }
 
@@ -954,7 +978,7 @@ impl Dispatch {
                     let p = partition(h, threads);
                     batches[p].push(h, table, key, row, ssn);
                     if batches[p].is_full() {
-                        let full = std::mem::replace(&mut batches[p], Batch::with_capacity());
+                        let full = std::mem::replace(&mut batches[p], shared.batch());
                         // A closed channel: the worker stopped because something failed.
                         closed |= senders[p].send(full).is_err();
                     }
