@@ -280,7 +280,8 @@ mod tests {
         let t = TableId(1);
         engine.create_table(t, vec![]);
         // (batch, key, row or delete, ssn)
-        let writes: &[(usize, &[u8], Option<&[u8]>, u64)] = &[
+        type Write = (usize, &'static [u8], Option<&'static [u8]>, u64);
+        let writes: &[Write] = &[
             (0, b"a", Some(b"a0"), 5),
             (1, b"a", Some(b"a1"), 9),
             (2, b"a", Some(b"a2"), 7),
