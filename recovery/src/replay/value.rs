@@ -405,8 +405,12 @@ impl Shared {
         spare.unwrap_or_else(Batch::with_capacity)
     }
 
-    /// Gives a staged batch back for reuse.
+    /// Gives a staged batch back for reuse, unless a large row grew it (a spilled payload can
+    /// be far larger than a batch): that one is freed rather than kept for the whole pass.
     fn recycle(&self, mut batch: Batch) {
+        if batch.bytes.capacity() > 2 * BATCH_BYTES {
+            return;
+        }
         batch.bytes.clear();
         batch.items.clear();
         self.spare.lock().unwrap_or_else(|p| p.into_inner()).push(batch);
