@@ -91,23 +91,26 @@ impl From<ProtocolError> for WireError {
 }
 
 /// The one conversion of an error into the fields of an ErrorResponse: severity (localized and
-/// not), SQLSTATE, message, detail and position (1-based characters into `sql`).
+/// not), SQLSTATE, message, detail and position (1-based characters into `sql`). Fields are
+/// NUL-terminated on the wire, so a NUL inside a message or detail (a value quoted in it, a
+/// bug) would end the field early and turn the rest into bogus fields: it becomes U+FFFD.
 pub fn error_info(err: &WireError) -> ErrorInfo {
+    let field = |s: String| if s.contains('\0') { s.replace('\0', "\u{FFFD}") } else { s };
     match err {
         WireError::Sql { error, sql } => {
             let mut info = ErrorInfo::new(
                 error.severity().to_owned(),
                 error.sqlstate().to_owned(),
-                error.to_string(),
+                field(error.to_string()),
             );
             info.severity_nonlocalized = Some(error.severity().to_owned());
-            info.detail = error.detail().map(str::to_owned);
+            info.detail = error.detail().map(|d| field(d.to_owned()));
             info.position = error.position(sql).map(|p| p.to_string());
             info
         }
         WireError::Protocol(e) => {
             let mut info =
-                ErrorInfo::new("ERROR".to_owned(), e.sqlstate().to_owned(), e.to_string());
+                ErrorInfo::new("ERROR".to_owned(), e.sqlstate().to_owned(), field(e.to_string()));
             info.severity_nonlocalized = Some("ERROR".to_owned());
             info
         }
@@ -169,5 +172,34 @@ mod tests {
         );
         let info = error_info(&ProtocolError::UndefinedStatement("S_1".into()).into());
         assert_eq!(info.message, "prepared statement \"S_1\" does not exist");
+    }
+
+    /// A NUL inside a message or detail would end the field on the wire: it never gets there.
+    #[test]
+    fn no_nul_reaches_a_field() {
+        let error = sql::Error::UniqueViolation {
+            constraint: "kv_pkey".into(),
+            detail: "Key (k)=(a\0b) already exists.".into(),
+            table: "k\0v".into(),
+        };
+        let info = error_info(&WireError::Sql { error, sql: String::new() });
+        assert!(!info.message.contains('\0'), "{:?}", info.message);
+        assert_eq!(info.detail.as_deref(), Some("Key (k)=(a\u{FFFD}b) already exists."));
+    }
+
+    /// Deleting a referenced row reads as PostgreSQL's message, naming both tables.
+    #[test]
+    fn referenced_row_message() {
+        let error = sql::Error::ForeignKeyViolation {
+            constraint: "emp_dept_id_fkey".into(),
+            detail: "Key (id)=(1) is still referenced from table \"emp\".".into(),
+            table: "dept".into(),
+            referenced_from: Some("emp".into()),
+        };
+        let info = error_info(&WireError::Sql { error, sql: String::new() });
+        assert_eq!(
+            info.message,
+            "update or delete on table \"dept\" violates foreign key constraint \"emp_dept_id_fkey\" on table \"emp\""
+        );
     }
 }

@@ -105,8 +105,16 @@ pub enum Error {
     UnsupportedMessage { message: String },
     /// `23502`: null value in column "c" of relation "t" violates not-null constraint.
     NotNullViolation { column: String, table: String },
-    /// `23503`: foreign key violation.
-    ForeignKeyViolation { constraint: String, detail: String, table: String },
+    /// `23503`: foreign key violation: a row of `table` references a missing row
+    /// (`referenced_from` `None`), or a row of `table` that a row of table `referenced_from`
+    /// references is deleted or re-keyed.
+    /// (Boxed strings keep `Error` small.)
+    ForeignKeyViolation {
+        constraint: Box<str>,
+        detail: Box<str>,
+        table: Box<str>,
+        referenced_from: Option<Box<str>>,
+    },
     /// `40001`: could not serialize access (OCC validation failed or a conflict).
     SerializationFailure { message: String },
     /// `25P02`: current transaction is aborted, commands ignored until end of transaction block.
@@ -244,9 +252,9 @@ impl Error {
         match self {
             Error::UniqueViolation { detail, .. }
             | Error::UniqueIndexBuild { detail, .. }
-            | Error::ForeignKeyViolation { detail, .. }
             | Error::DependentObjects { detail, .. }
             | Error::NumericFieldOverflow { detail } => Some(detail),
+            Error::ForeignKeyViolation { detail, .. } => Some(detail),
             _ => None,
         }
     }
@@ -358,10 +366,16 @@ impl fmt::Display for Error {
                 f,
                 "null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"
             ),
-            Error::ForeignKeyViolation { constraint, table, .. } => write!(
+            Error::ForeignKeyViolation { constraint, table, referenced_from: None, .. } => write!(
                 f,
                 "insert or update on table \"{table}\" violates foreign key constraint \"{constraint}\""
             ),
+            Error::ForeignKeyViolation { constraint, table, referenced_from: Some(child), .. } => {
+                write!(
+                    f,
+                    "update or delete on table \"{table}\" violates foreign key constraint \"{constraint}\" on table \"{child}\""
+                )
+            }
             Error::SerializationFailure { message } => write!(f, "{message}"),
             Error::InFailedTransaction => write!(
                 f,

@@ -1752,7 +1752,30 @@ impl Session {
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
             }
             Command::AddForeignKey { table, fk } => {
+                // The catalog checks the definition (a unique index on the referenced columns)
+                // first, then every existing row must satisfy it, as in PostgreSQL.
                 self.stage(catalog::Ddl::AddForeignKey { table: table.id, fk: fk.clone() })?;
+                let snapshot = self.snapshot();
+                let engine = self.db.engine.clone();
+                let (user, database) = (self.user.clone(), self.database.clone());
+                self.with_txn(|_, t| {
+                    let types = exec::column_types(table);
+                    let rows = exec::all_rows(t, table)?;
+                    let mut ctx = Ctx {
+                        txn: t,
+                        engine: &engine,
+                        params: &[],
+                        outer: vec![],
+                        now: now(),
+                        user: &user,
+                        database: &database,
+                    };
+                    for (_, bytes) in rows {
+                        let row = types::decode_row(&bytes, &types)?;
+                        check_foreign_key(&mut ctx, &snapshot, table, fk, &row)?;
+                    }
+                    Ok(())
+                })?;
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
             }
             other => Err(Error::internal(format!("unexpected command {other:?}"))),
@@ -2045,30 +2068,45 @@ fn check_foreign_keys(
     row: &[Value],
 ) -> Result<()> {
     for fk in &table.foreign_keys {
-        let vals: Vec<Value> = fk.columns.iter().map(|c| row[*c as usize].clone()).collect();
-        if vals.iter().any(|v| v.is_null()) {
-            continue;
-        }
-        let Some(parent) = snapshot.table_by_id(fk.ref_table) else { continue };
-        if !row_exists(ctx, parent, &fk.ref_columns, &vals)? {
-            let cols: Vec<&str> =
-                fk.columns.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
-            return Err(Error::ForeignKeyViolation {
-                constraint: fk.name.clone(),
-                detail: format!(
-                    "Key ({})=({}) is not present in table \"{}\".",
-                    cols.join(", "),
-                    vals.iter()
-                        .map(|v| types::format_text(v, &exec::value_type(v)))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    parent.name
-                ),
-                table: table.name.clone(),
-            });
-        }
+        check_foreign_key(ctx, snapshot, table, fk, row)?;
     }
     Ok(())
+}
+
+/// Foreign key `fk` of `table` holds for `row`: the referenced row exists, or a key column is
+/// NULL.
+fn check_foreign_key(
+    ctx: &mut Ctx<'_>,
+    snapshot: &Snapshot,
+    table: &Table,
+    fk: &catalog::ForeignKey,
+    row: &[Value],
+) -> Result<()> {
+    let vals: Vec<Value> = fk.columns.iter().map(|c| row[*c as usize].clone()).collect();
+    if vals.iter().any(|v| v.is_null()) {
+        return Ok(());
+    }
+    let Some(parent) = snapshot.table_by_id(fk.ref_table) else { return Ok(()) };
+    if row_exists(ctx, parent, &fk.ref_columns, &vals)? {
+        return Ok(());
+    }
+    let cols: Vec<&str> =
+        fk.columns.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
+    Err(Error::ForeignKeyViolation {
+        constraint: fk.name.as_str().into(),
+        detail: format!(
+            "Key ({})=({}) is not present in table \"{}\".",
+            cols.join(", "),
+            vals.iter()
+                .map(|v| types::format_text(v, &exec::value_type(v)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            parent.name
+        )
+        .into(),
+        table: table.name.as_str().into(),
+        referenced_from: None,
+    })
 }
 
 /// Does `table` have a row whose `cols` equal `vals`? Uses the primary key or a unique index on
@@ -2198,7 +2236,7 @@ fn check_referencing(
         let cols: Vec<&str> =
             fk.ref_columns.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
         return Err(Error::ForeignKeyViolation {
-            constraint: fk.name.clone(),
+            constraint: fk.name.as_str().into(),
             detail: format!(
                 "Key ({})=({}) is still referenced from table \"{}\".",
                 cols.join(", "),
@@ -2207,8 +2245,10 @@ fn check_referencing(
                     .collect::<Vec<_>>()
                     .join(", "),
                 child.name
-            ),
-            table: format!("\u{0}{}", table.name),
+            )
+            .into(),
+            table: table.name.as_str().into(),
+            referenced_from: Some(child.name.as_str().into()),
         });
     }
     Ok(())

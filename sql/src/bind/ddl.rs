@@ -432,52 +432,18 @@ impl Binder<'_> {
                 } else {
                     ref_cols.iter().map(|n| col_pos(n, &columns)).collect::<Result<Vec<_>>>()?
                 };
-                (None, rc)
+                (TableId(u32::MAX), rc) // this table: resolved once it is created
             } else {
-                let rt = self.table(&ref_name)?;
-                let rc = if ref_cols.is_empty() {
-                    rt.primary_index().map(|i| i.columns.clone()).ok_or_else(|| {
-                        Error::InvalidTableDefinition {
-                            message: format!(
-                                "there is no primary key for referenced table \"{}\"",
-                                rt.name
-                            ),
-                        }
-                    })?
-                } else {
-                    ref_cols
-                        .iter()
-                        .map(|n| {
-                            rt.column(n).map(|c| c.position).ok_or_else(|| Error::UndefinedColumn {
-                                name: format!("\"{n}\" referenced in foreign key constraint"),
-                                span: None,
-                            })
-                        })
-                        .collect::<Result<Vec<_>>>()?
-                };
-                (Some(rt.id), rc)
+                self.referenced_key(&ref_name, &ref_cols)?
             };
-            if ref_positions.len() != positions.len() {
-                return Err(Error::InvalidTableDefinition {
-                    message:
-                        "number of referencing and referenced columns for foreign key disagree"
-                            .into(),
-                });
-            }
-            let on_delete = match on_delete {
-                None
-                | Some(ast::ReferentialAction::NoAction)
-                | Some(ast::ReferentialAction::Restrict) => FkAction::NoAction,
-                Some(ast::ReferentialAction::Cascade) => FkAction::Cascade,
-                Some(other) => return Err(Error::unsupported(format!("ON DELETE {other}"))),
-            };
-            fks.push(ForeignKey {
-                name: cons_name.unwrap_or_else(|| format!("{name}_{}_fkey", cols.join("_"))),
-                columns: positions,
-                ref_table: ref_id.unwrap_or(TableId(u32::MAX)),
-                ref_columns: ref_positions,
+            fks.push(foreign_key(
+                &name,
+                &cols,
+                positions,
+                (ref_id, ref_positions),
                 on_delete,
-            });
+                cons_name,
+            )?);
         }
         let hidden_pk = !indexes.iter().any(|i| i.primary);
         Ok(CreateTable {
@@ -599,11 +565,99 @@ impl Binder<'_> {
                         if_not_exists: false,
                     }))
                 }
+                TableConstraint::ForeignKey(fk) => {
+                    let cols: Vec<String> = fk.columns.iter().map(ident).collect();
+                    let positions = cols
+                        .iter()
+                        .map(|n| {
+                            table.column(n).map(|c| c.position).ok_or_else(|| {
+                                Error::UndefinedColumn {
+                                    name: format!("\"{n}\" referenced in foreign key constraint"),
+                                    span: None,
+                                }
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    let ref_cols: Vec<String> = fk.referred_columns.iter().map(ident).collect();
+                    let referenced = self.referenced_key(&fk.foreign_table, &ref_cols)?;
+                    let fk = foreign_key(
+                        &table.name,
+                        &cols,
+                        positions,
+                        referenced,
+                        fk.on_delete,
+                        fk.name.as_ref().map(ident),
+                    )?;
+                    Ok(Command::AddForeignKey { table, fk })
+                }
                 other => Err(Error::unsupported(format!("ALTER TABLE ADD {other}"))),
             },
             other => Err(Error::unsupported(format!("ALTER TABLE {other}"))),
         }
     }
+
+    /// The referenced side of a foreign key to an existing table: its id and the positions of
+    /// `ref_cols`, or of its primary key when none are named.
+    fn referenced_key(
+        &mut self,
+        ref_name: &ast::ObjectName,
+        ref_cols: &[String],
+    ) -> Result<(TableId, Vec<u16>)> {
+        let rt = self.table(ref_name)?;
+        let rc = if ref_cols.is_empty() {
+            rt.primary_index().map(|i| i.columns.clone()).ok_or_else(|| {
+                Error::InvalidTableDefinition {
+                    message: format!(
+                        "there is no primary key for referenced table \"{}\"",
+                        rt.name
+                    ),
+                }
+            })?
+        } else {
+            ref_cols
+                .iter()
+                .map(|n| {
+                    rt.column(n).map(|c| c.position).ok_or_else(|| Error::UndefinedColumn {
+                        name: format!("\"{n}\" referenced in foreign key constraint"),
+                        span: None,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?
+        };
+        Ok((rt.id, rc))
+    }
+}
+
+/// A foreign key of table `table` on the columns `cols` (at `positions`) referencing
+/// `(table id, positions)`: the column counts must agree; ON DELETE is NO ACTION (also for
+/// RESTRICT) or CASCADE; the name defaults to PostgreSQL's `<table>_<columns>_fkey`.
+fn foreign_key(
+    table: &str,
+    cols: &[String],
+    positions: Vec<u16>,
+    (ref_table, ref_columns): (TableId, Vec<u16>),
+    on_delete: Option<ast::ReferentialAction>,
+    name: Option<String>,
+) -> Result<ForeignKey> {
+    if ref_columns.len() != positions.len() {
+        return Err(Error::InvalidTableDefinition {
+            message: "number of referencing and referenced columns for foreign key disagree".into(),
+        });
+    }
+    let on_delete = match on_delete {
+        None | Some(ast::ReferentialAction::NoAction) | Some(ast::ReferentialAction::Restrict) => {
+            FkAction::NoAction
+        }
+        Some(ast::ReferentialAction::Cascade) => FkAction::Cascade,
+        Some(other) => return Err(Error::unsupported(format!("ON DELETE {other}"))),
+    };
+    Ok(ForeignKey {
+        name: name.unwrap_or_else(|| format!("{table}_{}_fkey", cols.join("_"))),
+        columns: positions,
+        ref_table,
+        ref_columns,
+        on_delete,
+    })
 }
 
 /// A foreign key as written: (columns, referenced table, referenced columns, ON DELETE, name).
