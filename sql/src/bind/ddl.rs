@@ -605,13 +605,8 @@ impl Binder<'_> {
     ) -> Result<(TableId, Vec<u16>)> {
         let rt = self.table(ref_name)?;
         let rc = if ref_cols.is_empty() {
-            rt.primary_index().map(|i| i.columns.clone()).ok_or_else(|| {
-                Error::InvalidTableDefinition {
-                    message: format!(
-                        "there is no primary key for referenced table \"{}\"",
-                        rt.name
-                    ),
-                }
+            rt.primary_index().map(|i| i.columns.clone()).ok_or_else(|| Error::UndefinedObject {
+                message: format!("there is no primary key for referenced table \"{}\"", rt.name),
             })?
         } else {
             ref_cols
@@ -640,7 +635,7 @@ fn foreign_key(
     name: Option<String>,
 ) -> Result<ForeignKey> {
     if ref_columns.len() != positions.len() {
-        return Err(Error::InvalidTableDefinition {
+        return Err(Error::InvalidForeignKey {
             message: "number of referencing and referenced columns for foreign key disagree".into(),
         });
     }
