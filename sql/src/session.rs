@@ -1257,6 +1257,9 @@ impl Session {
                 let rows = ctx.run(source)?;
                 let mut out_rows = Vec::new();
                 let n = rows.len();
+                // Foreign keys hold at the end of the statement (PostgreSQL), so a row may
+                // reference one inserted after it, or itself.
+                let mut fk_rows = Vec::new();
                 for src in rows {
                     let mut row = Vec::with_capacity(targets.len());
                     for t in targets {
@@ -1267,7 +1270,9 @@ impl Session {
                     }
                     let row = check_row(table, row)?;
                     let key = exec::primary_key(table, &row, &self.db.engine);
-                    check_foreign_keys(&mut ctx, &self.snapshot(), table, &row)?;
+                    if !table.foreign_keys.is_empty() {
+                        fk_rows.push(row.clone());
+                    }
                     let mut bytes = Vec::with_capacity(64);
                     types::encode_row(&row, &mut bytes);
                     ctx.txn
@@ -1278,6 +1283,10 @@ impl Session {
                             r.iter().map(|(e, _)| ctx.eval(e, &row)).collect::<Result<Vec<_>>>()?,
                         );
                     }
+                }
+                let snapshot = self.snapshot();
+                for row in &fk_rows {
+                    check_foreign_keys(&mut ctx, &snapshot, table, row)?;
                 }
                 Ok(dml_output("INSERT", n, returning.is_some(), cached, out_rows))
             }
@@ -1293,6 +1302,12 @@ impl Session {
                     .map(|i| i.columns.iter().map(|c| *c as usize).collect())
                     .unwrap_or_default();
                 let snapshot = self.snapshot();
+                let mut still_referenced = Vec::new();
+                // As for INSERT: the new rows' foreign keys are checked when the statement ends.
+                let sets_fk = sets.iter().any(|(c, _)| {
+                    table.foreign_keys.iter().any(|fk| fk.columns.contains(&(*c as u16)))
+                });
+                let mut fk_rows = Vec::new();
                 for (key, old) in rows {
                     let mut new = old.clone();
                     for (col, e) in sets.iter() {
@@ -1302,13 +1317,18 @@ impl Session {
                     let key_changed = pk_cols.iter().any(|c| {
                         types::compare(&old[*c], &new[*c]) != Some(std::cmp::Ordering::Equal)
                     });
-                    if sets.iter().any(|(c, _)| {
-                        table.foreign_keys.iter().any(|fk| fk.columns.contains(&(*c as u16)))
-                    }) {
-                        check_foreign_keys(&mut ctx, &snapshot, table, &new)?;
+                    if sets_fk {
+                        fk_rows.push(new.clone());
                     }
                     if key_changed {
-                        check_referencing(&mut ctx, &snapshot, table, &old, false)?;
+                        check_referencing(
+                            &mut ctx,
+                            &snapshot,
+                            table,
+                            &old,
+                            false,
+                            &mut still_referenced,
+                        )?;
                     }
                     let mut bytes = Vec::with_capacity(64);
                     types::encode_row(&new, &mut bytes);
@@ -1328,6 +1348,10 @@ impl Session {
                         );
                     }
                 }
+                for row in &fk_rows {
+                    check_foreign_keys(&mut ctx, &snapshot, table, row)?;
+                }
+                check_still_referenced(&mut ctx, &snapshot, still_referenced)?;
                 Ok(dml_output("UPDATE", n, returning.is_some(), cached, out_rows))
             }
             Statement::Delete { table, scan, returning } => {
@@ -1335,8 +1359,16 @@ impl Session {
                 let n = rows.len();
                 let mut out_rows = Vec::new();
                 let snapshot = self.snapshot();
+                let mut still_referenced = Vec::new();
                 for (key, old) in rows {
-                    check_referencing(&mut ctx, &snapshot, table, &old, true)?;
+                    check_referencing(
+                        &mut ctx,
+                        &snapshot,
+                        table,
+                        &old,
+                        true,
+                        &mut still_referenced,
+                    )?;
                     ctx.txn.delete(exec::tid(table), &key).map_err(exec::txn_error)?;
                     if let Some(r) = returning {
                         out_rows.push(
@@ -1344,6 +1376,7 @@ impl Session {
                         );
                     }
                 }
+                check_still_referenced(&mut ctx, &snapshot, still_referenced)?;
                 Ok(dml_output("DELETE", n, returning.is_some(), cached, out_rows))
             }
         }
@@ -2174,52 +2207,34 @@ fn row_exists(ctx: &mut Ctx<'_>, table: &Table, cols: &[u16], vals: &[Value]) ->
     Ok(found)
 }
 
+/// A key of table `table` that a DELETE or UPDATE removed while rows of `child` referenced it
+/// through `fk` (NO ACTION): an error only if some still do when the statement ends, as in
+/// PostgreSQL, so one statement may delete a row and the rows that reference it, or a row that
+/// references itself ([`check_still_referenced`]).
+struct StillReferenced {
+    table: catalog::TableId,
+    child: catalog::TableId,
+    fk: catalog::ForeignKey,
+    vals: Vec<Value>,
+}
+
 /// Rows of other tables that reference `row` of `table`: with ON DELETE CASCADE (and
-/// `deleting`) they are deleted too; otherwise their existence is a 23503.
+/// `deleting`) they are deleted too; otherwise the key goes to `pending`, to be checked when
+/// the statement ends ([`check_still_referenced`]).
 fn check_referencing(
     ctx: &mut Ctx<'_>,
     snapshot: &Snapshot,
     table: &Table,
     row: &[Value],
     deleting: bool,
+    pending: &mut Vec<StillReferenced>,
 ) -> Result<()> {
     for (child, fk) in snapshot.referencing_fks(table.id) {
         let vals: Vec<Value> = fk.ref_columns.iter().map(|c| row[*c as usize].clone()).collect();
         if vals.iter().any(|v| v.is_null()) {
             continue;
         }
-        let types_ = exec::column_types(child);
-        let mut matches = Vec::new();
-        let mut err = None;
-        ctx.txn
-            .scan(
-                exec::tid(child),
-                None,
-                std::ops::Bound::Unbounded,
-                std::ops::Bound::Unbounded,
-                false,
-                &mut |k, bytes| {
-                    match types::decode_row(bytes, &types_) {
-                        Ok(r) => {
-                            if fk.columns.iter().zip(&vals).all(|(c, v)| {
-                                types::compare(&r[*c as usize], v)
-                                    == Some(std::cmp::Ordering::Equal)
-                            }) {
-                                matches.push((k.to_vec(), r));
-                            }
-                        }
-                        Err(e) => {
-                            err = Some(e);
-                            return false;
-                        }
-                    }
-                    true
-                },
-            )
-            .map_err(exec::txn_error)?;
-        if let Some(e) = err {
-            return Err(e);
-        }
+        let matches = referencing_rows(ctx, child, fk, &vals)?;
         if matches.is_empty() {
             continue;
         }
@@ -2228,19 +2243,43 @@ fn check_referencing(
                 if child.id == table.id && r == row {
                     continue;
                 }
-                check_referencing(ctx, snapshot, child, &r, true)?;
+                check_referencing(ctx, snapshot, child, &r, true, pending)?;
                 ctx.txn.delete(exec::tid(child), &k).map_err(exec::txn_error)?;
             }
             continue;
         }
+        pending.push(StillReferenced { table: table.id, child: child.id, fk: fk.clone(), vals });
+    }
+    Ok(())
+}
+
+/// The end of a DELETE or UPDATE: a key in `pending` may no longer be referenced, unless the
+/// statement put it back in its table (an UPDATE that swapped keys).
+fn check_still_referenced(
+    ctx: &mut Ctx<'_>,
+    snapshot: &Snapshot,
+    pending: Vec<StillReferenced>,
+) -> Result<()> {
+    for p in pending {
+        let (Some(table), Some(child)) =
+            (snapshot.table_by_id(p.table), snapshot.table_by_id(p.child))
+        else {
+            continue;
+        };
+        if row_exists(ctx, table, &p.fk.ref_columns, &p.vals)?
+            || referencing_rows(ctx, child, &p.fk, &p.vals)?.is_empty()
+        {
+            continue;
+        }
         let cols: Vec<&str> =
-            fk.ref_columns.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
+            p.fk.ref_columns.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
         return Err(Error::ForeignKeyViolation {
-            constraint: fk.name.as_str().into(),
+            constraint: p.fk.name.as_str().into(),
             detail: format!(
                 "Key ({})=({}) is still referenced from table \"{}\".",
                 cols.join(", "),
-                vals.iter()
+                p.vals
+                    .iter()
                     .map(|v| types::format_text(v, &exec::value_type(v)))
                     .collect::<Vec<_>>()
                     .join(", "),
@@ -2252,6 +2291,48 @@ fn check_referencing(
         });
     }
     Ok(())
+}
+
+/// The rows of `child` (key, decoded row) whose `fk` columns equal `vals`: a scan of the
+/// whole table.
+fn referencing_rows(
+    ctx: &mut Ctx<'_>,
+    child: &Table,
+    fk: &catalog::ForeignKey,
+    vals: &[Value],
+) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
+    let types_ = exec::column_types(child);
+    let mut matches = Vec::new();
+    let mut err = None;
+    ctx.txn
+        .scan(
+            exec::tid(child),
+            None,
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Unbounded,
+            false,
+            &mut |k, bytes| {
+                match types::decode_row(bytes, &types_) {
+                    Ok(r) => {
+                        if fk.columns.iter().zip(vals).all(|(c, v)| {
+                            types::compare(&r[*c as usize], v) == Some(std::cmp::Ordering::Equal)
+                        }) {
+                            matches.push((k.to_vec(), r));
+                        }
+                    }
+                    Err(e) => {
+                        err = Some(e);
+                        return false;
+                    }
+                }
+                true
+            },
+        )
+        .map_err(exec::txn_error)?;
+    match err {
+        Some(e) => Err(e),
+        None => Ok(matches),
+    }
 }
 
 /// Maps an engine unique violation to 23505 with PostgreSQL's constraint name and detail.
