@@ -2142,55 +2142,70 @@ fn check_foreign_key(
     })
 }
 
-/// Does `table` have a row whose `cols` equal `vals`? Uses the primary key or a unique index on
-/// exactly those columns, else scans.
+/// Does `table` have a row whose `cols` equal `vals`? Through the primary key or an index on
+/// exactly those columns when there is one, else a scan ([`matching_rows`]).
 fn row_exists(ctx: &mut Ctx<'_>, table: &Table, cols: &[u16], vals: &[Value]) -> Result<bool> {
+    if let Some(pk) = table.primary_index() {
+        if pk.columns == cols {
+            let mut key = Vec::new();
+            types::encode_key(vals, &mut key);
+            return Ok(ctx.txn.get(exec::tid(table), &key).map_err(exec::txn_error)?.is_some());
+        }
+    }
+    Ok(!matching_rows(ctx, table, cols, vals, true)?.is_empty())
+}
+
+/// The rows of `table` (primary key, decoded row) whose `cols` equal `vals` — at most one if
+/// `first` — through the primary key or an index on exactly those columns (in any order) when
+/// there is one, else a scan of the whole table.
+fn matching_rows(
+    ctx: &mut Ctx<'_>,
+    table: &Table,
+    cols: &[u16],
+    vals: &[Value],
+    first: bool,
+) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
     let t = exec::tid(table);
+    let types_ = exec::column_types(table);
     let mut key = Vec::new();
     if let Some(pk) = table.primary_index() {
         if pk.columns == cols {
             types::encode_key(vals, &mut key);
-            return Ok(ctx.txn.get(t, &key).map_err(exec::txn_error)?.is_some());
+            return match ctx.txn.get(t, &key).map_err(exec::txn_error)? {
+                Some(bytes) => Ok(vec![(key, types::decode_row(&bytes, &types_)?)]),
+                None => Ok(Vec::new()),
+            };
         }
     }
     let mut sorted: Vec<(u16, Value)> = cols.iter().copied().zip(vals.iter().cloned()).collect();
     let index = table.indexes.iter().find(|i| {
         !i.primary && i.columns.len() == cols.len() && i.columns.iter().all(|c| cols.contains(c))
     });
-    let types_ = exec::column_types(table);
-    let mut found = false;
-    let mut err = None;
-    let (idx, lo, hi) = match index {
+    let idx = match index {
         Some(i) => {
             sorted.sort_by_key(|(c, _)| i.columns.iter().position(|x| x == c));
             let ordered: Vec<Value> = sorted.iter().map(|(_, v)| v.clone()).collect();
             types::encode_key(&ordered, &mut key);
-            let hi = exec::successor(&key);
-            (
-                Some(txn::IndexId(i.id.0)),
-                std::ops::Bound::Included(key.clone()),
-                hi.map(std::ops::Bound::Excluded).unwrap_or(std::ops::Bound::Unbounded),
-            )
+            Some(txn::IndexId(i.id.0))
         }
-        None => (None, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
+        None => None,
     };
-    let lo_ref = match &lo {
-        std::ops::Bound::Included(k) => std::ops::Bound::Included(k.as_slice()),
-        _ => std::ops::Bound::Unbounded,
+    // Prefix bounds (`Transaction::scan`): every entry whose index key is `key`, or all.
+    let (lo, hi) = match idx {
+        Some(_) => (std::ops::Bound::Included(&key[..]), std::ops::Bound::Included(&key[..])),
+        None => (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
     };
-    let hi_ref = match &hi {
-        std::ops::Bound::Excluded(k) => std::ops::Bound::Excluded(k.as_slice()),
-        _ => std::ops::Bound::Unbounded,
-    };
+    let mut matches = Vec::new();
+    let mut err = None;
     ctx.txn
-        .scan(t, idx, lo_ref, hi_ref, false, &mut |_, bytes| {
+        .scan(t, idx, lo, hi, false, &mut |k, bytes| {
             match types::decode_row(bytes, &types_) {
                 Ok(row) => {
                     if cols.iter().zip(vals).all(|(c, v)| {
                         types::compare(&row[*c as usize], v) == Some(std::cmp::Ordering::Equal)
                     }) {
-                        found = true;
-                        return false;
+                        matches.push((k.to_vec(), row));
+                        return !first;
                     }
                 }
                 Err(e) => {
@@ -2201,10 +2216,10 @@ fn row_exists(ctx: &mut Ctx<'_>, table: &Table, cols: &[u16], vals: &[Value]) ->
             true
         })
         .map_err(exec::txn_error)?;
-    if let Some(e) = err {
-        return Err(e);
+    match err {
+        Some(e) => Err(e),
+        None => Ok(matches),
     }
-    Ok(found)
 }
 
 /// A key of table `table` that a DELETE or UPDATE removed while rows of `child` referenced it
@@ -2293,46 +2308,14 @@ fn check_still_referenced(
     Ok(())
 }
 
-/// The rows of `child` (key, decoded row) whose `fk` columns equal `vals`: a scan of the
-/// whole table.
+/// The rows of `child` (primary key, decoded row) whose `fk` columns equal `vals`.
 fn referencing_rows(
     ctx: &mut Ctx<'_>,
     child: &Table,
     fk: &catalog::ForeignKey,
     vals: &[Value],
 ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
-    let types_ = exec::column_types(child);
-    let mut matches = Vec::new();
-    let mut err = None;
-    ctx.txn
-        .scan(
-            exec::tid(child),
-            None,
-            std::ops::Bound::Unbounded,
-            std::ops::Bound::Unbounded,
-            false,
-            &mut |k, bytes| {
-                match types::decode_row(bytes, &types_) {
-                    Ok(r) => {
-                        if fk.columns.iter().zip(vals).all(|(c, v)| {
-                            types::compare(&r[*c as usize], v) == Some(std::cmp::Ordering::Equal)
-                        }) {
-                            matches.push((k.to_vec(), r));
-                        }
-                    }
-                    Err(e) => {
-                        err = Some(e);
-                        return false;
-                    }
-                }
-                true
-            },
-        )
-        .map_err(exec::txn_error)?;
-    match err {
-        Some(e) => Err(e),
-        None => Ok(matches),
-    }
+    matching_rows(ctx, child, &fk.columns, vals, false)
 }
 
 /// Maps an engine unique violation to 23505 with PostgreSQL's constraint name and detail.
