@@ -2120,7 +2120,7 @@ fn check_foreign_key(
         return Ok(());
     }
     let Some(parent) = snapshot.table_by_id(fk.ref_table) else { return Ok(()) };
-    if row_exists(ctx, parent, &fk.ref_columns, &vals)? {
+    if row_exists(ctx, parent, &fk.ref_columns, &vals, fk_keyed(table, parent, fk))? {
         return Ok(());
     }
     let cols: Vec<&str> =
@@ -2143,32 +2143,60 @@ fn check_foreign_key(
 }
 
 /// Does `table` have a row whose `cols` equal `vals`? Through the primary key or an index on
-/// exactly those columns when there is one, else a scan ([`matching_rows`]).
-fn row_exists(ctx: &mut Ctx<'_>, table: &Table, cols: &[u16], vals: &[Value]) -> Result<bool> {
-    if let Some(pk) = table.primary_index() {
+/// exactly those columns when there is one and `keyed`, else a scan ([`matching_rows`]).
+fn row_exists(
+    ctx: &mut Ctx<'_>,
+    table: &Table,
+    cols: &[u16],
+    vals: &[Value],
+    keyed: bool,
+) -> Result<bool> {
+    if let Some(pk) = table.primary_index().filter(|_| keyed) {
         if pk.columns == cols {
             let mut key = Vec::new();
             types::encode_key(vals, &mut key);
             return Ok(ctx.txn.get(exec::tid(table), &key).map_err(exec::txn_error)?.is_some());
         }
     }
-    Ok(!matching_rows(ctx, table, cols, vals, true)?.is_empty())
+    Ok(!matching_rows(ctx, table, cols, vals, keyed, true)?.is_empty())
+}
+
+/// Whether the values of one side of `fk` (between `child` and `parent`) can be looked up by
+/// key on the other: each pair of columns has types whose values compare equal exactly when
+/// their key encodings are equal (integers of any width, floats, numerics of one typmod,
+/// text and varchar, `char(n)` of one length, or one type). Otherwise the lookup scans and
+/// compares values ([`matching_rows`]).
+fn fk_keyed(child: &Table, parent: &Table, fk: &catalog::ForeignKey) -> bool {
+    use catalog::DataType as T;
+    fk.columns.iter().zip(&fk.ref_columns).all(|(c, r)| {
+        let (a, b) =
+            (&child.columns[*c as usize].data_type, &parent.columns[*r as usize].data_type);
+        match (a, b) {
+            (T::Int16 | T::Int32 | T::Int64, T::Int16 | T::Int32 | T::Int64) => true,
+            (T::Float32 | T::Float64, T::Float32 | T::Float64) => true,
+            (T::Text | T::Varchar(_), T::Text | T::Varchar(_)) => true,
+            (T::Numeric(_), _) | (T::Char(_), _) => a == b,
+            _ => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    })
 }
 
 /// The rows of `table` (primary key, decoded row) whose `cols` equal `vals` — at most one if
 /// `first` — through the primary key or an index on exactly those columns (in any order) when
-/// there is one, else a scan of the whole table.
+/// there is one and `keyed` (the values' key encodings are the columns': [`fk_keyed`]), else a
+/// scan of the whole table comparing values.
 fn matching_rows(
     ctx: &mut Ctx<'_>,
     table: &Table,
     cols: &[u16],
     vals: &[Value],
+    keyed: bool,
     first: bool,
 ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
     let t = exec::tid(table);
     let types_ = exec::column_types(table);
     let mut key = Vec::new();
-    if let Some(pk) = table.primary_index() {
+    if let Some(pk) = table.primary_index().filter(|_| keyed) {
         if pk.columns == cols {
             types::encode_key(vals, &mut key);
             return match ctx.txn.get(t, &key).map_err(exec::txn_error)? {
@@ -2178,7 +2206,7 @@ fn matching_rows(
         }
     }
     let mut sorted: Vec<(u16, Value)> = cols.iter().copied().zip(vals.iter().cloned()).collect();
-    let index = table.indexes.iter().find(|i| {
+    let index = table.indexes.iter().filter(|_| keyed).find(|i| {
         !i.primary && i.columns.len() == cols.len() && i.columns.iter().all(|c| cols.contains(c))
     });
     let idx = match index {
@@ -2249,7 +2277,7 @@ fn check_referencing(
         if vals.iter().any(|v| v.is_null()) {
             continue;
         }
-        let matches = referencing_rows(ctx, child, fk, &vals)?;
+        let matches = referencing_rows(ctx, child, table, fk, &vals)?;
         if matches.is_empty() {
             continue;
         }
@@ -2281,8 +2309,8 @@ fn check_still_referenced(
         else {
             continue;
         };
-        if row_exists(ctx, table, &p.fk.ref_columns, &p.vals)?
-            || referencing_rows(ctx, child, &p.fk, &p.vals)?.is_empty()
+        if row_exists(ctx, table, &p.fk.ref_columns, &p.vals, true)?
+            || referencing_rows(ctx, child, table, &p.fk, &p.vals)?.is_empty()
         {
             continue;
         }
@@ -2308,14 +2336,16 @@ fn check_still_referenced(
     Ok(())
 }
 
-/// The rows of `child` (primary key, decoded row) whose `fk` columns equal `vals`.
+/// The rows of `child` (primary key, decoded row) whose `fk` columns equal `vals`, a key of
+/// `parent`.
 fn referencing_rows(
     ctx: &mut Ctx<'_>,
     child: &Table,
+    parent: &Table,
     fk: &catalog::ForeignKey,
     vals: &[Value],
 ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
-    matching_rows(ctx, child, &fk.columns, vals, false)
+    matching_rows(ctx, child, &fk.columns, vals, fk_keyed(child, parent, fk), false)
 }
 
 /// Maps an engine unique violation to 23505 with PostgreSQL's constraint name and detail.
