@@ -2123,17 +2123,11 @@ fn check_foreign_key(
     if row_exists(ctx, parent, &fk.ref_columns, &vals, fk_keyed(table, parent, fk))? {
         return Ok(());
     }
-    let cols: Vec<&str> =
-        fk.columns.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
     Err(Error::ForeignKeyViolation {
         constraint: fk.name.as_str().into(),
         detail: format!(
-            "Key ({})=({}) is not present in table \"{}\".",
-            cols.join(", "),
-            vals.iter()
-                .map(|v| types::format_text(v, &exec::value_type(v)))
-                .collect::<Vec<_>>()
-                .join(", "),
+            "{} is not present in table \"{}\".",
+            key_text(table, &fk.columns, &vals),
             parent.name
         )
         .into(),
@@ -2314,18 +2308,11 @@ fn check_still_referenced(
         {
             continue;
         }
-        let cols: Vec<&str> =
-            p.fk.ref_columns.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
         return Err(Error::ForeignKeyViolation {
             constraint: p.fk.name.as_str().into(),
             detail: format!(
-                "Key ({})=({}) is still referenced from table \"{}\".",
-                cols.join(", "),
-                p.vals
-                    .iter()
-                    .map(|v| types::format_text(v, &exec::value_type(v)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                "{} is still referenced from table \"{}\".",
+                key_text(table, &p.fk.ref_columns, &p.vals),
                 child.name
             )
             .into(),
@@ -2348,6 +2335,18 @@ fn referencing_rows(
     matching_rows(ctx, child, &fk.columns, vals, fk_keyed(child, parent, fk), false)
 }
 
+/// `Key (a, b)=(1, x)`: the start of PostgreSQL's detail for a key of `table`'s columns `cols`
+/// holding `vals` (each printed as its column's type).
+fn key_text(table: &Table, cols: &[u16], vals: &[Value]) -> String {
+    let names: Vec<&str> = cols.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
+    let texts: Vec<String> = cols
+        .iter()
+        .zip(vals)
+        .map(|(c, v)| types::format_text(v, &table.columns[*c as usize].data_type))
+        .collect();
+    format!("Key ({})=({})", names.join(", "), texts.join(", "))
+}
+
 /// Maps an engine unique violation to 23505 with PostgreSQL's constraint name and detail.
 fn unique_error(e: txn::Error, table: &Table, row: &[Value]) -> Error {
     match e {
@@ -2357,19 +2356,10 @@ fn unique_error(e: txn::Error, table: &Table, row: &[Value]) -> Error {
                 Some(id) => table.indexes.iter().find(|i| i.id.0 == id.0),
             };
             let Some(idx) = idx else { return exec::txn_error(e) };
-            let cols: Vec<&str> =
-                idx.columns.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
-            let vals: Vec<String> = idx
-                .columns
-                .iter()
-                .map(|c| {
-                    let v = &row[*c as usize];
-                    types::format_text(v, &table.columns[*c as usize].data_type)
-                })
-                .collect();
+            let vals: Vec<Value> = idx.columns.iter().map(|c| row[*c as usize].clone()).collect();
             Error::UniqueViolation {
                 constraint: idx.name.clone(),
-                detail: format!("Key ({})=({}) already exists.", cols.join(", "), vals.join(", ")),
+                detail: format!("{} already exists.", key_text(table, &idx.columns, &vals)),
                 table: table.name.clone(),
             }
         }

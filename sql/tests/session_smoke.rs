@@ -205,3 +205,45 @@ fn error_messages_name_types_without_modifiers() {
         ["ERROR 42883: operator does not exist: character = integer"]
     );
 }
+
+/// The message and DETAIL of unique and foreign-key violations, as PostgreSQL 15 prints them
+/// (checked with psql against it): the key columns and values, the tables on both sides.
+#[test]
+fn key_violation_details() {
+    let mut s = session();
+    run(&mut s, "CREATE TABLE p (a int, b varchar(5), PRIMARY KEY (a, b))");
+    run(
+        &mut s,
+        "CREATE TABLE c (id int PRIMARY KEY, a int, b varchar(5), FOREIGN KEY (a, b) REFERENCES p)",
+    );
+    run(&mut s, "INSERT INTO p VALUES (1, 'x')");
+    run(&mut s, "INSERT INTO c VALUES (10, 1, 'x')");
+    let error = |s: &mut Session, sql: &str| {
+        let e = s.execute_simple(sql).pop().expect("one statement").expect_err(sql);
+        (e.sqlstate().to_string(), e.to_string(), e.detail().unwrap_or_default().to_string())
+    };
+    assert_eq!(
+        error(&mut s, "INSERT INTO p VALUES (1, 'x')"),
+        (
+            "23505".into(),
+            "duplicate key value violates unique constraint \"p_pkey\"".into(),
+            "Key (a, b)=(1, x) already exists.".into()
+        )
+    );
+    assert_eq!(
+        error(&mut s, "INSERT INTO c VALUES (11, 2, 'y')"),
+        (
+            "23503".into(),
+            "insert or update on table \"c\" violates foreign key constraint \"c_a_b_fkey\"".into(),
+            "Key (a, b)=(2, y) is not present in table \"p\".".into()
+        )
+    );
+    assert_eq!(
+        error(&mut s, "DELETE FROM p"),
+        (
+            "23503".into(),
+            "update or delete on table \"p\" violates foreign key constraint \"c_a_b_fkey\" on table \"c\"".into(),
+            "Key (a, b)=(1, x) is still referenced from table \"c\".".into()
+        )
+    );
+}
