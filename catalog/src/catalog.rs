@@ -803,7 +803,7 @@ fn unique_index_for<'a>(table: &'a Table, columns: &[u16]) -> Option<&'a Index> 
 fn add_foreign_key(snapshot: &Snapshot, table: &mut Table, fk: ForeignKey) -> Result<(), Error> {
     check_name(&fk.name, "constraint")?;
     if table.foreign_keys.iter().any(|f| f.name == fk.name) {
-        return Err(Error::InvalidDefinition(format!(
+        return Err(Error::DuplicateObject(format!(
             "constraint \"{}\" for relation \"{}\" already exists",
             fk.name, table.name
         )));
@@ -1106,7 +1106,7 @@ mod tests {
             Err(Error::InvalidDefinition(_))
         ));
         let twice = vec![fk("f", &[1], parent.id, &[0]), fk("f", &[0], parent.id, &[0])];
-        assert!(matches!(catalog.create_table(child(twice)), Err(Error::InvalidDefinition(_))));
+        assert!(matches!(catalog.create_table(child(twice)), Err(Error::DuplicateObject(_))));
 
         let child = catalog.create_table(child(vec![fk("f", &[1], parent.id, &[0])])).unwrap();
         let snapshot = catalog.snapshot();

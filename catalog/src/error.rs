@@ -37,6 +37,9 @@ pub enum Error {
     /// over a column that does not exist (`42P16`).
     #[error("{0}")]
     InvalidDefinition(String),
+    /// A constraint of that name already exists on the table (`42710`).
+    #[error("{0}")]
+    DuplicateObject(String),
     /// The foreign key cannot be created, e.g. no unique index matches the referenced columns
     /// (`42830`).
     #[error("{0}")]

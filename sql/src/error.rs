@@ -99,6 +99,8 @@ pub enum Error {
     DuplicateColumnExists { name: String },
     /// `42830`: invalid foreign key (no unique constraint matching the referenced columns).
     InvalidForeignKey { message: String },
+    /// `42710`: duplicate object (e.g. a constraint name already used on the table).
+    DuplicateObject { message: String },
     /// `55P02`: parameter "x" cannot be changed.
     CantChangeRuntimeParam { name: String },
     /// `0A000` with a full PostgreSQL message (e.g. cannot truncate a referenced table).
@@ -185,6 +187,7 @@ impl Error {
             Error::UniqueIndexBuild { .. } => "23505",
             Error::DuplicateColumnExists { .. } => "42701",
             Error::InvalidForeignKey { .. } => "42830",
+            Error::DuplicateObject { .. } => "42710",
             Error::CantChangeRuntimeParam { .. } => "55P02",
             Error::UnsupportedMessage { .. } => "0A000",
             Error::ForeignKeyViolation { .. } => "23503",
@@ -358,6 +361,7 @@ impl fmt::Display for Error {
             }
             Error::DuplicateColumnExists { name } => write!(f, "column \"{name}\" already exists"),
             Error::InvalidForeignKey { message } => write!(f, "{message}"),
+            Error::DuplicateObject { message } => write!(f, "{message}"),
             Error::CantChangeRuntimeParam { name } => {
                 write!(f, "parameter \"{name}\" cannot be changed")
             }

@@ -244,6 +244,7 @@ fn catalog_error(e: catalog::Error) -> Error {
         }
         C::InvalidDefinition(message) => Error::InvalidTableDefinition { message },
         C::InvalidForeignKey(message) => Error::InvalidForeignKey { message },
+        C::DuplicateObject(message) => Error::DuplicateObject { message },
         C::Store(message) => Error::IoError { message: format!("catalog store: {message}") },
         e @ C::ConcurrentChange(_) => Error::SerializationFailure { message: e.to_string() },
     }

@@ -353,13 +353,9 @@ impl Binder<'_> {
                         unique: true,
                         primary: false,
                     }),
-                    ColumnOption::ForeignKey(fk) => pending_fk.push((
-                        vec![cname.clone()],
-                        fk.foreign_table.clone(),
-                        fk.referred_columns.iter().map(ident).collect(),
-                        fk.on_delete,
-                        cons_name,
-                    )),
+                    ColumnOption::ForeignKey(fk) => {
+                        pending_fk.push((vec![cname.clone()], fk, cons_name))
+                    }
                     other => return Err(Error::unsupported(format!("column option {other}"))),
                 }
             }
@@ -404,9 +400,7 @@ impl Binder<'_> {
                 }
                 TableConstraint::ForeignKey(fk) => pending_fk.push((
                     fk.columns.iter().map(ident).collect(),
-                    fk.foreign_table.clone(),
-                    fk.referred_columns.iter().map(ident).collect(),
-                    fk.on_delete,
+                    fk,
                     fk.name.as_ref().map(ident),
                 )),
                 TableConstraint::Check(_) => return Err(Error::unsupported("CHECK constraints")),
@@ -418,10 +412,11 @@ impl Binder<'_> {
                 message: format!("multiple primary keys for table \"{name}\" are not allowed"),
             });
         }
-        for (cols, ref_name, ref_cols, on_delete, cons_name) in pending_fk {
+        for (cols, spec, cons_name) in pending_fk {
+            let ref_cols: Vec<String> = spec.referred_columns.iter().map(ident).collect();
             let positions =
                 cols.iter().map(|n| col_pos(n, &columns)).collect::<Result<Vec<_>>>()?;
-            let (ref_id, ref_positions) = if self.object_name(&ref_name)?.1 == name {
+            let (ref_id, ref_positions) = if self.object_name(&spec.foreign_table)?.1 == name {
                 // Self-reference.
                 let rc = if ref_cols.is_empty() {
                     indexes
@@ -434,16 +429,19 @@ impl Binder<'_> {
                 };
                 (TableId(u32::MAX), rc) // this table: resolved once it is created
             } else {
-                self.referenced_key(&ref_name, &ref_cols)?
+                self.referenced_key(&spec.foreign_table, &ref_cols)?
             };
-            fks.push(foreign_key(
+            let taken = |n: &str| fks.iter().any(|f: &ForeignKey| f.name == n);
+            let fk = foreign_key(
                 &name,
                 &cols,
                 positions,
                 (ref_id, ref_positions),
-                on_delete,
+                spec,
                 cons_name,
-            )?);
+                taken,
+            )?;
+            fks.push(fk);
         }
         let hidden_pk = !indexes.iter().any(|i| i.primary);
         Ok(CreateTable {
@@ -565,29 +563,15 @@ impl Binder<'_> {
                         if_not_exists: false,
                     }))
                 }
-                TableConstraint::ForeignKey(fk) => {
-                    let cols: Vec<String> = fk.columns.iter().map(ident).collect();
-                    let positions = cols
-                        .iter()
-                        .map(|n| {
-                            table.column(n).map(|c| c.position).ok_or_else(|| {
-                                Error::UndefinedColumn {
-                                    name: format!("\"{n}\" referenced in foreign key constraint"),
-                                    span: None,
-                                }
-                            })
-                        })
-                        .collect::<Result<Vec<_>>>()?;
-                    let ref_cols: Vec<String> = fk.referred_columns.iter().map(ident).collect();
-                    let referenced = self.referenced_key(&fk.foreign_table, &ref_cols)?;
-                    let fk = foreign_key(
-                        &table.name,
-                        &cols,
-                        positions,
-                        referenced,
-                        fk.on_delete,
-                        fk.name.as_ref().map(ident),
-                    )?;
+                TableConstraint::ForeignKey(spec) => {
+                    let cols: Vec<String> = spec.columns.iter().map(ident).collect();
+                    let positions = fk_positions(&table, &cols)?;
+                    let ref_cols: Vec<String> = spec.referred_columns.iter().map(ident).collect();
+                    let referenced = self.referenced_key(&spec.foreign_table, &ref_cols)?;
+                    let name = spec.name.as_ref().map(ident);
+                    let taken = |n: &str| table.foreign_keys.iter().any(|f| f.name == n);
+                    let fk =
+                        foreign_key(&table.name, &cols, positions, referenced, spec, name, taken)?;
                     Ok(Command::AddForeignKey { table, fk })
                 }
                 other => Err(Error::unsupported(format!("ALTER TABLE ADD {other}"))),
@@ -609,55 +593,77 @@ impl Binder<'_> {
                 message: format!("there is no primary key for referenced table \"{}\"", rt.name),
             })?
         } else {
-            ref_cols
-                .iter()
-                .map(|n| {
-                    rt.column(n).map(|c| c.position).ok_or_else(|| Error::UndefinedColumn {
-                        name: format!("\"{n}\" referenced in foreign key constraint"),
-                        span: None,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?
+            fk_positions(&rt, ref_cols)?
         };
         Ok((rt.id, rc))
     }
 }
 
-/// A foreign key of table `table` on the columns `cols` (at `positions`) referencing
-/// `(table id, positions)`: the column counts must agree; ON DELETE is NO ACTION (also for
-/// RESTRICT) or CASCADE; the name defaults to PostgreSQL's `<table>_<columns>_fkey`.
+/// The positions of the columns `cols` of `table`, named in a foreign key.
+fn fk_positions(table: &Table, cols: &[String]) -> Result<Vec<u16>> {
+    cols.iter()
+        .map(|n| {
+            table.column(n).map(|c| c.position).ok_or_else(|| Error::UndefinedColumn {
+                name: format!("\"{n}\" referenced in foreign key constraint"),
+                span: None,
+            })
+        })
+        .collect()
+}
+
+/// The foreign key `spec` of table `table` on the columns `cols` (at `positions`), referencing
+/// `(table id, positions)`, named `name` or PostgreSQL's `<table>_<columns>_fkey` (with 1, 2, …
+/// appended while `taken` says the table has a foreign key of that name, as PostgreSQL does):
+/// the column
+/// counts must agree (42830). What Aspen enforces is ON DELETE NO ACTION (also for RESTRICT)
+/// or CASCADE, ON UPDATE NO ACTION (or RESTRICT), MATCH SIMPLE, checked at the end of each
+/// statement; any other action, match or deferrability answers 0A000 naming it rather than
+/// being accepted and not enforced.
 fn foreign_key(
     table: &str,
     cols: &[String],
     positions: Vec<u16>,
     (ref_table, ref_columns): (TableId, Vec<u16>),
-    on_delete: Option<ast::ReferentialAction>,
+    spec: &ast::ForeignKeyConstraint,
     name: Option<String>,
+    taken: impl Fn(&str) -> bool,
 ) -> Result<ForeignKey> {
+    use ast::ReferentialAction as A;
     if ref_columns.len() != positions.len() {
         return Err(Error::InvalidForeignKey {
             message: "number of referencing and referenced columns for foreign key disagree".into(),
         });
     }
-    let on_delete = match on_delete {
-        None | Some(ast::ReferentialAction::NoAction) | Some(ast::ReferentialAction::Restrict) => {
-            FkAction::NoAction
-        }
-        Some(ast::ReferentialAction::Cascade) => FkAction::Cascade,
+    let on_delete = match spec.on_delete {
+        None | Some(A::NoAction) | Some(A::Restrict) => FkAction::NoAction,
+        Some(A::Cascade) => FkAction::Cascade,
         Some(other) => return Err(Error::unsupported(format!("ON DELETE {other}"))),
     };
-    Ok(ForeignKey {
-        name: name.unwrap_or_else(|| format!("{table}_{}_fkey", cols.join("_"))),
-        columns: positions,
-        ref_table,
-        ref_columns,
-        on_delete,
-    })
+    if let Some(other) = spec.on_update.filter(|a| !matches!(a, A::NoAction | A::Restrict)) {
+        return Err(Error::unsupported(format!("ON UPDATE {other}")));
+    }
+    if let Some(m) = spec.match_kind.filter(|m| *m != ast::ConstraintReferenceMatchKind::Simple) {
+        return Err(Error::unsupported(format!("foreign keys with {m}")));
+    }
+    if let Some(c) = spec.characteristics.filter(|c| {
+        c.deferrable == Some(true)
+            || c.initially == Some(ast::DeferrableInitial::Deferred)
+            || c.enforced == Some(false)
+    }) {
+        return Err(Error::unsupported(format!("foreign keys {c}")));
+    }
+    let name = name.unwrap_or_else(|| {
+        let base = format!("{table}_{}_fkey", cols.join("_"));
+        (0..)
+            .map(|i| if i == 0 { base.clone() } else { format!("{base}{i}") })
+            .find(|n| !taken(n))
+            .expect("some suffix is free")
+    });
+    Ok(ForeignKey { name, columns: positions, ref_table, ref_columns, on_delete })
 }
 
-/// A foreign key as written: (columns, referenced table, referenced columns, ON DELETE, name).
-type PendingFk =
-    (Vec<String>, ast::ObjectName, Vec<String>, Option<ast::ReferentialAction>, Option<String>);
+/// A foreign key as written: (its columns, the rest of it, its constraint name).
+type PendingFk<'a> = (Vec<String>, &'a ast::ForeignKeyConstraint, Option<String>);
 
 /// PostgreSQL's fully reserved key words: they cannot name a table or column unless quoted.
 const RESERVED: &[&str] = &[
