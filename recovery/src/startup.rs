@@ -192,6 +192,7 @@ pub fn open_database(
                 format!("{}us", config.log.group_commit_delay.as_micros()),
             ),
             ("aspen.checkpoint_dirs", join_paths(&checkpoint_dirs)),
+            ("aspen.wal_assist_below", format!("{}us", config.log.assist_below.as_micros())),
             ("wal_writer_delay", format!("{}ms", config.log.lazy_flush_delay.as_millis())),
             (
                 "checkpoint_timeout",

@@ -73,6 +73,12 @@ pub struct ServeArgs {
     /// PostgreSQL's wal_writer_delay. 0 = write every commit at once.
     #[arg(long, value_name = "MILLISECONDS", default_value_t = 10)]
     pub wal_writer_delay_ms: u64,
+    /// On a log device whose write+sync takes less than this on average (tmpfs, a disk with a
+    /// power-safe cache), a connection thread that needs a commit durable while the device's
+    /// log writer is idle writes and syncs it itself instead of waking the writer (cheaper
+    /// than the wake-up at that speed). 0 = always the log writer.
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 50)]
+    pub wal_assist_us: u64,
     /// Log writes through io_uring (`auto`: pwrite on a memory file system such as tmpfs, where
     /// a sync is free, and where io_uring is unavailable).
     #[arg(long, value_name = "auto|uring|pwrite", default_value = "auto", value_parser = parse_backend)]
@@ -135,6 +141,7 @@ impl ServeArgs {
         let mut log = wal::LogOptions {
             group_commit_delay: std::time::Duration::from_micros(self.group_commit_delay_us),
             lazy_flush_delay: std::time::Duration::from_millis(self.wal_writer_delay_ms),
+            assist_below: std::time::Duration::from_micros(self.wal_assist_us),
             ..wal::LogOptions::default()
         };
         log.device.backend = self.wal_io;

@@ -453,6 +453,13 @@ const GUCS: &[Guc] = &[
         description: "How long a log writer waits to batch more commits before it writes.",
     },
     Guc {
+        name: "aspen.wal_assist_below",
+        default: "50us",
+        report: false,
+        description: "A connection writes and syncs for an idle log writer itself while the \
+                      device's write+sync takes less than this.",
+    },
+    Guc {
         name: "aspen.wal_dirs",
         default: "",
         report: false,
@@ -639,6 +646,7 @@ const GUCS: &[Guc] = &[
 const READ_ONLY_GUCS: &[&str] = &[
     "aspen.checkpoint_dirs",
     "aspen.group_commit_delay",
+    "aspen.wal_assist_below",
     "aspen.wal_dirs",
     "wal_writer_delay",
     "checkpoint_timeout",

@@ -60,11 +60,17 @@ async fn schema_survives_restart() {
 /// Aspen with `--wal-writer-delay-ms` at an hour, so that lazily filled records are written
 /// only when somebody asks for them; `None` (skip) under `TEST_AGAINST_PG=1`.
 fn aspen_with_an_hour_lazy_timer() -> Option<AspenServer> {
+    aspen_with_an_hour_lazy_timer_and(&[])
+}
+
+/// [`aspen_with_an_hour_lazy_timer`] with more arguments.
+fn aspen_with_an_hour_lazy_timer_and(more: &[&str]) -> Option<AspenServer> {
     if tests::against_pg() {
         println!("this test is Aspen-only, skipping under TEST_AGAINST_PG=1");
         return None;
     }
-    let args = vec![OsString::from("--wal-writer-delay-ms"), OsString::from("3600000")];
+    let mut args = vec![OsString::from("--wal-writer-delay-ms"), OsString::from("3600000")];
+    args.extend(more.iter().map(OsString::from));
     let server = AspenServer::try_start_in(fresh_data_dir().expect("data dir"), args);
     Some(server.unwrap_or_else(|e| panic!("{e}")))
 }
@@ -101,10 +107,25 @@ async fn async_commits_seen_by_a_synchronous_reader_survive_a_crash() {
 /// commit is still acknowledged at once (a request that never came would leave it waiting for
 /// the hour: the statement timeout fails the test), from one connection and from many at
 /// once, and everything acknowledged survives a SIGKILL.
+///
+/// With `--wal-assist-us 0` the log writer threads write every record; with ten seconds every
+/// device counts as fast, so a connection thread that requests durability while the device's
+/// writer is idle writes and syncs itself (`wal::LogOptions::assist_below`).
 #[tokio::test]
 async fn synchronous_commits_are_requested_without_the_lazy_timer_and_survive_a_crash() {
-    let Some(mut server) = aspen_with_an_hour_lazy_timer() else { return };
+    synchronous_commits_survive(&["--wal-assist-us", "0"], "0us").await;
+}
+
+#[tokio::test]
+async fn synchronous_commits_flushed_by_their_connection_threads_survive_a_crash() {
+    synchronous_commits_survive(&["--wal-assist-us", "10000000"], "10000000us").await;
+}
+
+async fn synchronous_commits_survive(args: &[&str], assist_below: &str) {
+    let Some(mut server) = aspen_with_an_hour_lazy_timer_and(args) else { return };
     let c = timed("connect", connect(server.port())).await.expect("connect");
+    let row = timed("show", c.query_one("SHOW aspen.wal_assist_below", &[])).await.unwrap();
+    assert_eq!(row.get::<_, String>(0), assist_below);
     timed("ddl", c.batch_execute("CREATE TABLE t (id int PRIMARY KEY, v int)")).await.unwrap();
     let insert = c.prepare("INSERT INTO t VALUES ($1, 0)").await.expect("prepare");
     for id in 0..50i32 {

@@ -356,8 +356,11 @@ impl Inner {
         let pressed = l.pressed(ring.capacity());
         drop(l);
         // An idle logger learns that lazy bytes arrived (it starts its flush timer), or that
-        // the open segment grew big; otherwise the reservation costs it nothing.
-        if was_empty || pressed {
+        // the open segment grew big; otherwise the reservation costs it nothing. Not while
+        // requesters flush for it (`Inner::assist`): it ticks then, and a wake-up per flush
+        // would cost what their flushing saves.
+        let ticking = self.devices.get(buffer).is_some_and(|d| d.assist.load(Ordering::Relaxed));
+        if (was_empty && !ticking) || pressed {
             b.demand.notify();
         }
         Reserved::Ok { ssn, offset, slot: Slot::Ring { seq } }

@@ -227,17 +227,21 @@ impl Inner {
         if self.in_memory() || self.met(ticket) {
             return;
         }
+        // A device whose logger is idle and whose pairs are fast is flushed right here
+        // (`assist`); otherwise its logger is woken.
         // Release (both): pairs with the loggers' Acquire loads; `Parker::notify` orders the
         // wake-up.
         if ticket.blind {
             let d = usize::from(ticket.device.0);
             self.buffers[d].want.fetch_max(ticket.ssn.0, Ordering::Release);
-            self.buffers[d].demand.notify();
+            if !self.assist(d) {
+                self.buffers[d].demand.notify();
+            }
             return;
         }
         self.wanted.fetch_max(ticket.ssn.0, Ordering::Release);
         for (d, b) in self.buffers.iter().enumerate() {
-            if self.dsn(d) < ticket.ssn {
+            if self.dsn(d) < ticket.ssn && !self.assist(d) {
                 b.demand.notify();
             }
         }

@@ -36,6 +36,20 @@
 //! writes and syncs instead of one pair per commit, like PostgreSQL's `wal_writer_delay`.
 //! With a zero delay every flush is due at once (no lazy records).
 //!
+//! **Requesters flush.** On a device whose write+sync pairs are fast (tmpfs, or a disk with a
+//! power-safe write cache: below [`LogOptions::assist_below`] on a moving average), waking the
+//! logger costs more than the pair itself: a futex wake, an inter-processor interrupt and two
+//! context switches for a few microseconds of I/O, and on a machine with few cores the logger
+//! takes a core from the committers whenever it runs. There a requester ([`crate::Log::request`],
+//! and the waits that request) whose device's logger is idle takes the logger's state (a lock
+//! the logger holds from its wake-up until it is idle again with nothing in flight) and runs
+//! the flush itself: the same close, filled-prefix wait, marker and DSN publication, with a
+//! synchronous `write` + `fdatasync` instead of an io_uring pair. If the lock is taken it
+//! wakes the logger as before (which then flushes what the holder left), so no request is
+//! lost. Reservations into an empty segment then do not wake the logger for its lazy timer;
+//! an idle logger looks at the open segment every `lazy_flush_delay` instead. On slower
+//! devices nothing changes: the one logger thread per device does all the writing.
+//!
 //! DSNs are published strictly in submission order: pair `k`'s sync does not cover pair
 //! `k-1`'s write if that one had not completed (see [`crate::device`]), so pair `k` counts only
 //! once every earlier pair completed `Ok`. Ring space is released with the DSN, so the bytes
@@ -54,7 +68,7 @@ use crate::error::Error;
 use crate::record::{Record, RecordKind, LEN_OFFSET, SSN_OFFSET};
 use crate::ssn::Ssn;
 use crate::store::{DirStore, OneSegment, SegmentStore};
-use crate::sync::{AtomicU64, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 
 /// How often the logger re-checks a closed segment for its last fills before it turns to the
 /// pairs in flight (a few microseconds).
@@ -75,6 +89,12 @@ pub struct LogOptions {
     /// stays in the buffer before the logger writes it anyway (PostgreSQL's
     /// `wal_writer_delay`). Default 10 ms. Zero: lazy records are written like eager ones.
     pub lazy_flush_delay: Duration,
+    /// Requesters ([`crate::Log::request`], and the waits that request) write and sync for
+    /// an idle logger themselves while the device's write+sync pairs take less than this on
+    /// average (module doc, "Requesters flush"): on a device that fast, waking the logger
+    /// thread costs more than the pair. Zero: always the logger. Default 50 µs. Only with a
+    /// non-zero `lazy_flush_delay`.
+    pub assist_below: Duration,
     /// `L.ssn` of every buffer at start: at restart, at least the largest SSN found in the log
     /// (I2 across restarts). Default [`Ssn::ZERO`].
     pub start_ssn: Ssn,
@@ -101,6 +121,7 @@ impl Default for LogOptions {
             max_in_flight: 4,
             group_commit_delay: Duration::ZERO,
             lazy_flush_delay: Duration::from_millis(10),
+            assist_below: Duration::from_micros(50),
             start_ssn: Ssn::ZERO,
             device: DeviceOptions::default(),
             existing_segments: Vec::new(),
@@ -130,6 +151,14 @@ pub(crate) struct DeviceState {
     spills: Mutex<Vec<(u64, Ssn)>>,
     /// The id of the next spill file.
     next_spill: AtomicU64,
+    /// The flushing side (`None` in models without loggers): held by the logger thread while
+    /// it works, and by a requester that flushes for an idle logger ([`Inner::assist`]).
+    pub(crate) flush: Mutex<Option<Logger>>,
+    /// Whether requesters flush for an idle logger: the device's pairs are fast (below
+    /// [`LogOptions::assist_below`] on average), so a requester's own write+sync costs less
+    /// than waking the logger. Then a reservation into an empty segment does not wake the
+    /// logger either (it ticks instead).
+    pub(crate) assist: AtomicBool,
 }
 
 impl DeviceState {
@@ -143,6 +172,8 @@ impl DeviceState {
             segments: Mutex::new(Vec::new()),
             spills: Mutex::new(Vec::new()),
             next_spill: AtomicU64::new(0),
+            flush: Mutex::new(None),
+            assist: AtomicBool::new(false),
         }
     }
 }
@@ -157,14 +188,31 @@ impl Inner {
     }
 }
 
+#[derive(Debug)]
 struct InFlight {
     pending: Pending,
     last_ssn: Ssn,
     ring_end: u64,
+    /// When the pair was submitted (its time to completion feeds [`Logger::pair_ns`]).
+    submitted: Instant,
 }
 
-struct Logger {
-    inner: Arc<Inner>,
+/// What one turn of the logger's loop did.
+enum Step {
+    /// Wrote, completed a pair or reserved a marker: turn again.
+    Worked,
+    /// Nothing in flight and nothing due: the logger may sleep.
+    Idle,
+    /// The log failed, or shut down with everything written.
+    Stop,
+}
+
+/// The flushing side of one device: what the module doc's loop works with. It lives in the
+/// device's [`DeviceState::flush`] lock, which the logger thread holds while it works (from a
+/// wake-up until it is idle again, with nothing in flight), and which a requester takes when it
+/// flushes for an idle logger ([`Inner::assist`]).
+#[derive(Debug)]
+pub(crate) struct Logger {
     d: usize,
     segment: Box<dyn LogDevice>,
     segment_no: SegmentNo,
@@ -178,149 +226,239 @@ struct Logger {
     /// them while no flush is due; cleared when it closes a segment).
     lazy_deadline: Option<Instant>,
     pool: Vec<Vec<u8>>,
+    /// Requesters flush themselves while pairs take less than this on average (zero: never).
+    assist_below: Duration,
+    /// Moving average of the time from a pair's submission to its completion, ns (`None`
+    /// before the first pair).
+    pair_ns: Option<u64>,
+}
+
+/// The logger thread of device `d`.
+fn run(inner: Arc<Inner>, d: usize) {
+    if let Err(e) = run_inner(&inner, d) {
+        inner.fail(&Error::io(DeviceId(d as u16), e));
+    }
+}
+
+fn run_inner(inner: &Inner, d: usize) -> io::Result<()> {
+    let b = &inner.buffers[d];
+    let device = &inner.devices[d];
+    loop {
+        // Work, holding the flusher, until nothing is in flight and nothing is due.
+        let (lazy_delay, lazy_deadline, delay) = {
+            let mut guard = device.flush.lock();
+            let logger = guard.as_mut().expect("a device with a logger thread has its flusher");
+            // Lazy bytes seen for the first time (woken for them, or at a tick): start the
+            // timer. A deadline left over from before a requester's flush only makes the next
+            // flush come early.
+            if logger.lazy_deadline.is_none()
+                && !logger.flush_due(inner)
+                && !b.latch.lock().open.is_empty()
+            {
+                logger.lazy_deadline = Some(Instant::now() + logger.lazy_delay);
+            }
+            loop {
+                match logger.step(inner)? {
+                    Step::Worked => {}
+                    Step::Idle => break,
+                    Step::Stop => return Ok(()),
+                }
+            }
+            (logger.lazy_delay, logger.lazy_deadline, logger.delay)
+        };
+        // Idle, or holding lazy records back until `lazy_deadline`. Requesters may flush for
+        // us meanwhile (`Inner::assist`). While they do, a reservation into an empty segment
+        // does not wake us (`Inner::reserve`), so we look at the open segment every
+        // `lazy_delay` instead: an unrequested lazy record still goes out within two delays.
+        let timing = lazy_deadline.is_some();
+        let tick =
+            (!timing && device.assist.load(Ordering::Relaxed)).then(|| Instant::now() + lazy_delay);
+        let ring_capacity = b.ring.as_ref().expect("a logged buffer has a ring").capacity();
+        b.demand.wait_until_deadline(
+            || {
+                let (open, pressed) = {
+                    let l = b.latch.lock();
+                    (!l.open.is_empty(), l.pressed(ring_capacity))
+                };
+                (open && (!timing || pressed || flush_due(inner, d, lazy_delay, lazy_deadline)))
+                    || inner.shutdown.load(Ordering::Acquire)
+                    || inner.failed.load(Ordering::Acquire)
+                    || marker_needed(inner, d)
+            },
+            lazy_deadline.or(tick),
+        );
+        if !delay.is_zero() && !inner.shutdown.load(Ordering::Acquire) {
+            std::thread::sleep(delay);
+        }
+    }
+}
+
+/// Whether the open segment of device `d` goes out now, lazy records included (module doc);
+/// pressure is checked under the latch by the caller.
+fn flush_due(inner: &Inner, d: usize, lazy_delay: Duration, deadline: Option<Instant>) -> bool {
+    // Acquire (all three): pairs with the Release stores of fillers, waiters and `Drop`.
+    let want = inner.buffers[d].want.load(Ordering::Acquire);
+    let wanted = inner.wanted.load(Ordering::Acquire);
+    lazy_delay.is_zero()
+        || want.max(wanted) > inner.dsn(d).0
+        || inner.shutdown.load(Ordering::Acquire)
+        || deadline.is_some_and(|t| Instant::now() >= t)
+}
+
+fn marker_needed(inner: &Inner, d: usize) -> bool {
+    inner.wanted.load(Ordering::Acquire) > inner.dsn(d).0
+}
+
+impl Inner {
+    /// A requester's flush (module doc, "Requesters flush"): if device `d` is fast and its
+    /// logger idle, writes and syncs what is filled on it (with a marker if a CSN waiter needs
+    /// one) on this thread and publishes the DSN. Returns false if it did not (the logger is
+    /// busy, or the device slow): the caller wakes the logger instead.
+    pub(crate) fn assist(&self, d: usize) -> bool {
+        let Some(device) = self.devices.get(d) else { return false };
+        if !device.assist.load(Ordering::Relaxed) {
+            return false;
+        }
+        let Some(mut guard) = device.flush.try_lock() else { return false };
+        let Some(logger) = guard.as_mut() else { return false };
+        if let Err(e) = logger.flush_now(self) {
+            drop(guard);
+            self.fail(&Error::io(DeviceId(d as u16), e));
+        }
+        true
+    }
 }
 
 impl Logger {
-    fn run(mut self) {
-        if let Err(e) = self.run_inner() {
-            self.inner.fail(&Error::io(DeviceId(self.d as u16), e));
-        }
-    }
-
-    fn run_inner(&mut self) -> io::Result<()> {
-        let inner = self.inner.clone();
+    /// One turn of the module doc's loop.
+    fn step(&mut self, inner: &Inner) -> io::Result<Step> {
         let b = &inner.buffers[self.d];
-        loop {
-            // Acquire (here and below for `failed`, `shutdown`, `wanted`): pairs with the Release
-            // stores in `fail`, `Drop for Log` and `Inner::wait`. Another device's failure
-            // stops this logger too.
-            if inner.failed.load(Ordering::Acquire) {
-                return Ok(());
-            }
-            if self.pending.len() < self.max_in_flight {
-                let due = self.flush_due();
-                let ring_capacity = b.ring.as_ref().expect("a logged buffer has a ring").capacity();
-                if due && self.marker_behind() {
-                    // A CSN waiter wants an SSN this device has not reached: the marker rides
-                    // in the pair about to go out instead of a pair of its own afterwards.
-                    self.reserve_marker();
-                }
-                let closed = {
-                    let mut l = b.latch.lock();
-                    if due || l.pressed(ring_capacity) {
-                        l.open.close()
-                    } else {
-                        None
-                    }
-                };
-                if let Some(segment) = closed {
-                    self.lazy_deadline = None;
-                    // A filler between its reservation and its fill (preempted, on a busy
-                    // machine) must not hold back the DSN of pairs already on their way: after
-                    // a short spin (a fill takes well under a microsecond once running), while
-                    // the segment is not filled, complete the pairs in flight first.
-                    let mut spins = 0;
-                    while !b.index.is_filled(&segment) && spins < FILL_SPINS {
-                        std::hint::spin_loop();
-                        spins += 1;
-                    }
-                    while !b.index.is_filled(&segment) && !self.pending.is_empty() {
-                        self.complete_oldest()?;
-                    }
-                    b.parker.wait_until(|| b.index.is_filled(&segment));
-                    let ring = b.ring.as_ref().expect("a logged buffer has a ring");
-                    let mut bytes = self.pool.pop().unwrap_or_default();
-                    bytes.clear();
-                    // SAFETY: the segment is closed and filled (acquire in `is_filled`), and
-                    // its space is released only after this copy is durable (Ring protocol).
-                    unsafe { ring.read(segment.start, segment.end, &mut bytes) };
-                    b.index.recycle(&segment);
-                    self.write(bytes, segment.start)?;
-                    continue;
-                }
-                if self.pending.is_empty() {
-                    if inner.shutdown.load(Ordering::Acquire) {
-                        return Ok(());
-                    }
-                    if self.marker_needed() {
-                        self.reserve_marker();
-                        continue;
-                    }
-                    // Idle, or holding lazy records back until `lazy_deadline`.
-                    let timing = self.lazy_deadline.is_some();
-                    let woken = b.demand.wait_until_deadline(
-                        || {
-                            let (open, pressed) = {
-                                let l = b.latch.lock();
-                                (!l.open.is_empty(), l.pressed(ring_capacity))
-                            };
-                            (open && (!timing || pressed || self.flush_due()))
-                                || inner.shutdown.load(Ordering::Acquire)
-                                || inner.failed.load(Ordering::Acquire)
-                                || self.marker_needed_in(&inner)
-                        },
-                        self.lazy_deadline,
-                    );
-                    if woken
-                        && !self.flush_due()
-                        && self.lazy_deadline.is_none()
-                        && !b.latch.lock().open.is_empty()
-                    {
-                        self.lazy_deadline = Some(Instant::now() + self.lazy_delay);
-                    }
-                    if !self.delay.is_zero() && !inner.shutdown.load(Ordering::Acquire) {
-                        std::thread::sleep(self.delay);
-                    }
-                    continue;
-                }
-            }
-            self.complete_oldest()?;
+        // Acquire (here and below for `failed`, `shutdown`, `wanted`): pairs with the Release
+        // stores in `fail`, `Drop for Log` and `Inner::wait`. Another device's failure stops
+        // this logger too.
+        if inner.failed.load(Ordering::Acquire) {
+            return Ok(Step::Stop);
         }
+        if self.pending.len() < self.max_in_flight {
+            let due = self.flush_due(inner);
+            let ring_capacity = b.ring.as_ref().expect("a logged buffer has a ring").capacity();
+            if due && self.marker_behind(inner) {
+                // A CSN waiter wants an SSN this device has not reached: the marker rides in
+                // the pair about to go out instead of a pair of its own afterwards.
+                self.reserve_marker(inner);
+            }
+            if self.flush_open(inner, |l| due || l.pressed(ring_capacity), false)? {
+                return Ok(Step::Worked);
+            }
+            if self.pending.is_empty() {
+                if inner.shutdown.load(Ordering::Acquire) {
+                    return Ok(Step::Stop);
+                }
+                if marker_needed(inner, self.d) {
+                    self.reserve_marker(inner);
+                    return Ok(Step::Worked);
+                }
+                return Ok(Step::Idle);
+            }
+        }
+        self.complete_oldest(inner)?;
+        Ok(Step::Worked)
     }
 
-    fn marker_needed(&self) -> bool {
-        self.marker_needed_in(&self.inner)
+    /// A requester's flush ([`Inner::assist`]): everything filled goes out now, synchronously
+    /// (`write_at` + `sync`, not through io_uring, whose sync would wake a kernel worker), and
+    /// its DSN is published before this returns.
+    fn flush_now(&mut self, inner: &Inner) -> io::Result<()> {
+        // The logger holds the flusher while pairs are in flight, so there are none; finish
+        // them anyway should that ever change.
+        while !self.pending.is_empty() {
+            self.complete_oldest(inner)?;
+        }
+        if inner.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if self.marker_behind(inner) {
+            self.reserve_marker(inner);
+        }
+        self.flush_open(inner, |_| true, true)?;
+        while !self.pending.is_empty() {
+            self.complete_oldest(inner)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the open segment if it is not empty and `close` says so (under the latch),
+    /// waits until it is filled (the filled-prefix rule) and writes it. Returns whether it
+    /// closed one. `direct`: write and sync on this thread ([`Logger::flush_now`]).
+    fn flush_open(
+        &mut self,
+        inner: &Inner,
+        close: impl FnOnce(&crate::buffer::Latched) -> bool,
+        direct: bool,
+    ) -> io::Result<bool> {
+        let b = &inner.buffers[self.d];
+        let closed = {
+            let mut l = b.latch.lock();
+            if close(&l) {
+                l.open.close()
+            } else {
+                None
+            }
+        };
+        let Some(segment) = closed else { return Ok(false) };
+        self.lazy_deadline = None;
+        // A filler between its reservation and its fill (preempted, on a busy machine) must
+        // not hold back the DSN of pairs already on their way: after a short spin (a fill
+        // takes well under a microsecond once running), while the segment is not filled,
+        // complete the pairs in flight first.
+        let mut spins = 0;
+        while !b.index.is_filled(&segment) && spins < FILL_SPINS {
+            std::hint::spin_loop();
+            spins += 1;
+        }
+        while !b.index.is_filled(&segment) && !self.pending.is_empty() {
+            self.complete_oldest(inner)?;
+        }
+        b.parker.wait_until(|| b.index.is_filled(&segment));
+        let ring = b.ring.as_ref().expect("a logged buffer has a ring");
+        let mut bytes = self.pool.pop().unwrap_or_default();
+        bytes.clear();
+        // SAFETY: the segment is closed and filled (acquire in `is_filled`), and its space is
+        // released only after this copy is durable (Ring protocol).
+        unsafe { ring.read(segment.start, segment.end, &mut bytes) };
+        b.index.recycle(&segment);
+        self.write(inner, bytes, segment.start, direct)?;
+        Ok(true)
     }
 
     /// Whether the open segment goes out now, lazy records included (module doc); pressure is
     /// checked under the latch by the caller.
-    fn flush_due(&self) -> bool {
-        let inner = &self.inner;
-        // Acquire (all three): pairs with the Release stores of fillers, waiters and `Drop`.
-        let want = inner.buffers[self.d].want.load(Ordering::Acquire);
-        let wanted = inner.wanted.load(Ordering::Acquire);
-        self.lazy_delay.is_zero()
-            || want.max(wanted) > inner.dsn(self.d).0
-            || inner.shutdown.load(Ordering::Acquire)
-            || self.lazy_deadline.is_some_and(|t| Instant::now() >= t)
-    }
-
-    fn marker_needed_in(&self, inner: &Inner) -> bool {
-        inner.wanted.load(Ordering::Acquire) > inner.dsn(self.d).0
+    fn flush_due(&self, inner: &Inner) -> bool {
+        flush_due(inner, self.d, self.lazy_delay, self.lazy_deadline)
     }
 
     /// Whether a CSN waiter wants an SSN above both this device's DSN and its `L.ssn`: no
     /// record reserved so far here can satisfy it, so the flush about to start should carry a
     /// marker.
-    fn marker_behind(&self) -> bool {
-        let wanted = self.inner.wanted.load(Ordering::Acquire);
-        wanted > self.inner.dsn(self.d).0 && wanted > self.inner.buffers[self.d].latch.lock().ssn.0
+    fn marker_behind(&self, inner: &Inner) -> bool {
+        let wanted = inner.wanted.load(Ordering::Acquire);
+        wanted > inner.dsn(self.d).0 && wanted > inner.buffers[self.d].latch.lock().ssn.0
     }
 
     /// Reserves and fills an idle-device marker at SSN `>= wanted`: Algorithm 1 with base
     /// `wanted - 1` raises `L.ssn` under the latch first, so no later record on this device
     /// takes a smaller SSN; the marker is written and synced like any record before it counts.
-    fn reserve_marker(&mut self) {
-        let wanted = Ssn(self.inner.wanted.load(Ordering::Acquire));
+    fn reserve_marker(&mut self, inner: &Inner) {
+        let wanted = Ssn(inner.wanted.load(Ordering::Acquire));
         let base = Ssn(wanted.0 - 1);
-        match self.inner.reserve(self.d, base, MIN_RESERVATION, Space::TryNow) {
+        match inner.reserve(self.d, base, MIN_RESERVATION, Space::TryNow) {
             Reserved::Ok { ssn, offset, slot } => {
                 let mut bytes = Vec::with_capacity(MIN_RESERVATION);
                 Record { ssn, kind: RecordKind::Marker, blind: false, payload: &[] }
                     .encode_into(&mut bytes);
                 // SAFETY: just reserved with `slot`; filled once, here.
                 // Not eager: the logger itself goes on to flush it (`wanted` > DSN is due).
-                unsafe { self.inner.fill_raw(self.d, slot, offset, MIN_RESERVATION, &bytes, None) };
+                unsafe { inner.fill_raw(self.d, slot, offset, MIN_RESERVATION, &bytes, None) };
             }
             // Failed: the loop stops. Full: others reserved meanwhile; their records go first.
             Reserved::Failed { .. } | Reserved::Full => {}
@@ -328,8 +466,15 @@ impl Logger {
     }
 
     /// Writes `bytes` (whole records from ring offset `ring_start`) to the current segment
-    /// file, rotating at record boundaries when a segment is full.
-    fn write(&mut self, mut bytes: Vec<u8>, ring_start: u64) -> io::Result<()> {
+    /// file, rotating at record boundaries when a segment is full. `direct`: each pair is
+    /// written and synced before this returns.
+    fn write(
+        &mut self,
+        inner: &Inner,
+        mut bytes: Vec<u8>,
+        ring_start: u64,
+        direct: bool,
+    ) -> io::Result<()> {
         let total = bytes.len();
         let mut pos = 0;
         while pos < total {
@@ -345,7 +490,7 @@ impl Logger {
                 end += len;
             }
             let Some(last_ssn) = last_ssn else {
-                self.rotate()?;
+                self.rotate(inner)?;
                 continue;
             };
             let chunk = if pos == 0 && end == total {
@@ -354,15 +499,28 @@ impl Logger {
                 bytes[pos..end].to_vec()
             };
             if self.pending.len() >= self.max_in_flight {
-                self.complete_oldest()?;
+                self.complete_oldest(inner)?;
             }
-            let pending = self.segment.submit_write_sync(self.file_offset, chunk)?;
+            let submitted = Instant::now();
+            let pending = if direct && self.pending.is_empty() {
+                // Nothing in flight: this sync covers this write (and only what is written).
+                let (offset, segment) = (self.file_offset, &self.segment);
+                let outcome =
+                    segment.write_at(offset, &chunk).and_then(|()| segment.sync()).map(|()| chunk);
+                Pending::ready(outcome)
+            } else {
+                self.segment.submit_write_sync(self.file_offset, chunk)?
+            };
             self.file_offset += (end - pos) as u64;
             self.pending.push_back(InFlight {
                 pending,
                 last_ssn,
                 ring_end: ring_start + end as u64,
+                submitted,
             });
+            if direct {
+                self.complete_oldest(inner)?;
+            }
             pos = end;
         }
         if bytes.capacity() > 0 {
@@ -378,30 +536,45 @@ impl Logger {
     }
 
     /// Waits for the oldest pair; publishes its DSN and releases its ring space.
-    fn complete_oldest(&mut self) -> io::Result<()> {
+    fn complete_oldest(&mut self, inner: &Inner) -> io::Result<()> {
         let f = self.pending.pop_front().expect("a pair in flight");
         let buf = self.segment.wait(f.pending)?;
         self.recycle(buf);
+        self.time_pair(inner, f.submitted.elapsed());
         {
-            let mut segments = self.inner.devices[self.d].segments.lock();
+            let mut segments = inner.devices[self.d].segments.lock();
             let current = segments.last_mut().expect("the current segment");
             current.last_ssn = Some(f.last_ssn);
         }
-        self.inner.publish_dsn(self.d, f.last_ssn);
-        let b = &self.inner.buffers[self.d];
+        inner.publish_dsn(self.d, f.last_ssn);
+        let b = &inner.buffers[self.d];
         b.latch.lock().released = f.ring_end;
         b.space.notify_all();
         Ok(())
     }
 
+    /// Feeds one pair's time into the moving average and decides whether requesters flush
+    /// themselves ([`DeviceState::assist`]). Only with a lazy timer: requesters that flush do
+    /// not wake the logger for lazy bytes, which then rely on its ticks.
+    fn time_pair(&mut self, inner: &Inner, took: Duration) {
+        let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let avg = match self.pair_ns {
+            None => sample,
+            Some(avg) => avg - avg / 8 + sample / 8,
+        };
+        self.pair_ns = Some(avg);
+        let fast = !self.lazy_delay.is_zero() && u128::from(avg) < self.assist_below.as_nanos();
+        inner.devices[self.d].assist.store(fast, Ordering::Relaxed);
+    }
+
     /// Closes the current segment file (every pair on it completed, so it is synced) and
     /// starts the next.
-    fn rotate(&mut self) -> io::Result<()> {
+    fn rotate(&mut self, inner: &Inner) -> io::Result<()> {
         while !self.pending.is_empty() {
-            self.complete_oldest()?;
+            self.complete_oldest(inner)?;
         }
         let next = SegmentNo(self.segment_no.0 + 1);
-        let device = &self.inner.devices[self.d];
+        let device = &inner.devices[self.d];
         self.segment = device.store.create(next)?;
         self.segment_no = next;
         self.file_offset = 0;
@@ -515,45 +688,60 @@ impl Log {
             .collect();
         let devices = stores
             .into_iter()
-            .zip(&first)
+            .zip(first)
             .zip(adopted)
             .zip(spills)
-            .map(|(((store, (no, _)), mut segments), (spills, next_spill))| {
-                segments.push(SegmentMeta { no: *no, last_ssn: None, closed: false });
+            .enumerate()
+            .map(|(d, (((store, (no, segment)), mut segments), (spills, next_spill)))| {
+                segments.push(SegmentMeta { no, last_ssn: None, closed: false });
+                let logger = Logger {
+                    d,
+                    segment_size: store.segment_size(),
+                    segment,
+                    segment_no: no,
+                    file_offset: 0,
+                    pending: VecDeque::new(),
+                    max_in_flight: options.max_in_flight,
+                    delay: options.group_commit_delay,
+                    lazy_delay: options.lazy_flush_delay,
+                    lazy_deadline: None,
+                    pool: Vec::new(),
+                    assist_below: options.assist_below,
+                    pair_ns: None,
+                };
                 DeviceState {
                     dsn: AtomicU64::new(0),
                     store,
                     segments: Mutex::new(segments),
                     spills: Mutex::new(spills),
                     next_spill: AtomicU64::new(next_spill),
+                    flush: Mutex::new(Some(logger)),
+                    assist: AtomicBool::new(false),
                 }
             })
-            .collect();
+            .collect::<Box<[_]>>();
+        let n = devices.len();
         let mut log = Log::from_parts(buffers, devices, max_record);
         let mut handles = Vec::new();
-        for (d, (no, segment)) in first.into_iter().enumerate() {
-            let logger = Logger {
-                inner: log.inner.clone(),
-                d,
-                segment_size: log.inner.devices[d].store.segment_size(),
-                segment,
-                segment_no: no,
-                file_offset: 0,
-                pending: VecDeque::new(),
-                max_in_flight: options.max_in_flight,
-                delay: options.group_commit_delay,
-                lazy_delay: options.lazy_flush_delay,
-                lazy_deadline: None,
-                pool: Vec::new(),
-            };
+        for d in 0..n {
+            let inner = log.inner.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("wal-logger-{d}"))
-                .spawn(move || logger.run())
+                .spawn(move || run(inner, d))
                 .map_err(|e| Error::io(DeviceId(d as u16), e))?;
             handles.push(handle);
         }
         log.set_loggers(handles);
         Ok(log)
+    }
+
+    /// Whether requesters currently flush `device` themselves when its logger is idle (its
+    /// pairs are fast: [`LogOptions::assist_below`]; module doc, "Requesters flush").
+    pub fn assisting(&self, device: DeviceId) -> bool {
+        self.inner
+            .devices
+            .get(usize::from(device.0))
+            .is_some_and(|d| d.assist.load(Ordering::Relaxed))
     }
 
     /// The segments of `device` that this log knows, oldest first: those adopted from

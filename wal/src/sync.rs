@@ -59,6 +59,10 @@ impl<T> Mutex<T> {
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
         self.0.lock().expect("no panics while the latch is held")
     }
+
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        self.0.try_lock().ok()
+    }
 }
 
 /// loom's condition variable with an infallible `wait`.

@@ -855,3 +855,150 @@ fn a_failed_spill_write_fails_the_log() {
     let r = log.try_reserve(0, Ssn::ZERO, crate::Record::encoded_len_for(1));
     assert!(r.is_err(), "later commits are refused");
 }
+
+/// Options under which every device counts as fast (any pair below a second): requesters
+/// flush for an idle logger once its first pair has been timed. Lazy timer as `lazy_options`.
+fn assisting_options() -> LogOptions {
+    LogOptions { assist_below: Duration::from_secs(1), ..lazy_options() }
+}
+
+/// Makes device `d` of `log` time a pair (a blind lazy record, requested and waited for) until
+/// requesters flush it themselves.
+fn until_assisting(log: &Log, d: usize) {
+    let start = std::time::Instant::now();
+    while !log.assisting(DeviceId(d as u16)) {
+        assert!(start.elapsed() < Duration::from_secs(30), "device {d} never assisted");
+        let t = commit_lazy(log, d, Ssn::ZERO, b"warm", true);
+        log.wait_durable(t).unwrap();
+    }
+}
+
+/// Waits until device `d`'s logger has finished its last flush and sleeps (it releases its
+/// state only then), so that the next request finds it idle.
+fn until_logger_idle(log: &Log, d: usize) {
+    let start = std::time::Instant::now();
+    while log.inner.devices[d].flush.try_lock().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(30), "logger {d} never went idle");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// On a fast device with an idle logger, `request` itself writes and syncs: the record is
+/// durable (and read back by recovery) when `request` returns, and a CSN request writes the
+/// idle device's marker the same way. A requester that left it to the logger thread would
+/// return before the sync.
+#[test]
+fn requesters_flush_for_an_idle_logger_on_a_fast_device() {
+    let (stores, boxed) = stores(2, 1 << 20);
+    let log = Log::with_stores(boxed, &assisting_options()).unwrap();
+    until_assisting(&log, 0);
+    until_assisting(&log, 1);
+    until_logger_idle(&log, 0);
+    until_logger_idle(&log, 1);
+    for i in 0..20u64 {
+        let t = commit_lazy(&log, 0, Ssn::ZERO, &i.to_le_bytes(), true);
+        log.request(t);
+        assert!(log.is_durable(t), "request {i} returned before its record was durable");
+        assert_eq!(last_durable_ssn(&stores[0], 0), t.ssn);
+    }
+    // Non-blind on device 1: device 0 has nothing above its DSN, so it needs a marker.
+    let t = commit_lazy(&log, 1, log.dsn(DeviceId(0)), b"csn", false);
+    log.request(t);
+    assert!(log.csn() >= t.ssn, "CSN {} below {} after the request", log.csn(), t.ssn);
+    let marker = durable_records(&stores[0], 0).pop().expect("device 0 wrote a marker");
+    assert_eq!(marker.kind, RecordKind::Marker);
+    assert!(marker.ssn >= t.ssn);
+    // Many requesters at once (each may find another flushing and wake the logger instead):
+    // every one of their records ends up durable and in the log once.
+    let log = Arc::new(log);
+    let threads: Vec<_> = (0..4u64)
+        .map(|k| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                (0..200u64)
+                    .map(|i| {
+                        let t =
+                            commit_lazy(&log, (i % 2) as usize, Ssn::ZERO, &[k as u8; 9], false);
+                        log.wait_durable(t).unwrap();
+                        t
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let tickets: Vec<Ticket> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    for d in 0..2u16 {
+        let recs = durable_records(&stores[usize::from(d)], d);
+        for t in tickets.iter().filter(|t| t.device == DeviceId(d)) {
+            assert_eq!(recs.iter().filter(|r| r.ssn == t.ssn).count(), 1, "{t:?} on device {d}");
+        }
+    }
+}
+
+/// While requesters flush, a reservation into an empty segment does not wake the logger; an
+/// unrequested lazy record still goes out, at the logger's next tick.
+#[test]
+fn an_assisted_device_still_writes_unrequested_lazy_records() {
+    let (stores, boxed) = stores(1, 1 << 20);
+    let options = LogOptions { lazy_flush_delay: Duration::from_millis(2), ..assisting_options() };
+    let log = Log::with_stores(boxed, &options).unwrap();
+    until_assisting(&log, 0);
+    let t = commit_lazy(&log, 0, Ssn::ZERO, b"nobody asks", true);
+    let start = std::time::Instant::now();
+    while !log.is_durable(t) {
+        assert!(start.elapsed() < Duration::from_secs(30), "the ticking logger never flushed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(last_durable_ssn(&stores[0], 0), t.ssn);
+}
+
+/// A requester's failed sync fails the log as the logger's would: its waiter gets the error,
+/// the record is not durable, and the device is never retried.
+#[test]
+fn a_requesters_failed_sync_fails_the_log() {
+    type Shared = Arc<StdMutex<Option<Arc<FaultyDevice<Arc<MemDevice>>>>>>;
+    let faulty: Shared = Arc::default();
+    let f = faulty.clone();
+    let store = MemStore::with_wrapper(1 << 20, move |_, inner| {
+        let device = Arc::new(FaultyDevice::new(inner).fail_sync(3));
+        *f.lock().unwrap() = Some(device.clone());
+        Box::new(device)
+    });
+    let log = Log::with_stores(vec![Box::new(store.clone())], &assisting_options()).unwrap();
+    // Sync 1 (the logger's) makes the device fast; sync 2 is a requester's.
+    until_assisting(&log, 0);
+    until_logger_idle(&log, 0);
+    let ok = commit_lazy(&log, 0, Ssn::ZERO, b"two", true);
+    log.request(ok);
+    assert!(log.is_durable(ok));
+    let device = faulty.lock().unwrap().clone().unwrap();
+    assert_eq!(device.syncs(), 2, "the logger's sync, then the requester's");
+    let doomed = commit_lazy(&log, 0, Ssn::ZERO, b"three", true);
+    log.request(doomed);
+    assert!(log.failure().is_some(), "the requester's failed sync failed the log");
+    let err = log.wait_durable(doomed).unwrap_err();
+    assert!(matches!(err, Error::DeviceFailed { device: DeviceId(0), .. }), "{err:?}");
+    assert!(!durable_records(&store, 0).iter().any(|r| r.ssn == doomed.ssn));
+    log.wait_durable(ok).unwrap();
+    assert_eq!(device.attempts_after_failure(), 0, "no retry after a failed sync");
+}
+
+/// Slow devices (and `assist_below` zero) keep the logger thread doing every write.
+#[test]
+fn slow_devices_are_not_assisted() {
+    let slow = MemStore::with_wrapper(1 << 20, |_, inner| {
+        Box::new(ThrottledDevice::new(inner, 1 << 30, Duration::from_millis(2)))
+    });
+    let options = LogOptions { assist_below: Duration::from_micros(500), ..lazy_options() };
+    let log = Log::with_stores(vec![Box::new(slow)], &options).unwrap();
+    let never = LogOptions { assist_below: Duration::ZERO, ..lazy_options() };
+    let (_, boxed) = stores(1, 1 << 20);
+    let fast_but_off = Log::with_stores(boxed, &never).unwrap();
+    for i in 0..10u64 {
+        for log in [&log, &fast_but_off] {
+            let t = commit_lazy(log, 0, Ssn::ZERO, &i.to_le_bytes(), true);
+            log.wait_durable(t).unwrap();
+            assert!(!log.assisting(DeviceId(0)));
+        }
+    }
+}

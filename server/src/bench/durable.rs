@@ -92,6 +92,13 @@ impl PairCounts {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         (load(&self.pairs), load(&self.bytes), load(&self.markers))
     }
+
+    fn count_write(&self, len: usize) {
+        self.bytes.fetch_add(len as u64, Ordering::Relaxed);
+        if len <= wal::MIN_RESERVATION {
+            self.markers.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A [`LogDevice`] wrapper that counts write+sync pairs and their bytes (group commit) into
@@ -103,10 +110,14 @@ pub(super) struct Counted<D> {
 }
 
 impl<D: LogDevice> LogDevice for Counted<D> {
+    // A pair is a `submit_write_sync`, or a `write_at` then a `sync` (a requester's flush,
+    // `wal::LogOptions::assist_below`); the log calls nothing else on a segment.
     fn write_at(&self, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+        self.counts.count_write(bytes.len());
         self.inner.write_at(offset, bytes)
     }
     fn sync(&self) -> std::io::Result<()> {
+        self.counts.pairs.fetch_add(1, Ordering::Relaxed);
         self.inner.sync()
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -123,10 +134,7 @@ impl<D: LogDevice> LogDevice for Counted<D> {
     }
     fn submit_write_sync(&self, offset: u64, buf: Vec<u8>) -> std::io::Result<Pending> {
         self.counts.pairs.fetch_add(1, Ordering::Relaxed);
-        self.counts.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
-        if buf.len() <= wal::MIN_RESERVATION {
-            self.counts.markers.fetch_add(1, Ordering::Relaxed);
-        }
+        self.counts.count_write(buf.len());
         self.inner.submit_write_sync(offset, buf)
     }
     fn wait(&self, pending: Pending) -> std::io::Result<Vec<u8>> {

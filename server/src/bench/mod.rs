@@ -126,6 +126,11 @@ pub struct BenchArgs {
     /// microseconds; 0 (the default) writes as soon as the previous write+sync was submitted.
     #[arg(long, default_value_t = 0)]
     pub group_commit_us: u64,
+    /// Durability suites: requesters write and sync for an idle logger while the device's
+    /// pairs take less than this many microseconds (`LogOptions::assist_below`; default: the
+    /// log's default; 0: never).
+    #[arg(long)]
+    pub assist_us: Option<u64>,
     /// Latency suite: the sessions per core of its deferred-acknowledgement rows, comma
     /// separated (more sessions: more throughput, and more commits queued per sync).
     #[arg(long, value_delimiter = ',', default_value = "4,16,64")]
@@ -217,12 +222,13 @@ impl BenchArgs {
     }
 
     /// The `wal::LogOptions` of every log the durability suites open: the defaults, with
-    /// `--group-commit-us`.
+    /// `--group-commit-us`, `--max-in-flight`, `--assist-us` and `--wal-io`.
     fn log_options(&self) -> wal::LogOptions {
         let defaults = wal::LogOptions::default();
         wal::LogOptions {
             group_commit_delay: Duration::from_micros(self.group_commit_us),
             max_in_flight: self.max_in_flight.unwrap_or(defaults.max_in_flight).max(1),
+            assist_below: self.assist_us.map_or(defaults.assist_below, Duration::from_micros),
             device: wal::DeviceOptions { backend: self.wal_io, ..defaults.device },
             ..defaults
         }
