@@ -103,6 +103,12 @@ pub struct ServeArgs {
     /// dealt to them in turn (default: the number of CPUs).
     #[arg(long, value_name = "N")]
     pub connection_threads: Option<usize>,
+    /// Before a connection thread serving one or two connections sleeps, it polls their
+    /// sockets for up to this long, while the machine has an idle core (a client waiting on
+    /// round trips one at a time gets its answers without the wake-up of a sleeping CPU).
+    /// 0 = never.
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 50)]
+    pub busy_poll_us: u64,
     /// Testing only: make a log device fail (`device=D,write|sync|nospace=N`, see
     /// `server::fault`).
     #[arg(long, value_name = "SPEC", hide = true, value_parser = crate::fault::parse)]

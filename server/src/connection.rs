@@ -48,6 +48,7 @@ type Socket = Framed<CheckedStream<TcpStream>, PgWireMessageServerCodec<Statemen
 pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>) -> io::Result<()> {
     let addr = tcp.peer_addr()?;
     tcp.set_nodelay(true)?;
+    let _spin = crate::busy_poll::register(std::os::fd::AsRawFd::as_raw_fd(&tcp));
     let cancel = Arc::new(DefaultCancelHandler::new(shared.cancel.clone()));
     let handler = Arc::new(Handler::new(shared));
     let copy = Arc::new(NoopHandler);

@@ -83,6 +83,7 @@
 
 pub mod ack;
 pub mod bench;
+mod busy_poll;
 pub mod config;
 mod connection;
 pub mod encode;

@@ -11,6 +11,9 @@
 //! shared event loop and cross-thread wake-ups made the server latency-bound, this doubled
 //! prepared point-select throughput on 2 cores (BENCHMARKS.md).
 //!
+//! A connection thread serving one or two connections may spin briefly before it sleeps, while
+//! the machine has an idle core (`--busy-poll-us`, module `busy_poll`).
+//!
 //! Shutdown (the `shutdown` future of [`Server::run`] completes): the listener closes, so new
 //! connections are refused; every connection task is then aborted at its next `.await`. A
 //! statement never spans an `.await`, so each session is dropped between messages, and dropping
@@ -48,14 +51,17 @@ struct ConnectionThread {
 const STACK_SIZE: usize = 64 << 20;
 
 impl ConnectionThread {
-    fn start(i: usize) -> io::Result<ConnectionThread> {
+    fn start(i: usize, busy_poll: Duration) -> io::Result<ConnectionThread> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .thread_stack_size(STACK_SIZE)
             .thread_name(format!("conn-{i}-blocking"))
             // Demand-driven group commit: the commits that wait on this thread are requested
             // when it has nothing else to run (see `crate::ack`).
-            .on_thread_park(crate::ack::request_deferred)
+            .on_thread_park(|| {
+                crate::ack::request_deferred();
+                let _ = crate::busy_poll::spin();
+            })
             .build()?;
         let handle = runtime.handle().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -64,6 +70,7 @@ impl ConnectionThread {
             .stack_size(STACK_SIZE)
             .spawn(move || {
             crate::ack::requests_at_park();
+            crate::busy_poll::set_budget(busy_poll);
             runtime.block_on(async {
                 let _ = stopped.await;
             });
@@ -88,8 +95,22 @@ const FAILURE_GRACE: Duration = Duration::from_millis(500);
 
 impl Server {
     /// Binds `addr` (`HOST:PORT`; port 0 picks a free port, see [`Server::local_addr`]) and
-    /// starts `threads` connection threads.
+    /// starts `threads` connection threads, which do not spin before they sleep.
     pub async fn bind(addr: &str, db: Arc<Database>, threads: usize) -> io::Result<Server> {
+        Server::bind_with(addr, db, threads, Duration::ZERO).await
+    }
+
+    /// [`Server::bind`], with connection threads that poll their sockets for up to `busy_poll`
+    /// before they sleep while the machine has an idle core (`crate::busy_poll`).
+    pub async fn bind_with(
+        addr: &str,
+        db: Arc<Database>,
+        threads: usize,
+        busy_poll: Duration,
+    ) -> io::Result<Server> {
+        if !busy_poll.is_zero() {
+            crate::busy_poll::start_sampler();
+        }
         let listener = TcpListener::bind(addr).await?;
         let acker = crate::ack::Acker::new(db.engine().log().clone())?;
         let shared = Arc::new(Shared {
@@ -98,8 +119,9 @@ impl Server {
             cancel: Arc::new(ConnectionManager::new()),
             keys: RandomPidSecretKeyGenerator::default(),
         });
-        let threads =
-            (0..threads.max(1)).map(ConnectionThread::start).collect::<io::Result<_>>()?;
+        let threads = (0..threads.max(1))
+            .map(|i| ConnectionThread::start(i, busy_poll))
+            .collect::<io::Result<_>>()?;
         Ok(Server { listener, shared, threads })
     }
 

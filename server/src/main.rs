@@ -107,7 +107,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
         "recovered"
     );
     let db = started.db;
-    let server = match Server::bind(&args.listen, db.clone(), args.connection_threads()).await {
+    let busy_poll = std::time::Duration::from_micros(args.busy_poll_us);
+    let threads = args.connection_threads();
+    let server = match Server::bind_with(&args.listen, db.clone(), threads, busy_poll).await {
         Ok(server) => server,
         Err(e) => {
             tracing::error!(error = %e, listen = %args.listen, "cannot listen");

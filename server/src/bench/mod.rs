@@ -195,6 +195,10 @@ pub struct BenchArgs {
     /// Wire suite: the `aspen` binary to start (default: `aspen` next to this executable).
     #[arg(long, value_name = "PATH")]
     pub aspen_bin: Option<PathBuf>,
+    /// Wire and TPC-B suites: one more argument for `aspen serve` (repeat it, e.g.
+    /// `--aspen-arg=--busy-poll-us --aspen-arg=0`).
+    #[arg(long = "aspen-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub aspen_args: Vec<String>,
     /// Wire suite: directory of PostgreSQL 15's `initdb`, `postgres` and `pg_ctl`.
     #[arg(long, value_name = "DIR", default_value = "/usr/lib/postgresql/15/bin")]
     pub pg_bin_dir: PathBuf,

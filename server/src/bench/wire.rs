@@ -243,6 +243,7 @@ pub(super) fn start_aspen(args: &BenchArgs, tmp: &Path, durable: bool) -> Result
         .args(["--listen", "127.0.0.1:0", "--data-dir"])
         .arg(tmp.join("aspen-data"))
         .args(if durable { &[][..] } else { &["--synchronous-commit", "off"][..] })
+        .args(&args.aspen_args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log)?)
