@@ -36,7 +36,7 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run the benchmarks (engine, memory, wire against PostgreSQL 15) and print a markdown
     /// report for BENCHMARKS.md.
-    Bench(crate::bench::BenchArgs),
+    Bench(Box<crate::bench::BenchArgs>),
 }
 
 /// Options of `aspen serve`.

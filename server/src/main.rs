@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
         // The wire suite runs its own runtime, so it is not started inside `block_on`.
-        Command::Bench(args) => match server::bench::run(args) {
+        Command::Bench(args) => match server::bench::run(*args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("bench: {e}");
