@@ -137,8 +137,11 @@ impl Acker {
             return Ok(());
         }
         let (done, rx) = oneshot::channel();
+        let woken = crate::busy_poll::woken_flag();
         let notify: wal::Notify = Box::new(move |outcome| {
             let _ = done.send(outcome);
+            // Ends this connection thread's spin, if it spins (`crate::busy_poll`).
+            woken.store(true, std::sync::atomic::Ordering::Release);
         });
         if PARK_REQUESTS.with(Cell::get) {
             UNREQUESTED.with(|u| {

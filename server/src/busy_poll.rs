@@ -20,11 +20,14 @@
 //!   since that time is free for anyone else);
 //! - at most one thread per two CPUs spins at once;
 //! - a spin stops as soon as a `sched_yield` ran another thread (this core is wanted).
+//!
+//! A spin also ends, or does not start, when a commit that a task of this thread waits for
+//! became durable ([`woken_flag`]): the runtime has work then.
 
 use std::cell::{Cell, RefCell};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Above this many connections on a thread, it does not spin: it rarely runs out of work, and
@@ -42,6 +45,15 @@ thread_local! {
     static SOCKETS: RefCell<Vec<RawFd>> = const { RefCell::new(Vec::new()) };
     /// This thread's spin budget (zero: none).
     static BUDGET: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+    /// Set when a commit this thread waits for became durable (see [`woken_flag`]).
+    static WOKEN: Arc<AtomicBool> = Arc::new(AtomicBool::new(false));
+}
+
+/// This thread's "woken" flag: whoever completes a durability wait of a task on this thread
+/// (`crate::ack`, often a log writer thread, or this thread itself while it requests) sets it
+/// after waking the task, so that a spin ends (or does not start) when a task has work.
+pub(crate) fn woken_flag() -> Arc<AtomicBool> {
+    WOKEN.with(Arc::clone)
 }
 
 /// Whether the machine had a core idle over the last sample (set by the sampler).
@@ -108,6 +120,8 @@ pub(crate) enum Spin {
     Spent,
     /// Another thread wanted this core.
     Yielded,
+    /// A task of this thread was woken (a commit it waits for is durable).
+    Woken,
 }
 
 /// Before the runtime parks: polls this thread's sockets until one is readable (or reports an
@@ -126,6 +140,10 @@ pub(crate) fn spin() -> Spin {
         })
     });
     let Some(mut fds) = fds else { return Spin::Skipped };
+    let woken = woken_flag();
+    if woken.swap(false, Ordering::AcqRel) {
+        return Spin::Skipped;
+    }
     let allowed = spinners_allowed();
     if SPINNING
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < allowed).then_some(n + 1))
@@ -139,6 +157,9 @@ pub(crate) fn spin() -> Spin {
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
         if ready != 0 {
             break Spin::Ready;
+        }
+        if woken.swap(false, Ordering::AcqRel) {
+            break Spin::Woken;
         }
         if start.elapsed() >= budget {
             break Spin::Spent;
@@ -231,6 +252,10 @@ mod tests {
             client.write_all(b"Q").unwrap();
             set_budget(Duration::from_secs(3600));
             assert_eq!(spin(), Spin::Ready);
+            // A woken task: no spin.
+            client.write_all(b"Q").unwrap();
+            woken_flag().store(true, Ordering::Relaxed);
+            assert_eq!(spin(), Spin::Skipped);
             // No idle core, or no budget: no spin at all.
             IDLE_CORE.store(false, Ordering::Relaxed);
             assert_eq!(spin(), Spin::Skipped);
