@@ -319,7 +319,9 @@ impl Log {
     /// Asks for `ticket` to become durable without waiting for it: what
     /// [`Log::wait_durable`] does before it blocks. For a caller that waits for one ticket but
     /// needs several (the server's acknowledgement thread), so that records nobody waits for
-    /// yet are not left to the next lazy flush.
+    /// yet are not left to the next lazy flush. On a fast device whose logger is idle, this
+    /// thread writes and syncs the records itself before it returns (and runs the callbacks
+    /// their DSN completes); the caller must not hold an unfilled reservation on that device.
     pub fn request(&self, ticket: Ticket) {
         self.inner.request(ticket);
     }
@@ -327,8 +329,9 @@ impl Log {
     /// Calls `notify` once every ticket of `tickets` is durable by the acknowledge rule (`Ok`),
     /// or with the failure if the log fails first: [`Log::wait_durable`] for every ticket
     /// without blocking a thread. Requests the tickets (as [`Log::request`]). `notify` runs on
-    /// this thread if the outcome is known now, else on the logger thread that publishes the
-    /// last DSN needed (or fails the log): it must be quick and must not wait for the log.
+    /// this thread if the outcome is known now, else on the thread that publishes the last DSN
+    /// needed (a logger, or a requester flushing for one, possibly this thread in this call)
+    /// or fails the log: it must be quick and must not wait for the log.
     pub fn when_durable(&self, tickets: Vec<Ticket>, notify: Notify) {
         self.inner.when_durable(tickets, notify, true);
     }

@@ -115,11 +115,15 @@
 //!    submission order. Segment files `wal/<n>/<segment>.log` ([`DirStore`]) have a fixed size;
 //!    a record never crosses one; the logger waits for every pair of a segment before it
 //!    creates the next. [`Log::delete_segments_below`] removes closed segments a checkpoint
-//!    covers.
+//!    covers. On a fast device (pairs under [`LogOptions::assist_below`] on average: tmpfs, a
+//!    disk with a power-safe cache) a requester whose device's logger is idle runs the
+//!    logger's flush itself, with a synchronous `write` + `fdatasync`, instead of waking it
+//!    (`logger.rs`, "Requesters flush"): the same state, under the lock the logger holds while
+//!    it works, so pairs are still written and published one at a time in order.
 //! 5. Durability (`durability.rs`): [`Log::wait_durable`] with a [`Ticket`] applies the
 //!    acknowledge rule; [`Log::wait_csn`] holds read-only results until `ssn <= CSN`;
-//!    [`Log::when_durable`] is the same rule as a callback, run by the logger thread whose DSN
-//!    completes it; [`Log::watch`] registers such a callback without asking for the records
+//!    [`Log::when_durable`] is the same rule as a callback, run by the thread whose DSN
+//!    publication completes it (the logger, or a requester flushing for it); [`Log::watch`] registers such a callback without asking for the records
 //!    (the server acknowledges this way, without a thread of its own waiting, and requests
 //!    the records when its connection thread goes idle). `synchronous_commit = off` is not
 //!    waiting, and filling lazily (next section).
