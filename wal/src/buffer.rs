@@ -359,8 +359,8 @@ impl Inner {
         // the open segment grew big; otherwise the reservation costs it nothing. Not while
         // requesters flush for it (`Inner::assist`): it ticks then, and a wake-up per flush
         // would cost what their flushing saves.
-        let ticking = self.devices.get(buffer).is_some_and(|d| d.assist.load(Ordering::Relaxed));
-        if (was_empty && !ticking) || pressed {
+        let ticking = || self.devices.get(buffer).is_some_and(|d| d.assist.load(Ordering::Relaxed));
+        if (was_empty && !ticking()) || pressed {
             b.demand.notify();
         }
         Reserved::Ok { ssn, offset, slot: Slot::Ring { seq } }

@@ -369,8 +369,9 @@ impl Logger {
     /// (`write_at` + `sync`, not through io_uring, whose sync would wake a kernel worker), and
     /// its DSN is published before this returns.
     fn flush_now(&mut self, inner: &Inner) -> io::Result<()> {
-        // The logger holds the flusher while pairs are in flight, so there are none; finish
-        // them anyway should that ever change.
+        // The logger holds the flusher while pairs are in flight, so there are none, except
+        // when it stopped on an I/O error and has not failed the log yet: finishing them then
+        // meets the same error.
         while !self.pending.is_empty() {
             self.complete_oldest(inner)?;
         }

@@ -45,6 +45,16 @@ fn last_durable_ssn(store: &MemStore, d: u16) -> Ssn {
     durable_records(store, d).last().map_or(Ssn::ZERO, |r| r.ssn)
 }
 
+/// Waits (polling every millisecond) until `done()` holds; fails with `what` after 30 s. The
+/// bound is generous, not a timing assertion.
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(30), "{what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn stores(n: usize, segment_size: u64) -> (Vec<Arc<MemStore>>, Vec<Box<dyn SegmentStore>>) {
     let stores: Vec<_> = (0..n).map(|_| MemStore::new(segment_size)).collect();
     let boxed = stores.iter().map(|s| Box::new(s.clone()) as Box<dyn SegmentStore>).collect();
@@ -644,11 +654,7 @@ fn lazy_records_wait_for_somebody_to_want_them() {
     // `request` alone (no wait) does the same.
     let c = commit_lazy(&log, 1, Ssn::ZERO, b"c", true);
     log.request(c);
-    let start = std::time::Instant::now();
-    while !log.is_durable(c) {
-        assert!(start.elapsed() < Duration::from_secs(30), "request did not flush");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    until("request did not flush", || log.is_durable(c));
 }
 
 /// `watch` registers a callback like `when_durable` but asks for nothing: a lazy record it
@@ -682,13 +688,8 @@ fn lazy_records_go_out_when_the_timer_runs_out() {
         LogOptions { lazy_flush_delay: Duration::from_millis(2), ..LogOptions::default() };
     let log = Log::with_stores(boxed, &options).unwrap();
     let t = commit_lazy(&log, 0, Ssn::ZERO, b"nobody waits", true);
-    // Nobody asks for it; the timer alone makes it durable (the loop bound is generous, not a
-    // timing assertion).
-    let start = std::time::Instant::now();
-    while !log.is_durable(t) {
-        assert!(start.elapsed() < Duration::from_secs(30), "the lazy timer never flushed");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    // Nobody asks for it; the timer alone makes it durable.
+    until("the lazy timer never flushed", || log.is_durable(t));
     assert_eq!(last_durable_ssn(&stores[0], 0), t.ssn);
 }
 
@@ -865,22 +866,19 @@ fn assisting_options() -> LogOptions {
 /// Makes device `d` of `log` time a pair (a blind lazy record, requested and waited for) until
 /// requesters flush it themselves.
 fn until_assisting(log: &Log, d: usize) {
-    let start = std::time::Instant::now();
-    while !log.assisting(DeviceId(d as u16)) {
-        assert!(start.elapsed() < Duration::from_secs(30), "device {d} never assisted");
+    until(&format!("device {d} never assisted"), || {
         let t = commit_lazy(log, d, Ssn::ZERO, b"warm", true);
         log.wait_durable(t).unwrap();
-    }
+        log.assisting(DeviceId(d as u16))
+    });
 }
 
 /// Waits until device `d`'s logger has finished its last flush and sleeps (it releases its
 /// state only then), so that the next request finds it idle.
 fn until_logger_idle(log: &Log, d: usize) {
-    let start = std::time::Instant::now();
-    while log.inner.devices[d].flush.try_lock().is_none() {
-        assert!(start.elapsed() < Duration::from_secs(30), "logger {d} never went idle");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    until(&format!("logger {d} never went idle"), || {
+        log.inner.devices[d].flush.try_lock().is_some()
+    });
 }
 
 /// On a fast device with an idle logger, `request` itself writes and syncs: the record is
@@ -944,11 +942,7 @@ fn an_assisted_device_still_writes_unrequested_lazy_records() {
     let log = Log::with_stores(boxed, &options).unwrap();
     until_assisting(&log, 0);
     let t = commit_lazy(&log, 0, Ssn::ZERO, b"nobody asks", true);
-    let start = std::time::Instant::now();
-    while !log.is_durable(t) {
-        assert!(start.elapsed() < Duration::from_secs(30), "the ticking logger never flushed");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    until("the ticking logger never flushed", || log.is_durable(t));
     assert_eq!(last_durable_ssn(&stores[0], 0), t.ssn);
 }
 
