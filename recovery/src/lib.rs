@@ -136,4 +136,4 @@ pub use plan::{DeviceLog, DeviceScan, RecoveryPlan, ScanOptions, Sealed};
 pub use progress::{Phase, Progress, Summary};
 pub use replay::serial::SerialReplayer;
 pub use replay::value::{replay, stage, StagedLog, PROGRESS_INTERVAL};
-pub use target::{EngineTarget, Staged, Target};
+pub use target::{EngineTarget, Staged, StagedWrites, Target};

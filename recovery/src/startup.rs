@@ -307,7 +307,7 @@ impl Target for LiveTables<'_> {
         self.engine.install(table, key, row, ssn)
     }
 
-    fn install_staged(&self, mut writes: Vec<crate::Staged>) -> Result<(), Error> {
+    fn install_staged(&self, mut writes: crate::StagedWrites) -> Result<(), Error> {
         writes.retain(|w| (self.live)(w.table));
         self.engine.install_staged(writes)
     }

@@ -636,8 +636,8 @@ fn parallel_replay_equals_serial_and_the_model() {
             .map(|((t, k), (ssn, row))| crate::Staged::new(*t, k, Some(row), Ssn(*ssn)))
             .partition(|w| w.key().len() % 2 == 0);
         std::thread::scope(|s| {
-            s.spawn(|| crate::Target::install_staged(&target, a).unwrap());
-            s.spawn(|| crate::Target::install_staged(&target, b).unwrap());
+            s.spawn(|| crate::Target::install_staged(&target, a.into()).unwrap());
+            s.spawn(|| crate::Target::install_staged(&target, b.into()).unwrap());
         });
         crate::Target::finish_staged(&target).unwrap();
         let threads = 1 + rng.below(4) as usize;
@@ -655,7 +655,7 @@ fn parallel_replay_equals_serial_and_the_model() {
             .iter()
             .map(|((t, k), (ssn, row))| crate::Staged::new(*t, k, Some(row), Ssn(*ssn)))
             .collect();
-        crate::Target::install_staged(&target, load).unwrap();
+        crate::Target::install_staged(&target, load.into()).unwrap();
         crate::Target::finish_staged(&target).unwrap();
         let tuning = Tuning {
             held_cap: if seed % 2 == 0 { usize::MAX } else { 1 + rng.below(200) as usize },

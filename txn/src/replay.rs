@@ -59,12 +59,14 @@ pub struct ReplayBatch {
     engine: Engine,
     tables: Vec<NewRecords>,
     updated: u64,
+    /// New records the first table's run is made room for ([`ReplayBatch::reserve`]).
+    expected: usize,
 }
 
 impl Engine {
     /// A batch for one partition of replayed writes (module doc).
     pub fn replay_batch(&self) -> ReplayBatch {
-        ReplayBatch { engine: self.clone(), tables: Vec::new(), updated: 0 }
+        ReplayBatch { engine: self.clone(), tables: Vec::new(), updated: 0, expected: 0 }
     }
 
     /// Recovery: inserts the new records of `batches` into their tables' primary indexes, in
@@ -158,6 +160,13 @@ fn merge_two(a: Run, b: Run) -> Run {
 }
 
 impl ReplayBatch {
+    /// Hint: about `writes` installs are coming, most of them for one table. If the first table
+    /// the batch meets is empty (every install a new key), its run starts with room for them
+    /// instead of growing by doubling (each step a copy of the run into fresh memory).
+    pub fn reserve(&mut self, writes: usize) {
+        self.expected = writes;
+    }
+
     /// Installs the write of `key` at `ssn` (`row = None` deletes), last writer wins against
     /// what the table holds: a key in the index is updated in place at once (or left alone if
     /// its version is as new or newer); a new key waits in the batch for
@@ -179,7 +188,10 @@ impl ReplayBatch {
             None => {
                 let t = self.engine.inner.table(table).ok_or(Error::TableDropped(table))?;
                 let probe = t.primary.len() > 0;
-                self.tables.push(NewRecords { table: t, probe, records: Vec::new() });
+                // Into an index that holds keys, most installs may be updates in place.
+                let expected = std::mem::take(&mut self.expected);
+                let records = Vec::with_capacity(if probe { 0 } else { expected });
+                self.tables.push(NewRecords { table: t, probe, records });
                 self.tables.len() - 1
             }
         };

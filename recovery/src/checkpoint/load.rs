@@ -220,7 +220,7 @@ fn load_file(file: &CheckpointFile, shared: &Shared<'_>) -> Result<(), Error> {
     let mut payload = Vec::new();
     let mut rows = 0u64;
     // The file's rows, installed in one `install_staged` once the whole file has checked.
-    let mut staged = Vec::new();
+    let mut staged = crate::StagedWrites::new();
     loop {
         if shared.errors.failed() {
             return Ok(()); // another file failed and recorded why

@@ -52,9 +52,9 @@
 //! **Staging** ([`Stage`]). A worker keeps, per `(table, key)` of its partition, only the
 //! write with the largest SSN (last writer wins; order does not matter, even for one key, whose
 //! writes come from several devices in any order). A newer write overwrites the staged row in
-//! place (no allocation when it is no longer than the staged one). The writes sit in a vector
-//! and the hash table holds only their full hashes and positions, so growing it moves 16 bytes
-//! a key; short keys are inline in the staged write ([`Staged`]), so a lookup that finds its
+//! place (no allocation when it is no longer than the staged one). The writes sit in chunks
+//! that never move ([`StagedWrites`]) and the hash table holds only 32 bits of their hashes and
+//! their positions, so growing it moves 8 bytes a key; short keys are inline in the staged write ([`Staged`]), so a lookup that finds its
 //! key touches the one write it then updates, and a new key touches no staged write at all
 //! (profiles showed the key comparison's cache miss, and the table's growth, dominating the
 //! workers with 100-byte rows). When every reader is
@@ -83,7 +83,7 @@ use crate::first_error::FirstError;
 use crate::plan::{check_devices, DeviceLog, DeviceScanner, RecoveryPlan, ScanOptions, Scanned};
 use crate::progress::{Phase, Progress, Summary};
 use crate::replay::{for_each_value, select, Action};
-use crate::target::{Staged, Target};
+use crate::target::{Staged, StagedWrites, Target};
 
 /// How often the caller's `progress` is called while replay runs.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
@@ -209,8 +209,8 @@ fn partition(h: u64, threads: usize) -> usize {
 }
 
 /// One worker's staging map: per `(table, key)` the write with the largest SSN (module doc).
-/// The writes sit in a vector in arrival order of their keys, which is what
-/// [`Target::install_staged`] takes (no copy at the end); the index is an open-addressing table
+/// The writes sit in arrival order of their keys in [`StagedWrites`] (chunks: no copy as they
+/// grow), which is what [`Target::install_staged`] takes (no copy at the end); the index is an open-addressing table
 /// (linear probing, at most half full) of 32 bits of their hashes and their positions, 8 bytes a
 /// slot, so growing it moves little. It is not hashbrown's because a worker looks up a batch of keys
 /// whose hashes it knows in advance: [`Stage::prefetch`] asks for the slot of an entry a few
@@ -223,7 +223,7 @@ fn partition(h: u64, threads: usize) -> usize {
 pub(crate) struct Stage {
     /// A power of two long (or empty); `Slot::at == EMPTY` marks a free slot.
     slots: Vec<Slot>,
-    writes: Vec<Staged>,
+    writes: StagedWrites,
 }
 
 /// A slot of [`Stage`]'s index: the low 32 bits of `hash(table, key)` (which also give the home
@@ -294,7 +294,7 @@ impl Stage {
     #[inline]
     fn prefetch_write(&self, hash: u64) {
         if let Some(at) = self.peek(hash) {
-            prefetch(&self.writes[at]);
+            prefetch(self.writes.get(at));
         }
     }
 
@@ -303,7 +303,7 @@ impl Stage {
     #[inline]
     fn prefetch_row(&self, hash: u64) {
         if let Some(at) = self.peek(hash) {
-            prefetch(self.writes[at].row_ptr());
+            prefetch(self.writes.get(at).row_ptr());
         }
     }
 
@@ -343,7 +343,7 @@ impl Stage {
                 return;
             }
             if slot.hash == hash32 {
-                let staged = &mut self.writes[slot.at as usize];
+                let staged = self.writes.get_mut(slot.at as usize);
                 if staged.is(table, key) {
                     if ssn > staged.ssn {
                         staged.set(row, ssn);
@@ -361,7 +361,7 @@ impl Stage {
     }
 
     /// The staged writes, each key once, in no particular order.
-    pub(crate) fn into_writes(self) -> Vec<Staged> {
+    pub(crate) fn into_writes(self) -> StagedWrites {
         self.writes
     }
 }
