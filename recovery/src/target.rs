@@ -190,7 +190,10 @@ impl StagedWrites {
         &mut self.chunks[at / Self::CHUNK][at % Self::CHUNK]
     }
 
-    /// Keeps only the writes for which `keep` holds, in order.
+    /// Keeps only the writes for which `keep` holds, in order. Nothing moves if it holds for
+    /// all (the usual case: recovery drops only the writes of tables dropped since); else the
+    /// kept writes are gathered into new chunks. `keep` must be a plain predicate: it may be
+    /// asked about a write twice.
     pub fn retain(&mut self, mut keep: impl FnMut(&Staged) -> bool) {
         if self.chunks.iter().flatten().all(&mut keep) {
             return;

@@ -54,10 +54,10 @@
 //! writes come from several devices in any order). A newer write overwrites the staged row in
 //! place (no allocation when it is no longer than the staged one). The writes sit in chunks
 //! that never move ([`StagedWrites`]) and the hash table holds only 32 bits of their hashes and
-//! their positions, so growing it moves 8 bytes a key; short keys are inline in the staged write ([`Staged`]), so a lookup that finds its
-//! key touches the one write it then updates, and a new key touches no staged write at all
-//! (profiles showed the key comparison's cache miss, and the table's growth, dominating the
-//! workers with 100-byte rows). When every reader is
+//! their positions, so growing it moves 8 bytes a key; short keys are inline in the staged
+//! write ([`Staged`]), so a lookup that finds its key touches the one write it then updates,
+//! and a new key touches no staged write at all (profiles showed the key comparison's cache
+//! miss, and the table's growth, dominating the workers with 100-byte rows). When every reader is
 //! done, each partition's surviving writes go to [`Target::install_staged`] — each key exactly
 //! once, all partitions in parallel — and the caller's thread runs [`Target::finish_staged`]
 //! (the engine's bulk index build). A log with `k` writes per key thus costs the engine one
@@ -210,9 +210,9 @@ fn partition(h: u64, threads: usize) -> usize {
 
 /// One worker's staging map: per `(table, key)` the write with the largest SSN (module doc).
 /// The writes sit in arrival order of their keys in [`StagedWrites`] (chunks: no copy as they
-/// grow), which is what [`Target::install_staged`] takes (no copy at the end); the index is an open-addressing table
-/// (linear probing, at most half full) of 32 bits of their hashes and their positions, 8 bytes a
-/// slot, so growing it moves little. It is not hashbrown's because a worker looks up a batch of keys
+/// grow), which is what [`Target::install_staged`] takes (no copy at the end); the index is an
+/// open-addressing table (linear probing, at most half full) of 32 bits of their hashes and
+/// their positions, 8 bytes a slot, so growing it moves little. It is not hashbrown's because a worker looks up a batch of keys
 /// whose hashes it knows in advance: [`Stage::prefetch`] asks for the slot of an entry a few
 /// ahead, [`Stage::prefetch_write`] for the staged write that slot (or one a few slots on)
 /// points to, and [`Stage::prefetch_row`] for that write's row, so that the lookup of the entry
