@@ -931,7 +931,10 @@ fn spilled_records_replay_like_value_records() {
     // An orphan: a spill file no record refers to.
     std::fs::write(dirs[1].join(wal::store::spill_file_name(777)), b"orphan").unwrap();
     let plan = RecoveryPlan::scan(open(&dirs), ScanOptions::for_log(&options)).unwrap();
-    assert_eq!(replay_both(&plan, 0, 2), model);
+    // One, two and three workers.
+    for threads in 1..=3 {
+        assert_eq!(replay_both(&plan, 0, threads), model, "{threads} threads");
+    }
     let listed: usize = plan.existing_spills().iter().map(Vec::len).sum();
     assert_eq!(listed, 10);
     assert_eq!(plan.delete_orphan_spills().unwrap(), 1);
@@ -960,6 +963,55 @@ fn spilled_records_replay_like_value_records() {
         assert!(plan.existing_spills().iter().all(Vec::is_empty));
         replay(&plan, cut, &MapTarget::new(), 2, &|_| {}).unwrap();
     }
+}
+
+/// A spill file that matches its record but whose payload does not parse: corruption naming
+/// the record's device, from every replayer and every number of workers.
+#[test]
+fn a_spilled_payload_that_does_not_parse_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dirs, options) = two_small_devices(dir.path());
+    let at;
+    {
+        let log = wal::Log::open(&dirs, &options).unwrap();
+        // Claims 3 entries, holds one and a half.
+        let entries = [ValueEntry { table: 1, key: b"k", row: Some(&[7; 40]) }];
+        let mut payload = Vec::new();
+        encode_values(&entries, &mut payload);
+        payload[..4].copy_from_slice(&3u32.to_le_bytes());
+        payload.extend_from_slice(&[1, 0, 0, 0, 9, 0]);
+        payload.resize(payload.len() + 2000, 0);
+        let spill = log.spill(0, &payload).unwrap();
+        let body = spill.encode().to_vec();
+        let r = log.reserve(0, Ssn::ZERO, Record::encoded_len_for(body.len()));
+        at = r.ssn;
+        let ticket = r.ticket(false);
+        r.fill_record(RecordKind::Spilled, false, &body);
+        log.wait_durable(ticket).unwrap();
+    }
+    let open = || -> Vec<DeviceLog> {
+        dirs.iter()
+            .enumerate()
+            .map(|(d, path)| DeviceLog::from_dir(DeviceId(d as u16), path).unwrap())
+            .collect()
+    };
+    let options = ScanOptions::for_log(&options);
+    let plan = RecoveryPlan::scan(open(), options).unwrap();
+    assert!(plan.rsne() >= at, "the record is replayed");
+    for threads in 1..=3 {
+        let err = replay(&plan, Ssn::ZERO, &MapTarget::new(), threads, &|_| {}).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Corrupt { device: DeviceId(0), reason: Corrupt::Payload { .. }, .. }
+            ),
+            "{threads} threads: {err}"
+        );
+        let err = crate::stage(open(), options, threads, &|_| {}).unwrap_err();
+        assert!(matches!(err, Error::Corrupt { reason: Corrupt::Payload { .. }, .. }), "{err}");
+    }
+    let err = SerialReplayer::new(&plan).replay(Ssn::ZERO, &MapTarget::new()).unwrap_err();
+    assert!(matches!(err, Error::Corrupt { .. }), "{err}");
 }
 
 /// A spilled record whose payload is not a spill reference (its CRC checks) is corruption at
