@@ -225,7 +225,7 @@ pub fn hash_key(seed: u64, key: &[u8]) -> u64 {
 /// byte loads) instead of a copy into a zeroed buffer: that copy was a call to `memcpy` whose
 /// byte stores the next 8-byte load could not forward, the hottest spot of replay's readers.
 /// For a given length the word determines the bytes (the loads cover them all), and the length
-/// is in the hash's seed, so no two keys are confused.
+/// is in the hash's seed: the tail loses nothing of the key.
 #[inline(always)]
 fn tail(rest: &[u8]) -> u64 {
     let n = rest.len();
