@@ -97,6 +97,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         rsne = %started.rsne,
         max_ssn = %started.max_ssn,
         log_mb = format!("{:.1}", r.bytes as f64 / 1e6),
+        spill_mb = format!("{:.1}", r.spill_bytes as f64 / 1e6),
         records = r.records,
         // One pass: reading the log is part of the replay phase.
         replay_ms = started.replay.replay.as_millis() as u64,

@@ -164,6 +164,7 @@ pub fn load_checkpoint(
         scan: std::time::Duration::ZERO,
         replay: start.elapsed(),
         bytes: c.bytes.load(Ordering::Relaxed),
+        spill_bytes: 0,
         records: c.rows.load(Ordering::Relaxed),
         replayed: installed,
         entries: installed,

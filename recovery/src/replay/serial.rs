@@ -57,6 +57,7 @@ impl<'p> SerialReplayer<'p> {
             scan: self.plan.scan_time(),
             replay: Default::default(),
             bytes: 0,
+            spill_bytes: 0,
             records: 0,
             replayed: 0,
             entries: 0,
@@ -89,7 +90,10 @@ impl<'p> SerialReplayer<'p> {
                     // A spilled record stands for the value record in its spill file.
                     let spilled = match head.kind {
                         RecordKind::Spilled => {
-                            Some(head.log.read_spill(head.segment, head.offset, &head.payload)?)
+                            let p =
+                                head.log.read_spill(head.segment, head.offset, &head.payload)?;
+                            summary.spill_bytes += p.len() as u64;
+                            Some(p)
                         }
                         _ => None,
                     };

@@ -369,6 +369,7 @@ impl Stage {
 #[derive(Default)]
 struct Counters {
     bytes: AtomicU64,
+    spill_bytes: AtomicU64,
     records: AtomicU64,
     replayed: AtomicU64,
     entries: AtomicU64,
@@ -392,6 +393,7 @@ impl Counters {
             scan,
             replay,
             bytes: self.bytes.load(Ordering::Relaxed),
+            spill_bytes: self.spill_bytes.load(Ordering::Relaxed),
             records: self.records.load(Ordering::Relaxed),
             replayed: self.replayed.load(Ordering::Relaxed),
             entries: self.entries.load(Ordering::Relaxed),
@@ -977,7 +979,11 @@ impl Dispatch {
                 let spilled = match record.kind {
                     RecordKind::Spilled => {
                         match self.log.read_spill(segment, offset, record.payload) {
-                            Ok(payload) => Some(payload),
+                            Ok(payload) => {
+                                let n = payload.len() as u64;
+                                shared.counters.spill_bytes.fetch_add(n, Ordering::Relaxed);
+                                Some(payload)
+                            }
                             Err(e) => {
                                 shared.fail(e);
                                 self.stopped = true;
