@@ -131,15 +131,19 @@ pub(crate) fn spin() -> Spin {
     if budget.is_zero() || !IDLE_CORE.load(Ordering::Relaxed) {
         return Spin::Skipped;
     }
-    let fds = SOCKETS.with(|s| {
+    // On the stack: this runs every time the thread runs out of work.
+    let mut fds = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; MAX_SOCKETS];
+    let n = SOCKETS.with(|s| {
         let s = s.borrow();
-        (!s.is_empty() && s.len() <= MAX_SOCKETS).then(|| {
-            s.iter()
-                .map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
-                .collect::<Vec<_>>()
-        })
+        for (slot, &fd) in fds.iter_mut().zip(s.iter()) {
+            slot.fd = fd;
+        }
+        s.len()
     });
-    let Some(mut fds) = fds else { return Spin::Skipped };
+    if n == 0 || n > MAX_SOCKETS {
+        return Spin::Skipped;
+    }
+    let fds = &mut fds[..n];
     let woken = woken_flag();
     if woken.swap(false, Ordering::AcqRel) {
         return Spin::Skipped;

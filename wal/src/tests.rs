@@ -299,16 +299,25 @@ fn throttled_device_holds_csn() {
     }
 }
 
-#[test]
-fn failed_sync_fails_waiters_and_everything_after() {
-    type Shared = Arc<StdMutex<Option<Arc<FaultyDevice<Arc<MemDevice>>>>>>;
-    let faulty: Shared = Arc::default();
+/// The device a [`store_failing_sync`] opened.
+type OpenedFaulty = Arc<StdMutex<Option<Arc<FaultyDevice<Arc<MemDevice>>>>>>;
+
+/// A store of 1 MiB segments whose device fails its `n`th sync, and where the device it opened
+/// can be found.
+fn store_failing_sync(n: u64) -> (Arc<MemStore>, OpenedFaulty) {
+    let faulty: OpenedFaulty = Arc::default();
     let f = faulty.clone();
     let store = MemStore::with_wrapper(1 << 20, move |_, inner| {
-        let device = Arc::new(FaultyDevice::new(inner).fail_sync(2));
+        let device = Arc::new(FaultyDevice::new(inner).fail_sync(n));
         *f.lock().unwrap() = Some(device.clone());
         Box::new(device)
     });
+    (store, faulty)
+}
+
+#[test]
+fn failed_sync_fails_waiters_and_everything_after() {
+    let (store, faulty) = store_failing_sync(2);
     let other = MemStore::new(1 << 20);
     let log =
         Log::with_stores(vec![Box::new(store.clone()), Box::new(other)], &LogOptions::default())
@@ -950,14 +959,7 @@ fn an_assisted_device_still_writes_unrequested_lazy_records() {
 /// the record is not durable, and the device is never retried.
 #[test]
 fn a_requesters_failed_sync_fails_the_log() {
-    type Shared = Arc<StdMutex<Option<Arc<FaultyDevice<Arc<MemDevice>>>>>>;
-    let faulty: Shared = Arc::default();
-    let f = faulty.clone();
-    let store = MemStore::with_wrapper(1 << 20, move |_, inner| {
-        let device = Arc::new(FaultyDevice::new(inner).fail_sync(3));
-        *f.lock().unwrap() = Some(device.clone());
-        Box::new(device)
-    });
+    let (store, faulty) = store_failing_sync(3);
     let log = Log::with_stores(vec![Box::new(store.clone())], &assisting_options()).unwrap();
     // Sync 1 (the logger's) makes the device fast; sync 2 is a requester's.
     until_assisting(&log, 0);
