@@ -64,6 +64,8 @@
 //! [`SegmentReader`] yields a device's records in order and checks I2 (SSNs strictly increase).
 //! It ends the log at a torn tail (bad bytes with no valid record after them) and fails with
 //! [`Error::Corrupt`] for a bad record that valid records follow: recovery never skips one.
+//! It checks the CRCs of the next three records at once, interleaved (`crc.rs`: a record's
+//! CRC-32C in one pass of 8-byte steps, three records in about the time of one).
 //!
 //! ## Testing
 //!
@@ -182,6 +184,7 @@
 //! the first one's fill can free.
 
 mod buffer;
+mod crc;
 pub mod device;
 mod durability;
 mod error;

@@ -293,6 +293,21 @@ impl<'a> Record<'a> {
 
     /// Decodes the record at the start of `buf`. See the module doc for the three outcomes.
     pub fn decode(buf: &'a [u8]) -> Result<Option<(Record<'a>, usize)>, Corrupt> {
+        Record::decode_inner(buf, false)
+    }
+
+    /// [`Record::decode`] of a whole record whose CRC [`check_three`] has already checked in
+    /// these very bytes: the same result without computing the CRC again.
+    pub(crate) fn decode_crc_checked(
+        buf: &'a [u8],
+    ) -> Result<Option<(Record<'a>, usize)>, Corrupt> {
+        Record::decode_inner(buf, true)
+    }
+
+    fn decode_inner(
+        buf: &'a [u8],
+        crc_checked: bool,
+    ) -> Result<Option<(Record<'a>, usize)>, Corrupt> {
         if buf.len() < HEADER_LEN {
             return Ok(None);
         }
@@ -305,10 +320,11 @@ impl<'a> Record<'a> {
             return Ok(None);
         }
         let bytes = &buf[..len];
-        let stored = u32::from_le_bytes(bytes[CRC_OFFSET..SSN_OFFSET].try_into().expect("4 bytes"));
-        let computed = checksum(bytes);
-        if stored != computed {
-            return Err(Corrupt::Checksum { stored, computed });
+        if !crc_checked {
+            let (stored, computed) = (stored_crc(bytes), checksum(bytes));
+            if stored != computed {
+                return Err(Corrupt::Checksum { stored, computed });
+            }
         }
         let ssn = Ssn(u64::from_le_bytes(bytes[SSN_OFFSET..FLAGS_OFFSET].try_into().expect("8")));
         let flags = bytes[FLAGS_OFFSET];
@@ -335,7 +351,40 @@ impl<'a> Record<'a> {
 
 /// CRC-32C of `len` and everything after `crc` (`bytes` is one whole record).
 fn checksum(bytes: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(&bytes[LEN_OFFSET..CRC_OFFSET]), &bytes[SSN_OFFSET..])
+    crate::crc::record(bytes)
+}
+
+/// The CRC stored in a record's bytes.
+fn stored_crc(bytes: &[u8]) -> u32 {
+    u32::from_le_bytes(bytes[CRC_OFFSET..SSN_OFFSET].try_into().expect("4 bytes"))
+}
+
+/// The length a record at the start of `buf` claims, if it is plausible and the whole record
+/// is in `buf`.
+fn whole_len(buf: &[u8]) -> Option<usize> {
+    let len = u32::from_le_bytes(buf.get(LEN_OFFSET..CRC_OFFSET)?.try_into().ok()?) as usize;
+    ((HEADER_LEN..=MAX_RECORD_LEN).contains(&len) && len <= buf.len()).then_some(len)
+}
+
+/// Checks the CRCs of the three records that start at `pos` of `buf` and follow each other,
+/// interleaved ([`crate::crc::records3`]). Returns how many of them, from the first, are whole
+/// records (plausible length, all bytes in `buf`) whose CRC checks, and their offsets: `0`
+/// whenever fewer than three whole records follow `pos`, or the first one's CRC fails. The
+/// reader then decodes those with [`Record::decode_crc_checked`]; everything else about a
+/// record (flags, SSN) is still checked there.
+pub(crate) fn check_three(buf: &[u8], pos: usize) -> (usize, [usize; 3]) {
+    let mut at = [pos; 3];
+    let mut recs: [&[u8]; 3] = [&[]; 3];
+    let mut next = pos;
+    for i in 0..3 {
+        let Some(len) = buf.get(next..).and_then(whole_len) else { return (0, at) };
+        at[i] = next;
+        recs[i] = &buf[next..next + len];
+        next += len;
+    }
+    let crcs = crate::crc::records3(recs);
+    let ok = (0..3).take_while(|&i| crcs[i] == stored_crc(recs[i])).count();
+    (ok, at)
 }
 
 impl fmt::Display for RecordKind {
