@@ -41,13 +41,32 @@
 //!
 //! ## Cost
 //!
-//! One whole segment is read into memory at a time. Past a bad record the rest of the last
-//! segment is scanned byte by byte; all-zero space is rejected after reading 4 bytes per offset.
+//! A segment is read [`READ_CHUNK`] bytes at a time (a longer record whole), into one buffer
+//! reused for the whole log. Past a bad record the rest of the segment is read at once and
+//! scanned byte by byte; all-zero space is rejected after reading 4 bytes per offset.
 
 use crate::device::{DeviceId, LogDevice, SegmentNo};
 use crate::error::Error;
-use crate::record::{Corrupt, Record, RecordKind, HEADER_LEN, PAYLOAD_OFFSET};
+use crate::record::{Corrupt, Record, RecordKind, HEADER_LEN, MAX_RECORD_LEN, PAYLOAD_OFFSET};
 use crate::ssn::Ssn;
+
+/// Bytes a reader reads at a time: a record longer than that is read whole. Reading a 64 MiB
+/// segment at once wrote it to memory and read it back from there; chunks of a few MiB stay
+/// in the cache between the kernel's copy and the decoding.
+const READ_CHUNK: usize = 2 << 20;
+
+#[cfg(all(test, not(loom)))]
+thread_local! {
+    /// The tests read with several chunk sizes, down to 1 byte.
+    static TEST_CHUNK: std::cell::Cell<usize> = const { std::cell::Cell::new(READ_CHUNK) };
+}
+
+fn read_chunk() -> usize {
+    #[cfg(all(test, not(loom)))]
+    return TEST_CHUNK.with(std::cell::Cell::get);
+    #[cfg(not(all(test, not(loom))))]
+    READ_CHUNK
+}
 
 /// Options of a [`SegmentReader`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -102,7 +121,13 @@ pub struct SegmentReader<'d> {
     device: DeviceId,
     segments: Vec<(SegmentNo, &'d dyn LogDevice)>,
     options: ReadOptions,
+    /// `buf[..filled]` holds bytes `[base, base + filled)` of the current segment; the rest
+    /// of `buf` is room for the next read.
     buf: Vec<u8>,
+    filled: usize,
+    base: usize,
+    /// The current segment's length (where a short read ended it, if one did).
+    segment_len: usize,
     state: State,
     last_ssn: Option<Ssn>,
     records: u64,
@@ -147,6 +172,9 @@ impl<'d> SegmentReader<'d> {
             segments,
             options,
             buf: Vec::new(),
+            filled: 0,
+            base: 0,
+            segment_len: 0,
             state: State::Load { segment: 0 },
             last_ssn: None,
             records: 0,
@@ -171,7 +199,7 @@ impl<'d> SegmentReader<'d> {
                 let payload = &self.buf[found.offset + PAYLOAD_OFFSET..found.offset + found.len];
                 Ok(Some(ReadRecord {
                     segment,
-                    offset: found.offset as u64,
+                    offset: (self.base + found.offset) as u64,
                     record: Record {
                         ssn: found.ssn,
                         kind: found.kind,
@@ -196,11 +224,12 @@ impl<'d> SegmentReader<'d> {
         }
     }
 
-    fn corrupt(&self, segment: usize, offset: usize, reason: Corrupt) -> Error {
+    /// Corruption at `pos` of `buf`.
+    fn corrupt(&self, segment: usize, pos: usize, reason: Corrupt) -> Error {
         Error::Corrupt {
             device: self.device,
             segment: self.segments[segment].0,
-            offset: offset as u64,
+            offset: (self.base + pos) as u64,
             reason,
         }
     }
@@ -217,11 +246,19 @@ impl<'d> SegmentReader<'d> {
                 State::Reading { segment, pos } => (segment, pos),
             };
             let decoded = if self.crc_checked(pos) {
-                Record::decode_crc_checked(&self.buf[pos..])
+                Record::decode_crc_checked(&self.data()[pos..])
             } else {
-                Record::decode(&self.buf[pos..])
+                Record::decode(&self.data()[pos..])
             };
-            let rest = &self.buf[pos..];
+            if let Ok(None) = decoded {
+                if self.base + self.filled < self.segment_len {
+                    // The record goes on past the chunk: read on from it.
+                    self.read_from(segment, pos, read_chunk())?;
+                    self.state = State::Reading { segment, pos: 0 };
+                    continue;
+                }
+            }
+            let rest = &self.data()[pos..];
             let bad = match decoded {
                 Ok(Some((r, len))) => {
                     if let Some(prev) = self.last_ssn.filter(|&prev| r.ssn <= prev) {
@@ -248,15 +285,19 @@ impl<'d> SegmentReader<'d> {
                 }
                 Err(reason) => reason,
             };
+            // The rules look at the rest of the segment.
+            self.read_from(segment, pos, usize::MAX)?;
+            let pos = 0;
             if segment + 1 < self.segments.len() {
                 self.check_closed_segment(segment, pos, bad)?;
                 self.state = State::Load { segment: segment + 1 };
             } else {
                 self.check_tail(segment, pos, bad)?;
-                let discarded = self.buf[pos..].iter().rposition(|&b| b != 0).map_or(0, |z| z + 1);
+                let discarded =
+                    self.data()[pos..].iter().rposition(|&b| b != 0).map_or(0, |z| z + 1);
                 self.state = State::Done(LogEnd {
                     segment: self.segments[segment].0,
-                    offset: pos as u64,
+                    offset: self.base as u64,
                     last_ssn: self.last_ssn,
                     records: self.records,
                     discarded: discarded as u64,
@@ -274,31 +315,70 @@ impl<'d> SegmentReader<'d> {
             a.next += 1;
             return true;
         }
-        let (ok, at) = crate::record::check_three(&self.buf, pos);
-        *a = Ahead { at, next: ok.min(1), end: ok };
+        let (ok, at) = crate::record::check_three(&self.buf[..self.filled], pos);
+        self.ahead = Ahead { at, next: ok.min(1), end: ok };
         ok > 0
     }
 
-    /// Reads segment `segment` whole into `buf`.
+    /// Starts segment `segment`: its first [`READ_CHUNK`] bytes into `buf`.
     fn load(&mut self, segment: usize) -> Result<(), Error> {
-        self.ahead = Ahead::default();
         let log = self.segments[segment].1;
         let len = log.len().map_err(|e| Error::io(self.device, e))?;
-        let len = usize::try_from(len).expect("a segment fits in memory");
-        // No `clear` first: `read_at` overwrites what it returns and the rest is cut off, so
-        // only growth needs zeroing (re-zeroing every segment-sized buffer showed in recovery profiles).
-        self.buf.resize(len, 0);
-        let n = log.read_at(0, &mut self.buf).map_err(|e| Error::io(self.device, e))?;
-        self.buf.truncate(n);
+        self.segment_len = usize::try_from(len).expect("a segment fits in memory");
+        (self.base, self.filled) = (0, 0);
+        self.read_from(segment, 0, read_chunk())
+    }
+
+    /// The bytes read of the current segment, from `base`.
+    fn data(&self) -> &[u8] {
+        &self.buf[..self.filled]
+    }
+
+    /// Keeps `buf[pos..]` (moved to the front; `base` moves by `pos`) and reads on after it
+    /// until `buf` holds `want` bytes or the segment ends — at least a header, one byte more
+    /// than it holds, and the whole record at `pos` if its length is plausible. A short read
+    /// ends the segment there.
+    fn read_from(&mut self, segment: usize, pos: usize, want: usize) -> Result<(), Error> {
+        self.ahead = Ahead::default();
+        self.buf.copy_within(pos..self.filled, 0);
+        self.filled -= pos;
+        self.base += pos;
+        let claimed = match self.data().get(..4) {
+            Some(len) => u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize,
+            None => 0,
+        };
+        let have = self.filled;
+        // At least one byte more (the caller has found the bytes it holds incomplete).
+        let want = want.max(claimed.min(MAX_RECORD_LEN)).max(HEADER_LEN).max(have + 1);
+        let want = want.min(self.segment_len - self.base);
+        if want <= have {
+            return Ok(());
+        }
+        if self.buf.len() < want {
+            // Zeroes only the growth: chunk after chunk goes into the same memory, which stays
+            // in the cache and needs no fresh pages from the kernel.
+            self.buf.resize(want, 0);
+        }
+        let log = self.segments[segment].1;
+        let n = log
+            .read_at((self.base + have) as u64, &mut self.buf[have..want])
+            .map_err(|e| Error::io(self.device, e))?;
+        self.filled = have + n;
+        if self.filled < want {
+            self.segment_len = self.base + self.filled;
+        }
         Ok(())
     }
 
     /// Rule 3: after the last record of a closed segment, only zeros.
     fn check_closed_segment(&self, segment: usize, end: usize, bad: Corrupt) -> Result<(), Error> {
-        match self.buf[end..].iter().position(|&b| b != 0) {
+        match self.data()[end..].iter().position(|&b| b != 0) {
             None => Ok(()),
             Some(0) => Err(self.corrupt(segment, end, bad)),
-            Some(z) => Err(self.corrupt(segment, end + z, Corrupt::AfterEnd { end: end as u64 })),
+            Some(z) => {
+                let at = Corrupt::AfterEnd { end: (self.base + end) as u64 };
+                Err(self.corrupt(segment, end + z, at))
+            }
         }
     }
 
@@ -307,16 +387,17 @@ impl<'d> SegmentReader<'d> {
     fn check_tail(&self, segment: usize, end: usize, bad: Corrupt) -> Result<(), Error> {
         let window = usize::try_from(self.options.unsynced_window.max(1)).unwrap_or(usize::MAX);
         let from = end.saturating_add(window);
-        let last_start = match self.buf.len().checked_sub(HEADER_LEN) {
+        let data = self.data();
+        let last_start = match data.len().checked_sub(HEADER_LEN) {
             Some(last) if from <= last => last,
             _ => return Ok(()),
         };
         for y in from..=last_start {
             // Fast path over zero-filled space: a zero length word is never a record.
-            if self.buf[y..y + 4] == [0; 4] {
+            if data[y..y + 4] == [0; 4] {
                 continue;
             }
-            if let Ok(Some(_)) = Record::decode(&self.buf[y..]) {
+            if let Ok(Some(_)) = Record::decode(&data[y..]) {
                 return Err(self.corrupt(segment, end, bad));
             }
         }
@@ -420,7 +501,27 @@ mod tests {
         device: &dyn LogDevice,
         options: ReadOptions,
     ) -> (Vec<Owned>, Result<LogEnd, Error>) {
-        read_all(&mut SegmentReader::new(DeviceId(0), vec![(SegmentNo(0), device)], options))
+        read_chunked(|| SegmentReader::new(DeviceId(0), vec![(SegmentNo(0), device)], options))
+    }
+
+    /// Reads the log with whole-segment chunks, then again with chunks down to 1 byte (records
+    /// cross chunk boundaries everywhere), and checks that every read gives the same result.
+    fn read_chunked<'d>(
+        reader: impl Fn() -> SegmentReader<'d>,
+    ) -> (Vec<Owned>, Result<LogEnd, Error>) {
+        let with = |chunk| {
+            TEST_CHUNK.with(|c| c.set(chunk));
+            let got = read_all(&mut reader());
+            TEST_CHUNK.with(|c| c.set(READ_CHUNK));
+            got
+        };
+        let whole = with(READ_CHUNK);
+        for chunk in [1, 16, 17, 40, 97] {
+            let got = with(chunk);
+            assert_eq!(got.0, whole.0, "records read in chunks of {chunk}");
+            assert_eq!(format!("{:?}", got.1), format!("{:?}", whole.1), "end, chunks of {chunk}");
+        }
+        whole
     }
 
     fn corrupt_at(result: &Result<LogEnd, Error>) -> Option<(u64, SegmentNo, Corrupt)> {
@@ -649,8 +750,9 @@ mod tests {
         let c = segment_of(&[(3, RecordKind::Marker), (9, RecordKind::Command)], 0);
         let segments: Vec<(SegmentNo, &dyn LogDevice)> =
             vec![(SegmentNo(1), &a), (SegmentNo(2), &b), (SegmentNo(5), &c)];
-        let mut reader = SegmentReader::new(DeviceId(1), segments, ReadOptions::default());
-        let (got, end) = read_all(&mut reader);
+        let (got, end) = read_chunked(|| {
+            SegmentReader::new(DeviceId(1), segments.clone(), ReadOptions::default())
+        });
         assert_eq!(got.iter().map(|r| r.ssn.0).collect::<Vec<_>>(), [1, 2, 3, 9]);
         let end = end.unwrap();
         assert_eq!(
@@ -661,8 +763,10 @@ mod tests {
         let late = segment_of(&[(2, RecordKind::Value)], 0);
         let segments: Vec<(SegmentNo, &dyn LogDevice)> =
             vec![(SegmentNo(1), &a), (SegmentNo(2), &late)];
-        let result =
-            read_all(&mut SegmentReader::new(DeviceId(1), segments, ReadOptions::default())).1;
+        let result = read_chunked(|| {
+            SegmentReader::new(DeviceId(1), segments.clone(), ReadOptions::default())
+        })
+        .1;
         assert_eq!(
             corrupt_at(&result),
             Some((0, SegmentNo(2), Corrupt::SsnOrder { prev: Ssn(2), ssn: Ssn(2) }))
@@ -677,16 +781,20 @@ mod tests {
         a.corrupt(36 + 50, |b| *b = 1);
         let segments: Vec<(SegmentNo, &dyn LogDevice)> =
             vec![(SegmentNo(1), &a), (SegmentNo(2), &c)];
-        let result =
-            read_all(&mut SegmentReader::new(DeviceId(1), segments, ReadOptions::default())).1;
+        let result = read_chunked(|| {
+            SegmentReader::new(DeviceId(1), segments.clone(), ReadOptions::default())
+        })
+        .1;
         assert_eq!(corrupt_at(&result), Some((86, SegmentNo(1), Corrupt::AfterEnd { end: 36 })));
         // A damaged last record of a closed segment: Corrupt at the record, never skipped.
         let a = segment_of(&[(1, RecordKind::Value), (2, RecordKind::Value)], 100);
         a.corrupt(30, |b| *b ^= 4); // inside the SSN of the record at 18
         let segments: Vec<(SegmentNo, &dyn LogDevice)> =
             vec![(SegmentNo(1), &a), (SegmentNo(2), &c)];
-        let result =
-            read_all(&mut SegmentReader::new(DeviceId(1), segments, ReadOptions::default())).1;
+        let result = read_chunked(|| {
+            SegmentReader::new(DeviceId(1), segments.clone(), ReadOptions::default())
+        })
+        .1;
         assert!(
             matches!(corrupt_at(&result), Some((18, SegmentNo(1), Corrupt::Checksum { .. }))),
             "{result:?}"
@@ -696,12 +804,19 @@ mod tests {
     #[test]
     fn read_errors_are_device_failures() {
         let (log, _) = make_log(1, 5, 10);
-        let device = FaultyDevice::new(MemDevice::with_bytes(log)).fail_read(1);
-        let result = read_device(&device, ReadOptions::default()).1;
-        assert!(
-            matches!(result, Err(Error::DeviceFailed { device: DeviceId(0), .. })),
-            "{result:?}"
-        );
+        // The first read, and (in chunks of 16 bytes) a read in the middle of the segment.
+        for (chunk, nth) in [(READ_CHUNK, 1), (16, 3)] {
+            let device = FaultyDevice::new(MemDevice::with_bytes(log.clone())).fail_read(nth);
+            TEST_CHUNK.with(|c| c.set(chunk));
+            let reader =
+                SegmentReader::new(DeviceId(0), vec![(SegmentNo(0), &device)], <_>::default());
+            let result = read_all(&mut { reader }).1;
+            TEST_CHUNK.with(|c| c.set(READ_CHUNK));
+            assert!(
+                matches!(result, Err(Error::DeviceFailed { device: DeviceId(0), .. })),
+                "chunks of {chunk}: {result:?}"
+            );
+        }
     }
 
     #[test]
