@@ -157,8 +157,9 @@ pub struct BenchArgs {
     /// Scaling suite: stripe unit of the centralized log's striped device, KiB.
     #[arg(long, default_value_t = 4)]
     pub stripe_kib: u64,
-    /// Replay suite: megabytes (10^6 B) of value log to generate and replay.
-    #[arg(long, default_value_t = 512)]
+    /// Replay suite: megabytes (10^6 B) of value log to generate and replay (the issue asks for
+    /// a multi-GB log).
+    #[arg(long, default_value_t = 2048)]
     pub log_mb: u64,
     /// Replay suite: install thread counts of the parallel replay, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]

@@ -6,9 +6,10 @@
 //!    `txn::Engine`: `--rows` rows (default 1 M) inserted 1000 per transaction, then
 //!    read-modify-write transactions (a `get`, then an `update` of the whole row) on uniformly
 //!    random keys from [`GENERATORS`] committer threads (`commit`, no wait) until the log holds
-//!    `--log-mb` megabytes (default 512). When the log is half full, a checkpoint is taken
-//!    while the committers keep going (`Engine::begin_checkpoint` + `recovery::write_checkpoint`
-//!    into a directory on the same disk; its cut `S`). At the end, as a clean shutdown would, it
+//!    `--log-mb` megabytes (default 2048: a multi-GB log, as issue 3 asks). When the log is
+//!    half full, a checkpoint is taken while the committers keep going
+//!    (`Engine::begin_checkpoint` + `recovery::write_checkpoint` into a directory on the same
+//!    disk; its cut `S`). At the end, as a clean shutdown would, it
 //!    waits until `CSN` reaches the largest SSN (idle devices write markers), so RSNe covers
 //!    every record, and closes the log. `--replay-workload`:
 //!    - `default`: rows of `(int8 key, int8 counter, text pad)` of ~`--row-bytes` (default 100)
