@@ -42,8 +42,9 @@
 //! ## Cost
 //!
 //! A segment is read [`READ_CHUNK`] bytes at a time (a longer record whole), into one buffer
-//! reused for the whole log. Past a bad record the rest of the segment is read at once and
-//! scanned byte by byte; all-zero space is rejected after reading 4 bytes per offset.
+//! reused for the whole log. Past a bad record the rest of the segment is read on chunk by
+//! chunk for rules 2 and 3: zero-filled space is skipped at memory speed (no record starts
+//! where its length word is zero), and every other offset is tried as a record start.
 
 use crate::device::{DeviceId, LogDevice, SegmentNo};
 use crate::error::Error;
@@ -226,10 +227,15 @@ impl<'d> SegmentReader<'d> {
 
     /// Corruption at `pos` of `buf`.
     fn corrupt(&self, segment: usize, pos: usize, reason: Corrupt) -> Error {
+        self.corrupt_at(segment, self.base + pos, reason)
+    }
+
+    /// Corruption at segment offset `offset`.
+    fn corrupt_at(&self, segment: usize, offset: usize, reason: Corrupt) -> Error {
         Error::Corrupt {
             device: self.device,
             segment: self.segments[segment].0,
-            offset: (self.base + pos) as u64,
+            offset: offset as u64,
             reason,
         }
     }
@@ -285,19 +291,16 @@ impl<'d> SegmentReader<'d> {
                 }
                 Err(reason) => reason,
             };
-            // The rules look at the rest of the segment.
-            self.read_from(segment, pos, usize::MAX)?;
-            let pos = 0;
+            // The rules look at the rest of the segment, chunk by chunk.
+            let end = self.base + pos;
             if segment + 1 < self.segments.len() {
-                self.check_closed_segment(segment, pos, bad)?;
+                self.check_closed_segment(segment, end, bad)?;
                 self.state = State::Load { segment: segment + 1 };
             } else {
-                self.check_tail(segment, pos, bad)?;
-                let discarded =
-                    self.data()[pos..].iter().rposition(|&b| b != 0).map_or(0, |z| z + 1);
+                let discarded = self.check_tail(segment, end, bad)?;
                 self.state = State::Done(LogEnd {
                     segment: self.segments[segment].0,
-                    offset: self.base as u64,
+                    offset: end as u64,
                     last_ssn: self.last_ssn,
                     records: self.records,
                     discarded: discarded as u64,
@@ -370,38 +373,79 @@ impl<'d> SegmentReader<'d> {
         Ok(())
     }
 
-    /// Rule 3: after the last record of a closed segment, only zeros.
-    fn check_closed_segment(&self, segment: usize, end: usize, bad: Corrupt) -> Result<(), Error> {
-        match self.data()[end..].iter().position(|&b| b != 0) {
-            None => Ok(()),
-            Some(0) => Err(self.corrupt(segment, end, bad)),
-            Some(z) => {
-                let at = Corrupt::AfterEnd { end: (self.base + end) as u64 };
-                Err(self.corrupt(segment, end + z, at))
+    /// Reads on: keeps `buf` from segment offset `keep` (or from its end, if `keep` is past
+    /// it) and reads the next chunk after what it holds.
+    fn read_on(&mut self, segment: usize, keep: usize) -> Result<(), Error> {
+        let pos = keep.min(self.base + self.filled) - self.base;
+        self.read_from(segment, pos, read_chunk())
+    }
+
+    /// Whether `buf` holds the segment to its end.
+    fn at_segment_end(&self) -> bool {
+        self.base + self.filled >= self.segment_len
+    }
+
+    /// Rule 3: after the last record of a closed segment (at segment offset `end`, inside
+    /// `buf`), only zeros.
+    fn check_closed_segment(
+        &mut self,
+        segment: usize,
+        end: usize,
+        bad: Corrupt,
+    ) -> Result<(), Error> {
+        let mut from = end;
+        loop {
+            if let Some(z) = self.data()[from - self.base..].iter().position(|&b| b != 0) {
+                let reason =
+                    if from + z == end { bad } else { Corrupt::AfterEnd { end: end as u64 } };
+                return Err(self.corrupt_at(segment, from + z, reason));
             }
+            if self.at_segment_end() {
+                return Ok(());
+            }
+            from = self.base + self.filled;
+            self.read_on(segment, from)?;
         }
     }
 
-    /// Rule 2: the bad bytes at `end` of the last segment are a torn tail unless a valid record
-    /// starts at `end + max(1, unsynced_window)` or later.
-    fn check_tail(&self, segment: usize, end: usize, bad: Corrupt) -> Result<(), Error> {
+    /// Rule 2: the bad bytes at segment offset `end` (inside `buf`) of the last segment are a
+    /// torn tail unless a valid record starts at `end + max(1, unsynced_window)` or later.
+    /// Returns the bytes from `end` to the last nonzero byte of the segment.
+    fn check_tail(&mut self, segment: usize, end: usize, bad: Corrupt) -> Result<usize, Error> {
         let window = usize::try_from(self.options.unsynced_window.max(1)).unwrap_or(usize::MAX);
-        let from = end.saturating_add(window);
-        let data = self.data();
-        let last_start = match data.len().checked_sub(HEADER_LEN) {
-            Some(last) if from <= last => last,
-            _ => return Ok(()),
-        };
-        for y in from..=last_start {
-            // Fast path over zero-filled space: a zero length word is never a record.
-            if data[y..y + 4] == [0; 4] {
-                continue;
+        let last_start = self.segment_len.checked_sub(HEADER_LEN);
+        // The next offset that may start a record; how far nonzero bytes were looked for.
+        let mut y = end.saturating_add(window);
+        let (mut scanned, mut nonzero_end) = (end, end);
+        loop {
+            let base = self.base;
+            let data = self.data();
+            let chunk_end = base + data.len();
+            if let Some(z) = data[scanned - base..].iter().rposition(|&b| b != 0) {
+                nonzero_end = scanned + z + 1;
             }
-            if let Ok(Some(_)) = Record::decode(&data[y..]) {
-                return Err(self.corrupt(segment, end, bad));
+            scanned = chunk_end;
+            while last_start.is_some_and(|last| y <= last) && y + HEADER_LEN <= chunk_end {
+                let at = y - base;
+                if data[at..at + 4] == [0; 4] {
+                    // A zero length word is never a record: skip to 3 bytes before the next
+                    // nonzero byte.
+                    let next = data[at..].iter().position(|&b| b != 0).map_or(chunk_end, |z| y + z);
+                    y = next.saturating_sub(3).max(y + 1);
+                    continue;
+                }
+                match Record::decode(&data[at..]) {
+                    Ok(Some(_)) => return Err(self.corrupt_at(segment, end, bad)),
+                    // The record at `y` goes on past the chunk: read on from it.
+                    Ok(None) if chunk_end < self.segment_len => break,
+                    _ => y += 1,
+                }
             }
+            if self.at_segment_end() {
+                return Ok(nonzero_end - end);
+            }
+            self.read_on(segment, y)?;
         }
-        Ok(())
     }
 }
 
@@ -682,6 +726,30 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A valid record after a long zero-filled hole in the last segment: the hole is
+    /// corruption, unless the record lies within the unsynced window (then it is a torn tail
+    /// and everything after the hole counts as discarded). Read in chunks, the hole spans many.
+    #[test]
+    fn valid_record_after_a_long_hole_is_corrupt_unless_unsynced() {
+        let (log, records) = make_log(11, 8, 30);
+        let (hole_at, next) = (records[5].offset as usize, records[6].offset as usize);
+        let mut bytes = log[..hole_at].to_vec();
+        bytes.extend(std::iter::repeat_n(0u8, 10_000));
+        bytes.extend_from_slice(&log[hole_at..next]); // record 5, after the hole
+        bytes.extend(std::iter::repeat_n(0u8, 100));
+        let device = MemDevice::with_bytes(bytes);
+        let (got, result) = read_device(&device, ReadOptions::default());
+        assert_eq!(got, records[..5]);
+        assert_eq!(
+            corrupt_at(&result),
+            Some((hole_at as u64, SegmentNo(0), Corrupt::Length { len: 0 }))
+        );
+        let (got, result) = read_device(&device, ReadOptions { unsynced_window: 20_000 });
+        assert_eq!(got, records[..5]);
+        let end = result.unwrap();
+        assert_eq!((end.offset, end.discarded), (hole_at as u64, (10_000 + next - hole_at) as u64));
     }
 
     /// A bad length that points past the end is still corruption when valid records follow.
