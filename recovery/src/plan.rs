@@ -80,20 +80,22 @@ impl DeviceLog {
     }
 
     /// The value payload of the spilled record at `segment`/`offset` whose payload (a
-    /// `wal::SpillRef`) is `reference`.
+    /// `wal::SpillRef`) is `reference`: mapped from its file in a directory, read from a
+    /// store.
     pub(crate) fn read_spill(
         &self,
         segment: SegmentNo,
         offset: u64,
         reference: &[u8],
-    ) -> Result<Vec<u8>, Error> {
+    ) -> Result<SpillBytes, Error> {
         let at = |reason| Error::Corrupt { device: self.device, segment, offset, reason };
         let corrupt = |what| at(wal::Corrupt::Payload { what });
         let spill = wal::SpillRef::decode(reference).map_err(at)?;
         let read = match &self.spills {
             Spills::None => return Err(corrupt("spilled record without spill files")),
-            Spills::Dir(dir) => std::fs::read(dir.join(wal::store::spill_file_name(spill.id))),
-            Spills::Store(store) => store.read_spill(spill.id),
+            Spills::Dir(dir) => MappedFile::open(&dir.join(wal::store::spill_file_name(spill.id)))
+                .map(SpillBytes::Mapped),
+            Spills::Store(store) => store.read_spill(spill.id).map(SpillBytes::Read),
         };
         let bytes = match read {
             Ok(bytes) => bytes,
@@ -531,4 +533,81 @@ fn scan_device(log: &DeviceLog, options: ReadOptions, cut: Ssn) -> Scanned {
     }
     let end = reader.end().expect("a reader that returned None has an end");
     Ok(scanner.finish(Some(end)))
+}
+
+/// A spill file's bytes, as [`DeviceLog::read_spill`] returns them.
+pub(crate) enum SpillBytes {
+    /// Read by a store.
+    Read(Vec<u8>),
+    /// Mapped from the file.
+    Mapped(MappedFile),
+}
+
+impl std::ops::Deref for SpillBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            SpillBytes::Read(bytes) => bytes,
+            SpillBytes::Mapped(file) => file.bytes(),
+        }
+    }
+}
+
+/// A file mapped read-only. A spill file is as large as the transaction it holds (a bulk
+/// load: hundreds of MB); reading it copied every byte into fresh memory that the kernel
+/// zeroed first (57–134 ms for 112 MB on the test VM, against 7 ms to map and touch it).
+///
+/// Only recovery maps files, and only spill files, which nothing writes, truncates or
+/// deletes while it runs: the log is opened (and checkpoints delete spill files) only after
+/// recovery has finished with them.
+pub(crate) struct MappedFile {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+impl MappedFile {
+    fn open(path: &std::path::Path) -> std::io::Result<MappedFile> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(path)?;
+        let len = usize::try_from(file.metadata()?.len()).expect("a spill file fits in memory");
+        if len == 0 {
+            return Ok(MappedFile { ptr: std::ptr::NonNull::dangling(), len });
+        }
+        // SAFETY: a new private read-only mapping of the whole open file; the result is
+        // checked for MAP_FAILED below, and the file descriptor may be closed afterwards.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        // Read ahead generously: the payload is walked once, front to back. (Advice only.)
+        // SAFETY: the range is the mapping just made.
+        unsafe { libc::madvise(ptr, len, libc::MADV_SEQUENTIAL) };
+        let ptr = std::ptr::NonNull::new(ptr.cast()).expect("mmap does not return null");
+        Ok(MappedFile { ptr, len })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` maps `len` readable bytes until `drop` (or is dangling with `len` 0),
+        // and nothing modifies the file meanwhile (type doc).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: unmaps exactly the mapping `open` made; no slice of it outlives `self`.
+            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+        }
+    }
 }
