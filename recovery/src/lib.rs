@@ -77,8 +77,8 @@
 //! `finish_staged`; the defaults fall back to `install`). [`EngineTarget`] is the adapter
 //! over `txn::Engine::replay_install` and `txn::ReplayBatch` / `txn::Engine::replay_bulk`
 //! (existing keys updated in place, new keys inserted in bulk; only before the engine serves
-//! transactions); `testing::MapTarget` (feature `testing`) is the in-memory double. [`load_checkpoint`] stages each file's rows
-//! the same way.
+//! transactions); `testing::MapTarget` (feature `testing`) is the in-memory double.
+//! [`load_checkpoint`] stages each file's rows the same way.
 //! A checkpoint may hold the same `(key, ssn)` twice (copy-on-write); last-writer-wins makes
 //! the second install a no-op.
 //!

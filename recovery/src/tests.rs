@@ -953,15 +953,17 @@ fn spilled_records_replay_like_value_records() {
     assert!(!dirs[1].join(wal::store::spill_file_name(777)).exists());
     assert_eq!(plan.delete_orphan_spills().unwrap(), 0, "idempotent");
 
-    // An altered spill file, then a missing one: corruption in both replayers.
+    // An altered spill file, an empty one, then a missing one: corruption in both replayers.
     let (buffer, id) = spilled[3];
     let path = dirs[buffer].join(wal::store::spill_file_name(id));
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[10] ^= 1;
     std::fs::write(&path, &bytes).unwrap();
-    for gone in [false, true] {
-        if gone {
-            std::fs::remove_file(&path).unwrap();
+    for damage in ["altered", "empty", "gone"] {
+        match damage {
+            "empty" => std::fs::write(&path, b"").unwrap(),
+            "gone" => std::fs::remove_file(&path).unwrap(),
+            _ => {}
         }
         let plan = RecoveryPlan::scan(open(&dirs), ScanOptions::for_log(&options)).unwrap();
         let err = replay(&plan, Ssn::ZERO, &MapTarget::new(), 2, &|_| {}).unwrap_err();

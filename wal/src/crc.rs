@@ -48,7 +48,8 @@ mod hw {
         u64::from_le_bytes(chunk.try_into().expect("8-byte chunk"))
     }
 
-    fn len_field(bytes: &[u8]) -> u32 {
+    /// The little-endian word in `bytes[0..4]` (a record's `len`, or a 4-byte tail).
+    fn le32(bytes: &[u8]) -> u32 {
         u32::from_le_bytes(bytes[0..4].try_into().expect("4 bytes"))
     }
 
@@ -61,7 +62,7 @@ mod hw {
         }
         let mut rest = words.remainder();
         if rest.len() >= 4 {
-            s = u64::from(_mm_crc32_u32(s as u32, len_field(rest)));
+            s = u64::from(_mm_crc32_u32(s as u32, le32(rest)));
             rest = &rest[4..];
         }
         for &b in rest {
@@ -72,14 +73,14 @@ mod hw {
 
     #[target_feature(enable = "sse4.2")]
     pub(super) fn record(bytes: &[u8]) -> u32 {
-        let s = u64::from(_mm_crc32_u32(!0, len_field(bytes)));
+        let s = u64::from(_mm_crc32_u32(!0, le32(bytes)));
         !(update(s, &bytes[8..]) as u32)
     }
 
     #[target_feature(enable = "sse4.2")]
     pub(super) fn records3(records: [&[u8]; 3]) -> [u32; 3] {
         let [a, b, c] = records.map(|r| &r[8..]);
-        let [mut sa, mut sb, mut sc] = records.map(|r| u64::from(_mm_crc32_u32(!0, len_field(r))));
+        let [mut sa, mut sb, mut sc] = records.map(|r| u64::from(_mm_crc32_u32(!0, le32(r))));
         let common = a.len().min(b.len()).min(c.len()) & !7;
         let words = a[..common].chunks_exact(8).zip(b[..common].chunks_exact(8));
         for ((x, y), z) in words.zip(c[..common].chunks_exact(8)) {

@@ -548,7 +548,8 @@ mod tests {
         read_chunked(|| SegmentReader::new(DeviceId(0), vec![(SegmentNo(0), device)], options))
     }
 
-    /// Reads the log with whole-segment chunks, then again with chunks down to 1 byte (records
+    /// Reads the log with the default chunk (whole segments, at these sizes), then again with
+    /// chunks down to 1 byte (records
     /// cross chunk boundaries everywhere), and checks that every read gives the same result.
     fn read_chunked<'d>(
         reader: impl Fn() -> SegmentReader<'d>,
