@@ -2,7 +2,8 @@
 //!
 //! Configurations, each an engine with the bench table (default 100 k rows) over its own log:
 //!
-//! - **off**: `wal::Log::new(2)`, an in-memory log (SSNs are allocated, nothing is written),
+//! - **off**: `wal::Log::new(2)`, an in-memory log (SSNs are allocated; no record is encoded or
+//!   written),
 //!   `commit()`: the baseline;
 //! - **tmpfs ×n, `commit`**: a real log (`wal::Log::open`, default options) on `n` directories in
 //!   tmpfs, not waited for: the CPU cost of encoding, reserving, filling and writing the log;
@@ -25,7 +26,7 @@
 use std::collections::HashMap;
 
 use super::durable::{drive, fs_of, uring_status, Bed, Cell, Commit, LogKind, Spread, Workload};
-use super::{fmt_rate, load_average, BenchArgs};
+use super::{fmt_rate, load_average, BenchArgs, LoggingRow};
 
 /// One row of the report: a log and how transactions commit on it.
 struct Row {
@@ -64,11 +65,26 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
     let deferred = Commit::Deferred { sessions };
     let mut report_rows =
         vec![Row { label: "off (in-memory log)".into(), bed: 0, commit: Commit::NoWait }];
+    let wanted = |row: LoggingRow| args.logging_rows.is_empty() || args.logging_rows.contains(&row);
     for (first_bed, media, modes) in [
-        (1, "tmpfs", [Commit::NoWait, deferred, Commit::Durable].as_slice()),
-        (1 + devices.len(), "disk", [deferred, Commit::Durable].as_slice()),
+        (
+            1,
+            "tmpfs",
+            [
+                (LoggingRow::TmpfsNoWait, Commit::NoWait),
+                (LoggingRow::TmpfsDeferred, deferred),
+                (LoggingRow::TmpfsDurable, Commit::Durable),
+            ]
+            .as_slice(),
+        ),
+        (
+            1 + devices.len(),
+            "disk",
+            [(LoggingRow::DiskDeferred, deferred), (LoggingRow::DiskDurable, Commit::Durable)]
+                .as_slice(),
+        ),
     ] {
-        for &commit in modes {
+        for &(_, commit) in modes.iter().filter(|m| wanted(m.0)) {
             for (i, &n) in devices.iter().enumerate() {
                 report_rows.push(Row {
                     label: format!("{media} ×{n}"),
@@ -113,7 +129,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
          the window as a share of both cores (loggers included); `cs/txn` = the process's context \
          switches per transaction; `B/pair` = log bytes per write+`fdatasync` pair (the \
          group-commit size, per device).\n\n\
-         - off: `wal::Log::new(2)` — SSNs allocated, nothing written, `commit()`.\n\
+         - off: `wal::Log::new(2)` — SSNs allocated, no record encoded or written, `commit()`.\n\
          - tmpfs ×n: `wal::Log` on `n` directories in `{}` ({}), `LogOptions` with an 8 MiB \
          ring, 4 pairs in flight, group-commit timer {gc} µs, {seg} MiB segments (fallocated on tmpfs, zero-filled on disk); \
          writes through {}. `fdatasync` on tmpfs returns at once: the devices are not the bottleneck.\n\

@@ -175,6 +175,10 @@ pub struct BenchArgs {
     /// for a quicker look at one, e.g. `one-pass` to compare two builds)
     #[arg(long, value_enum, value_delimiter = ',')]
     pub replay_variants: Vec<ReplayVariant>,
+    /// Logging suite: which rows to measure besides `off`, comma separated (default: all of
+    /// them; fewer for a quicker look or a profile of one configuration).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub logging_rows: Vec<LoggingRow>,
     /// Engine suite: the thread counts to measure, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     pub threads: Vec<usize>,
@@ -380,6 +384,21 @@ pub enum ReplayWorkload {
     Default,
     /// YCSB-like: an int8 key and 10 text fields of 100 bytes; updates write new fields.
     Ycsb,
+}
+
+/// A row kind of the logging suite (`--logging-rows`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum LoggingRow {
+    /// Logs in tmpfs, `commit` without waiting.
+    TmpfsNoWait,
+    /// Logs in tmpfs, deferred acknowledgement.
+    TmpfsDeferred,
+    /// Logs in tmpfs, `commit_durable`.
+    TmpfsDurable,
+    /// Logs on `--disk-dir`, deferred acknowledgement.
+    DiskDeferred,
+    /// Logs on `--disk-dir`, `commit_durable`.
+    DiskDurable,
 }
 
 /// A kind of recovery the replay suite runs (`--replay-variants`).
