@@ -102,6 +102,17 @@ impl Ring {
         }
     }
 
+    /// The ring bytes of `[offset, offset + len)` as one slice, unless the range wraps.
+    ///
+    /// # Safety
+    /// As [`Ring::write`]: the caller owns the range, and holds no other reference into it.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn contiguous_mut(&self, offset: u64, len: usize) -> Option<&mut [u8]> {
+        let [(at, n), _] = self.split(offset, len);
+        // SAFETY: `at + n <= capacity` by `split`; the caller owns these bytes exclusively.
+        (n == len).then(|| unsafe { std::slice::from_raw_parts_mut(self.base().add(at), n) })
+    }
+
     /// Appends the bytes of logical range `[start, end)` to `out`.
     ///
     /// # Safety
@@ -130,10 +141,8 @@ pub(crate) struct Buffer {
     pub(crate) space: Condvar,
     /// The bytes; `None` for an in-memory log (nothing is written anywhere).
     pub(crate) ring: Option<Ring>,
+    /// Which reserved bytes are filled; the logger waits in it for a closed segment's fills.
     pub(crate) index: SegmentIndex,
-    /// Wakes this buffer's logger while it waits for a closed segment to be filled: after every
-    /// fill, a failure, or shutdown.
-    pub(crate) parker: Parker,
     /// Wakes this buffer's logger while it is idle or holds lazy records back: after an eager
     /// fill, a reservation into an empty open segment or one under pressure, a new durability
     /// target (`want`, `Inner::wanted`), a failure, or shutdown. Lazy fills do not ring it, so
@@ -142,8 +151,6 @@ pub(crate) struct Buffer {
     /// The largest SSN whose `DSN` on this device somebody needs: eager fills and blind
     /// waiters raise it. Only grows.
     pub(crate) want: AtomicU64,
-    /// Bytes filled (including abort records). Relaxed statistic.
-    filled: AtomicU64,
     /// Reservations dropped without `fill` (each became an abort record). Relaxed statistic.
     aborted: AtomicU64,
 }
@@ -239,10 +246,8 @@ impl Buffer {
             space: Condvar::new(),
             ring,
             index: SegmentIndex::new(2),
-            parker: Parker::new(),
             demand: Parker::new(),
             want: AtomicU64::new(0),
-            filled: AtomicU64::new(0),
             aborted: AtomicU64::new(0),
         }
     }
@@ -277,8 +282,7 @@ impl Inner {
     }
 
     /// Copies `bytes` (the whole reserved range when `slot` is a ring slot) to `offset` and
-    /// publishes `len` bytes of segment `seq` as filled. `eager`: somebody will wait for record
-    /// `ssn`, so the logger writes it now rather than at its next lazy flush.
+    /// publishes the range as filled ([`Inner::publish`]).
     ///
     /// # Safety
     /// `[offset, offset + len)` was reserved by [`Inner::reserve`] with `slot`, and this is the
@@ -292,22 +296,35 @@ impl Inner {
         bytes: &[u8],
         eager: Option<Ssn>,
     ) {
-        let b = &self.buffers[buffer];
-        if let (Slot::Ring { seq }, Some(ring)) = (slot, &b.ring) {
+        if let (Slot::Ring { .. }, Some(ring)) = (slot, &self.buffers[buffer].ring) {
             debug_assert_eq!(bytes.len(), len);
             // SAFETY: the latch gave this range to the caller within the released offset plus
             // the ring size, and it is not counted as filled yet, so nobody else reads or writes
             // it (the Ring protocol).
             unsafe { ring.write(offset, bytes) };
+        }
+        // SAFETY: the caller's guarantee; the bytes are in place.
+        unsafe { self.publish(buffer, slot, len, eager) };
+    }
+
+    /// Publishes the `len` bytes of a ring slot, already in place, as filled: the segment
+    /// index counts them (waking the logger if it waits for them). `eager`: somebody will wait
+    /// for record `ssn`, so the logger writes it now rather than at its next lazy flush. An
+    /// in-memory slot has nothing to publish.
+    ///
+    /// # Safety
+    /// The range was reserved by [`Inner::reserve`] with `slot`, its bytes are written, and
+    /// this is the only publication of it.
+    unsafe fn publish(&self, buffer: usize, slot: Slot, len: usize, eager: Option<Ssn>) {
+        let b = &self.buffers[buffer];
+        if let (Slot::Ring { seq }, Some(_)) = (slot, &b.ring) {
             b.index.add_filled(seq, len as u64);
-            b.parker.notify();
             if let Some(ssn) = eager {
                 // Release: pairs with the logger's Acquire load; `demand` orders the wake-up.
                 b.want.fetch_max(ssn.0, Ordering::Release);
                 b.demand.notify();
             }
         }
-        b.filled.fetch_add(len as u64, Ordering::Relaxed);
     }
 
     /// Algorithm 1 with back-pressure: see [`Log::reserve`].
@@ -416,6 +433,12 @@ impl Log {
     /// that is smaller. Unbounded for an in-memory log.
     pub fn max_record_len(&self) -> usize {
         self.inner.max_record
+    }
+
+    /// Whether this log has no devices ([`Log::new`]): reservations only allocate SSNs, and
+    /// nothing filled into them is kept, so a committer need not encode a record at all.
+    pub fn is_in_memory(&self) -> bool {
+        self.inner.in_memory()
     }
 
     /// Value payloads longer than this go to a spill file ([`Log::spill`]) rather than into a
@@ -527,11 +550,6 @@ impl Log {
         self.inner.buffers[buffer].latch.lock().open.end
     }
 
-    /// Bytes filled so far (including abort records) in one buffer.
-    pub fn filled_bytes(&self, buffer: usize) -> u64 {
-        self.inner.buffers[buffer].filled.load(Ordering::Relaxed)
-    }
-
     /// Reservations of one buffer that were dropped unfilled (abort records).
     pub fn aborted_reservations(&self, buffer: usize) -> u64 {
         self.inner.buffers[buffer].aborted.load(Ordering::Relaxed)
@@ -543,7 +561,6 @@ impl Drop for Log {
         // Release: pairs with the loggers' Acquire loads; the wake-up is ordered by `notify`.
         self.inner.shutdown.store(true, Ordering::Release);
         for b in self.inner.buffers.iter() {
-            b.parker.notify();
             b.demand.notify();
         }
         for logger in self.loggers.drain(..) {
@@ -641,14 +658,41 @@ impl Reservation<'_> {
     ///
     /// # Panics
     /// If a spilled record's payload is not a spill reference.
-    pub fn fill_record(self, kind: RecordKind, blind: bool, payload: &[u8]) {
+    pub fn fill_record(mut self, kind: RecordKind, blind: bool, payload: &[u8]) {
         if kind == RecordKind::Spilled && self.slot != Slot::Detached {
             let spill = crate::SpillRef::decode(payload).expect("a spilled record's payload");
             self.log.inner.register_spill(self.buffer, spill.id, self.ssn);
         }
-        let mut bytes = Vec::with_capacity(Record::encoded_len_for(payload.len()));
-        Record { ssn: self.ssn, kind, blind, payload }.encode_into(&mut bytes);
-        self.fill(&bytes);
+        let record = Record { ssn: self.ssn, kind, blind, payload };
+        match self.slot {
+            // Nothing is written (in-memory or failed log): no record to encode.
+            Slot::Memory | Slot::Detached => self.fill(&[]),
+            Slot::Ring { .. } => {
+                assert_eq!(record.encoded_len(), self.len, "a record must fill its reservation");
+                let ring = self.log.inner.buffers[self.buffer].ring.as_ref().expect("a ring");
+                // SAFETY: this reservation owns its range (the Ring protocol) and has not filled
+                // it (`fill_record` takes `self`; `done` is set only by filling).
+                match unsafe { ring.contiguous_mut(self.offset, self.len) } {
+                    // Encoded in place (most records: only one that wraps takes a copy).
+                    Some(out) => {
+                        record.write_to(out);
+                        debug_assert!(
+                            matches!(Record::decode(out), Ok(Some(_))),
+                            "a record that does not decode"
+                        );
+                        self.done = true;
+                        let eager = self.eager.then_some(self.ssn);
+                        // SAFETY: reserved with this slot, written just now, published once.
+                        unsafe { self.log.inner.publish(self.buffer, self.slot, self.len, eager) };
+                    }
+                    None => {
+                        let mut bytes = Vec::with_capacity(self.len);
+                        record.encode_into(&mut bytes);
+                        self.fill(&bytes);
+                    }
+                }
+            }
+        }
     }
 
     /// Copies `bytes` in (ring) and publishes the range as filled.
@@ -712,7 +756,6 @@ mod tests {
         r.fill(&[1]);
         assert_eq!(log.max_ssn(), Ssn(9));
         assert_eq!(log.reserved_bytes(0), 16);
-        assert_eq!(log.filled_bytes(0), 16);
     }
 
     #[test]
@@ -737,7 +780,6 @@ mod tests {
         let log = Log::new(1);
         drop(log.reserve(0, Ssn::ZERO, 8));
         assert_eq!(log.aborted_reservations(0), 1);
-        assert_eq!(log.filled_bytes(0), 8);
     }
 
     #[test]
@@ -787,7 +829,6 @@ mod tests {
                 last = ssn;
             }
             assert_eq!(log.reserved_bytes(buffer), next_offset);
-            assert_eq!(log.filled_bytes(buffer), next_offset);
         }
     }
 }

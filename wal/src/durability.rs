@@ -203,7 +203,6 @@ impl Inner {
         for b in self.buffers.iter() {
             drop(b.latch.lock());
             b.space.notify_all();
-            b.parker.notify();
             b.demand.notify();
         }
         let watchers = std::mem::take(&mut *self.watchers.lock());
@@ -463,9 +462,8 @@ mod loom_tests {
                 let log = log.clone();
                 loom::thread::spawn(move || {
                     let inner = &log.inner;
-                    inner.buffers[1]
-                        .demand
-                        .wait_until(|| inner.wanted.load(Ordering::Acquire) > inner.dsn(1).0);
+                    let due = || inner.wanted.load(Ordering::Acquire) > inner.dsn(1).0;
+                    assert!(inner.buffers[1].demand.wait_until_deadline(due, None));
                     let wanted = inner.wanted.load(Ordering::Acquire);
                     let marker = log.reserve(1, Ssn(wanted - 1), MIN_RESERVATION);
                     let ssn = fill_empty(marker, crate::RecordKind::Marker);

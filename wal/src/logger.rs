@@ -420,7 +420,7 @@ impl Logger {
         while !b.index.is_filled(&segment) && !self.pending.is_empty() {
             self.complete_oldest(inner)?;
         }
-        b.parker.wait_until(|| b.index.is_filled(&segment));
+        b.index.wait_filled(&segment);
         let ring = b.ring.as_ref().expect("a logged buffer has a ring");
         let mut bytes = self.pool.pop().unwrap_or_default();
         bytes.clear();

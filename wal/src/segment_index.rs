@@ -33,7 +33,7 @@
 //! the crate doc).
 
 use crate::ssn::Ssn;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Condvar, Mutex, Ordering};
 
 /// The latch-protected part of the index: the open segment. Lives inside the buffer's latch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,35 +106,81 @@ impl OpenSegment {
     }
 }
 
-/// The lock-free part of the index: filled-byte counters, one per slot.
+/// The lock-free part of the index: filled-byte counters, one per slot, and where the logger
+/// waits for a closed segment to be filled.
+///
+/// A slot's top bit ([`WAITING`]) says that the logger is (about to be) waiting for that
+/// segment: the filler's one `fetch_add` both publishes its bytes and tells it whether to wake
+/// the logger, so a fill costs one read-modify-write on one cache line (the protocol of
+/// [`crate::sync::Parker`], with the slot as its state word: both sides change the word only
+/// by RMWs, which are totally ordered on it).
 #[derive(Debug)]
 pub(crate) struct SegmentIndex {
     buffered: Box<[AtomicU64]>,
+    /// Held by the logger from before it sets [`WAITING`] until it waits, and by a filler that
+    /// saw [`WAITING`] while it notifies: no wake-up falls between the logger's check and its
+    /// wait.
+    lock: Mutex<()>,
+    filled: Condvar,
 }
+
+/// Slot bit: the logger waits (or is about to) for this segment. Set and cleared by the logger
+/// only; a segment's bytes never reach it.
+const WAITING: u64 = 1 << 63;
 
 impl SegmentIndex {
     /// An index with `slots` counters (at least 2).
     pub(crate) fn new(slots: usize) -> SegmentIndex {
         assert!(slots >= 2, "a segment index needs an open and a closed slot");
-        SegmentIndex { buffered: (0..slots).map(|_| AtomicU64::new(0)).collect() }
+        SegmentIndex {
+            buffered: (0..slots).map(|_| AtomicU64::new(0)).collect(),
+            lock: Mutex::new(()),
+            filled: Condvar::new(),
+        }
     }
 
     fn slot(&self, seq: u64) -> &AtomicU64 {
         &self.buffered[(seq % self.buffered.len() as u64) as usize]
     }
 
-    /// A reservation of segment `seq` has copied its `len` bytes.
+    /// A reservation of segment `seq` has copied its `len` bytes. Wakes the logger if it waits
+    /// for this segment.
     pub(crate) fn add_filled(&self, seq: u64, len: u64) {
-        // Release: pairs with the Acquire load in `is_filled` (the copied bytes are visible).
-        self.slot(seq).fetch_add(len, Ordering::Release);
+        // Release: pairs with the Acquire loads and RMWs of `is_filled` and `wait_filled` (the
+        // copied bytes are visible). Acquire: as `Parker::notify`, pairs with the logger's RMW
+        // that set `WAITING`.
+        if self.slot(seq).fetch_add(len, Ordering::AcqRel) & WAITING != 0 {
+            let _guard = self.lock.lock();
+            self.filled.notify_all();
+        }
     }
 
     /// Whether every reserved byte of `segment` is filled: the filled-prefix rule.
     pub(crate) fn is_filled(&self, segment: &ClosedSegment) -> bool {
         // Acquire: pairs with the Release fetch_add in `add_filled` (the copies are visible).
-        let buffered = self.slot(segment.seq).load(Ordering::Acquire);
+        let buffered = self.slot(segment.seq).load(Ordering::Acquire) & !WAITING;
         debug_assert!(buffered <= segment.len(), "overfilled segment {segment:?}: {buffered}");
         buffered == segment.len()
+    }
+
+    /// Sleeps until [`SegmentIndex::is_filled`] holds for `segment` (the logger only: one
+    /// waiter per index).
+    pub(crate) fn wait_filled(&self, segment: &ClosedSegment) {
+        let slot = self.slot(segment.seq);
+        let mut guard = self.lock.lock();
+        loop {
+            // AcqRel: the Acquire half pairs with the fillers' Release RMWs (their copies are
+            // visible); either a filler's RMW comes first and is counted here, or it comes
+            // after and sees `WAITING`, then takes `lock`, which this thread holds until it
+            // waits.
+            let buffered = slot.fetch_or(WAITING, Ordering::AcqRel) & !WAITING;
+            debug_assert!(buffered <= segment.len(), "overfilled segment {segment:?}");
+            if buffered == segment.len() {
+                slot.fetch_and(!WAITING, Ordering::Relaxed);
+                return;
+            }
+            guard = self.filled.wait(guard);
+        }
     }
 
     /// Makes the slot of a consumed segment available to segment `seq + slots()`.
@@ -179,7 +225,6 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
-    use crate::sync::Mutex;
     use loom::cell::UnsafeCell;
     use loom::sync::Arc;
 
@@ -232,6 +277,35 @@ mod loom_tests {
             }
             seen.sort();
             assert_eq!(seen, vec![10, 11]);
+        });
+    }
+
+    /// The logger sleeps in `wait_filled` for a closed segment that two fillers are still
+    /// copying into: in every interleaving it is woken (loom reports a deadlock for a lost
+    /// wake-up) and then sees both copies (loom checks the accesses for data races).
+    #[test]
+    fn wait_filled_never_loses_a_wakeup() {
+        loom::model(|| {
+            let index = Arc::new(SegmentIndex::new(2));
+            let ring: Arc<[UnsafeCell<u8>; 2]> = Arc::new([UnsafeCell::new(0), UnsafeCell::new(0)]);
+            let closed = ClosedSegment { seq: 0, start: 0, end: 2, last_ssn: Some(Ssn(2)) };
+            let fillers: Vec<_> = (0..2u8)
+                .map(|t| {
+                    let (index, ring) = (index.clone(), ring.clone());
+                    loom::thread::spawn(move || {
+                        // SAFETY: each filler writes only its own byte; loom checks the claim.
+                        ring[t as usize].with_mut(|p| unsafe { *p = 10 + t });
+                        index.add_filled(0, 1);
+                    })
+                })
+                .collect();
+            index.wait_filled(&closed);
+            // SAFETY: the segment is filled, so no filler writes it any more.
+            let seen: Vec<u8> = ring.iter().map(|b| b.with(|p| unsafe { *p })).collect();
+            assert_eq!(seen, vec![10, 11]);
+            for f in fillers {
+                f.join().unwrap();
+            }
         });
     }
 }

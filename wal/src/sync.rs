@@ -115,23 +115,9 @@ impl Parker {
         Parker { state: AtomicU64::new(0), lock: Mutex::new(()), cv: Condvar::new() }
     }
 
-    /// Sleeps until `ready()` returns true. `ready` is evaluated with the parker's lock held; it
-    /// may take other locks (never this one).
-    pub(crate) fn wait_until(&self, mut ready: impl FnMut() -> bool) {
-        let mut guard = self.lock.lock();
-        loop {
-            // AcqRel: the Acquire half pairs with the Release RMW in `notify`.
-            self.state.fetch_or(PARKED, Ordering::AcqRel);
-            if ready() {
-                self.state.fetch_and(!PARKED, Ordering::Relaxed);
-                return;
-            }
-            guard = self.cv.wait(guard);
-        }
-    }
-
-    /// [`Parker::wait_until`], but gives up at `deadline` (if any): returns whether `ready()`
-    /// held. Under loom the deadline is ignored (loom has no time), so a model that ends proves
+    /// Sleeps until `ready()` returns true, or until `deadline` (if any): returns whether
+    /// `ready()` held. `ready` is evaluated with the parker's lock held; it may take other
+    /// locks (never this one). Under loom the deadline is ignored (loom has no time), so a model that ends proves
     /// that the wake-ups alone end the wait.
     pub(crate) fn wait_until_deadline(
         &self,
@@ -140,7 +126,7 @@ impl Parker {
     ) -> bool {
         let mut guard = self.lock.lock();
         loop {
-            // AcqRel: as in `wait_until`.
+            // AcqRel: the Acquire half pairs with the Release RMW in `notify`.
             self.state.fetch_or(PARKED, Ordering::AcqRel);
             if ready() {
                 self.state.fetch_and(!PARKED, Ordering::Relaxed);
@@ -163,7 +149,7 @@ impl Parker {
 
     /// Wakes the sleeper if it is (about to be) waiting. Call after making the change visible.
     pub(crate) fn notify(&self) {
-        // AcqRel: the Release half pairs with the Acquire RMW in `wait_until`.
+        // AcqRel: the Release half pairs with the Acquire RMW in `wait_until_deadline`.
         if self.state.fetch_add(NOTIFY, Ordering::AcqRel) & PARKED != 0 {
             let _guard = self.lock.lock();
             self.cv.notify_all();
@@ -177,8 +163,8 @@ mod loom_tests {
     use loom::sync::Arc;
 
     /// No lost wake-up: a notifier's change made before `notify` always ends the sleeper's
-    /// `wait_until`, in every interleaving (loom reports a deadlock otherwise). Two notifiers
-    /// model a filler and a durability waiter waking the same logger.
+    /// wait, in every interleaving (loom reports a deadlock otherwise). Two notifiers model an
+    /// eager filler and a durability waiter waking the same logger.
     #[test]
     fn parker_never_loses_a_wakeup() {
         loom::model(|| {
@@ -193,7 +179,8 @@ mod loom_tests {
                     })
                 })
                 .collect();
-            parker.wait_until(|| flags.iter().all(|f| f.load(Ordering::Relaxed)));
+            assert!(parker
+                .wait_until_deadline(|| flags.iter().all(|f| f.load(Ordering::Relaxed)), None));
             for n in notifiers {
                 n.join().unwrap();
             }

@@ -216,7 +216,8 @@ impl Emulated {
 /// Where a configuration's log goes.
 #[derive(Clone, Debug)]
 pub(super) enum LogKind {
-    /// No devices: `wal::Log::new(buffers)` (SSNs are allocated, nothing is written).
+    /// No devices: `wal::Log::new(buffers)` (SSNs are allocated; no record is encoded or
+    /// written).
     Off { buffers: usize },
     /// `n` device directories under `base` (`wal::Log` over `wal::DirStore`s: zero-filled
     /// segments, io_uring where available, the suite's `LogOptions`).
@@ -281,9 +282,10 @@ impl OpenLog {
         })
     }
 
-    /// Bytes filled into every buffer so far.
-    pub(super) fn filled_bytes(&self) -> u64 {
-        (0..self.log.n_buffers()).map(|b| self.log.filled_bytes(b)).sum()
+    /// Bytes reserved in every buffer so far (each reservation is filled right after it is
+    /// taken).
+    pub(super) fn log_bytes(&self) -> u64 {
+        (0..self.log.n_buffers()).map(|b| self.log.reserved_bytes(b)).sum()
     }
 
     /// Write+sync pairs, their bytes, and marker-only pairs so far, over every counted device
@@ -556,7 +558,7 @@ pub(super) struct Cell {
     pub(super) commits: u64,
     pub(super) conflicts: u64,
     pub(super) window: Duration,
-    /// Log bytes filled during the window.
+    /// Log bytes reserved (and filled) during the window.
     pub(super) log_bytes: u64,
     /// Write+sync pairs (and their bytes) during the window, on counted devices.
     pub(super) pairs: u64,
@@ -650,10 +652,10 @@ pub(super) fn drive(
         }
         sleep_until(w.start);
         let (bytes0, (pairs0, pair_bytes0, markers0), (cpu0, switches0)) =
-            (bed.log.filled_bytes(), bed.log.pair_counts(), process_usage());
+            (bed.log.log_bytes(), bed.log.pair_counts(), process_usage());
         sleep_until(w.end);
         let (bytes1, (pairs1, pair_bytes1, markers1), (cpu1, switches1)) =
-            (bed.log.filled_bytes(), bed.log.pair_counts(), process_usage());
+            (bed.log.log_bytes(), bed.log.pair_counts(), process_usage());
         let log = &bed.log.log;
         let ssns: Vec<u64> = (0..log.n_buffers()).map(|b| log.buffer_ssn(b).0).collect();
         let ssn_spread = ssns.iter().max().unwrap_or(&0) - ssns.iter().min().unwrap_or(&0);

@@ -225,7 +225,7 @@ fn generate(
     }
     let row_len = make_row(workload, 1, 1, &pad).len();
     let target_bytes = args.log_mb * 1_000_000;
-    let filled = || (0..log.n_buffers()).map(|b| log.filled_bytes(b)).sum::<u64>();
+    let filled = || (0..log.n_buffers()).map(|b| log.reserved_bytes(b)).sum::<u64>();
     let stop = AtomicBool::new(false);
     let updates = AtomicU64::new(0);
     let meta = std::thread::scope(|s| -> Result<_, Box<dyn std::error::Error>> {
