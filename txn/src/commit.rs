@@ -509,9 +509,11 @@ impl Transaction {
             return Ok(CommitInfo { ssn: Ssn(base), read_only: true, ticket: None });
         }
         // The value record (DESIGN.md §3), encoded before the reservation so that the range is
-        // filled right after it is taken.
-        let mut entries = Vec::with_capacity(st.logged);
-        for (table, items) in &st.groups {
+        // filled right after it is taken. An in-memory log writes nothing: no record, and a
+        // reservation that only allocates the SSN.
+        let in_memory = self.inner.log.is_in_memory();
+        let mut entries = Vec::with_capacity(if in_memory { 0 } else { st.logged });
+        for (table, items) in st.groups.iter().filter(|_| !in_memory) {
             for it in items.iter().filter(|it| it.kind != WriteKind::LockOnly) {
                 let row = match it.kind {
                     WriteKind::Delete => None,
@@ -521,7 +523,9 @@ impl Transaction {
             }
         }
         let mut payload = Vec::new();
-        encode_values(&entries, &mut payload);
+        if !in_memory {
+            encode_values(&entries, &mut payload);
+        }
         drop(entries);
         // A large transaction's payload goes to a spill file (written and synced here, locks
         // held, before the SSN is taken); its record only names the file.
@@ -539,7 +543,7 @@ impl Transaction {
         } else {
             RecordKind::Value
         };
-        let len = wal::Record::encoded_len_for(payload.len());
+        let len = if in_memory { 0 } else { wal::Record::encoded_len_for(payload.len()) };
         // From before the SSN is reserved until the install is done, this committer is inside
         // the install gate: a checkpoint's cut waits for it, so every SSN <= S is installed
         // when the cut is taken (module `checkpoint`).

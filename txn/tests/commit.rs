@@ -27,14 +27,14 @@ fn writer_ssn_exceeds_everything_read_and_read_only_ssn_is_base() {
     let b = t.commit().unwrap();
     assert!(b.ssn > a.ssn);
     assert_eq!(log.buffer_ssn(1), b.ssn);
-    // Read-only: ssn = max wssn read, nothing reserved.
-    let reserved = log.reserved_bytes(0);
+    // Read-only: ssn = max wssn read, nothing reserved (no SSN taken from the buffer).
+    let before = log.buffer_ssn(0);
     let mut t = engine.begin(0);
     t.get(T, b"a").unwrap();
     assert!(!t.has_writes());
     let r = t.commit().unwrap();
     assert_eq!(r, txn::CommitInfo { ssn: a.ssn, read_only: true, ticket: None });
-    assert_eq!(log.reserved_bytes(0), reserved);
+    assert_eq!(log.buffer_ssn(0), before);
     // Lock-only writes log nothing either.
     let mut t = engine.begin(0);
     t.get_for_update(T, b"b").unwrap();
