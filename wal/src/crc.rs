@@ -13,7 +13,10 @@
 //!   one but the core starts one per cycle, so three independent records interleaved take
 //!   about as long as one: the reader checks the next three records in one go.
 //!
-//! Both compute exactly `crc32c_append(crc32c(&bytes[0..4]), &bytes[8..])`; the tests compare
+//! - [`record_split`]: one record given as a header and a payload in separate places (the
+//!   writer's form).
+//!
+//! All compute exactly `crc32c_append(crc32c(&bytes[0..4]), &bytes[8..])`; the tests compare
 //! them with the `crc32c` crate for every length up to 300 and random contents.
 
 /// The CRC-32C of a record's bytes `0..4` followed by `8..`. `bytes.len() >= 8`.
@@ -24,6 +27,19 @@ pub(crate) fn record(bytes: &[u8]) -> u32 {
         return unsafe { hw::record(bytes) };
     }
     portable(bytes)
+}
+
+/// [`record`] of the record whose bytes are `head` followed by `tail` (`head.len() >= 8`):
+/// the writer's form, which reads the payload where it was encoded rather than the copy it
+/// just stored into the log buffer (those stores may still be waiting for their cache lines,
+/// and loads of them would wait too).
+pub(crate) fn record_split(head: &[u8], tail: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: the CPU has SSE 4.2 (checked just above).
+        return unsafe { hw::record_split(head, tail) };
+    }
+    crc32c::crc32c_append(crc32c::crc32c_append(crc32c::crc32c(&head[0..4]), &head[8..]), tail)
 }
 
 /// [`record`] of three records (each at least 8 bytes), computed interleaved.
@@ -78,6 +94,12 @@ mod hw {
     }
 
     #[target_feature(enable = "sse4.2")]
+    pub(super) fn record_split(head: &[u8], tail: &[u8]) -> u32 {
+        let s = u64::from(_mm_crc32_u32(!0, le32(head)));
+        !(update(update(s, &head[8..]), tail) as u32)
+    }
+
+    #[target_feature(enable = "sse4.2")]
     pub(super) fn records3(records: [&[u8]; 3]) -> [u32; 3] {
         let [a, b, c] = records.map(|r| &r[8..]);
         let [mut sa, mut sb, mut sc] = records.map(|r| u64::from(_mm_crc32_u32(!0, le32(r))));
@@ -118,6 +140,13 @@ mod tests {
             for seed in 1..4 {
                 let b = bytes(seed * 1000 + len as u64, len);
                 assert_eq!(record(&b), portable(&b), "len {len}");
+            }
+        }
+        // Split anywhere past the skipped bytes, the same CRC.
+        for len in 8..200 {
+            let b = bytes(len as u64 + 5, len);
+            for at in 8..=len {
+                assert_eq!(record_split(&b[..at], &b[at..]), record(&b), "len {len} at {at}");
             }
         }
         // The standard check value, for "123456789" laid out as a record (bytes 4..8 skipped).

@@ -281,13 +281,16 @@ impl<'a> Record<'a> {
         assert!(self.ssn != Ssn::ZERO, "a record needs an SSN above 0");
         assert!(!self.blind || self.kind.is_transaction(), "BLIND on a {:?} record", self.kind);
         assert!(out.len() >= len, "{} bytes of room for a record of {len}", out.len());
-        let out = &mut out[..len];
-        out[LEN_OFFSET..CRC_OFFSET].copy_from_slice(&(len as u32).to_le_bytes());
-        out[SSN_OFFSET..FLAGS_OFFSET].copy_from_slice(&self.ssn.0.to_le_bytes());
-        out[FLAGS_OFFSET] = self.flags();
-        out[PAYLOAD_OFFSET..].copy_from_slice(self.payload);
-        let crc = checksum(out);
-        out[CRC_OFFSET..SSN_OFFSET].copy_from_slice(&crc.to_le_bytes());
+        let mut head = [0u8; HEADER_LEN];
+        head[LEN_OFFSET..CRC_OFFSET].copy_from_slice(&(len as u32).to_le_bytes());
+        head[SSN_OFFSET..FLAGS_OFFSET].copy_from_slice(&self.ssn.0.to_le_bytes());
+        head[FLAGS_OFFSET] = self.flags();
+        // The CRC from the header and the payload where they are, not from `out`: reading
+        // back bytes just stored there (a log buffer's cold lines) would wait for the stores.
+        let crc = crate::crc::record_split(&head, self.payload);
+        head[CRC_OFFSET..SSN_OFFSET].copy_from_slice(&crc.to_le_bytes());
+        out[..PAYLOAD_OFFSET].copy_from_slice(&head);
+        out[PAYLOAD_OFFSET..len].copy_from_slice(self.payload);
         len
     }
 
