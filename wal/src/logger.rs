@@ -47,8 +47,10 @@
 //! synchronous `write` + `fdatasync` instead of an io_uring pair. If the lock is taken it
 //! wakes the logger as before (which then flushes what the holder left), so no request is
 //! lost. Reservations into an empty segment then do not wake the logger for its lazy timer;
-//! an idle logger looks at the open segment every `lazy_flush_delay` instead. On slower
-//! devices nothing changes: the one logger thread per device does all the writing.
+//! an idle logger looks at the open segment every `lazy_flush_delay` instead, and when it does
+//! write, it writes the same way (a synchronous pair, none in flight behind it: with io_uring
+//! its pairs would keep it busy, so requesters would never find it idle). On slower devices
+//! nothing changes: the one logger thread per device does all the writing, pipelined.
 //!
 //! DSNs are published strictly in submission order: pair `k`'s sync does not cover pair
 //! `k-1`'s write if that one had not completed (see [`crate::device`]), so pair `k` counts only
@@ -91,9 +93,12 @@ pub struct LogOptions {
     pub lazy_flush_delay: Duration,
     /// Requesters ([`crate::Log::request`], and the waits that request) write and sync for
     /// an idle logger themselves while the device's write+sync pairs take less than this on
-    /// average (module doc, "Requesters flush"): on a device that fast, waking the logger
-    /// thread costs more than the pair. Zero: always the logger. Default 50 µs. Only with a
-    /// non-zero `lazy_flush_delay`.
+    /// average, and the logger itself writes one synchronous pair at a time there (module doc,
+    /// "Requesters flush"): on a device that fast, handing a pair to the logger thread or an
+    /// io_uring worker costs a good part of the pair. Zero: always the logger, through
+    /// io_uring where available. Default 50 µs (a server's connection thread blocked in a
+    /// disk's `fdatasync` delays its other connections: BENCHMARKS.md). Only with a non-zero
+    /// `lazy_flush_delay`.
     pub assist_below: Duration,
     /// `L.ssn` of every buffer at start: at restart, at least the largest SSN found in the log
     /// (I2 across restarts). Default [`Ssn::ZERO`].
@@ -347,7 +352,10 @@ impl Logger {
                 // the pair about to go out instead of a pair of its own afterwards.
                 self.reserve_marker(inner);
             }
-            if self.flush_open(inner, |l| due || l.pressed(ring_capacity), false)? {
+            // On a fast device the logger writes as its requesters do: synchronously, one pair
+            // at a time (module doc, "Requesters flush").
+            let direct = inner.devices[self.d].assist.load(Ordering::Relaxed);
+            if self.flush_open(inner, |l| due || l.pressed(ring_capacity), direct)? {
                 return Ok(Step::Worked);
             }
             if self.pending.is_empty() {
