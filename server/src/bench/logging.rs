@@ -3,8 +3,7 @@
 //! Configurations, each an engine with the bench table (default 100 k rows) over its own log:
 //!
 //! - **off**: `wal::Log::new(2)`, an in-memory log (SSNs are allocated; no record is encoded or
-//!   written),
-//!   `commit()`: the baseline;
+//!   written), `commit()`: the baseline;
 //! - **tmpfs ×n, `commit`**: a real log (`wal::Log::open`, default options) on `n` directories in
 //!   tmpfs, not waited for: the CPU cost of encoding, reserving, filling and writing the log;
 //! - **tmpfs ×n, deferred ack**: the same log; each committer thread serves `--sessions`
