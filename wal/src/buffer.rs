@@ -201,7 +201,7 @@ pub struct Log {
 /// Where a reservation's bytes go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Slot {
-    /// An in-memory log: bytes are only counted.
+    /// An in-memory log: the reservation only allocates the SSN; nothing is kept.
     Memory,
     /// In the ring, in segment `seq` of the segment index.
     Ring { seq: u64 },
@@ -616,7 +616,7 @@ impl Reservation<'_> {
     ///
     /// With devices, `bytes` must be one whole record of exactly [`Reservation::len`] bytes
     /// carrying this reservation's SSN (see [`Reservation::fill_record`]). An in-memory log
-    /// only counts the bytes and accepts anything up to `len`.
+    /// accepts anything up to `len` and keeps none of it.
     ///
     /// # Panics
     /// If `bytes` breaks those rules (a wrong record would corrupt the log).
