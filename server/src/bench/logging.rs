@@ -47,6 +47,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
     let options = args.log_options();
     let gc = options.group_commit_delay.as_micros();
     let seg = options.device.segment_size >> 20;
+    let (ring, inflight) = (options.ring_bytes >> 10, options.max_in_flight);
 
     let mut kinds = vec![("off".to_string(), LogKind::Off { buffers: 2 })];
     for &n in &devices {
@@ -129,8 +130,8 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
          switches per transaction; `B/pair` = log bytes per write+`fdatasync` pair (the \
          group-commit size, per device).\n\n\
          - off: `wal::Log::new(2)` — SSNs allocated, no record encoded or written, `commit()`.\n\
-         - tmpfs ×n: `wal::Log` on `n` directories in `{}` ({}), `LogOptions` with an 8 MiB \
-         ring, 4 pairs in flight, group-commit timer {gc} µs, {seg} MiB segments (fallocated on tmpfs, zero-filled on disk); \
+         - tmpfs ×n: `wal::Log` on `n` directories in `{}` ({}), `LogOptions` with a {ring} KiB \
+         ring, {inflight} pairs in flight, group-commit timer {gc} µs, {seg} MiB segments (fallocated on tmpfs, zero-filled on disk); \
          writes through {}. `fdatasync` on tmpfs returns at once: the devices are not the bottleneck.\n\
          - disk ×n: the same in `{}` ({}).\n\
          - commit modes: `commit` (no wait: the CPU cost of logging alone); deferred ack \

@@ -135,6 +135,10 @@ pub struct BenchArgs {
     /// separated (more sessions: more throughput, and more commits queued per sync).
     #[arg(long, value_delimiter = ',', default_value = "4,16,64")]
     pub latency_sessions: Vec<usize>,
+    /// Durability suites: each log buffer's ring, KiB (`LogOptions::ring_bytes`; default: the
+    /// log's default).
+    #[arg(long)]
+    pub ring_kib: Option<usize>,
     /// Durability suites: write+sync pairs each logger keeps in flight
     /// (`LogOptions::max_in_flight`; default: the log's default).
     #[arg(long)]
@@ -231,13 +235,14 @@ impl BenchArgs {
     }
 
     /// The `wal::LogOptions` of every log the durability suites open: the defaults, with
-    /// `--group-commit-us`, `--max-in-flight`, `--assist-us` and `--wal-io`.
+    /// `--group-commit-us`, `--max-in-flight`, `--assist-us`, `--ring-kib` and `--wal-io`.
     fn log_options(&self) -> wal::LogOptions {
         let defaults = wal::LogOptions::default();
         wal::LogOptions {
             group_commit_delay: Duration::from_micros(self.group_commit_us),
             max_in_flight: self.max_in_flight.unwrap_or(defaults.max_in_flight).max(1),
             assist_below: self.assist_us.map_or(defaults.assist_below, Duration::from_micros),
+            ring_bytes: self.ring_kib.map_or(defaults.ring_bytes, |k| k << 10),
             device: wal::DeviceOptions { backend: self.wal_io, ..defaults.device },
             ..defaults
         }
