@@ -113,9 +113,19 @@ fn expand_table_statements(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
 
 fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Vec<Parsed>> {
     let dialect = PostgreSqlDialect {};
+    // COPY is not supported in any form; PostgreSQL accepts options sqlparser does not (such
+    // as pgbench's `WITH (FREEZE ON)`), and those must not come back as syntax errors.
+    let copy = tokens.iter().find(|t| !matches!(t.token, Token::Whitespace(_))).is_some_and(
+        |t| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::COPY),
+    );
     let mut parser =
         Parser::new(&dialect).with_recursion_limit(MAX_NESTING).with_tokens_with_locations(tokens);
-    let stmts = parser.parse_statements().map_err(|e| convert_error(sql, e))?;
+    let stmts = parser.parse_statements().map_err(|e| match e {
+        ParserError::ParserError(_) if copy => {
+            Error::Unsupported { feature: "COPY".into(), span: None }
+        }
+        e => convert_error(sql, e),
+    })?;
     Ok(stmts.into_iter().map(|s| Parsed::Sql(Box::new(s))).collect())
 }
 
