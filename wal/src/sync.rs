@@ -117,8 +117,8 @@ impl Parker {
 
     /// Sleeps until `ready()` returns true, or until `deadline` (if any): returns whether
     /// `ready()` held. `ready` is evaluated with the parker's lock held; it may take other
-    /// locks (never this one). Under loom the deadline is ignored (loom has no time), so a model that ends proves
-    /// that the wake-ups alone end the wait.
+    /// locks (never this one). Under loom the deadline is ignored (loom has no time), so a
+    /// model that ends proves that the wake-ups alone end the wait.
     pub(crate) fn wait_until_deadline(
         &self,
         mut ready: impl FnMut() -> bool,
