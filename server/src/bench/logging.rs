@@ -124,8 +124,9 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
         "### Logging overhead (in-process `txn` API)\n\n\
          {rows} rows (key 9 B, row 91 B; one value record of ~130 B per transaction); windows of \
          {:.1} s after {:.1} s of warm-up; {} rounds, interleaved; the median is shown with \
-         ± half the range of the rounds (as % of the median). `× off` = median against the \
-         median of `off` at the same committer count. `CPU` = the whole process's CPU time over \
+         ± half the range of the rounds (as % of the median). `× off` = the median over the \
+         rounds of the row's rate divided by `off`'s in the same round (a round runs its rows \
+         back to back, so drift between rounds cancels), with the lowest and highest round. `CPU` = the whole process's CPU time over \
          the window as a share of both cores (loggers included); `cs/txn` = the process's context \
          switches per transaction; `B/pair` = log bytes per write+`fdatasync` pair (the \
          group-commit size, per device).\n\n\
@@ -171,18 +172,23 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
                 let cpu = Spread::of(&list.iter().map(Cell::cpu_share).collect::<Vec<_>>());
                 let cs =
                     Spread::of(&list.iter().map(Cell::switches_per_commit).collect::<Vec<_>>());
-                let off = Spread::of(
-                    &cells[&(0, workload, c)].iter().map(Cell::rate).collect::<Vec<_>>(),
+                // Paired by round: a round runs its rows back to back, so the machine's drift
+                // between rounds cancels out of each round's ratio.
+                let off = &cells[&(0, workload, c)];
+                let paired = Spread::of(
+                    &list.iter().zip(off).map(|(x, o)| x.rate() / o.rate()).collect::<Vec<_>>(),
                 );
-                let ratio = spread.median / off.median;
+                let ratio = paired.median;
                 let (pairs, bytes) =
                     list.iter().fold((0, 0), |a, x| (a.0 + x.pairs, a.1 + x.pair_bytes));
                 let per_pair =
                     if pairs > 0 { fmt_rate(bytes as f64 / pairs as f64) } else { "—".into() };
                 out.push_str(&format!(
-                    " {} ±{:.0}% | {ratio:.2}× | {:.0}% | {:.2} | {per_pair} |",
+                    " {} ±{:.0}% | {ratio:.2}× ({:.2}–{:.2}) | {:.0}% | {:.2} | {per_pair} |",
                     fmt_rate(spread.median),
                     spread.range_pct() / 2.0,
+                    paired.min,
+                    paired.max,
                     cpu.median * 100.0,
                     cs.median
                 ));
