@@ -512,21 +512,22 @@ impl Transaction {
         // filled right after it is taken. An in-memory log writes nothing: no record, and a
         // reservation that only allocates the SSN.
         let in_memory = self.inner.log.is_in_memory();
-        let mut entries = Vec::with_capacity(if in_memory { 0 } else { st.logged });
-        for (table, items) in st.groups.iter().filter(|_| !in_memory) {
-            for it in items.iter().filter(|it| it.kind != WriteKind::LockOnly) {
-                let row = match it.kind {
-                    WriteKind::Delete => None,
-                    _ => Some(it.row.as_deref().expect("insert/update carries a row").as_slice()),
-                };
-                entries.push(ValueEntry { table: table.id.0, key: &it.key, row });
-            }
-        }
         let mut payload = Vec::new();
         if !in_memory {
+            let mut entries = Vec::with_capacity(st.logged);
+            for (table, items) in &st.groups {
+                for it in items.iter().filter(|it| it.kind != WriteKind::LockOnly) {
+                    let row = match it.kind {
+                        WriteKind::Delete => None,
+                        _ => {
+                            Some(it.row.as_deref().expect("insert/update carries a row").as_slice())
+                        }
+                    };
+                    entries.push(ValueEntry { table: table.id.0, key: &it.key, row });
+                }
+            }
             encode_values(&entries, &mut payload);
         }
-        drop(entries);
         // A large transaction's payload goes to a spill file (written and synced here, locks
         // held, before the SSN is taken); its record only names the file.
         let kind = if payload.len() > self.inner.log.spill_threshold() {

@@ -11,22 +11,16 @@
 //!   at most one byte-wise tail;
 //! - [`records3`]: three records at once. Each `crc32` step waits 3 cycles for the previous
 //!   one but the core starts one per cycle, so three independent records interleaved take
-//!   about as long as one: the reader checks the next three records in one go.
-//!
+//!   about as long as one: the reader checks the next three records in one go;
 //! - [`record_split`]: one record given as a header and a payload in separate places (the
-//!   writer's form).
+//!   writer's form; [`record`] is it with an empty payload part).
 //!
 //! All compute exactly `crc32c_append(crc32c(&bytes[0..4]), &bytes[8..])`; the tests compare
 //! them with the `crc32c` crate for every length up to 300 and random contents.
 
 /// The CRC-32C of a record's bytes `0..4` followed by `8..`. `bytes.len() >= 8`.
 pub(crate) fn record(bytes: &[u8]) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("sse4.2") {
-        // SAFETY: the CPU has SSE 4.2 (checked just above).
-        return unsafe { hw::record(bytes) };
-    }
-    portable(bytes)
+    record_split(bytes, &[])
 }
 
 /// [`record`] of the record whose bytes are `head` followed by `tail` (`head.len() >= 8`):
@@ -85,12 +79,6 @@ mod hw {
             s = u64::from(_mm_crc32_u8(s as u32, b));
         }
         s
-    }
-
-    #[target_feature(enable = "sse4.2")]
-    pub(super) fn record(bytes: &[u8]) -> u32 {
-        let s = u64::from(_mm_crc32_u32(!0, le32(bytes)));
-        !(update(s, &bytes[8..]) as u32)
     }
 
     #[target_feature(enable = "sse4.2")]

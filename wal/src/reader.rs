@@ -549,8 +549,8 @@ mod tests {
     }
 
     /// Reads the log with the default chunk (whole segments, at these sizes), then again with
-    /// chunks down to 1 byte (records
-    /// cross chunk boundaries everywhere), and checks that every read gives the same result.
+    /// chunks down to 1 byte (records cross chunk boundaries everywhere), and checks that every
+    /// read gives the same result.
     fn read_chunked<'d>(
         reader: impl Fn() -> SegmentReader<'d>,
     ) -> (Vec<Owned>, Result<LogEnd, Error>) {
@@ -877,9 +877,9 @@ mod tests {
         for (chunk, nth) in [(READ_CHUNK, 1), (16, 3)] {
             let device = FaultyDevice::new(MemDevice::with_bytes(log.clone())).fail_read(nth);
             TEST_CHUNK.with(|c| c.set(chunk));
-            let reader =
+            let mut reader =
                 SegmentReader::new(DeviceId(0), vec![(SegmentNo(0), &device)], <_>::default());
-            let result = read_all(&mut { reader }).1;
+            let result = read_all(&mut reader).1;
             TEST_CHUNK.with(|c| c.set(READ_CHUNK));
             assert!(
                 matches!(result, Err(Error::DeviceFailed { device: DeviceId(0), .. })),

@@ -58,10 +58,10 @@
 //! write ([`Staged`]), so a lookup that finds its key touches the one write it then updates,
 //! and a new key touches no staged write at all (profiles showed the key comparison's cache
 //! miss, and the table's growth, dominating the workers with 100-byte rows). When every
-//! reader is done, each partition's surviving writes go to [`Target::install_staged`] — each key exactly
-//! once, all partitions in parallel — and the caller's thread runs [`Target::finish_staged`]
-//! (the engine's bulk index build). A log with `k` writes per key thus costs the engine one
-//! install per key instead of `k`.
+//! reader is done, each partition's surviving writes go to [`Target::install_staged`] — each
+//! key exactly once, all partitions in parallel — and the caller's thread runs
+//! [`Target::finish_staged`] (the engine's bulk index build). A log with `k` writes per key
+//! thus costs the engine one install per key instead of `k`.
 //!
 //! Memory: the staged rows of the whole log tail, i.e. at most the size of the tables it
 //! touches (they move into the engine without a copy), plus the channels' batches and the
@@ -213,10 +213,10 @@ fn partition(h: u64, threads: usize) -> usize {
 /// grow), which is what [`Target::install_staged`] takes (no copy at the end); the index is an
 /// open-addressing table (linear probing, at most half full) of 32 bits of their hashes and
 /// their positions, 8 bytes a slot, so growing it moves little. It is not hashbrown's because
-/// a worker looks up a batch of keys whose hashes it knows in advance: [`Stage::prefetch`] asks for the slot of an entry a few
-/// ahead, [`Stage::prefetch_write`] for the staged write that slot (or one a few slots on)
-/// points to, and [`Stage::prefetch_row`] for that write's row, so that the lookup of the entry
-/// itself finds all three in the cache (profiles showed the worker waiting on those misses with
+/// a worker looks up a batch of keys whose hashes it knows in advance: [`Stage::prefetch`]
+/// asks for the slot of an entry a few ahead, [`Stage::prefetch_write`] for the staged write
+/// that slot (or one a few slots on) points to, and [`Stage::prefetch_row`] for that write's
+/// row, so that the lookup of the entry itself finds all three in the cache (profiles showed the worker waiting on those misses with
 /// ~1 M keys; following the probe sequence, the row, and looking twice as far ahead took the
 /// one-pass recovery of 100-byte rows from 0.60 to 0.56 s, lower quartiles of 12 rounds each).
 #[derive(Default)]

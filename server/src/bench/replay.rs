@@ -225,7 +225,7 @@ fn generate(
     }
     let row_len = make_row(workload, 1, 1, &pad).len();
     let target_bytes = args.log_mb * 1_000_000;
-    let filled = || (0..log.n_buffers()).map(|b| log.reserved_bytes(b)).sum::<u64>();
+    let logged = || (0..log.n_buffers()).map(|b| log.reserved_bytes(b)).sum::<u64>();
     let stop = AtomicBool::new(false);
     let updates = AtomicU64::new(0);
     let meta = std::thread::scope(|s| -> Result<_, Box<dyn std::error::Error>> {
@@ -258,10 +258,10 @@ fn generate(
             .collect();
         let mut meta = None;
         let mut result = Ok(());
-        while filled() < target_bytes && workers.iter().all(|w| !w.is_finished()) {
+        while logged() < target_bytes && workers.iter().all(|w| !w.is_finished()) {
             std::thread::sleep(Duration::from_millis(20));
-            if meta.is_none() && filled() >= target_bytes / 2 {
-                eprintln!("replay: {} MB of log, checkpoint", filled() / 1_000_000);
+            if meta.is_none() && logged() >= target_bytes / 2 {
+                eprintln!("replay: {} MB of log, checkpoint", logged() / 1_000_000);
                 let taken = engine.begin_checkpoint().map_err(|e| e.to_string()).and_then(|cut| {
                     recovery::write_checkpoint(
                         &cut,
@@ -289,7 +289,7 @@ fn generate(
         meta.ok_or_else(|| "the log filled before a checkpoint could be taken".into())
     })?;
     log.wait_csn(log.max_ssn())?;
-    let bytes = filled();
+    let bytes = logged();
     drop(engine);
     drop(Arc::try_unwrap(log).map_err(|_| "the bench holds the last reference to its log")?);
 
