@@ -193,6 +193,7 @@ pub fn open_database(
             ),
             ("aspen.checkpoint_dirs", join_paths(&checkpoint_dirs)),
             ("aspen.wal_assist_below", format!("{}us", config.log.assist_below.as_micros())),
+            ("aspen.wal_pairs_in_flight", config.log.max_in_flight.to_string()),
             ("wal_writer_delay", format!("{}ms", config.log.lazy_flush_delay.as_millis())),
             (
                 "checkpoint_timeout",

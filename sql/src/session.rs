@@ -466,6 +466,12 @@ const GUCS: &[Guc] = &[
         description: "Write-ahead log devices (one log buffer and one logger thread each).",
     },
     Guc {
+        name: "aspen.wal_pairs_in_flight",
+        default: "4",
+        report: false,
+        description: "The most write+sync pairs a log writer keeps in flight (it adapts within).",
+    },
+    Guc {
         name: "checkpoint_timeout",
         default: "0",
         report: false,
@@ -648,6 +654,7 @@ const READ_ONLY_GUCS: &[&str] = &[
     "aspen.group_commit_delay",
     "aspen.wal_assist_below",
     "aspen.wal_dirs",
+    "aspen.wal_pairs_in_flight",
     "wal_writer_delay",
     "checkpoint_timeout",
     "data_directory",
