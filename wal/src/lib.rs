@@ -113,10 +113,10 @@
 //!    no timer unless `group_commit_delay` is set) and writes it only once every byte is
 //!    filled.
 //! 4. The logger (`logger.rs`): one thread per device, write+`fdatasync` pairs
-//!    ([`LogDevice::submit_write_sync`], up to `max_in_flight` on io_uring), DSN published in
-//!    submission order. Segment files `wal/<n>/<segment>.log` ([`DirStore`]) have a fixed size;
-//!    a record never crosses one; the logger waits for every pair of a segment before it
-//!    creates the next. [`Log::delete_segments_below`] removes closed segments a checkpoint
+//!    ([`LogDevice::submit_write_sync`], on io_uring up to `max_in_flight`, as many as pay on
+//!    the device: [`depth`]), DSN published in submission order. Segment files
+//!    `wal/<n>/<segment>.log` ([`DirStore`]) have a fixed size; a record never crosses one;
+//!    the logger waits for every pair of a segment before it creates the next. [`Log::delete_segments_below`] removes closed segments a checkpoint
 //!    covers. On a fast device (pairs under [`LogOptions::assist_below`] on average: tmpfs, a
 //!    disk with a power-safe cache) a requester whose device's logger is idle runs the
 //!    logger's flush itself, with a synchronous `write` + `fdatasync`, instead of waking it
@@ -185,6 +185,7 @@
 
 mod buffer;
 mod crc;
+mod depth;
 pub mod device;
 mod durability;
 mod error;

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! loop {
-//!     if fewer than max_in_flight pairs are in flight, the open segment is not empty, and
+//!     if fewer pairs are in flight than allowed (adapted, at most max_in_flight: see
+//!       [`crate::depth`]), the open segment is not empty, and
 //!       a flush is due (see below):
 //!         if a CSN waiter wants more than our DSN and our L.ssn: reserve a marker first (it
 //!           rides in this pair instead of a pair of its own after it)
@@ -65,6 +66,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::buffer::{Inner, Log, Reserved, Space, MIN_RESERVATION};
+use crate::depth::Depth;
 use crate::device::{DeviceId, DeviceOptions, LogDevice, Pending, SegmentNo};
 use crate::error::Error;
 use crate::record::{Record, RecordKind, LEN_OFFSET, SSN_OFFSET};
@@ -82,7 +84,9 @@ pub struct LogOptions {
     /// Bytes of each buffer's ring: the most a device can have reserved but not yet durable
     /// (back-pressure), and the largest record. Default 8 MiB.
     pub ring_bytes: usize,
-    /// Write+sync pairs a logger keeps in flight (pipelining on io_uring). Default 4.
+    /// The most write+sync pairs a logger keeps in flight (pipelining on io_uring); within
+    /// it, the logger keeps as many as its measurements say pay on the device
+    /// ([`crate::depth`]). Default 4.
     pub max_in_flight: usize,
     /// Sleep this long before writing, to batch more (the group-commit timer). Default zero:
     /// write as soon as the previous sync returned.
@@ -200,6 +204,9 @@ struct InFlight {
     ring_end: u64,
     /// When the pair was submitted (its time to completion feeds [`Logger::pair_ns`]).
     submitted: Instant,
+    /// How many pairs were in flight when it was submitted (`None`: written and synced on the
+    /// logger's thread, not a sample for [`Depth`]).
+    depth: Option<usize>,
 }
 
 /// What one turn of the logger's loop did.
@@ -225,6 +232,8 @@ pub(crate) struct Logger {
     segment_size: u64,
     pending: VecDeque<InFlight>,
     max_in_flight: usize,
+    /// How many of the pairs through io_uring may be in flight (module [`crate::depth`]).
+    depth: Depth,
     delay: Duration,
     lazy_delay: Duration,
     /// When the lazy records in the open segment must go out (set when the logger first sees
@@ -344,7 +353,7 @@ impl Logger {
         if inner.failed.load(Ordering::Acquire) {
             return Ok(Step::Stop);
         }
-        if self.pending.len() < self.max_in_flight {
+        if self.pending.len() < self.depth.allowed() {
             let due = self.flush_due(inner);
             let ring_capacity = b.ring.as_ref().expect("a logged buffer has a ring").capacity();
             if due && self.marker_behind(inner) {
@@ -507,17 +516,20 @@ impl Logger {
             } else {
                 bytes[pos..end].to_vec()
             };
-            if self.pending.len() >= self.max_in_flight {
+            if self.pending.len() >= self.depth.allowed() {
                 self.complete_oldest(inner)?;
             }
             let submitted = Instant::now();
-            let pending = if direct && self.pending.is_empty() {
+            let synchronous = direct && self.pending.is_empty();
+            let depth = (!synchronous).then_some(self.pending.len());
+            let pending = if synchronous {
                 // Nothing in flight: this sync covers this write (and only what is written).
                 let (offset, segment) = (self.file_offset, &self.segment);
                 let outcome =
                     segment.write_at(offset, &chunk).and_then(|()| segment.sync()).map(|()| chunk);
                 Pending::ready(outcome)
             } else {
+                self.depth.submitted(self.pending.len());
                 self.segment.submit_write_sync(self.file_offset, chunk)?
             };
             self.file_offset += (end - pos) as u64;
@@ -526,6 +538,7 @@ impl Logger {
                 last_ssn,
                 ring_end: ring_start + end as u64,
                 submitted,
+                depth,
             });
             if direct {
                 self.complete_oldest(inner)?;
@@ -549,7 +562,11 @@ impl Logger {
         let f = self.pending.pop_front().expect("a pair in flight");
         let buf = self.segment.wait(f.pending)?;
         self.recycle(buf);
-        self.time_pair(inner, f.submitted.elapsed());
+        let took = f.submitted.elapsed();
+        if let Some(depth) = f.depth {
+            self.depth.completed(depth, took);
+        }
+        self.time_pair(inner, took);
         {
             let mut segments = inner.devices[self.d].segments.lock();
             let current = segments.last_mut().expect("the current segment");
@@ -711,6 +728,7 @@ impl Log {
                     file_offset: 0,
                     pending: VecDeque::new(),
                     max_in_flight: options.max_in_flight,
+                    depth: Depth::new(options.max_in_flight),
                     delay: options.group_commit_delay,
                     lazy_delay: options.lazy_flush_delay,
                     lazy_deadline: None,

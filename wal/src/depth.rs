@@ -1,0 +1,206 @@
+//! How many write+sync pairs a logger keeps in flight: adapted to what the device does with
+//! them.
+//!
+//! Pairs in flight pay where the device overlaps them (a sync's latency hides the next pair's
+//! transfer: an array, an SSD with several queues, the bandwidth-bound emulated devices of
+//! the scaling suite). They cost where the device serializes them: on a virtio disk with a
+//! volatile write cache every pair is a cache flush, flushes queue one behind the other, and
+//! four small pairs in flight each wait for the three before them, where one pair carrying
+//! the same commits would have waited for none (BENCHMARKS.md: 0.31 ms p50 at four in flight
+//! against 0.18 ms at one, and 35% less throughput).
+//!
+//! The logger cannot ask the device which it is, so it measures. A pair submitted while `d`
+//! others are in flight is a sample of *depth* `d`; each depth keeps a moving average of its
+//! pairs' submit-to-complete time `L(d)`. Kept at `k = d + 1` in flight under load, a pair
+//! leaves every `L(d) / k` and a commit waits on average half that gap for the next pair,
+//! then the pair itself:
+//!
+//! ```text
+//! cost(d) = L(d) · (1 + 1 / (2 (d + 1)))         -- expected commit wait at depth d
+//! ```
+//!
+//! The limit moves to the depth of least cost among the current one and its two neighbours,
+//! if that is at least [`MARGIN`] cheaper. The neighbours are measured by probes: every
+//! [`PROBE_EVERY`] completions one pair is allowed one deeper than the limit, or the next one
+//! shallower (alternately), so the estimates stay fresh as the load changes; an estimate not
+//! refreshed within [`FRESH`] completions is replaced by its next sample and not compared
+//! before. The limit starts at one pair and never exceeds `LogOptions::max_in_flight`.
+//!
+//! Only pairs through io_uring overlap; synchronous pairs (`FileDevice`, a requester's flush)
+//! are always depth 0 and leave the limit where it is.
+
+use std::time::Duration;
+
+/// Completions between two probes.
+pub(crate) const PROBE_EVERY: u64 = 16;
+/// A depth's estimate counts only if sampled within this many completions.
+pub(crate) const FRESH: u64 = 3 * PROBE_EVERY;
+/// A neighbouring depth must be this much cheaper (as a fraction) to take over.
+pub(crate) const MARGIN: f64 = 0.05;
+
+/// The adaptive in-flight limit of one logger.
+#[derive(Debug)]
+pub(crate) struct Depth {
+    max: usize,
+    /// Pairs allowed in flight (1 ..= max), probes aside.
+    limit: usize,
+    /// Per depth: moving average of pair time, ns, and the completion count of its last sample.
+    latency: Vec<Option<(u64, u64)>>,
+    /// Completions so far.
+    completions: u64,
+    /// Completion count when the last probe was submitted.
+    probed_at: u64,
+    /// The next probe goes deeper (else shallower).
+    probe_up: bool,
+}
+
+impl Depth {
+    pub(crate) fn new(max: usize) -> Depth {
+        assert!(max > 0, "at least one pair in flight");
+        Depth {
+            max,
+            limit: 1,
+            latency: vec![None; max],
+            completions: 0,
+            probed_at: 0,
+            probe_up: true,
+        }
+    }
+
+    /// Pairs allowed in flight before the next one is submitted (the limit, or one more or
+    /// one fewer while a probe is due).
+    pub(crate) fn allowed(&self) -> usize {
+        if self.completions - self.probed_at < PROBE_EVERY {
+            self.limit
+        } else if self.probe_up {
+            (self.limit + 1).min(self.max)
+        } else {
+            (self.limit - 1).max(1)
+        }
+    }
+
+    /// A pair is submitted while `depth` others are in flight.
+    pub(crate) fn submitted(&mut self, depth: usize) {
+        let probe = self.completions - self.probed_at >= PROBE_EVERY;
+        let probed = if self.probe_up { depth >= self.limit } else { depth + 2 <= self.limit };
+        let pointless = if self.probe_up { self.limit == self.max } else { self.limit == 1 };
+        if probe && (probed || pointless) {
+            self.probed_at = self.completions;
+            self.probe_up = !self.probe_up;
+        }
+    }
+
+    /// A pair submitted at `depth` completed after `took`; the limit follows the cheapest
+    /// fresh depth.
+    pub(crate) fn completed(&mut self, depth: usize, took: Duration) {
+        let depth = depth.min(self.max - 1);
+        self.completions += 1;
+        let now = self.completions;
+        let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let avg = match self.latency[depth] {
+            Some((avg, at)) if now - at <= FRESH => avg - avg / 4 + sample / 4,
+            _ => sample,
+        };
+        self.latency[depth] = Some((avg, now));
+        let cost = |d: usize| match self.latency[d] {
+            Some((avg, at)) if now - at <= FRESH => {
+                Some(avg as f64 * (1.0 + 1.0 / (2.0 * (d + 1) as f64)))
+            }
+            _ => None,
+        };
+        let current = self.limit - 1;
+        let Some(mut best_cost) = cost(current) else { return };
+        let mut best = current;
+        for d in [current.checked_sub(1), Some(current + 1).filter(|&d| d < self.max)]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(c) = cost(d) {
+                if c < best_cost * (1.0 - MARGIN) {
+                    best = d;
+                    best_cost = c;
+                }
+            }
+        }
+        self.limit = best + 1;
+    }
+
+    /// The current limit (probes aside).
+    #[cfg(test)]
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drives `depth` with a modelled device for 2000 completions: `pair(k)` is the time of a
+    /// pair submitted while `k - 1` others are in flight. The logger is saturated (it always has
+    /// a pair to submit), so it keeps the allowed number in flight. Returns the limit.
+    fn run(depth: &mut Depth, pair: impl Fn(u64) -> u64) -> usize {
+        let mut in_flight = std::collections::VecDeque::new();
+        for _ in 0..2000 {
+            while in_flight.len() < depth.allowed() {
+                depth.submitted(in_flight.len());
+                in_flight.push_back(in_flight.len());
+            }
+            let d = in_flight.pop_front().expect("a pair in flight");
+            depth.completed(d, Duration::from_nanos(pair(d as u64 + 1)));
+        }
+        depth.limit()
+    }
+
+    /// Every pair waits for those ahead of it (flushes of a volatile cache queue up).
+    fn serializing(k: u64) -> u64 {
+        100_000 * k
+    }
+
+    /// Log-bound with overlapping syncs: k pairs in flight split the waiting bytes k ways,
+    /// and each pair's 500 µs sync overlaps the others' transfers.
+    fn overlapping(k: u64) -> u64 {
+        500_000 + 2_000_000 / k
+    }
+
+    #[test]
+    fn a_device_that_serializes_pairs_keeps_one_in_flight() {
+        assert_eq!(run(&mut Depth::new(4), serializing), 1);
+        assert_eq!(run(&mut Depth::new(64), serializing), 1);
+    }
+
+    #[test]
+    fn a_device_that_overlaps_pairs_gets_all_of_them() {
+        assert_eq!(run(&mut Depth::new(4), overlapping), 4);
+        assert_eq!(run(&mut Depth::new(8), overlapping), 8);
+        // Constant pair time: each step deeper saves less (1.5, 1.25, 1.17, 1.125 pair times),
+        // until the saving is within the margin.
+        assert_eq!(run(&mut Depth::new(8), |_| 500_000), 3);
+    }
+
+    #[test]
+    fn the_limit_settles_where_the_cost_is_least() {
+        // Pairs overlap up to two, then queue: costs 150, 125, 267, 375 µs.
+        let two = |k: u64| if k <= 2 { 100_000 } else { 100_000 * k - 100_000 };
+        assert_eq!(run(&mut Depth::new(4), two), 2);
+    }
+
+    #[test]
+    fn the_limit_follows_a_device_that_changes() {
+        let mut depth = Depth::new(4);
+        assert_eq!(run(&mut depth, overlapping), 4);
+        assert_eq!(run(&mut depth, serializing), 1);
+        assert_eq!(run(&mut depth, overlapping), 4);
+    }
+
+    #[test]
+    fn synchronous_pairs_leave_the_limit_alone() {
+        let mut depth = Depth::new(4);
+        for _ in 0..1000 {
+            depth.submitted(0);
+            depth.completed(0, Duration::from_micros(100));
+        }
+        assert_eq!(depth.limit(), 1);
+        assert!(depth.allowed() <= 2);
+    }
+}
