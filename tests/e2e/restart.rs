@@ -121,11 +121,23 @@ async fn synchronous_commits_flushed_by_their_connection_threads_survive_a_crash
     synchronous_commits_survive(&["--wal-assist-us", "10000000"], "10000000us").await;
 }
 
+/// With up to 16 write+sync pairs in flight per log writer (it keeps as many as pay on the
+/// device: `wal::depth`), through io_uring where available.
+#[tokio::test]
+async fn synchronous_commits_with_many_pairs_in_flight_survive_a_crash() {
+    synchronous_commits_survive(&["--wal-assist-us", "0", "--wal-pairs-in-flight", "16"], "0us")
+        .await;
+}
+
 async fn synchronous_commits_survive(args: &[&str], assist_below: &str) {
     let Some(mut server) = aspen_with_an_hour_lazy_timer_and(args) else { return };
     let c = timed("connect", connect(server.port())).await.expect("connect");
     let row = timed("show", c.query_one("SHOW aspen.wal_assist_below", &[])).await.unwrap();
     assert_eq!(row.get::<_, String>(0), assist_below);
+    let pairs =
+        args.iter().position(|a| *a == "--wal-pairs-in-flight").map_or("4", |i| args[i + 1]);
+    let row = timed("show", c.query_one("SHOW aspen.wal_pairs_in_flight", &[])).await.unwrap();
+    assert_eq!(row.get::<_, String>(0), pairs);
     timed("ddl", c.batch_execute("CREATE TABLE t (id int PRIMARY KEY, v int)")).await.unwrap();
     let insert = c.prepare("INSERT INTO t VALUES ($1, 0)").await.expect("prepare");
     for id in 0..50i32 {
