@@ -26,8 +26,11 @@
 //! refreshed within [`FRESH`] completions is replaced by its next sample and not compared
 //! before. The limit starts at one pair and never exceeds `LogOptions::max_in_flight`.
 //!
-//! Only pairs through io_uring overlap; synchronous pairs (`FileDevice`, a requester's flush)
-//! are always depth 0 and leave the limit where it is.
+//! At a limit of one, the logger writes and syncs on its own thread instead of through
+//! io_uring (it would only wait for the pair, and the hand-off to a kernel worker makes the
+//! pair slower): those pairs are samples of depth 0, and a probe one deeper goes through
+//! io_uring. Pairs that cannot overlap (`FileDevice`, whose submission writes and syncs, and
+//! requesters' flushes) are samples of depth 0 or of the queue they waited in.
 
 use std::time::Duration;
 

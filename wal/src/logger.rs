@@ -204,9 +204,9 @@ struct InFlight {
     ring_end: u64,
     /// When the pair was submitted (its time to completion feeds [`Logger::pair_ns`]).
     submitted: Instant,
-    /// How many pairs were in flight when it was submitted (`None`: written and synced on the
-    /// logger's thread, not a sample for [`Depth`]).
-    depth: Option<usize>,
+    /// How many pairs were in flight when it was submitted (a sample for [`Depth`]; a pair
+    /// written and synced on the flushing thread is one of depth 0).
+    depth: usize,
 }
 
 /// What one turn of the logger's loop did.
@@ -362,8 +362,11 @@ impl Logger {
                 self.reserve_marker(inner);
             }
             // On a fast device the logger writes as its requesters do: synchronously, one pair
-            // at a time (module doc, "Requesters flush").
-            let direct = inner.devices[self.d].assist.load(Ordering::Relaxed);
+            // at a time (module doc, "Requesters flush"). So it does where one pair in flight
+            // pays best ([`crate::depth`]): it would only wait for that pair, and through
+            // io_uring the pair costs a hand-off to a kernel worker more.
+            let direct =
+                inner.devices[self.d].assist.load(Ordering::Relaxed) || self.depth.allowed() == 1;
             if self.flush_open(inner, |l| due || l.pressed(ring_capacity), direct)? {
                 return Ok(Step::Worked);
             }
@@ -520,16 +523,15 @@ impl Logger {
                 self.complete_oldest(inner)?;
             }
             let submitted = Instant::now();
-            let synchronous = direct && self.pending.is_empty();
-            let depth = (!synchronous).then_some(self.pending.len());
-            let pending = if synchronous {
+            let depth = self.pending.len();
+            self.depth.submitted(depth);
+            let pending = if direct && depth == 0 {
                 // Nothing in flight: this sync covers this write (and only what is written).
                 let (offset, segment) = (self.file_offset, &self.segment);
                 let outcome =
                     segment.write_at(offset, &chunk).and_then(|()| segment.sync()).map(|()| chunk);
                 Pending::ready(outcome)
             } else {
-                self.depth.submitted(self.pending.len());
                 self.segment.submit_write_sync(self.file_offset, chunk)?
             };
             self.file_offset += (end - pos) as u64;
@@ -563,9 +565,7 @@ impl Logger {
         let buf = self.segment.wait(f.pending)?;
         self.recycle(buf);
         let took = f.submitted.elapsed();
-        if let Some(depth) = f.depth {
-            self.depth.completed(depth, took);
-        }
+        self.depth.completed(f.depth, took);
         self.time_pair(inner, took);
         {
             let mut segments = inner.devices[self.d].segments.lock();
