@@ -205,7 +205,8 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
     }
     out.push_str(&format!(
         "\nCommits: the read-modify-write transaction on a log with `n` device directories in \
-         the same file system (`LogOptions`: {} write+sync pairs in flight per device, \
+         the same file system (`LogOptions`: up to {} write+sync pairs in flight per device, as \
+         many as pay on the disk (`wal::depth`), \
          group-commit timer {gc} µs), timed from the start of the commit call to the \
          acknowledgement: `commit_durable` returning (blocking committers), or the commit seen \
          durable (deferred ack: one thread per core, {} sessions each). {rows} rows; \

@@ -139,7 +139,7 @@ pub struct BenchArgs {
     /// log's default).
     #[arg(long)]
     pub ring_kib: Option<usize>,
-    /// Durability suites: write+sync pairs each logger keeps in flight
+    /// Durability suites: the most write+sync pairs each logger keeps in flight
     /// (`LogOptions::max_in_flight`; default: the log's default).
     #[arg(long)]
     pub max_in_flight: Option<usize>,
