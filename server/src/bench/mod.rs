@@ -143,6 +143,10 @@ pub struct BenchArgs {
     /// (`LogOptions::max_in_flight`; default: the log's default).
     #[arg(long)]
     pub max_in_flight: Option<usize>,
+    /// Durability suites: each log segment file, MiB (`DeviceOptions::segment_size`; default:
+    /// the log's default).
+    #[arg(long)]
+    pub segment_mib: Option<u64>,
     /// Durability suites: how log files on disk are written (`auto`: io_uring where available,
     /// else pwrite; as `aspen serve --wal-io`).
     #[arg(long, value_name = "auto|uring|pwrite", default_value = "auto", value_parser = crate::config::parse_backend)]
@@ -235,7 +239,8 @@ impl BenchArgs {
     }
 
     /// The `wal::LogOptions` of every log the durability suites open: the defaults, with
-    /// `--group-commit-us`, `--max-in-flight`, `--assist-us`, `--ring-kib` and `--wal-io`.
+    /// `--group-commit-us`, `--max-in-flight`, `--assist-us`, `--ring-kib`, `--segment-mib`
+    /// and `--wal-io`.
     fn log_options(&self) -> wal::LogOptions {
         let defaults = wal::LogOptions::default();
         wal::LogOptions {
@@ -243,7 +248,11 @@ impl BenchArgs {
             max_in_flight: self.max_in_flight.unwrap_or(defaults.max_in_flight).max(1),
             assist_below: self.assist_us.map_or(defaults.assist_below, Duration::from_micros),
             ring_bytes: self.ring_kib.map_or(defaults.ring_bytes, |k| k << 10),
-            device: wal::DeviceOptions { backend: self.wal_io, ..defaults.device },
+            device: wal::DeviceOptions {
+                backend: self.wal_io,
+                segment_size: self.segment_mib.map_or(defaults.device.segment_size, |m| m << 20),
+                ..defaults.device
+            },
             ..defaults
         }
     }
