@@ -81,8 +81,8 @@ pub struct ServeArgs {
     pub wal_assist_us: u64,
     /// The most write+sync pairs each log writer keeps in flight through io_uring (within it,
     /// the writer keeps as many as its measurements say pay on the device).
-    #[arg(long, value_name = "N", default_value_t = wal::LogOptions::default().max_in_flight as u64, value_parser = clap::value_parser!(u64).range(1..=64))]
-    pub wal_pairs_in_flight: u64,
+    #[arg(long, value_name = "N", default_value_t = wal::LogOptions::default().max_in_flight as u8, value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub wal_pairs_in_flight: u8,
     /// Log writes through io_uring (`auto`: pwrite on a memory file system such as tmpfs, where
     /// a sync is free, and where io_uring is unavailable).
     #[arg(long, value_name = "auto|uring|pwrite", default_value = "auto", value_parser = parse_backend)]
@@ -152,7 +152,7 @@ impl ServeArgs {
             group_commit_delay: std::time::Duration::from_micros(self.group_commit_delay_us),
             lazy_flush_delay: std::time::Duration::from_millis(self.wal_writer_delay_ms),
             assist_below: std::time::Duration::from_micros(self.wal_assist_us),
-            max_in_flight: self.wal_pairs_in_flight as usize,
+            max_in_flight: usize::from(self.wal_pairs_in_flight),
             ..wal::LogOptions::default()
         };
         log.device.backend = self.wal_io;

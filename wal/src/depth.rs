@@ -129,7 +129,6 @@ impl Depth {
     }
 
     /// The current limit (probes aside).
-    #[cfg(test)]
     pub(crate) fn limit(&self) -> usize {
         self.limit
     }

@@ -111,6 +111,13 @@ pub trait LogDevice: Send + Sync + fmt::Debug {
         Ok(Pending(PendingState::Ready(result)))
     }
 
+    /// Whether [`LogDevice::submit_write_sync`] returns while its pair is still in flight, so
+    /// that several pairs can be on the device at once (the logger then measures how many pay:
+    /// [`crate::depth`]). The default (pairs run at submit) says no.
+    fn overlaps_pairs(&self) -> bool {
+        false
+    }
+
     /// Waits for a pair submitted to this device; `Ok` means its bytes are durable (given that
     /// every earlier pair also completed `Ok`), and gives the buffer back for reuse.
     ///
@@ -207,6 +214,9 @@ macro_rules! forward_log_device {
             }
             fn submit_write_sync(&self, offset: u64, buf: Vec<u8>) -> io::Result<Pending> {
                 (**self).submit_write_sync(offset, buf)
+            }
+            fn overlaps_pairs(&self) -> bool {
+                (**self).overlaps_pairs()
             }
             fn wait(&self, pending: Pending) -> io::Result<Vec<u8>> {
                 (**self).wait(pending)
@@ -524,6 +534,10 @@ impl LogDevice for UringDevice {
 
     fn allocate(&self, len: u64) -> io::Result<()> {
         self.plain.allocate(len)
+    }
+
+    fn overlaps_pairs(&self) -> bool {
+        true
     }
 
     fn submit_write_sync(&self, offset: u64, buf: Vec<u8>) -> io::Result<Pending> {

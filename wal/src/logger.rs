@@ -168,6 +168,8 @@ pub(crate) struct DeviceState {
     /// than waking the logger. Then a reservation into an empty segment does not wake the
     /// logger either (it ticks instead).
     pub(crate) assist: AtomicBool,
+    /// The logger's current limit of pairs in flight ([`crate::depth`]), for reports.
+    in_flight_limit: AtomicU64,
 }
 
 impl DeviceState {
@@ -183,6 +185,7 @@ impl DeviceState {
             next_spill: AtomicU64::new(0),
             flush: Mutex::new(None),
             assist: AtomicBool::new(false),
+            in_flight_limit: AtomicU64::new(1),
         }
     }
 }
@@ -566,6 +569,7 @@ impl Logger {
         self.recycle(buf);
         let took = f.submitted.elapsed();
         self.depth.completed(f.depth, took);
+        inner.devices[self.d].in_flight_limit.store(self.depth.limit() as u64, Ordering::Relaxed);
         self.time_pair(inner, took);
         {
             let mut segments = inner.devices[self.d].segments.lock();
@@ -720,6 +724,8 @@ impl Log {
             .enumerate()
             .map(|(d, (((store, (no, segment)), mut segments), (spills, next_spill)))| {
                 segments.push(SegmentMeta { no, last_ssn: None, closed: false });
+                // Pairs that run at submit never overlap: one at a time.
+                let max_depth = if segment.overlaps_pairs() { options.max_in_flight } else { 1 };
                 let logger = Logger {
                     d,
                     segment_size: store.segment_size(),
@@ -728,7 +734,7 @@ impl Log {
                     file_offset: 0,
                     pending: VecDeque::new(),
                     max_in_flight: options.max_in_flight,
-                    depth: Depth::new(options.max_in_flight),
+                    depth: Depth::new(max_depth),
                     delay: options.group_commit_delay,
                     lazy_delay: options.lazy_flush_delay,
                     lazy_deadline: None,
@@ -744,6 +750,7 @@ impl Log {
                     next_spill: AtomicU64::new(next_spill),
                     flush: Mutex::new(Some(logger)),
                     assist: AtomicBool::new(false),
+                    in_flight_limit: AtomicU64::new(1),
                 }
             })
             .collect::<Box<[_]>>();
@@ -760,6 +767,16 @@ impl Log {
         }
         log.set_loggers(handles);
         Ok(log)
+    }
+
+    /// How many write+sync pairs the logger of `device` currently lets be in flight (adapted to
+    /// the device: [`crate::depth`]; 1 before its first pair, and for devices whose pairs run
+    /// at submit).
+    pub fn in_flight_limit(&self, device: DeviceId) -> usize {
+        self.inner
+            .devices
+            .get(usize::from(device.0))
+            .map_or(0, |d| d.in_flight_limit.load(Ordering::Relaxed) as usize)
     }
 
     /// Whether requesters currently flush `device` themselves when its logger is idle (its

@@ -456,6 +456,10 @@ impl<D: LogDevice> LogDevice for ThrottledDevice<D> {
         self.inner.sync()
     }
 
+    fn overlaps_pairs(&self) -> bool {
+        self.pipelined
+    }
+
     fn submit_write_sync(&self, offset: u64, buf: Vec<u8>) -> io::Result<Pending> {
         if !self.pipelined {
             let result = self.write_at(offset, &buf).and_then(|()| self.sync()).map(|()| buf);
@@ -746,6 +750,10 @@ impl LogDevice for StripedDevice {
             return Ok(());
         }
         self.set_len(len, true)
+    }
+
+    fn overlaps_pairs(&self) -> bool {
+        self.devices.iter().any(|d| d.overlaps_pairs())
     }
 
     /// One request per member: its pieces, then its sync (all members, in parallel). The pair

@@ -140,6 +140,9 @@ impl<D: LogDevice> LogDevice for Counted<D> {
     fn wait(&self, pending: Pending) -> std::io::Result<Vec<u8>> {
         self.inner.wait(pending)
     }
+    fn overlaps_pairs(&self) -> bool {
+        self.inner.overlaps_pairs()
+    }
 }
 
 /// `inner`, counted into a new [`PairCounts`].
