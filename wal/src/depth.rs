@@ -20,11 +20,16 @@
 //! ```
 //!
 //! The limit moves to the depth of least cost among the current one and its two neighbours,
-//! if that is at least [`MARGIN`] cheaper. The neighbours are measured by probes: every
-//! [`PROBE_EVERY`] completions one pair is allowed one deeper than the limit, or the next one
-//! shallower (alternately), so the estimates stay fresh as the load changes; an estimate not
-//! refreshed within [`FRESH`] completions is replaced by its next sample and not compared
-//! before. The limit starts at one pair and never exceeds `LogOptions::max_in_flight`.
+//! if that is at least [`MARGIN`] cheaper. The neighbours are measured by probes: one pair is
+//! allowed one deeper than the limit, or the next one shallower (alternately), every
+//! [`PROBE_EVERY`] completions at first. A probe that does not move the limit doubles its
+//! direction's interval, up to [`PROBE_MAX`] completions (a probe in the wrong direction
+//! costs its pair, and the commits in it: on a disk whose flushes queue, one in every 32 pairs
+//! showed in the p99); a move resets both. Each depth's average takes a quarter of every new
+//! sample, or only the new sample when the last one is older than [`AVERAGE_WITHIN`]
+//! completions (the load may have changed since); one not refreshed within three probe rounds
+//! is not compared. The limit starts at one pair
+//! and never exceeds `LogOptions::max_in_flight`.
 //!
 //! At a limit of one, the logger writes and syncs on its own thread instead of through
 //! io_uring (it would only wait for the pair, and the hand-off to a kernel worker makes the
@@ -34,10 +39,12 @@
 
 use std::time::Duration;
 
-/// Completions between two probes.
+/// Completions between two probes after the limit moved.
 pub(crate) const PROBE_EVERY: u64 = 16;
-/// A depth's estimate counts only if sampled within this many completions.
-pub(crate) const FRESH: u64 = 3 * PROBE_EVERY;
+/// The most completions between two probes in one direction.
+pub(crate) const PROBE_MAX: u64 = 1024;
+/// A sample older than this many completions is replaced by the next one, not averaged.
+const AVERAGE_WITHIN: u64 = 3 * PROBE_EVERY;
 /// A neighbouring depth must be this much cheaper (as a fraction) to take over.
 pub(crate) const MARGIN: f64 = 0.05;
 
@@ -55,6 +62,8 @@ pub(crate) struct Depth {
     probed_at: u64,
     /// The next probe goes deeper (else shallower).
     probe_up: bool,
+    /// Completions between probes, deeper and shallower.
+    interval: [u64; 2],
 }
 
 impl Depth {
@@ -67,13 +76,14 @@ impl Depth {
             completions: 0,
             probed_at: 0,
             probe_up: true,
+            interval: [PROBE_EVERY; 2],
         }
     }
 
     /// Pairs allowed in flight before the next one is submitted (the limit, or one more or
     /// one fewer while a probe is due).
     pub(crate) fn allowed(&self) -> usize {
-        if self.completions - self.probed_at < PROBE_EVERY {
+        if !self.probe_due() {
             self.limit
         } else if self.probe_up {
             (self.limit + 1).min(self.max)
@@ -84,13 +94,21 @@ impl Depth {
 
     /// A pair is submitted while `depth` others are in flight.
     pub(crate) fn submitted(&mut self, depth: usize) {
-        let probe = self.completions - self.probed_at >= PROBE_EVERY;
+        let probe = self.probe_due();
         let probed = if self.probe_up { depth >= self.limit } else { depth + 2 <= self.limit };
         let pointless = if self.probe_up { self.limit == self.max } else { self.limit == 1 };
         if probe && (probed || pointless) {
+            if probed && !pointless {
+                let interval = &mut self.interval[usize::from(!self.probe_up)];
+                *interval = (*interval * 2).min(PROBE_MAX);
+            }
             self.probed_at = self.completions;
             self.probe_up = !self.probe_up;
         }
+    }
+
+    fn probe_due(&self) -> bool {
+        self.completions - self.probed_at >= self.interval[usize::from(!self.probe_up)]
     }
 
     /// A pair submitted at `depth` completed after `took`; the limit follows the cheapest
@@ -99,14 +117,15 @@ impl Depth {
         let depth = depth.min(self.max - 1);
         self.completions += 1;
         let now = self.completions;
+        let fresh = 3 * (self.interval[0] + self.interval[1]);
         let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         let avg = match self.latency[depth] {
-            Some((avg, at)) if now - at <= FRESH => avg - avg / 4 + sample / 4,
+            Some((avg, at)) if now - at <= AVERAGE_WITHIN => avg - avg / 4 + sample / 4,
             _ => sample,
         };
         self.latency[depth] = Some((avg, now));
         let cost = |d: usize| match self.latency[d] {
-            Some((avg, at)) if now - at <= FRESH => {
+            Some((avg, at)) if now - at <= fresh => {
                 Some(avg as f64 * (1.0 + 1.0 / (2.0 * (d + 1) as f64)))
             }
             _ => None,
@@ -125,7 +144,10 @@ impl Depth {
                 }
             }
         }
-        self.limit = best + 1;
+        if best != current {
+            self.limit = best + 1;
+            self.interval = [PROBE_EVERY; 2];
+        }
     }
 
     /// The current limit (probes aside).
@@ -193,6 +215,31 @@ mod tests {
         assert_eq!(run(&mut depth, overlapping), 4);
         assert_eq!(run(&mut depth, serializing), 1);
         assert_eq!(run(&mut depth, overlapping), 4);
+    }
+
+    /// While the limit holds, probes become rare: on a serializing device each one is a pair
+    /// that waits behind another.
+    #[test]
+    fn probes_back_off_while_the_limit_holds() {
+        let mut depth = Depth::new(4);
+        let mut in_flight = std::collections::VecDeque::new();
+        let mut probes = Vec::new();
+        for completion in 0..6000 {
+            while in_flight.len() < depth.allowed() {
+                if in_flight.len() >= depth.limit() {
+                    probes.push(completion);
+                }
+                depth.submitted(in_flight.len());
+                in_flight.push_back(in_flight.len());
+            }
+            let d = in_flight.pop_front().expect("a pair in flight");
+            depth.completed(d, Duration::from_nanos(serializing(d as u64 + 1)));
+        }
+        assert_eq!(depth.limit(), 1);
+        let early = probes.iter().filter(|&&c| c < 200).count();
+        let late = probes.iter().filter(|&&c| c >= 4000).count();
+        assert!(early >= 3, "probes at first: {early}");
+        assert!(late <= 2, "probes in the last 2000 completions: {late}");
     }
 
     #[test]
