@@ -225,11 +225,108 @@ pub(super) enum LogKind {
     /// `n` device directories under `base` (`wal::Log` over `wal::DirStore`s: zero-filled
     /// segments, io_uring where available, the suite's `LogOptions`).
     Dirs { base: PathBuf, n: usize },
+    /// `n` devices in this process's memory ([`RamStore`]: a write is a copy into a buffer, a
+    /// sync nothing): the logging machinery without any kernel I/O.
+    Memory { n: usize },
     /// Poplar over `n` emulated devices: `n` buffers, `n` loggers, `n` SSN sequences.
     Poplar { n: usize, device: Emulated },
     /// The centralized baseline: one buffer (one SSN sequence, one logger) whose device is a
     /// [`StripedDevice`] over `n` emulated devices in stripes of `unit` bytes.
     Central { n: usize, device: Emulated, unit: u64 },
+}
+
+/// Segments in this process's memory for [`LogKind::Memory`]: a write copies into a buffer of
+/// the segment's size, a sync does nothing. Buffers are allocated and touched up front and
+/// reused after a segment is removed, so no page is faulted in while the log runs either: no
+/// kernel work at all. (Stale bytes of a reused buffer are never read: the bench does not
+/// recover these logs.)
+#[derive(Debug)]
+struct RamStore {
+    segment_size: u64,
+    segments: parking_lot::Mutex<std::collections::BTreeMap<wal::SegmentNo, Arc<RamDevice>>>,
+    free: Arc<parking_lot::Mutex<Vec<Vec<u8>>>>,
+}
+
+impl RamStore {
+    /// Buffers allocated (and their pages touched) up front: a measurement window writes a
+    /// few segments, and the bench deletes them after each.
+    const SPARE_SEGMENTS: usize = 4;
+
+    fn new(segment_size: u64) -> RamStore {
+        let free = (0..Self::SPARE_SEGMENTS)
+            .map(|_| {
+                let mut bytes = vec![0u8; segment_size as usize];
+                bytes.iter_mut().step_by(4096).for_each(|b| *b = 1);
+                bytes
+            })
+            .collect();
+        RamStore {
+            segment_size,
+            segments: Default::default(),
+            free: Arc::new(parking_lot::Mutex::new(free)),
+        }
+    }
+}
+
+/// One segment of a [`RamStore`]; gives its buffer back to the store's free list when dropped.
+#[derive(Debug)]
+struct RamDevice {
+    bytes: parking_lot::Mutex<Vec<u8>>,
+    free: Arc<parking_lot::Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Drop for RamDevice {
+    fn drop(&mut self) {
+        self.free.lock().push(std::mem::take(&mut *self.bytes.lock()));
+    }
+}
+
+impl SegmentStore for RamStore {
+    fn segment_size(&self) -> u64 {
+        self.segment_size
+    }
+    fn list(&self) -> std::io::Result<Vec<wal::SegmentNo>> {
+        Ok(self.segments.lock().keys().copied().collect())
+    }
+    fn create(&self, no: wal::SegmentNo) -> std::io::Result<Box<dyn LogDevice>> {
+        let size = self.segment_size as usize;
+        let bytes = self.free.lock().pop().unwrap_or_else(|| vec![0; size]);
+        let device =
+            Arc::new(RamDevice { bytes: parking_lot::Mutex::new(bytes), free: self.free.clone() });
+        self.segments.lock().insert(no, device.clone());
+        Ok(Box::new(device))
+    }
+    fn remove(&self, no: wal::SegmentNo) -> std::io::Result<()> {
+        self.segments.lock().remove(&no);
+        Ok(())
+    }
+}
+
+impl LogDevice for RamDevice {
+    fn write_at(&self, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+        let offset = offset as usize;
+        self.bytes.lock()[offset..offset + bytes.len()].copy_from_slice(bytes);
+        Ok(())
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        let bytes = self.bytes.lock();
+        let start = (offset as usize).min(bytes.len());
+        let n = buf.len().min(bytes.len() - start);
+        buf[..n].copy_from_slice(&bytes[start..start + n]);
+        Ok(n)
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        Ok(self.bytes.lock().len() as u64)
+    }
+    fn truncate(&self, _len: u64) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn allocate(&self, _len: u64) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// An open log with what the suites read from it.
@@ -264,6 +361,18 @@ impl OpenLog {
                 }
                 let log = wal::Log::with_stores(stores, options)?;
                 OpenLog { log: Arc::new(log), counters, _scratch: Some(scratch) }
+            }
+            LogKind::Memory { n } => {
+                let (stores, counters): (Vec<Box<dyn SegmentStore>>, Vec<_>) = (0..*n)
+                    .map(|_| {
+                        let counts = Arc::new(PairCounts::default());
+                        let inner = RamStore::new(options.device.segment_size);
+                        let store = CountedStore { inner, counts: counts.clone() };
+                        (Box::new(store) as Box<dyn SegmentStore>, counts)
+                    })
+                    .unzip();
+                let log = wal::Log::with_stores(stores, options)?;
+                OpenLog { log: Arc::new(log), counters, _scratch: None }
             }
             LogKind::Poplar { n, device } => {
                 let (devices, counters): (Vec<Box<dyn LogDevice>>, Vec<_>) = (0..*n)

@@ -14,7 +14,11 @@
 //!   acknowledge rule holds. `fdatasync` on tmpfs returns at once, so the devices are not the
 //!   bottleneck: what is left is the cost of waiting (logger round trips, wake-ups);
 //! - **disk ×n**, deferred and `commit_durable`: the same on `--disk-dir` (default `/tmp`),
-//!   real `fdatasync`.
+//!   real `fdatasync`;
+//! - **memory ×n**, deferred ack: the same log over devices in this process's memory
+//!   (a write copies into a reused buffer, a sync does nothing), so the
+//!   logging machinery (encoding, reservation, the loggers, DSN and CSN) without kernel I/O:
+//!   what tmpfs adds on top of it is the kernel's part.
 //!
 //! Each is measured for the insert and the read-modify-write transaction of [`super::durable`]
 //! with each committer count (default 2 = the cores, and 16, since `commit_durable` blocks).
@@ -56,6 +60,12 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
     for &n in &devices {
         kinds.push((format!("disk ×{n}"), LogKind::Dirs { base: args.disk_dir.clone(), n }));
     }
+    let wanted = |row: LoggingRow| args.logging_rows.is_empty() || args.logging_rows.contains(&row);
+    if wanted(LoggingRow::MemoryDeferred) {
+        for &n in &devices {
+            kinds.push((format!("memory ×{n}"), LogKind::Memory { n }));
+        }
+    }
     let mut beds = Vec::new();
     for (label, kind) in &kinds {
         eprintln!("logging: {label}: loading {rows} rows");
@@ -65,7 +75,6 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
     let deferred = Commit::Deferred { sessions };
     let mut report_rows =
         vec![Row { label: "off (in-memory log)".into(), bed: 0, commit: Commit::NoWait }];
-    let wanted = |row: LoggingRow| args.logging_rows.is_empty() || args.logging_rows.contains(&row);
     for (first_bed, media, modes) in [
         (
             1,
@@ -83,6 +92,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
             [(LoggingRow::DiskDeferred, deferred), (LoggingRow::DiskDurable, Commit::Durable)]
                 .as_slice(),
         ),
+        (1 + 2 * devices.len(), "memory", [(LoggingRow::MemoryDeferred, deferred)].as_slice()),
     ] {
         for &(_, commit) in modes.iter().filter(|m| wanted(m.0)) {
             for (i, &n) in devices.iter().enumerate() {

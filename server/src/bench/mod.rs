@@ -413,6 +413,8 @@ pub enum LoggingRow {
     DiskDeferred,
     /// Logs on `--disk-dir`, `commit_durable`.
     DiskDurable,
+    /// Logs in this process's memory (no kernel I/O), deferred acknowledgement.
+    MemoryDeferred,
 }
 
 /// A kind of recovery the replay suite runs (`--replay-variants`).
