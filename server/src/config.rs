@@ -33,7 +33,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the server until SIGINT or SIGTERM (then close all sessions and exit 0).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run the benchmarks (engine, memory, wire against PostgreSQL 15) and print a markdown
     /// report for BENCHMARKS.md.
     Bench(Box<crate::bench::BenchArgs>),
@@ -45,6 +45,10 @@ pub struct ServeArgs {
     /// Address to listen on; port 0 picks a free port (the chosen one is printed).
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:5432")]
     pub listen: String,
+    /// Also listen on the Unix-domain socket DIR/.s.PGSQL.<port>, as PostgreSQL does in its
+    /// `unix_socket_directories` (`psql -h DIR -p <port>`).
+    #[arg(long, value_name = "DIR")]
+    pub unix_socket_dir: Option<PathBuf>,
     /// Data directory (catalog, checkpoints, and by default the log); created if missing.
     #[arg(long, value_name = "DIR", default_value = "./aspen-data")]
     pub data_dir: PathBuf,

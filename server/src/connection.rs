@@ -31,30 +31,36 @@ use pgwire::error::{ErrorInfo, PgWireError};
 use pgwire::messages::response::{GssEncResponse, SslResponse};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage, SslNegotiationMetaMessage};
 use pgwire::tokio::server::{process_error, process_message, PgWireMessageServerCodec};
-use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 
 use crate::error::{error_info, protocol_error, ProtocolError, WireError};
 use crate::framing::{CheckedStream, Violation};
 use crate::handler::{Handler, Shared, Statement};
+use crate::stream::Stream;
 
 /// A client must complete startup within this time (pgwire's limit).
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The framed connection the handlers see.
-type Socket = Framed<CheckedStream<TcpStream>, PgWireMessageServerCodec<Statement>>;
+type Socket = Framed<CheckedStream<Stream>, PgWireMessageServerCodec<Statement>>;
 
 /// Serves one accepted connection until it ends.
-pub(crate) async fn serve(tcp: TcpStream, shared: Arc<Shared>) -> io::Result<()> {
-    let addr = tcp.peer_addr()?;
-    tcp.set_nodelay(true)?;
-    let _spin = crate::busy_poll::register(std::os::fd::AsRawFd::as_raw_fd(&tcp));
+pub(crate) async fn serve(stream: Stream, shared: Arc<Shared>) -> io::Result<()> {
+    let addr = match &stream {
+        Stream::Tcp(tcp) => {
+            tcp.set_nodelay(true)?;
+            tcp.peer_addr()?
+        }
+        // A Unix-domain socket has no peer address (PostgreSQL shows `[local]`).
+        Stream::Unix(_) => std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+    };
+    let _spin = crate::busy_poll::register(std::os::fd::AsRawFd::as_raw_fd(&stream));
     let cancel = Arc::new(DefaultCancelHandler::new(shared.cancel.clone()));
     let handler = Arc::new(Handler::new(shared));
     let copy = Arc::new(NoopHandler);
 
     let mut socket: Socket = Framed::new(
-        CheckedStream::new(tcp),
+        CheckedStream::new(stream),
         PgWireMessageServerCodec::new(DefaultClient::new(addr, false)),
     );
     socket.set_state(PgWireConnectionState::AwaitingSslRequest);

@@ -92,5 +92,6 @@ pub mod fault;
 pub mod framing;
 pub mod handler;
 pub mod listener;
+mod stream;
 
 pub use listener::Server;

@@ -14,6 +14,13 @@
 //! A connection thread serving one or two connections may spin briefly before it sleeps, while
 //! the machine has an idle core (`--busy-poll-us`, module `busy_poll`).
 //!
+//! Besides TCP, the server may listen on a Unix-domain socket `DIR/.s.PGSQL.<port>`
+//! ([`Server::listen_unix`], `--unix-socket-dir`), PostgreSQL's name for it, so that
+//! `psql -h DIR -p <port>` and libpq's other clients connect to it as they would to
+//! PostgreSQL's. A socket file left by a server that is gone (nothing accepts on it) is
+//! replaced; one that a live server answers on is an error. The file is removed when the
+//! server stops.
+//!
 //! Shutdown (the `shutdown` future of [`Server::run`] completes): the listener closes, so new
 //! connections are refused; every connection task is then aborted at its next `.await`. A
 //! statement never spans an `.await`, so each session is dropped between messages, and dropping
@@ -22,19 +29,23 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use pgwire::api::{ConnectionManager, RandomPidSecretKeyGenerator};
 use sql::Database;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, UnixListener};
 use tokio::task::JoinSet;
 
 use crate::handler::Shared;
+use crate::stream::Stream;
 
 /// A bound server, ready to [`run`](Server::run).
 pub struct Server {
     listener: TcpListener,
+    /// The Unix-domain socket, if any, and its path.
+    unix: Option<(UnixListener, PathBuf)>,
     shared: Arc<Shared>,
     threads: Vec<ConnectionThread>,
 }
@@ -122,7 +133,40 @@ impl Server {
         let threads = (0..threads.max(1))
             .map(|i| ConnectionThread::start(i, busy_poll))
             .collect::<io::Result<_>>()?;
-        Ok(Server { listener, shared, threads })
+        Ok(Server { listener, unix: None, shared, threads })
+    }
+
+    /// Also listens on the Unix-domain socket `dir/.s.PGSQL.<port>` (the TCP port bound),
+    /// as PostgreSQL does in each of its `unix_socket_directories`. Returns the socket's path.
+    pub fn listen_unix(&mut self, dir: &Path) -> io::Result<PathBuf> {
+        let path = dir.join(format!(".s.PGSQL.{}", self.local_addr()?.port()));
+        if path.exists() {
+            match std::os::unix::net::UnixStream::connect(&path) {
+                Ok(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        format!("another server is listening on {}", path.display()),
+                    ))
+                }
+                // Left by a server that is gone: nothing accepts on it.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    std::fs::remove_file(&path)?;
+                }
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("{} exists and is not a usable socket: {e}", path.display()),
+                    ))
+                }
+            }
+        }
+        let listener = UnixListener::bind(&path)?;
+        // Anyone who can reach the directory may connect, as with PostgreSQL's default
+        // `unix_socket_permissions` (0777); authentication is the server's business.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777))?;
+        self.unix = Some((listener, path.clone()));
+        Ok(path)
     }
 
     /// The address actually bound.
@@ -134,7 +178,7 @@ impl Server {
     /// If the log fails (a device write or sync failed, a disk is full) it stops the same way
     /// and returns an error: the process must exit so that recovery restarts from what is
     /// durable (DESIGN.md §3).
-    pub async fn run(self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
         let shared = self.shared.clone();
@@ -157,34 +201,17 @@ impl Server {
                 }
                 accepted = self.listener.accept() => match accepted {
                     Ok((socket, peer)) => {
-                        // The socket moves to the connection thread's own event loop.
-                        let socket = match socket.into_std() {
-                            Ok(socket) => socket,
-                            Err(e) => {
-                                tracing::warn!(%peer, error = %e, "cannot hand over a connection");
-                                continue;
-                            }
-                        };
-                        let shared = self.shared.clone();
-                        let thread = &self.threads[next % self.threads.len()];
-                        next += 1;
-                        connections.spawn_on(async move {
-                            tracing::debug!(%peer, "connection opened");
-                            let served = match tokio::net::TcpStream::from_std(socket) {
-                                Ok(socket) => crate::connection::serve(socket, shared).await,
-                                Err(e) => Err(e),
-                            };
-                            if let Err(e) = served {
-                                tracing::debug!(%peer, error = %e, "connection ended with an error");
-                            }
-                            tracing::debug!(%peer, "connection closed");
-                        }, &thread.handle);
+                        let socket = socket.into_std().map(Accepted::Tcp);
+                        self.hand_over(&mut connections, &mut next, socket, peer.to_string());
                     }
-                    Err(e) => {
-                        // Out of file descriptors and the like: back off instead of spinning.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    Err(e) => accept_failed(e).await,
+                },
+                accepted = accept_unix(&self.unix) => match accepted {
+                    Ok(socket) => {
+                        let socket = socket.into_std().map(Accepted::Unix);
+                        self.hand_over(&mut connections, &mut next, socket, "[local]".into());
                     }
+                    Err(e) => accept_failed(e).await,
                 },
                 Some(joined) = connections.join_next(), if !connections.is_empty() => {
                     if let Err(e) = joined {
@@ -196,6 +223,12 @@ impl Server {
             }
         }
         drop(self.listener);
+        if let Some((unix, path)) = self.unix.take() {
+            drop(unix);
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::warn!(path = %path.display(), error = %e, "cannot remove the socket file");
+            }
+        }
         let open = connections.len();
         if open > 0 {
             tracing::info!(open, "closing client connections");
@@ -204,4 +237,64 @@ impl Server {
         drop(self.threads);
         failure.map_or(Ok(()), Err)
     }
+}
+
+/// An accepted socket on its way to a connection thread.
+enum Accepted {
+    Tcp(std::net::TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+impl Server {
+    /// Moves an accepted socket to the next connection thread's event loop and serves it there.
+    fn hand_over(
+        &self,
+        connections: &mut JoinSet<()>,
+        next: &mut usize,
+        socket: io::Result<Accepted>,
+        peer: String,
+    ) {
+        let socket = match socket {
+            Ok(socket) => socket,
+            Err(e) => {
+                tracing::warn!(%peer, error = %e, "cannot hand over a connection");
+                return;
+            }
+        };
+        let shared = self.shared.clone();
+        let thread = &self.threads[*next % self.threads.len()];
+        *next += 1;
+        connections.spawn_on(
+            async move {
+                tracing::debug!(%peer, "connection opened");
+                let stream = match socket {
+                    Accepted::Tcp(s) => tokio::net::TcpStream::from_std(s).map(Stream::Tcp),
+                    Accepted::Unix(s) => tokio::net::UnixStream::from_std(s).map(Stream::Unix),
+                };
+                let served = match stream {
+                    Ok(stream) => crate::connection::serve(stream, shared).await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = served {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+                tracing::debug!(%peer, "connection closed");
+            },
+            &thread.handle,
+        );
+    }
+}
+
+/// The next connection on the Unix-domain socket; never completes without one.
+async fn accept_unix(unix: &Option<(UnixListener, PathBuf)>) -> io::Result<tokio::net::UnixStream> {
+    match unix {
+        Some((listener, _)) => listener.accept().await.map(|(socket, _)| socket),
+        None => std::future::pending().await,
+    }
+}
+
+/// Out of file descriptors and the like: back off instead of spinning.
+async fn accept_failed(e: io::Error) {
+    tracing::warn!(error = %e, "accept failed");
+    tokio::time::sleep(Duration::from_millis(100)).await;
 }

@@ -48,7 +48,7 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Serve(args) => runtime.block_on(serve(args)),
+        Command::Serve(args) => runtime.block_on(serve(*args)),
         // The wire suite runs its own runtime, so it is not started inside `block_on`.
         Command::Bench(args) => match server::bench::run(*args) {
             Ok(()) => ExitCode::SUCCESS,
@@ -110,7 +110,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
     let db = started.db;
     let busy_poll = std::time::Duration::from_micros(args.busy_poll_us);
     let threads = args.connection_threads();
-    let server = match Server::bind_with(&args.listen, db.clone(), threads, busy_poll).await {
+    let mut server = match Server::bind_with(&args.listen, db.clone(), threads, busy_poll).await {
         Ok(server) => server,
         Err(e) => {
             tracing::error!(error = %e, listen = %args.listen, "cannot listen");
@@ -125,6 +125,15 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Err(e) => {
             tracing::error!(error = %e, "cannot read the bound address");
             return ExitCode::FAILURE;
+        }
+    }
+    if let Some(dir) = &args.unix_socket_dir {
+        match server.listen_unix(dir) {
+            Ok(path) => tracing::info!(path = %path.display(), "listening on a Unix-domain socket"),
+            Err(e) => {
+                tracing::error!(error = %e, dir = %dir.display(), "cannot listen on a Unix-domain socket");
+                return ExitCode::FAILURE;
+            }
         }
     }
     match server.run(shutdown_signal()).await {

@@ -170,3 +170,82 @@ SELECT 'never reached';
         out.stderr
     );
 }
+
+/// psql against a Unix-domain socket, as `psql -h DIR -p PORT` connects to PostgreSQL's
+/// `DIR/.s.PGSQL.PORT` (`aspen serve --unix-socket-dir DIR`); tokio-postgres with binary
+/// parameters over the same socket; and a socket file left behind by a killed server is
+/// replaced when the next server starts on that port.
+#[tokio::test]
+async fn psql_over_a_unix_socket() {
+    if !psql_available() {
+        return;
+    }
+    let sockets = tempfile::tempdir().expect("socket dir");
+    let dir = sockets.path().to_str().expect("utf-8 path").to_owned();
+    let data = tests::fresh_data_dir().expect("data dir");
+    let mut server = tests::AspenServer::try_start_in(
+        data,
+        vec!["--unix-socket-dir".into(), dir.clone().into()],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let port = server.port().to_string();
+    let socket_file = sockets.path().join(format!(".s.PGSQL.{port}"));
+    assert!(socket_file.exists(), "no socket at {}", socket_file.display());
+
+    let psql_unix = || {
+        let mut cmd = Command::new("psql");
+        cmd.args(["-X", "-h", &dir, "-p", &port, "-U", "postgres", "-d", "postgres"])
+            .args(["--no-password", "-v", "ON_ERROR_STOP=1", "-A", "-F", "|"])
+            .env("PGCONNECT_TIMEOUT", "10")
+            .env_remove("PGOPTIONS")
+            .kill_on_drop(true);
+        cmd
+    };
+    let mut cmd = psql_unix();
+    cmd.args(["-c", "CREATE TABLE u (id int PRIMARY KEY, v text)"])
+        .args(["-c", "INSERT INTO u VALUES (1, 'one'), (2, 'two')"])
+        .args(["-c", "SELECT id, v FROM u ORDER BY id"]);
+    let out = run(cmd, None).await;
+    assert!(out.success, "psql failed: {}", out.stderr);
+    assert_eq!(out.stdout, "CREATE TABLE\nINSERT 0 2\nid|v\n1|one\n2|two\n(2 rows)\n");
+
+    let (client, connection) = tokio_postgres::Config::new()
+        .host_path(sockets.path())
+        .port(server.port())
+        .user("postgres")
+        .dbname("postgres")
+        .connect(tokio_postgres::NoTls)
+        .await
+        .expect("connect over the Unix-domain socket");
+    tokio::spawn(connection);
+    let row = client.query_one("SELECT v FROM u WHERE id = $1", &[&2i32]).await.expect("select");
+    assert_eq!(row.get::<_, String>(0), "two");
+    drop(client);
+
+    // SIGKILL leaves the socket file behind; a server on the same port replaces it.
+    server.kill();
+    assert!(socket_file.exists(), "the killed server's socket file is gone");
+    let mut next = std::process::Command::new(tests::aspen_bin())
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(server.data_dir())
+        .args(["--unix-socket-dir", &dir])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start aspen again");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let out = loop {
+        let mut cmd = psql_unix();
+        cmd.args(["-At", "-c", "SELECT count(*) FROM u"]);
+        let out = run(cmd, None).await;
+        if out.success || std::time::Instant::now() > deadline {
+            break out;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let _ = next.kill();
+    let _ = next.wait();
+    assert!(out.success, "psql over the replaced socket failed: {}", out.stderr);
+    assert_eq!(out.stdout, "2\n", "the committed rows came back over the new socket");
+}
