@@ -74,6 +74,26 @@ pub enum WireClient {
     Pgbench,
 }
 
+/// How the wire and TPC-B suites' clients reach both servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Transport {
+    /// TCP over loopback (`127.0.0.1`).
+    Tcp,
+    /// Unix-domain sockets (PostgreSQL's `-k DIR`, Aspen's `--unix-socket-dir DIR`): what
+    /// `psql` and libpq use by default on the same machine.
+    Unix,
+}
+
+impl Transport {
+    /// How reports name it.
+    pub(super) fn label(self) -> &'static str {
+        match self {
+            Transport::Tcp => "TCP over loopback",
+            Transport::Unix => "Unix-domain sockets",
+        }
+    }
+}
+
 /// The PostgreSQL baselines of the wire suite (both acknowledge before durability).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PgBaseline {
@@ -201,6 +221,9 @@ pub struct BenchArgs {
     /// the machine goes to the servers).
     #[arg(long, value_enum, default_value = "tokio-postgres")]
     pub wire_client: WireClient,
+    /// Wire and TPC-B suites: how the client reaches both servers.
+    #[arg(long, value_enum, default_value = "tcp")]
+    pub transport: Transport,
     /// Wire suite: the PostgreSQL configuration(s) Aspen (`--synchronous-commit off`) is
     /// compared with.
     #[arg(long, value_enum, default_value = "both")]

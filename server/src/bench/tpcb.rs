@@ -97,7 +97,7 @@ pub(super) fn pgbench(
 ) -> Result<Run, BoxError> {
     let bin = args.pg_bin_dir.join("pgbench");
     let mut cmd = Command::new(&bin);
-    cmd.args(["-h", "127.0.0.1", "-U", "postgres", "-n", "-M", "prepared"])
+    cmd.args(["-h", &server.host, "-U", "postgres", "-n", "-M", "prepared"])
         .args(["-p", &server.port.to_string()]);
     match script {
         Script::Builtin(name) => cmd.args(["-b", name]),
@@ -195,8 +195,9 @@ fn report(
     results: &[Vec<Vec<Run>>],
     tmp: &Path,
 ) -> String {
+    let transport = args.transport.label();
     let mut out = format!(
-        "### TPC-B over the wire, both durable (pgbench)\n\n\
+        "### TPC-B over the wire, both durable (pgbench, {transport})\n\n\
          `pgbench -n -M prepared -b <script> -c {} -j {} -T {seconds} --max-tries={MAX_TRIES}` \
          against each system, scale {scale} ({} accounts), {ROUNDS} rounds alternating the \
          systems; data directories of both under {} (same disk). Aspen: `aspen serve` defaults \

@@ -38,7 +38,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls};
 
 use super::tpcb::Script;
-use super::{fmt_rate, BenchArgs, PgBaseline, Rng, WireClient};
+use super::{fmt_rate, BenchArgs, PgBaseline, Rng, Transport, WireClient};
 
 /// Measurement rounds per workload; each round measures every system once.
 const ROUNDS: usize = 2;
@@ -127,6 +127,8 @@ impl Window {
 pub(super) struct Server {
     pub(super) name: &'static str,
     pub(super) port: u16,
+    /// `127.0.0.1`, or the directory of its Unix-domain socket (`--transport unix`).
+    pub(super) host: String,
     child: Child,
     /// PostgreSQL's data directory (stopped with `pg_ctl`); `None` for Aspen (SIGTERM).
     pg: Option<(PathBuf, PathBuf)>,
@@ -136,7 +138,12 @@ pub(super) struct Server {
 impl Server {
     fn config(&self) -> tokio_postgres::Config {
         let mut config = tokio_postgres::Config::new();
-        config.host("127.0.0.1").port(self.port).user("postgres").dbname("postgres");
+        if self.host.starts_with('/') {
+            config.host_path(&self.host);
+        } else {
+            config.host(&self.host);
+        }
+        config.port(self.port).user("postgres").dbname("postgres");
         config
     }
 
@@ -238,10 +245,22 @@ pub(super) fn start_aspen(args: &BenchArgs, tmp: &Path, durable: bool) -> Result
         .into());
     }
     let log = tmp.join("aspen.log");
+    let sockets = tmp.join("aspen-sockets");
+    let host = match args.transport {
+        Transport::Tcp => "127.0.0.1".to_string(),
+        Transport::Unix => {
+            std::fs::create_dir_all(&sockets)?;
+            sockets.to_str().ok_or("the temporary directory is not UTF-8")?.to_string()
+        }
+    };
     let mut child = Command::new(&bin)
         .arg("serve")
         .args(["--listen", "127.0.0.1:0", "--data-dir"])
         .arg(tmp.join("aspen-data"))
+        .args(match args.transport {
+            Transport::Tcp => Vec::new(),
+            Transport::Unix => vec!["--unix-socket-dir".to_string(), host.clone()],
+        })
         .args(if durable { &[][..] } else { &["--synchronous-commit", "off"][..] })
         .args(&args.aspen_args)
         .stdin(Stdio::null())
@@ -262,7 +281,7 @@ pub(super) fn start_aspen(args: &BenchArgs, tmp: &Path, durable: bool) -> Result
     }
     // Keep draining stdout so a later print never blocks or fails on a closed pipe.
     std::thread::spawn(move || std::io::copy(&mut lines.into_inner(), &mut std::io::sink()));
-    let mut server = Server { name: "Aspen", port: 0, child, pg: None, log };
+    let mut server = Server { name: "Aspen", port: 0, host, child, pg: None, log };
     match port {
         Some(port) => {
             server.port = port;
@@ -359,7 +378,11 @@ pub(super) fn start_postgres(
         .stdout(std::fs::File::create(&log)?)
         .stderr(std::fs::File::create(dir.join("postgres.stderr"))?)
         .spawn()?;
-    Ok(Server { name: mode.name(), port, child, pg: Some((bin.join("pg_ctl"), data)), log })
+    let host = match args.transport {
+        Transport::Tcp => "127.0.0.1".to_string(),
+        Transport::Unix => dir.to_str().ok_or("the temporary directory is not UTF-8")?.to_string(),
+    };
+    Ok(Server { name: mode.name(), port, host, child, pg: Some((bin.join("pg_ctl"), data)), log })
 }
 
 async fn connect(server: &Server) -> Result<Client, tokio_postgres::Error> {
@@ -585,9 +608,10 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
         WireClient::TokioPostgres => "tokio-postgres",
         WireClient::Pgbench => "pgbench -M prepared",
     };
+    let transport = args.transport.label();
     let order: Vec<&str> = versions.iter().map(|(name, _)| *name).collect();
     let mut out = format!(
-        "### Over the wire ({client}, prepared statements)\n\n\
+        "### Over the wire ({client}, prepared statements, {transport})\n\n\
          `kv(k int8 primary key, v int8, pad text)`, {rows} rows, pad {PAD_LEN} chars; \
          {} client connections; uniformly random keys; {ROUNDS} rounds of {:.0} s per system and \
          workload, alternating {}. Client and servers share this machine. **Both acknowledge \
