@@ -161,9 +161,8 @@ pub(crate) struct Inner {
     pub(crate) buffers: Box<[Buffer]>,
     /// One per buffer for a log with devices; empty for an in-memory log.
     pub(crate) devices: Box<[crate::logger::DeviceState]>,
-    /// Held while publishing a DSN or a failure, and by waiters around their check-then-wait.
+    /// Held while publishing a DSN or a failure.
     pub(crate) durable: Mutex<()>,
-    pub(crate) durable_cv: Condvar,
     /// The first failure; once set, never unset.
     pub(crate) failure: Mutex<Option<Failure>>,
     /// Whether `failure` is set. Once set, never unset.
@@ -405,7 +404,6 @@ impl Log {
             buffers,
             devices,
             durable: Mutex::new(()),
-            durable_cv: Condvar::new(),
             failure: Mutex::new(None),
             failed: AtomicBool::new(false),
             wanted: AtomicU64::new(0),

@@ -22,12 +22,13 @@
 //! it (RSNe ≥ CSN; blind records are replayed beyond RSNe).
 
 use std::io;
+use std::sync::Arc;
 
 use crate::buffer::{Inner, Log};
 use crate::device::DeviceId;
 use crate::error::Error;
 use crate::ssn::Ssn;
-use crate::sync::Ordering;
+use crate::sync::{Mutex, Ordering, Parker};
 
 /// What a committing transaction waits for before it is acknowledged.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -120,7 +121,6 @@ impl Inner {
             // waiter between its check and its wait misses it.
             self.devices[device].dsn.fetch_max(dsn.0, Ordering::Release);
         }
-        self.durable_cv.notify_all();
         self.run_watchers();
     }
 
@@ -199,7 +199,6 @@ impl Inner {
             // wake-ups below are ordered by `Parker::notify` and the locks.
             self.failed.store(true, Ordering::Release);
         }
-        self.durable_cv.notify_all();
         for b in self.buffers.iter() {
             drop(b.latch.lock());
             b.space.notify_all();
@@ -246,23 +245,27 @@ impl Inner {
         }
     }
 
+    /// Blocks until `ticket` is durable or the log failed: a watcher ([`Inner::when_durable`])
+    /// that wakes this thread alone. (Waiting on one condition variable for every DSN woke
+    /// every blocked committer at every publication, most of them to sleep again: with many
+    /// committers the hand-over of its mutex was slower than the device.)
     fn wait(&self, ticket: Ticket) -> Result<(), Error> {
         if self.in_memory() || self.met(ticket) {
             return Ok(());
         }
-        self.request(ticket);
-        let mut guard = self.durable.lock();
-        loop {
-            if self.met(ticket) {
-                return Ok(());
-            }
-            // Acquire: pairs with the Release store in `fail` (made under `durable`).
-            if self.failed.load(Ordering::Acquire) {
-                drop(guard);
-                return Err(self.failure_error().expect("failed implies a failure"));
-            }
-            guard = self.durable_cv.wait(guard);
-        }
+        let woken = Arc::new((Parker::new(), Mutex::new(None::<Result<(), Error>>)));
+        let notify = {
+            let woken = woken.clone();
+            Box::new(move |outcome| {
+                *woken.1.lock() = Some(outcome);
+                woken.0.notify();
+            })
+        };
+        self.when_durable(vec![ticket], notify, true);
+        let (parker, outcome) = &*woken;
+        parker.wait_until_deadline(|| outcome.lock().is_some(), None);
+        let outcome = outcome.lock().take();
+        outcome.expect("woken with an outcome")
     }
 }
 
