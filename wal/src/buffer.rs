@@ -161,8 +161,12 @@ pub(crate) struct Inner {
     pub(crate) buffers: Box<[Buffer]>,
     /// One per buffer for a log with devices; empty for an in-memory log.
     pub(crate) devices: Box<[crate::logger::DeviceState]>,
-    /// Held while publishing a DSN or a failure.
+    /// Held while publishing a DSN or a failure, and by the first few blocked committers
+    /// around their check-then-wait on `durable_cv` (`Inner::wait`).
     pub(crate) durable: Mutex<()>,
+    pub(crate) durable_cv: Condvar,
+    /// Committers blocked on `durable_cv` (`Inner::wait`).
+    pub(crate) cv_waiters: AtomicU64,
     /// The first failure; once set, never unset.
     pub(crate) failure: Mutex<Option<Failure>>,
     /// Whether `failure` is set. Once set, never unset.
@@ -404,6 +408,8 @@ impl Log {
             buffers,
             devices,
             durable: Mutex::new(()),
+            durable_cv: Condvar::new(),
+            cv_waiters: AtomicU64::new(0),
             failure: Mutex::new(None),
             failed: AtomicBool::new(false),
             wanted: AtomicU64::new(0),
