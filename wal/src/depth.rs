@@ -24,12 +24,12 @@
 //! allowed one deeper than the limit, or the next one shallower (alternately), every
 //! [`PROBE_EVERY`] completions at first. A probe that does not move the limit doubles its
 //! direction's interval, up to [`PROBE_MAX`] completions (a probe in the wrong direction
-//! costs its pair, and the commits in it: on a disk whose flushes queue, one in every 32 pairs
-//! showed in the p99); a move resets both. Each depth's average takes a quarter of every new
+//! costs its pair and the commits in it: on a disk whose flushes queue, a pair that waits
+//! behind another); a move resets both. Each depth's average takes a quarter of every new
 //! sample, or only the new sample when the last one is older than [`AVERAGE_WITHIN`]
 //! completions (the load may have changed since); one not refreshed within three probe rounds
-//! is not compared. The limit starts at one pair
-//! and never exceeds `LogOptions::max_in_flight`.
+//! is not compared. The limit starts at one pair and never exceeds
+//! `LogOptions::max_in_flight`.
 //!
 //! At a limit of one, the logger writes and syncs on its own thread instead of through
 //! io_uring (it would only wait for the pair, and the hand-off to a kernel worker makes the
