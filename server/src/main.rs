@@ -117,6 +117,16 @@ async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Every listener is bound before the listening line, which tests and scripts wait for.
+    if let Some(dir) = &args.unix_socket_dir {
+        match server.listen_unix(dir) {
+            Ok(path) => tracing::info!(path = %path.display(), "listening on a Unix-domain socket"),
+            Err(e) => {
+                tracing::error!(error = %e, dir = %dir.display(), "cannot listen on a Unix-domain socket");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     match server.local_addr() {
         Ok(addr) => {
             println!("aspen listening on {addr}");
@@ -125,15 +135,6 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Err(e) => {
             tracing::error!(error = %e, "cannot read the bound address");
             return ExitCode::FAILURE;
-        }
-    }
-    if let Some(dir) = &args.unix_socket_dir {
-        match server.listen_unix(dir) {
-            Ok(path) => tracing::info!(path = %path.display(), "listening on a Unix-domain socket"),
-            Err(e) => {
-                tracing::error!(error = %e, dir = %dir.display(), "cannot listen on a Unix-domain socket");
-                return ExitCode::FAILURE;
-            }
         }
     }
     match server.run(shutdown_signal()).await {
