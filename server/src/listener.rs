@@ -18,8 +18,8 @@
 //! ([`Server::listen_unix`], `--unix-socket-dir`), PostgreSQL's name for it, so that
 //! `psql -h DIR -p <port>` and libpq's other clients connect to it as they would to
 //! PostgreSQL's. A socket file left by a server that is gone (nothing accepts on it) is
-//! replaced; one that a live server answers on is an error. The file is removed when the
-//! server stops.
+//! replaced; one that a live server answers on is an error, and so is a file there that is
+//! not a socket (it is left alone). The file is removed when the server stops.
 //!
 //! Shutdown (the `shutdown` future of [`Server::run`] completes): the listener closes, so new
 //! connections are refused; every connection task is then aborted at its next `.await`. A
@@ -139,8 +139,15 @@ impl Server {
     /// Also listens on the Unix-domain socket `dir/.s.PGSQL.<port>` (the TCP port bound),
     /// as PostgreSQL does in each of its `unix_socket_directories`. Returns the socket's path.
     pub fn listen_unix(&mut self, dir: &Path) -> io::Result<PathBuf> {
+        use std::os::unix::fs::{FileTypeExt, PermissionsExt};
         let path = dir.join(format!(".s.PGSQL.{}", self.local_addr()?.port()));
-        if path.exists() {
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            if !meta.file_type().is_socket() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists and is not a socket", path.display()),
+                ));
+            }
             match std::os::unix::net::UnixStream::connect(&path) {
                 Ok(_) => {
                     return Err(io::Error::new(
@@ -163,7 +170,6 @@ impl Server {
         let listener = UnixListener::bind(&path)?;
         // Anyone who can reach the directory may connect, as with PostgreSQL's default
         // `unix_socket_permissions` (0777); authentication is the server's business.
-        use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777))?;
         self.unix = Some((listener, path.clone()));
         Ok(path)

@@ -249,3 +249,48 @@ async fn psql_over_a_unix_socket() {
     assert!(out.success, "psql over the replaced socket failed: {}", out.stderr);
     assert_eq!(out.stdout, "2\n", "the committed rows came back over the new socket");
 }
+
+/// `--unix-socket-dir` never takes a socket path from someone else: a live socket there (a
+/// listener that accepts) or a file that is not a socket makes `aspen serve` exit with an
+/// error, and the path is left as it was.
+#[test]
+fn a_unix_socket_path_in_use_is_refused() {
+    let sockets = tempfile::tempdir().expect("socket dir");
+    // Runs `aspen serve` until it exits (killed after 60 s: a server that started serving).
+    let serve = |port: u16| {
+        let mut child = std::process::Command::new(tests::aspen_bin())
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+            .arg(sockets.path().join(format!("data-{port}")))
+            .arg("--unix-socket-dir")
+            .arg(sockets.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start aspen serve");
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while child.try_wait().expect("wait").is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        child.wait_with_output().expect("aspen serve's output")
+    };
+
+    // A live socket: another server's (here a bare listener, which accepts into its backlog).
+    let port = tests::free_port();
+    let path = sockets.path().join(format!(".s.PGSQL.{port}"));
+    let other = std::os::unix::net::UnixListener::bind(&path).expect("bind the other socket");
+    let out = serve(port);
+    assert!(!out.status.success(), "aspen serve took a live socket's path");
+    assert!(out.stdout.is_empty(), "it printed its listening line: {:?}", out.stdout);
+    std::os::unix::net::UnixStream::connect(&path).expect("the other socket still answers");
+    drop(other);
+
+    // A regular file.
+    let port = tests::free_port();
+    let path = sockets.path().join(format!(".s.PGSQL.{port}"));
+    std::fs::write(&path, b"not a socket").expect("write the file");
+    let out = serve(port);
+    assert!(!out.status.success(), "aspen serve replaced a file that is not a socket");
+    assert_eq!(std::fs::read(&path).expect("the file is still there"), b"not a socket");
+}
