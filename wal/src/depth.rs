@@ -150,6 +150,11 @@ impl Depth {
         }
     }
 
+    /// The most pairs it ever allows in flight.
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
     /// The current limit (probes aside).
     pub(crate) fn limit(&self) -> usize {
         self.limit

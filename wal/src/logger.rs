@@ -234,7 +234,6 @@ pub(crate) struct Logger {
     file_offset: u64,
     segment_size: u64,
     pending: VecDeque<InFlight>,
-    max_in_flight: usize,
     /// How many of the pairs through io_uring may be in flight (module [`crate::depth`]).
     depth: Depth,
     delay: Duration,
@@ -557,7 +556,7 @@ impl Logger {
     }
 
     fn recycle(&mut self, buf: Vec<u8>) {
-        if self.pool.len() < self.max_in_flight + 1 {
+        if self.pool.len() < self.depth.max() + 1 {
             self.pool.push(buf);
         }
     }
@@ -733,7 +732,6 @@ impl Log {
                     segment_no: no,
                     file_offset: 0,
                     pending: VecDeque::new(),
-                    max_in_flight: options.max_in_flight,
                     depth: Depth::new(max_depth),
                     delay: options.group_commit_delay,
                     lazy_delay: options.lazy_flush_delay,
