@@ -216,9 +216,10 @@ fn partition(h: u64, threads: usize) -> usize {
 /// a worker looks up a batch of keys whose hashes it knows in advance: [`Stage::prefetch`]
 /// asks for the slot of an entry a few ahead, [`Stage::prefetch_write`] for the staged write
 /// that slot (or one a few slots on) points to, and [`Stage::prefetch_row`] for that write's
-/// row, so that the lookup of the entry itself finds all three in the cache (profiles showed the worker waiting on those misses with
-/// ~1 M keys; following the probe sequence, the row, and looking twice as far ahead took the
-/// one-pass recovery of 100-byte rows from 0.60 to 0.56 s, lower quartiles of 12 rounds each).
+/// row, so that the lookup of the entry itself finds all three in the cache (profiles showed
+/// the worker waiting on those misses with ~1 M keys; following the probe sequence, the row,
+/// and looking twice as far ahead took the one-pass recovery of 100-byte rows from 0.60 to
+/// 0.56 s, lower quartiles of 12 rounds each).
 #[derive(Default)]
 pub(crate) struct Stage {
     /// A power of two long (or empty); `Slot::at == EMPTY` marks a free slot.
