@@ -116,13 +116,20 @@ impl OpenSegment {
 /// by RMWs, which are totally ordered on it).
 #[derive(Debug)]
 pub(crate) struct SegmentIndex {
-    buffered: Box<[AtomicU64]>,
+    /// A cache line each: the open segment's slot takes every fill while the logger reads and
+    /// recycles the closed one's.
+    buffered: Box<[Slot]>,
     /// Held by the logger from before it sets [`WAITING`] until it waits, and by a filler that
     /// saw [`WAITING`] while it notifies: no wake-up falls between the logger's check and its
     /// wait.
     lock: Mutex<()>,
     filled: Condvar,
 }
+
+/// One filled-byte counter on its own cache line(s).
+#[derive(Debug)]
+#[repr(align(128))]
+struct Slot(AtomicU64);
 
 /// Slot bit: the logger waits (or is about to) for this segment. Set and cleared by the logger
 /// only; a segment's bytes never reach it.
@@ -133,14 +140,14 @@ impl SegmentIndex {
     pub(crate) fn new(slots: usize) -> SegmentIndex {
         assert!(slots >= 2, "a segment index needs an open and a closed slot");
         SegmentIndex {
-            buffered: (0..slots).map(|_| AtomicU64::new(0)).collect(),
+            buffered: (0..slots).map(|_| Slot(AtomicU64::new(0))).collect(),
             lock: Mutex::new(()),
             filled: Condvar::new(),
         }
     }
 
     fn slot(&self, seq: u64) -> &AtomicU64 {
-        &self.buffered[(seq % self.buffered.len() as u64) as usize]
+        &self.buffered[(seq % self.buffered.len() as u64) as usize].0
     }
 
     /// A reservation of segment `seq` has copied its `len` bytes. Wakes the logger if it waits
