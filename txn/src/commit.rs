@@ -24,7 +24,7 @@ use crate::transaction::{as_ref, ScanEntry, TableWrites, Transaction, WriteKind}
 use crate::{CommitInfo, Key, Row};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use wal::record::encode_values;
+use wal::record::encode_value_entries;
 use wal::{RecordKind, Ssn, ValueEntry};
 
 /// One locked write.
@@ -409,6 +409,15 @@ fn validate_or_lock(txn: &Transaction, st: Option<&Locked>) -> Result<Vec<usize>
     Ok(late)
 }
 
+thread_local! {
+    /// A committer thread's value-payload buffer, reused from commit to commit.
+    static PAYLOAD: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The largest payload buffer a thread keeps for its next commit; a bigger one (a bulk
+/// insert's) is freed.
+const MAX_KEPT_PAYLOAD: usize = 64 << 10;
+
 /// Phase 4: publish and unlock. Nothing can fail any more.
 ///
 /// `cow` is the active checkpoint's copy-on-write context (module `checkpoint`): an update or
@@ -512,21 +521,23 @@ impl Transaction {
         // filled right after it is taken. An in-memory log writes nothing: no record, and a
         // reservation that only allocates the SSN.
         let in_memory = self.inner.log.is_in_memory();
-        let mut payload = Vec::new();
+        // This thread's payload buffer from its previous commit, if any: no allocation per
+        // commit (it goes back below).
+        let mut payload = PAYLOAD.take();
+        payload.clear();
         if !in_memory {
-            let mut entries = Vec::with_capacity(st.logged);
-            for (table, items) in &st.groups {
-                for it in items.iter().filter(|it| it.kind != WriteKind::LockOnly) {
+            let entries = st.groups.iter().flat_map(|(table, items)| {
+                items.iter().filter(|it| it.kind != WriteKind::LockOnly).map(|it| {
                     let row = match it.kind {
                         WriteKind::Delete => None,
                         _ => {
                             Some(it.row.as_deref().expect("insert/update carries a row").as_slice())
                         }
                     };
-                    entries.push(ValueEntry { table: table.id.0, key: &it.key, row });
-                }
-            }
-            encode_values(&entries, &mut payload);
+                    ValueEntry { table: table.id.0, key: &it.key, row }
+                })
+            });
+            encode_value_entries(entries, &mut payload);
         }
         // A large transaction's payload goes to a spill file (written and synced here, locks
         // held, before the SSN is taken); its record only names the file.
@@ -567,6 +578,9 @@ impl Transaction {
         let cow = self.inner.checkpoint.cow(ssn);
         install(&st, ssn, cow.as_ref(), self.buffer);
         drop(gate);
+        if payload.capacity() <= MAX_KEPT_PAYLOAD {
+            PAYLOAD.set(payload);
+        }
         Ok(CommitInfo { ssn, read_only: false, ticket: Some(ticket) })
     }
 

@@ -409,7 +409,14 @@ pub struct ValueEntry<'a> {
 
 /// The encoded size of a value payload holding `entries`.
 pub fn value_payload_len(entries: &[ValueEntry<'_>]) -> usize {
-    4 + entries.iter().map(|e| 12 + e.key.len() + e.row.map_or(0, <[u8]>::len)).sum::<usize>()
+    4 + entries.iter().map(ValueEntry::encoded_len).sum::<usize>()
+}
+
+impl ValueEntry<'_> {
+    /// Its bytes in a value payload: table, key length, key, row length, row.
+    fn encoded_len(&self) -> usize {
+        12 + self.key.len() + self.row.map_or(0, <[u8]>::len)
+    }
 }
 
 /// Appends the value payload of `entries` to `out` (layout in the module doc).
@@ -417,12 +424,25 @@ pub fn value_payload_len(entries: &[ValueEntry<'_>]) -> usize {
 /// # Panics
 /// If a key or row is 4 GiB or longer (the record limit is far smaller anyway).
 pub fn encode_values(entries: &[ValueEntry<'_>], out: &mut Vec<u8>) {
+    encode_value_entries(entries.iter().copied(), out);
+}
+
+/// [`encode_values`] of the entries an iterator yields (walked twice: sizes, then bytes), for
+/// a committer that would otherwise collect them into a vector first.
+///
+/// # Panics
+/// As [`encode_values`].
+pub fn encode_value_entries<'a, I>(entries: I, out: &mut Vec<u8>)
+where
+    I: Iterator<Item = ValueEntry<'a>> + Clone,
+{
     fn put_len(out: &mut Vec<u8>, len: usize) {
         let len = u32::try_from(len).ok().filter(|&l| l != DELETE_ROW_LEN);
         out.extend_from_slice(&len.expect("key or row below 4 GiB").to_le_bytes());
     }
-    out.reserve(value_payload_len(entries));
-    put_len(out, entries.len());
+    let (count, len) = entries.clone().fold((0, 4), |(n, len), e| (n + 1, len + e.encoded_len()));
+    out.reserve(len);
+    put_len(out, count);
     for e in entries {
         out.extend_from_slice(&e.table.to_le_bytes());
         put_len(out, e.key.len());
