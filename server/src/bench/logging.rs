@@ -111,7 +111,9 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
     // slower (see BENCHMARKS.md, "Durability": arc-swap's debt list), so no measurement
     // follows one with more threads than its own.
     for &c in &committers {
-        for round in 1..=args.rounds {
+        // Round 0 warms up and is not counted: a process's first windows (fresh pages for
+        // the rows the inserts add, cold caches) measured off at a tenth of later rounds.
+        for round in 0..=args.rounds {
             for workload in workloads {
                 for (r, row) in report_rows.iter().enumerate() {
                     eprintln!(
@@ -122,8 +124,11 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
                     );
                     let bed = &beds[row.bed];
                     let cell = drive(bed, workload, row.commit, c, warmup, window, false)?;
+                    eprintln!("logging:   {}", fmt_rate(cell.rate()));
                     bed.log.trim();
-                    cells.entry((r, workload, c)).or_default().push(cell);
+                    if round > 0 {
+                        cells.entry((r, workload, c)).or_default().push(cell);
+                    }
                 }
             }
         }
@@ -133,7 +138,8 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
     let mut out = format!(
         "### Logging overhead (in-process `txn` API)\n\n\
          {rows} rows (key 9 B, row 91 B; one value record of ~130 B per transaction); windows of \
-         {:.1} s after {:.1} s of warm-up; {} rounds, interleaved; the median is shown with \
+         {:.1} s after {:.1} s of warm-up; {} rounds, interleaved, after one uncounted \
+         warm-up round; the median is shown with \
          ± half the range of the rounds (as % of the median). `× off` = the median over the \
          rounds of the row's rate divided by `off`'s in the same round (a round runs its rows \
          back to back, so drift between rounds cancels), with the lowest and highest round. `CPU` = the whole process's CPU time over \
