@@ -332,9 +332,6 @@ impl StartupHandler for Handler {
             startup.parameters.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let mut session = Session::new(self.shared.db.clone(), &params);
         session.set_deferred_acks(true);
-        if let Some(buffer) = crate::listener::session_log_buffer(self.shared.db.engine().log()) {
-            session.set_log_buffer(buffer);
-        }
         *self.conn.session.lock() = Some(session);
 
         client.feed(PgWireBackendMessage::Authentication(Authentication::Ok)).await?;

@@ -57,29 +57,12 @@ struct ConnectionThread {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-thread_local! {
-    /// On connection thread `i` of `n`: `(i, n)`, and how many sessions started on it.
-    static CONNECTION_THREAD: std::cell::Cell<Option<(usize, usize)>> =
-        const { std::cell::Cell::new(None) };
-    static SESSIONS_STARTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// The log buffer for a session starting on the caller's connection thread
-/// (`wal::Log::buffer_for`: the thread's `k`-th session takes its `k`-th turn over the
-/// thread's own buffers), or `None` off the connection threads.
-pub(crate) fn session_log_buffer(log: &wal::Log) -> Option<usize> {
-    let (thread, threads) = CONNECTION_THREAD.get()?;
-    let nth = SESSIONS_STARTED.replace(SESSIONS_STARTED.get().wrapping_add(1));
-    Some(log.buffer_for(thread, threads, nth))
-}
-
 /// Stack size of the connection threads (and their blocking pools), where statements run:
 /// binding and evaluation recurse once per operator.
 const STACK_SIZE: usize = 64 << 20;
 
 impl ConnectionThread {
-    /// Starts connection thread `i` of `n`.
-    fn start(i: usize, n: usize, busy_poll: Duration) -> io::Result<ConnectionThread> {
+    fn start(i: usize, busy_poll: Duration) -> io::Result<ConnectionThread> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .thread_stack_size(STACK_SIZE)
@@ -97,7 +80,6 @@ impl ConnectionThread {
             .name(format!("conn-{i}"))
             .stack_size(STACK_SIZE)
             .spawn(move || {
-            CONNECTION_THREAD.set(Some((i, n)));
             crate::ack::requests_at_park();
             crate::busy_poll::set_budget(busy_poll);
             runtime.block_on(async {
@@ -148,9 +130,9 @@ impl Server {
             cancel: Arc::new(ConnectionManager::new()),
             keys: RandomPidSecretKeyGenerator::default(),
         });
-        let n = threads.max(1);
-        let threads =
-            (0..n).map(|i| ConnectionThread::start(i, n, busy_poll)).collect::<io::Result<_>>()?;
+        let threads = (0..threads.max(1))
+            .map(|i| ConnectionThread::start(i, busy_poll))
+            .collect::<io::Result<_>>()?;
         Ok(Server { listener, unix: None, shared, threads })
     }
 

@@ -782,13 +782,6 @@ impl Session {
         self.defer_acks = defer;
     }
 
-    /// Takes this session's SSNs and records from log buffer `buffer % n` instead of the
-    /// round-robin pick of [`Session::new`]: a server places sessions by the thread that runs
-    /// them (`wal::Log::buffer_for`), so that no two cores share a buffer's latch.
-    pub fn set_log_buffer(&mut self, buffer: usize) {
-        self.log_buffer = buffer % self.db.log_buffers;
-    }
-
     /// The durability tickets that results produced since the last call wait for (empty when
     /// nothing needs waiting: all durable already, `synchronous_commit = off`, or acks not
     /// deferred).

@@ -433,22 +433,6 @@ impl Log {
         self.inner.buffers.len()
     }
 
-    /// The buffer for the `nth` session (or transaction) of worker thread `thread` out of
-    /// `threads`. Poplar binds workers to buffers; this binds them so that every buffer is
-    /// used and no two threads share one unless there are more threads than buffers: with
-    /// `n ≤ threads`, thread `i` always takes buffer `i mod n`; with more buffers, thread `i`
-    /// takes turns over its own buffers `i`, `i + threads`, `i + 2·threads`, … below `n`.
-    pub fn buffer_for(&self, thread: usize, threads: usize, nth: usize) -> usize {
-        let (n, threads) = (self.n_buffers(), threads.max(1));
-        let thread = thread % threads;
-        if n <= threads {
-            return thread % n;
-        }
-        // Thread `thread` owns the buffers `b < n` with `b mod threads == thread`.
-        let owned = (n - thread).div_ceil(threads);
-        thread + threads * (nth % owned)
-    }
-
     /// The largest `len` that [`Log::reserve`] accepts: the ring size, or a segment's size if
     /// that is smaller. Unbounded for an in-memory log.
     pub fn max_record_len(&self) -> usize {
@@ -753,34 +737,7 @@ impl Drop for Reservation<'_> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
     use std::sync::Arc;
-
-    /// `buffer_for` uses every buffer; with no more buffers than threads each thread keeps
-    /// one; with more, the threads' buffers are disjoint (as many each for a multiple).
-    #[test]
-    fn buffer_for_partitions_buffers_among_threads() {
-        for n in 1..=8 {
-            let log = Log::new(n);
-            for threads in 1..=4 {
-                let used: Vec<BTreeSet<usize>> = (0..threads)
-                    .map(|t| (0..2 * n).map(|k| log.buffer_for(t, threads, k)).collect())
-                    .collect();
-                let all: BTreeSet<usize> = used.iter().flatten().copied().collect();
-                assert_eq!(all, (0..n).collect(), "n={n} threads={threads}");
-                if n <= threads {
-                    assert!(used.iter().all(|u| u.len() == 1), "n={n} threads={threads}");
-                }
-                // Disjoint: the sizes add up to the union's.
-                if n >= threads {
-                    assert_eq!(used.iter().map(BTreeSet::len).sum::<usize>(), n);
-                }
-                if n % threads == 0 {
-                    assert!(used.iter().all(|u| u.len() == n / threads));
-                }
-            }
-        }
-    }
 
     #[test]
     fn ssn_is_max_of_base_and_buffer_plus_one() {

@@ -444,10 +444,8 @@ pub(super) enum Commit {
     /// `commit_durable()`: the committer thread blocks until the acknowledge rule holds.
     Durable,
     /// Deferred acknowledgement, as a server that does not block a thread per commit does
-    /// (`server::ack`): each committer thread serves `sessions` sessions round robin, session
-    /// `j` of thread `i` on log buffer `wal::Log::buffer_for(i, threads, j)`, as the server's
-    /// connection threads place their sessions (no two threads share a buffer unless there
-    /// are more threads than buffers). It runs a session's transaction
+    /// (`server::ack`): each committer thread serves `sessions` sessions round robin (session
+    /// `j` of thread `i` uses log buffer `i · sessions + j`). It runs a session's transaction
     /// with `commit()`, its record filled lazily, keeps the ticket, and acknowledges tickets in
     /// commit order once `Log::is_durable` says so; a session's next transaction starts only
     /// after its previous one was acknowledged, so when all `sessions` wait, the thread blocks
@@ -595,12 +593,12 @@ impl Window {
     }
 }
 
-/// Committer thread `id` of the `threads` that [`drive`] runs.
+/// One committer thread of [`drive`].
 fn committer(
     bed: &Bed,
     workload: Workload,
     commit: Commit,
-    (id, threads): (usize, usize),
+    id: usize,
     window: &Window,
     stop: &AtomicBool,
 ) -> Result<Counts, Box<dyn std::error::Error + Send + Sync>> {
@@ -628,9 +626,8 @@ fn committer(
             let mut n_unrequested = 0;
             let mut session = 0;
             'run: while !stop.load(Ordering::Relaxed) {
-                let buffer = log.buffer_for(id, threads, session);
                 let (info, started, retried) =
-                    bed.run_one(workload, false, buffer, &mut rng, true)?;
+                    bed.run_one(workload, false, id * sessions + session, &mut rng, true)?;
                 session = (session + 1) % sessions;
                 let ticket = info.ticket.expect("every bench transaction writes");
                 debug_assert!(!ticket.blind, "an insert records its uniqueness check as a read");
@@ -757,7 +754,7 @@ pub(super) fn drive(
                 .name(format!("committer-{id}"))
                 .stack_size(COMMITTER_STACK)
                 .spawn_scoped(s, move || {
-                    let result = committer(bed, workload, commit, (id, committers), w, stop);
+                    let result = committer(bed, workload, commit, id, w, stop);
                     if result.is_err() {
                         stop.store(true, Ordering::Relaxed);
                     }
