@@ -1,6 +1,7 @@
 //! sql: the life of a statement (parse → bind → plan → execute). See `session`.
 
 pub mod bind;
+pub mod copy;
 pub mod error;
 pub mod exec;
 pub mod metadata;
@@ -11,7 +12,7 @@ pub mod types;
 
 pub use error::{Error, Result};
 pub use session::{
-    Checkpointer, ColumnInfo, Database, DatabaseOptions, Notice, Output, Prepared, Session, Tag,
-    TxnStatus,
+    Checkpointer, ColumnInfo, CopyIn, Database, DatabaseOptions, Notice, Output, Prepared, Session,
+    Tag, TxnStatus,
 };
 pub use types::Value;

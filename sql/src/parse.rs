@@ -1,6 +1,6 @@
 //! The one place that runs sqlparser (PostgreSqlDialect) and turns its errors into ours.
 
-use sqlparser::ast::Statement;
+use sqlparser::ast::{Ident, ObjectName, ObjectNamePart, Statement};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -29,6 +29,87 @@ pub enum Parsed {
     /// One of pgjdbc's `DatabaseMetaData` queries (`crate::metadata`), recognised before
     /// parsing: Aspen answers it from the catalog instead of running its `pg_catalog` SQL.
     Metadata(crate::metadata::MetaQuery),
+    /// `COPY … FROM STDIN` (`crate::copy`; sqlparser lacks options PostgreSQL takes).
+    Copy(crate::copy::CopyFrom),
+    /// `VACUUM` or `ANALYZE` (sqlparser knows neither in PostgreSQL's form): nothing to do in
+    /// an in-memory engine whose old versions are freed as their last reader lets go, and
+    /// with no planner statistics; the tables must exist.
+    Maintenance {
+        /// VACUUM (else ANALYZE).
+        vacuum: bool,
+        /// The tables named (none: all).
+        tables: Vec<ObjectName>,
+    },
+}
+
+/// Whether a token is the unquoted word `word`.
+fn is_word(t: &TokenWithSpan, word: &str) -> bool {
+    matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+}
+
+/// Parses `VACUUM [(options)] [FULL] [FREEZE] [VERBOSE] [ANALYZE] [table [(columns)] [, …]]`
+/// or `ANALYZE [(options)] [VERBOSE] [table [(columns)] [, …]]` (tokens without whitespace).
+fn parse_maintenance(sql: &str, words: &[&TokenWithSpan]) -> Result<Parsed> {
+    let vacuum = is_word(words[0], "vacuum");
+    let error = |at: Option<&&TokenWithSpan>| match at {
+        Some(t) => Error::Syntax {
+            message: format!("syntax error at or near \"{}\"", t.token),
+            span: offset_of(sql, t.span.start).map(|start| Span { start }),
+        },
+        None => Error::Syntax { message: "syntax error at end of input".into(), span: None },
+    };
+    let mut i = 1;
+    if words.get(i).is_some_and(|t| t.token == Token::LParen) {
+        // ( option [value] [, …] ): any option is accepted, as there is nothing to tune.
+        while words.get(i).is_some_and(|t| t.token != Token::RParen) {
+            i += 1;
+        }
+        if words.get(i).is_none() {
+            return Err(error(None));
+        }
+        i += 1;
+    }
+    let flags: &[&str] =
+        if vacuum { &["full", "freeze", "verbose", "analyze", "analyse"] } else { &["verbose"] };
+    while words.get(i).is_some_and(|t| flags.iter().any(|f| is_word(t, f))) {
+        i += 1;
+    }
+    let mut tables = Vec::new();
+    while i < words.len() {
+        let mut parts = Vec::new();
+        loop {
+            match words.get(i).map(|t| &t.token) {
+                Some(Token::Word(w)) => parts.push(ObjectNamePart::Identifier(Ident {
+                    value: w.value.clone(),
+                    quote_style: w.quote_style,
+                    span: words[i].span,
+                })),
+                _ => return Err(error(words.get(i))),
+            }
+            i += 1;
+            if words.get(i).is_some_and(|t| t.token == Token::Period) {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        tables.push(ObjectName(parts));
+        if words.get(i).is_some_and(|t| t.token == Token::LParen) {
+            while words.get(i).is_some_and(|t| t.token != Token::RParen) {
+                i += 1;
+            }
+            if words.get(i).is_none() {
+                return Err(error(None));
+            }
+            i += 1;
+        }
+        match words.get(i) {
+            None => break,
+            Some(t) if t.token == Token::Comma => i += 1,
+            other => return Err(error(other)),
+        }
+    }
+    Ok(Parsed::Maintenance { vacuum, tables })
 }
 
 /// Parses `sql` into statements (possibly none, for an empty string or only `;`).
@@ -47,12 +128,14 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
         .map_err(|e| convert_error(sql, ParserError::TokenizerError(e.to_string())))?;
     check_operator_count(&tokens)?;
     let tokens = expand_table_statements(tokens);
-    let is_checkpoint = |t: &TokenWithSpan| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("checkpoint"));
-    if !tokens.iter().any(is_checkpoint) {
+    // Statements sqlparser does not know in PostgreSQL's form.
+    let ours = ["checkpoint", "copy", "vacuum", "analyze", "analyse"];
+    if !tokens.iter().any(|t| ours.iter().any(|w| is_word(t, w))) {
         return parse_tokens(sql, tokens);
     }
     // Split at top-level semicolons (the tokenizer has already consumed strings, comments and
-    // dollar quotes) and recognize a statement that is exactly `CHECKPOINT`.
+    // dollar quotes) and recognize a statement that is exactly `CHECKPOINT`, or starts with
+    // COPY, VACUUM or ANALYZE.
     let mut out = Vec::new();
     let mut chunk = Vec::new();
     let mut rest = tokens.into_iter();
@@ -67,7 +150,13 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
             chunk.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
         match words.as_slice() {
             [] => {}
-            [w] if is_checkpoint(w) => out.push(Parsed::Checkpoint),
+            [w] if is_word(w, "checkpoint") => out.push(Parsed::Checkpoint),
+            [w, ..] if is_word(w, "copy") => {
+                out.push(Parsed::Copy(crate::copy::parse_copy(&chunk)?))
+            }
+            [w, ..] if ["vacuum", "analyze", "analyse"].iter().any(|v| is_word(w, v)) => {
+                out.push(parse_maintenance(sql, &words)?)
+            }
             _ => out.extend(parse_tokens(sql, std::mem::take(&mut chunk))?),
         }
         chunk.clear();
@@ -113,19 +202,9 @@ fn expand_table_statements(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
 
 fn parse_tokens(sql: &str, tokens: Vec<TokenWithSpan>) -> Result<Vec<Parsed>> {
     let dialect = PostgreSqlDialect {};
-    // COPY is not supported in any form; PostgreSQL accepts options sqlparser does not (such
-    // as pgbench's `WITH (FREEZE ON)`), and those must not come back as syntax errors.
-    let copy = tokens.iter().find(|t| !matches!(t.token, Token::Whitespace(_))).is_some_and(
-        |t| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::COPY),
-    );
     let mut parser =
         Parser::new(&dialect).with_recursion_limit(MAX_NESTING).with_tokens_with_locations(tokens);
-    let stmts = parser.parse_statements().map_err(|e| match e {
-        ParserError::ParserError(_) if copy => {
-            Error::Unsupported { feature: "COPY".into(), span: None }
-        }
-        e => convert_error(sql, e),
-    })?;
+    let stmts = parser.parse_statements().map_err(|e| convert_error(sql, e))?;
     Ok(stmts.into_iter().map(|s| Parsed::Sql(Box::new(s))).collect())
 }
 

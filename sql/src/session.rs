@@ -342,6 +342,26 @@ pub struct Output {
     pub parameter_status: Vec<(String, String)>,
 }
 
+/// A `COPY … FROM STDIN` in progress ([`Session::start_copy`]).
+#[derive(Debug)]
+pub struct CopyIn {
+    decoder: crate::copy::CopyDecoder,
+    /// The target columns, in the order of the data's fields.
+    columns: Vec<String>,
+    /// `INSERT INTO t (columns) VALUES ($1, …)`, run once per row.
+    insert: Arc<Prepared>,
+    rows: u64,
+    /// Whether the COPY runs in a transaction of its own (no block was open).
+    own: bool,
+}
+
+impl CopyIn {
+    /// The number of columns each row carries (CopyInResponse).
+    pub fn columns(&self) -> usize {
+        self.columns.len()
+    }
+}
+
 impl Output {
     fn tag(tag: Tag) -> Output {
         Output { tag, columns: None, rows: vec![], notices: vec![], parameter_status: vec![] }
@@ -1066,6 +1086,125 @@ impl Session {
         }
     }
 
+    /// Whether an explicit transaction block is open (or failed).
+    fn in_block(&self) -> bool {
+        matches!(&self.txn, Some(open) if !open.implicit)
+    }
+
+    /// Starts `COPY … FROM STDIN` if the simple Query `sql` is exactly one such statement
+    /// (`None` otherwise: run it as usual). The rows then arrive through
+    /// [`Session::copy_data`] and are committed by [`Session::finish_copy`], all in one
+    /// transaction: the open block, or one of the COPY's own. An error fails that transaction
+    /// (the caller reports it once the client ends the copy).
+    pub fn start_copy(&mut self, sql: &str) -> Option<Result<CopyIn>> {
+        let first = sql.trim_start().get(..4)?;
+        if !first.eq_ignore_ascii_case("copy") {
+            return None;
+        }
+        let copy = match crate::parse::parse(sql) {
+            Ok(stmts) => match <[Parsed; 1]>::try_from(stmts) {
+                Ok([Parsed::Copy(copy)]) => copy,
+                _ => return None,
+            },
+            Err(e) => return Some(Err(self.fail(e))),
+        };
+        Some(self.prepare_copy(copy).map_err(|e| self.fail(e)))
+    }
+
+    fn prepare_copy(&mut self, copy: crate::copy::CopyFrom) -> Result<CopyIn> {
+        if let Some(OpenTxn { txn: None, .. }) = &self.txn {
+            return Err(Error::InFailedTransaction);
+        }
+        let columns = if copy.columns.is_empty() {
+            let all = self.prepare_with(&format!("SELECT * FROM {}", copy.table), &[], false)?;
+            all.columns
+                .as_ref()
+                .map(|c| c.iter().map(|c| c.name.clone()).collect())
+                .unwrap_or_default()
+        } else {
+            copy.columns.clone()
+        };
+        let quoted: Vec<String> =
+            columns.iter().map(|c| format!("\"{}\"", c.replace('"', "\"\""))).collect();
+        let params: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
+        let insert = self.prepare_with(
+            &format!(
+                "INSERT INTO {} ({}) VALUES ({})",
+                copy.table,
+                quoted.join(", "),
+                params.join(", ")
+            ),
+            &[],
+            false,
+        )?;
+        let own = self.txn.is_none();
+        if own {
+            self.open_implicit();
+        }
+        Ok(CopyIn {
+            decoder: crate::copy::CopyDecoder::new(copy.format),
+            columns,
+            insert,
+            rows: 0,
+            own,
+        })
+    }
+
+    /// Inserts the complete rows of the next CopyData payload.
+    pub fn copy_data(&mut self, copy: &mut CopyIn, data: &[u8]) -> Result<()> {
+        let CopyIn { decoder, columns, insert, rows, .. } = copy;
+        let result = decoder.feed(data, &mut |fields| {
+            self.copy_row(columns, insert, fields)?;
+            *rows += 1;
+            Ok(())
+        });
+        result.map_err(|e| self.fail(e))
+    }
+
+    /// The client's CopyDone: inserts a last unterminated row, commits the COPY's own
+    /// transaction, and returns `COPY n`.
+    pub fn finish_copy(&mut self, mut copy: CopyIn) -> Result<Output> {
+        let CopyIn { decoder, columns, insert, rows, .. } = &mut copy;
+        let result = decoder.finish(&mut |fields| {
+            self.copy_row(columns, insert, fields)?;
+            *rows += 1;
+            Ok(())
+        });
+        result.map_err(|e| self.fail(e))?;
+        if copy.own {
+            self.end_implicit()?;
+        }
+        Ok(Output::tag(Tag::rows("COPY", copy.rows as usize)))
+    }
+
+    /// The client's CopyFail (or a lost connection): the COPY's transaction fails.
+    pub fn abort_copy(&mut self, _copy: CopyIn) {
+        self.fail_transaction();
+    }
+
+    fn copy_row(
+        &mut self,
+        columns: &[String],
+        insert: &Prepared,
+        fields: Vec<Option<String>>,
+    ) -> Result<()> {
+        if fields.len() > columns.len() {
+            return Err(crate::copy::bad_copy("extra data after last expected column"));
+        }
+        if let Some(missing) = columns.get(fields.len()) {
+            return Err(crate::copy::bad_copy(format!("missing data for column \"{missing}\"")));
+        }
+        let values = fields
+            .iter()
+            .zip(&insert.param_types)
+            .map(|(f, ty)| match f {
+                None => Ok(Value::Null),
+                Some(text) => crate::types::parse_text(text, ty),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.execute_prepared(insert, values).map(drop)
+    }
+
     /// Called when the connection ends: rolls back any open transaction.
     pub fn close(&mut self) {
         if let Some(open) = self.txn.take() {
@@ -1123,6 +1262,20 @@ impl Session {
             Parsed::Checkpoint => Bound::Command(Command::Checkpoint),
             Parsed::Metadata(q) => {
                 Bound::Plan(Statement::Query(crate::metadata::answer(snapshot, q)))
+            }
+            Parsed::Maintenance { vacuum, tables } => {
+                for t in tables {
+                    binder.table(t)?;
+                }
+                Bound::Command(Command::Maintenance { vacuum: *vacuum })
+            }
+            // A COPY that `Session::start_copy` did not take: not alone in its Query message,
+            // or sent through the extended protocol.
+            Parsed::Copy(_) => {
+                return Err(Error::Unsupported {
+                    feature: "COPY FROM STDIN other than alone in a simple Query message".into(),
+                    span: None,
+                })
             }
         };
         let columns = match &bound {
@@ -1525,6 +1678,14 @@ impl Session {
                 })
             }
             Command::NoOp(tag) => Ok(Output::tag(Tag::new(tag))),
+            Command::Maintenance { vacuum: true } if self.in_block() => {
+                Err(Error::ActiveTransaction {
+                    message: "VACUUM cannot run inside a transaction block".into(),
+                })
+            }
+            Command::Maintenance { vacuum } => {
+                Ok(Output::tag(Tag::new(if *vacuum { "VACUUM" } else { "ANALYZE" })))
+            }
             Command::Checkpoint => {
                 // As in PostgreSQL, also allowed inside a transaction block (it is not part of it).
                 self.db.checkpoint()?;

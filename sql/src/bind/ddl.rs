@@ -109,6 +109,11 @@ pub enum Command {
     NoOp(&'static str),
     /// CHECKPOINT (parsed by `parse`, not by sqlparser).
     Checkpoint,
+    /// VACUUM (`vacuum`) or ANALYZE of existing tables: nothing to do (`Parsed::Maintenance`).
+    Maintenance {
+        /// VACUUM (else ANALYZE), which PostgreSQL refuses inside a transaction block.
+        vacuum: bool,
+    },
 }
 
 impl Binder<'_> {
