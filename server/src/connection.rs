@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use futures::{FutureExt, SinkExt, StreamExt};
 use pgwire::api::cancel::DefaultCancelHandler;
-use pgwire::api::{ClientInfo, DefaultClient, ErrorHandler, NoopHandler, PgWireConnectionState};
+use pgwire::api::{ClientInfo, DefaultClient, ErrorHandler, PgWireConnectionState};
 use pgwire::error::{ErrorInfo, PgWireError};
 use pgwire::messages::response::{GssEncResponse, SslResponse};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage, SslNegotiationMetaMessage};
@@ -57,7 +57,6 @@ pub(crate) async fn serve(stream: Stream, shared: Arc<Shared>) -> io::Result<()>
     let _spin = crate::busy_poll::register(std::os::fd::AsRawFd::as_raw_fd(&stream));
     let cancel = Arc::new(DefaultCancelHandler::new(shared.cancel.clone()));
     let handler = Arc::new(Handler::new(shared));
-    let copy = Arc::new(NoopHandler);
 
     let mut socket: Socket = Framed::new(
         CheckedStream::new(stream),
@@ -145,7 +144,7 @@ pub(crate) async fn serve(stream: Stream, shared: Arc<Shared>) -> io::Result<()>
             handler.clone(),
             handler.clone(),
             handler.clone(),
-            copy.clone(),
+            handler.clone(),
             cancel.clone(),
         )
         .await;

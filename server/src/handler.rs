@@ -27,6 +27,7 @@ use parking_lot::Mutex;
 use pgwire::api::auth::{
     protocol_negotiation, save_startup_parameters_to_metadata, StartupHandler,
 };
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal, PortalExecutionState};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse, Response};
@@ -37,6 +38,7 @@ use pgwire::api::{
     RandomPidSecretKeyGenerator, Type, DEFAULT_NAME,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse};
 use pgwire::messages::data::{NoData, ParameterDescription};
 use pgwire::messages::extendedquery::{
     Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete,
@@ -73,10 +75,23 @@ pub struct Shared {
 #[derive(Default)]
 pub struct Connection {
     session: Mutex<Option<Session>>,
+    /// A `COPY … FROM STDIN` between its CopyInResponse and the client's CopyDone or CopyFail.
+    copy: Mutex<Option<CopyState>>,
     /// Set by the message loop before an Execute: whether the next message (already received)
     /// is Sync, so the statement is its implicit transaction's only one (see
     /// [`Session::set_pipelined`]).
     sync_follows: std::sync::atomic::AtomicBool,
+}
+
+/// A COPY FROM STDIN in progress, or one that failed and waits for the client to end it.
+enum CopyState {
+    Running {
+        copy: sql::CopyIn,
+        sql: String,
+    },
+    /// The error to report when the client sends CopyDone (PostgreSQL keeps reading the
+    /// data until then).
+    Failed(PgWireError),
 }
 
 impl Connection {
@@ -348,6 +363,67 @@ impl StartupHandler for Handler {
     }
 }
 
+/// `COPY … FROM STDIN` (simple protocol): each CopyData's complete rows are inserted as they
+/// arrive; CopyDone commits and reports `COPY n`, after which pgwire sends ReadyForQuery.
+#[async_trait]
+impl CopyHandler for Handler {
+    async fn on_copy_data<C>(&self, _client: &mut C, data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut state = self.conn.copy.lock();
+        if let Some(CopyState::Running { copy, sql }) = state.as_mut() {
+            if let Err(error) = self.conn.with_session(|s| s.copy_data(copy, &data.data))? {
+                *state = Some(CopyState::Failed(sql_error(error, sql)));
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let state = self.conn.copy.lock().take();
+        let result = match state {
+            Some(CopyState::Running { copy, sql }) => {
+                self.conn.with_session(|s| s.finish_copy(copy))?.map_err(|e| sql_error(e, &sql))
+            }
+            Some(CopyState::Failed(error)) => Err(error),
+            None => Err(protocol_error(ProtocolError::Violation("CopyDone without COPY".into()))),
+        };
+        let result = match result {
+            Ok(out) => self.acknowledge().await.map(|()| out),
+            Err(e) => Err(e),
+        };
+        // pgwire sends ReadyForQuery with the client's status (after an error, the status's
+        // error state: still idle for an autocommit COPY).
+        client.set_transaction_status(self.conn.status());
+        send_command_complete(client, result?.tag.to_string()).await
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(CopyState::Running { copy, .. }) = self.conn.copy.lock().take() {
+            let _ = self.conn.with_session(|s| s.abort_copy(copy));
+        }
+        client.set_transaction_status(self.conn.status());
+        PgWireError::UserError(Box::new(ErrorInfo::new(
+            "ERROR".into(),
+            "57014".into(),
+            format!("COPY from stdin failed: {}", fail.message),
+        )))
+    }
+}
+
 #[async_trait]
 impl SimpleQueryHandler for Handler {
     /// Runs every statement of the Query message and sends each result in order, stopping at
@@ -364,6 +440,24 @@ impl SimpleQueryHandler for Handler {
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
         let sql = query.query;
+        if let Some(started) = self.conn.with_session(|s| s.start_copy(&sql))? {
+            match started {
+                Ok(copy) => {
+                    let columns = copy.columns();
+                    *self.conn.copy.lock() = Some(CopyState::Running { copy, sql });
+                    let response = CopyInResponse::new(0, columns as i16, vec![0; columns]);
+                    client.send(PgWireBackendMessage::CopyInResponse(response)).await?;
+                    client.set_state(PgWireConnectionState::CopyInProgress(false));
+                }
+                Err(error) => {
+                    let info =
+                        crate::error::error_info(&crate::error::WireError::Sql { error, sql });
+                    client.feed(PgWireBackendMessage::ErrorResponse(info.into())).await?;
+                    self.ready_for_query(client).await?;
+                }
+            }
+            return Ok(());
+        }
         // One short statement runs right here; anything else (several statements, DDL, long
         // scans, or text that does not prepare) on the blocking pool.
         let short = self.conn.with_session(|s| match s.prepare_simple(&sql) {

@@ -451,7 +451,7 @@ impl Drop for PgServer {
 }
 
 /// The directory holding PostgreSQL 15's `initdb` and `postgres`, if installed.
-fn pg_bindir() -> Option<PathBuf> {
+pub fn pg_bindir() -> Option<PathBuf> {
     let mut candidates = Vec::new();
     if let Some(dir) = std::env::var_os("PG_BINDIR") {
         candidates.push(PathBuf::from(dir));

@@ -1,0 +1,182 @@
+//! `COPY … FROM STDIN` through real clients: psql scripts with inline data (text and CSV,
+//! NULLs, escapes, a header), failures that leave nothing behind, COPY inside a transaction
+//! block, and `pgbench -i` (its COPY, VACUUM and primary keys) followed by a pgbench run whose
+//! balances must add up. `TEST_AGAINST_PG=1` runs the same checks against PostgreSQL 15.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tests::Backend;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+struct Output {
+    stdout: String,
+    stderr: String,
+    success: bool,
+}
+
+fn have(program: &std::path::Path) -> bool {
+    let found = std::process::Command::new(program).arg("--version").output().is_ok();
+    if !found {
+        println!("{} not installed, skipping", program.display());
+    }
+    found
+}
+
+fn client(program: &std::path::Path, backend: &Backend) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.args(["-h", "127.0.0.1", "-p", &backend.port().to_string(), "-U", "postgres"])
+        .env("PGCONNECT_TIMEOUT", "10")
+        .env_remove("PGOPTIONS")
+        .kill_on_drop(true);
+    cmd
+}
+
+/// psql with no ~/.psqlrc, unaligned `|`-separated output, reading `script` from stdin.
+async fn psql(backend: &Backend, script: &str, extra: &[&str]) -> Output {
+    let mut cmd = client("psql".as_ref(), backend);
+    cmd.args(["-X", "-d", "postgres", "--no-password", "-A", "-F", "|", "-f", "-"]).args(extra);
+    run(cmd, Some(script)).await
+}
+
+async fn run(mut cmd: Command, stdin: Option<&str>) -> Output {
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn client");
+    let mut input = child.stdin.take().expect("stdin");
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).await.expect("write to the client");
+    }
+    drop(input);
+    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .expect("the client did not finish within 120 s")
+        .expect("client output");
+    Output {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        success: out.status.success(),
+    }
+}
+
+#[tokio::test]
+async fn copy_text_and_csv_from_psql() {
+    if !have("psql".as_ref()) {
+        return;
+    }
+    let Some(b) = Backend::from_env() else { return };
+    let script = "DROP TABLE IF EXISTS c;\n\
+        CREATE TABLE c (id int PRIMARY KEY, name text, price numeric(6,2), d date);\n\
+        COPY c FROM STDIN;\n\
+        1\tone\t1.50\t2024-01-02\n\
+        2\t\\N\t20\t\\N\n\
+        3\ttab\\there \\\\ \\101\t0\t2024-02-29\n\
+        \\.\n\
+        COPY c (id, name) FROM STDIN WITH (FORMAT csv, HEADER);\n\
+        id,name\n\
+        4,\"quoted, \"\"name\"\"\"\n\
+        5,\n\
+        6,\"\"\n\
+        \\.\n\
+        copy c from stdin with (delimiter ';', null 'nil');\n\
+        7;nil;7;nil\n\
+        \\.\n\
+        SELECT id, name, name IS NULL AS null, price, d FROM c ORDER BY id;\n";
+    let out = psql(&b, script, &["-q", "-v", "ON_ERROR_STOP=1"]).await;
+    assert!(out.success, "psql failed on {}: {}", b.name(), out.stderr);
+    let expected = "id|name|null|price|d\n\
+        1|one|f|1.50|2024-01-02\n\
+        2||t|20.00|\n\
+        3|tab\there \\ A|f|0.00|2024-02-29\n\
+        4|quoted, \"name\"|f||\n\
+        5||t||\n\
+        6||f||\n\
+        7||t|7.00|\n\
+        (7 rows)\n";
+    assert_eq!(out.stdout, expected, "on {}; stderr: {}", b.name(), out.stderr);
+}
+
+#[tokio::test]
+async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
+    if !have("psql".as_ref()) {
+        return;
+    }
+    let Some(b) = Backend::from_env() else { return };
+    // No ON_ERROR_STOP: every statement runs; errors go to stderr.
+    let script = "DROP TABLE IF EXISTS f;\n\
+        CREATE TABLE f (id int PRIMARY KEY, v int);\n\
+        COPY f FROM STDIN;\n1\t1\n2\tx\n\\.\n\
+        SELECT count(*) FROM f;\n\
+        COPY f FROM STDIN;\n1\t1\n1\t2\n\\.\n\
+        COPY f FROM STDIN;\n1\n\\.\n\
+        COPY f FROM STDIN;\n1\t1\t1\n\\.\n\
+        SELECT count(*) FROM f;\n\
+        BEGIN;\n\
+        COPY f FROM STDIN;\n7\t7\n\\.\n\
+        SELECT count(*) FROM f;\n\
+        ROLLBACK;\n\
+        SELECT count(*) FROM f;\n\
+        BEGIN;\n\
+        COPY f FROM STDIN;\n8\t8\n\\.\n\
+        COMMIT;\n\
+        BEGIN;\n\
+        VACUUM f;\n\
+        ROLLBACK;\n\
+        VACUUM f;\n\
+        ANALYZE;\n\
+        VACUUM nosuch;\n\
+        SELECT id, v FROM f;\n";
+    let out = psql(&b, script, &["-t"]).await;
+    let expected = "DROP TABLE\nCREATE TABLE\n0\n0\nBEGIN\nCOPY 1\n1\nROLLBACK\n0\n\
+        BEGIN\nCOPY 1\nCOMMIT\nBEGIN\nROLLBACK\nVACUUM\nANALYZE\n8|8\n";
+    assert_eq!(out.stdout, expected, "on {}; stderr: {}", b.name(), out.stderr);
+    for message in [
+        "invalid input syntax for type integer: \"x\"",
+        "duplicate key value violates unique constraint",
+        "missing data for column \"v\"",
+        "extra data after last expected column",
+        "VACUUM cannot run inside a transaction block",
+        "relation \"nosuch\" does not exist",
+    ] {
+        assert!(
+            out.stderr.contains(message),
+            "{message:?} missing on {}: {}",
+            b.name(),
+            out.stderr
+        );
+    }
+}
+
+#[tokio::test]
+async fn pgbench_initializes_and_its_balances_add_up() {
+    let Some(bin) = tests::pg_bindir() else {
+        println!("PostgreSQL 15's binaries not found, skipping");
+        return;
+    };
+    let pgbench = bin.join("pgbench");
+    if !have(&pgbench) || !have("psql".as_ref()) {
+        return;
+    }
+    let Some(b) = Backend::from_env() else { return };
+    let mut init = client(&pgbench, &b);
+    init.args(["-i", "-s", "1", "postgres"]);
+    let out = run(init, None).await;
+    assert!(out.success, "pgbench -i failed on {}: {}", b.name(), out.stderr);
+    let mut bench = client(&pgbench, &b);
+    bench.args(["-n", "-c", "2", "-t", "100", "-M", "prepared", "--max-tries", "10", "postgres"]);
+    let out = run(bench, None).await;
+    assert!(out.success, "pgbench failed on {}: {}", b.name(), out.stderr);
+    assert!(
+        out.stdout.contains("number of transactions actually processed: 200/200"),
+        "{}",
+        out.stdout
+    );
+    let check = "SELECT count(*) FROM pgbench_accounts;\n\
+        SELECT count(*) FROM pgbench_history;\n\
+        SELECT (SELECT sum(abalance) FROM pgbench_accounts) = (SELECT sum(delta) FROM pgbench_history),\n\
+               (SELECT sum(tbalance) FROM pgbench_tellers) = (SELECT sum(delta) FROM pgbench_history),\n\
+               (SELECT sum(bbalance) FROM pgbench_branches) = (SELECT sum(delta) FROM pgbench_history);\n";
+    let out = psql(&b, check, &["-t", "-v", "ON_ERROR_STOP=1"]).await;
+    assert!(out.success, "psql failed on {}: {}", b.name(), out.stderr);
+    assert_eq!(out.stdout, "100000\n200\nt|t|t\n", "on {}", b.name());
+}
