@@ -38,7 +38,7 @@ use pgwire::api::{
     RandomPidSecretKeyGenerator, Type, DEFAULT_NAME,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyInResponse, CopyOutResponse};
 use pgwire::messages::data::{NoData, ParameterDescription};
 use pgwire::messages::extendedquery::{
     Bind, BindComplete, Close, CloseComplete, Describe, Execute, Parse, ParseComplete,
@@ -50,7 +50,7 @@ use pgwire::messages::response::{
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::{Authentication, BackendKeyData, ParameterStatus};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
-use sql::{Database, Output, Prepared, Session, TxnStatus, Value};
+use sql::{CopyStart, Database, Output, Prepared, Session, TxnStatus, Value};
 
 use crate::encode::{self, RowEncoder};
 use crate::error::{protocol_error, sql_error, ProtocolError};
@@ -442,12 +442,26 @@ impl SimpleQueryHandler for Handler {
         let sql = query.query;
         if let Some(started) = self.conn.with_session(|s| s.start_copy(&sql))? {
             match started {
-                Ok(copy) => {
+                Ok(CopyStart::In(copy)) => {
                     let columns = copy.columns();
                     *self.conn.copy.lock() = Some(CopyState::Running { copy, sql });
                     let response = CopyInResponse::new(0, columns as i16, vec![0; columns]);
                     client.send(PgWireBackendMessage::CopyInResponse(response)).await?;
                     client.set_state(PgWireConnectionState::CopyInProgress(false));
+                }
+                Ok(CopyStart::Out(out)) => {
+                    // Rows read are released only once what they saw is durable.
+                    self.acknowledge().await?;
+                    let formats = vec![0; out.columns];
+                    let response = CopyOutResponse::new(0, out.columns as i16, formats);
+                    client.feed(PgWireBackendMessage::CopyOutResponse(response)).await?;
+                    for line in out.data {
+                        let data = CopyData::new(line.into());
+                        client.feed(PgWireBackendMessage::CopyData(data)).await?;
+                    }
+                    client.feed(PgWireBackendMessage::CopyDone(CopyDone::new())).await?;
+                    send_command_complete(client, format!("COPY {}", out.rows)).await?;
+                    self.ready_for_query(client).await?;
                 }
                 Err(error) => {
                     let info =

@@ -11,18 +11,26 @@
 //! PostgreSQL also refuses it unless the table was created or truncated in the same
 //! transaction, which pgbench's COPY is.
 //!
-//! Not supported (`0A000`): `COPY … TO`, a file or program as the source, the binary format,
+//! `COPY table [(columns)] TO STDOUT` and `COPY (query) TO STDOUT` run the query and
+//! [`encode_row`] its rows in the same formats.
+//!
+//! Not supported (`0A000`): a file or program as the source or target, the binary format,
 //! `FORCE_*` and `HEADER MATCH`.
 
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use crate::error::{Error, Result};
 
-/// A parsed `COPY … FROM STDIN`.
+/// A parsed `COPY … FROM STDIN` or `COPY … TO STDOUT`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyFrom {
-    /// The table, quoted for SQL text (`"public"."t"`).
+    /// The table, quoted for SQL text (`"public"."t"`); for `COPY (query) TO`, the query's
+    /// text in parentheses.
     pub table: String,
+    /// `COPY … TO STDOUT` (else FROM STDIN).
+    pub to: bool,
+    /// `COPY (query) TO STDOUT`: `table` is the query.
+    pub query: bool,
     /// The listed columns (folded or as quoted), empty for all of them.
     pub columns: Vec<String>,
     /// How the rows are encoded.
@@ -68,20 +76,41 @@ fn syntax(message: impl Into<String>) -> Error {
 }
 
 /// Parses one COPY statement's tokens (whitespace included, no `;`).
-pub(crate) fn parse_copy(tokens: &[TokenWithSpan]) -> Result<CopyFrom> {
-    let toks: Vec<&Token> =
-        tokens.iter().map(|t| &t.token).filter(|t| !matches!(t, Token::Whitespace(_))).collect();
+pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyFrom> {
+    let spanned: Vec<&TokenWithSpan> =
+        tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
+    let toks: Vec<&Token> = spanned.iter().map(|t| &t.token).collect();
     let mut p = Cursor { toks: &toks, at: 1 };
-    if p.peek() == Some(&Token::LParen) {
-        return Err(unsupported("COPY (query) TO"));
-    }
-    let mut table = vec![p.ident("a table name")?];
-    while p.eat(&Token::Period) {
-        table.push(p.ident("a table name")?);
-    }
-    let table = table.iter().map(|n| quote_ident(n)).collect::<Vec<_>>().join(".");
     let mut columns = Vec::new();
-    if p.eat(&Token::LParen) {
+    let (table, query) = if p.peek() == Some(&Token::LParen) {
+        // COPY (query) TO: the text between the parentheses, which must balance.
+        let open = p.at;
+        let mut depth = 0usize;
+        loop {
+            match p.peek() {
+                Some(Token::LParen) => depth += 1,
+                Some(Token::RParen) => depth -= 1,
+                Some(_) => {}
+                None => return Err(p.error()),
+            }
+            p.at += 1;
+            if depth == 0 {
+                break;
+            }
+        }
+        let at = |i: usize| crate::parse::offset_of(sql, spanned[i].span.start);
+        match (at(open), at(p.at - 1)) {
+            (Some(start), Some(end)) => (sql[start..=end].to_string(), true),
+            _ => return Err(p.error()),
+        }
+    } else {
+        let mut table = vec![p.ident("a table name")?];
+        while p.eat(&Token::Period) {
+            table.push(p.ident("a table name")?);
+        }
+        (table.iter().map(|n| quote_ident(n)).collect::<Vec<_>>().join("."), false)
+    };
+    if !query && p.eat(&Token::LParen) {
         loop {
             columns.push(p.ident("a column name")?);
             if p.eat(&Token::RParen) {
@@ -90,18 +119,20 @@ pub(crate) fn parse_copy(tokens: &[TokenWithSpan]) -> Result<CopyFrom> {
             p.expect(&Token::Comma)?;
         }
     }
-    match p.word().as_deref() {
-        Some("from") => {}
-        Some("to") => return Err(unsupported("COPY TO")),
+    let to = match p.word().as_deref() {
+        Some("from") if !query => false,
+        Some("to") => true,
         _ => return Err(p.error()),
-    }
+    };
+    let (way, std) = if to { ("TO", "stdout") } else { ("FROM", "stdin") };
     match p.word().as_deref() {
-        Some("stdin") => {}
-        Some("program") => return Err(unsupported("COPY FROM PROGRAM (use COPY FROM STDIN)")),
+        Some(w) if w == std => {}
+        Some("program") => return Err(unsupported(&format!("COPY {way} PROGRAM"))),
         _ if matches!(p.prev(), Some(Token::SingleQuotedString(_))) => {
-            return Err(unsupported(
-                "COPY FROM a file (use COPY FROM STDIN, as psql's \\copy does)",
-            ))
+            return Err(unsupported(&format!(
+                "COPY {way} a file (use COPY {way} {}, as psql's \\copy does)",
+                std.to_uppercase()
+            )))
         }
         _ => return Err(p.error()),
     }
@@ -189,7 +220,56 @@ pub(crate) fn parse_copy(tokens: &[TokenWithSpan]) -> Result<CopyFrom> {
     if !format.csv && (format.delimiter == b'\\' || format.delimiter == b'\n') {
         return Err(unsupported("this COPY delimiter"));
     }
-    Ok(CopyFrom { table, columns, format })
+    Ok(CopyFrom { table, to, query, columns, format })
+}
+
+/// Appends one row of COPY TO output (text or CSV, with its newline) to `out`: each value's
+/// text form, `None` as the NULL string.
+pub fn encode_row(format: &CopyFormat, fields: &[Option<String>], out: &mut Vec<u8>) {
+    for (i, field) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(format.delimiter);
+        }
+        let Some(v) = field else {
+            out.extend_from_slice(format.null.as_bytes());
+            continue;
+        };
+        if format.csv {
+            let needs_quotes = v.is_empty()
+                || *v == format.null
+                || v == "\\."
+                || v.bytes().any(|b| {
+                    b == format.delimiter || b == format.quote || b == b'\n' || b == b'\r'
+                });
+            if !needs_quotes {
+                out.extend_from_slice(v.as_bytes());
+                continue;
+            }
+            out.push(format.quote);
+            for b in v.bytes() {
+                if b == format.quote || b == format.escape {
+                    out.push(format.escape);
+                }
+                out.push(b);
+            }
+            out.push(format.quote);
+        } else {
+            for b in v.bytes() {
+                match b {
+                    b'\\' => out.extend_from_slice(b"\\\\"),
+                    b'\n' => out.extend_from_slice(b"\\n"),
+                    b'\r' => out.extend_from_slice(b"\\r"),
+                    b'\t' => out.extend_from_slice(b"\\t"),
+                    8 => out.extend_from_slice(b"\\b"),
+                    11 => out.extend_from_slice(b"\\v"),
+                    12 => out.extend_from_slice(b"\\f"),
+                    b if b == format.delimiter => out.extend_from_slice(&[b'\\', b]),
+                    b => out.push(b),
+                }
+            }
+        }
+    }
+    out.push(b'\n');
 }
 
 fn quote_ident(name: &str) -> String {
@@ -541,7 +621,7 @@ mod tests {
         let dialect = sqlparser::dialect::PostgreSqlDialect {};
         let tokens =
             sqlparser::tokenizer::Tokenizer::new(&dialect, sql).tokenize_with_location().unwrap();
-        parse_copy(&tokens)
+        parse_copy(sql, &tokens)
     }
 
     fn rows(format: &CopyFormat, chunks: &[&[u8]]) -> Result<Vec<Vec<Option<String>>>> {
@@ -578,8 +658,12 @@ mod tests {
         let c = copy("copy t from stdin csv header delimiter as ';'").unwrap();
         assert!(c.format.csv && c.format.header && c.format.delimiter == b';');
         let code = |sql: &str| copy(sql).unwrap_err().sqlstate();
-        assert_eq!(code("copy t to stdout"), "0A000");
-        assert_eq!(code("copy (select 1) to stdout"), "0A000");
+        let c = copy("copy (select a, ')' from t) to stdout with csv header").unwrap();
+        assert!(c.to && c.query && c.format.csv && c.format.header);
+        assert_eq!(c.table, "(select a, ')' from t)");
+        assert!(copy("COPY t (a) TO STDOUT").unwrap().to);
+        assert_eq!(code("copy (select 1) from stdin"), "42601");
+        assert_eq!(code("copy t to '/tmp/x'"), "0A000");
         assert_eq!(code("copy t from '/etc/passwd'"), "0A000");
         assert_eq!(code("copy t from stdin (format binary)"), "0A000");
         assert_eq!(code("copy t from stdin (bogus 1)"), "42601");
@@ -604,6 +688,21 @@ mod tests {
         let got = rows(&f, &[b"1\r\n\\.\nignored\n"]).unwrap();
         assert_eq!(got, [vec![s("1")]]);
         assert_eq!(rows(&f, &[b"\xff\n"]).unwrap_err().sqlstate(), "22021");
+    }
+
+    #[test]
+    fn rows_out() {
+        let mut out = Vec::new();
+        let text = CopyFormat::text();
+        encode_row(&text, &[s("a\tb\\c\nd"), None, s("")], &mut out);
+        assert_eq!(out, b"a\\tb\\\\c\\nd\t\\N\t\n");
+        // What is written reads back as it was.
+        assert_eq!(rows(&text, &[&out]).unwrap(), [vec![s("a\tb\\c\nd"), None, s("")]]);
+        let csv = copy("copy t to stdout csv").unwrap().format;
+        let mut out = Vec::new();
+        encode_row(&csv, &[s("x,\"y\""), None, s(""), s("plain")], &mut out);
+        assert_eq!(out, b"\"x,\"\"y\"\"\",,\"\",plain\n");
+        assert_eq!(rows(&csv, &[&out]).unwrap(), [vec![s("x,\"y\""), None, s(""), s("plain")]]);
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub mod types;
 
 pub use error::{Error, Result};
 pub use session::{
-    Checkpointer, ColumnInfo, CopyIn, Database, DatabaseOptions, Notice, Output, Prepared, Session,
-    Tag, TxnStatus,
+    Checkpointer, ColumnInfo, CopyIn, CopyOut, CopyStart, Database, DatabaseOptions, Notice,
+    Output, Prepared, Session, Tag, TxnStatus,
 };
 pub use types::Value;

@@ -29,7 +29,8 @@ pub enum Parsed {
     /// One of pgjdbc's `DatabaseMetaData` queries (`crate::metadata`), recognised before
     /// parsing: Aspen answers it from the catalog instead of running its `pg_catalog` SQL.
     Metadata(crate::metadata::MetaQuery),
-    /// `COPY … FROM STDIN` (`crate::copy`; sqlparser lacks options PostgreSQL takes).
+    /// `COPY … FROM STDIN` or `COPY … TO STDOUT` (`crate::copy`; sqlparser lacks options
+    /// PostgreSQL takes).
     Copy(crate::copy::CopyFrom),
     /// `VACUUM` or `ANALYZE` (sqlparser knows neither in PostgreSQL's form): nothing to do in
     /// an in-memory engine whose old versions are freed as their last reader lets go, and
@@ -152,7 +153,7 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
             [] => {}
             [w] if is_word(w, "checkpoint") => out.push(Parsed::Checkpoint),
             [w, ..] if is_word(w, "copy") => {
-                out.push(Parsed::Copy(crate::copy::parse_copy(&chunk)?))
+                out.push(Parsed::Copy(crate::copy::parse_copy(sql, &chunk)?))
             }
             [w, ..] if ["vacuum", "analyze", "analyse"].iter().any(|v| is_word(w, v)) => {
                 out.push(parse_maintenance(sql, &words)?)

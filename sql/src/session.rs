@@ -342,6 +342,26 @@ pub struct Output {
     pub parameter_status: Vec<(String, String)>,
 }
 
+/// What [`Session::start_copy`] started.
+#[derive(Debug)]
+pub enum CopyStart {
+    /// `COPY … FROM STDIN`: the client sends the rows next.
+    In(CopyIn),
+    /// `COPY … TO STDOUT`: the rows to send.
+    Out(CopyOut),
+}
+
+/// The result of `COPY … TO STDOUT`.
+#[derive(Debug)]
+pub struct CopyOut {
+    /// Columns per row (CopyOutResponse).
+    pub columns: usize,
+    /// One CopyData payload per line (the header line first, if asked for).
+    pub data: Vec<Vec<u8>>,
+    /// Rows copied (`COPY n`).
+    pub rows: u64,
+}
+
 /// A `COPY … FROM STDIN` in progress ([`Session::start_copy`]).
 #[derive(Debug)]
 pub struct CopyIn {
@@ -1091,12 +1111,15 @@ impl Session {
         matches!(&self.txn, Some(open) if !open.implicit)
     }
 
-    /// Starts `COPY … FROM STDIN` if the simple Query `sql` is exactly one such statement
-    /// (`None` otherwise: run it as usual). The rows then arrive through
-    /// [`Session::copy_data`] and are committed by [`Session::finish_copy`], all in one
-    /// transaction: the open block, or one of the COPY's own. An error fails that transaction
-    /// (the caller reports it once the client ends the copy).
-    pub fn start_copy(&mut self, sql: &str) -> Option<Result<CopyIn>> {
+    /// Starts a COPY if the simple Query `sql` is exactly one COPY statement (`None`
+    /// otherwise: run it as usual).
+    ///
+    /// - `COPY … FROM STDIN`: the rows then arrive through [`Session::copy_data`] and are
+    ///   committed by [`Session::finish_copy`], all in one transaction: the open block, or one
+    ///   of the COPY's own. An error fails that transaction (the caller reports it once the
+    ///   client ends the copy).
+    /// - `COPY … TO STDOUT`: runs the query now and returns its rows encoded ([`CopyOut`]).
+    pub fn start_copy(&mut self, sql: &str) -> Option<Result<CopyStart>> {
         let first = sql.trim_start().get(..4)?;
         if !first.eq_ignore_ascii_case("copy") {
             return None;
@@ -1108,7 +1131,54 @@ impl Session {
             },
             Err(e) => return Some(Err(self.fail(e))),
         };
-        Some(self.prepare_copy(copy).map_err(|e| self.fail(e)))
+        if copy.to {
+            return Some(self.copy_out(copy));
+        }
+        Some(self.prepare_copy(copy).map(CopyStart::In).map_err(|e| self.fail(e)))
+    }
+
+    /// `COPY … TO STDOUT`: the query's rows, each encoded as one CopyData payload.
+    fn copy_out(&mut self, copy: crate::copy::CopyFrom) -> Result<CopyStart> {
+        let select = if copy.query {
+            copy.table[1..copy.table.len() - 1].to_string()
+        } else if copy.columns.is_empty() {
+            format!("SELECT * FROM {}", copy.table)
+        } else {
+            let quoted: Vec<String> =
+                copy.columns.iter().map(|c| format!("\"{}\"", c.replace('"', "\"\""))).collect();
+            format!("SELECT {} FROM {}", quoted.join(", "), copy.table)
+        };
+        // The query's result, then any error committing its transaction.
+        let mut results = self.execute_simple(&select).into_iter();
+        let out = results.next().unwrap_or_else(|| {
+            Err(Error::Syntax { message: "syntax error at end of input".into(), span: None })
+        })?;
+        if let Some(Err(e)) = results.next() {
+            return Err(e);
+        }
+        let columns = out.columns.clone().ok_or_else(|| Error::Unsupported {
+            feature: "COPY of a statement that returns no rows".into(),
+            span: None,
+        })?;
+        let mut data = Vec::with_capacity(out.rows.len() + 1);
+        let format = &copy.format;
+        if format.header {
+            let names: Vec<Option<String>> = columns.iter().map(|c| Some(c.name.clone())).collect();
+            let mut line = Vec::new();
+            crate::copy::encode_row(format, &names, &mut line);
+            data.push(line);
+        }
+        for row in &out.rows {
+            let fields: Vec<Option<String>> = row
+                .iter()
+                .zip(columns.iter())
+                .map(|(v, c)| (!v.is_null()).then(|| types::format_text(v, &c.data_type)))
+                .collect();
+            let mut line = Vec::new();
+            crate::copy::encode_row(format, &fields, &mut line);
+            data.push(line);
+        }
+        Ok(CopyStart::Out(CopyOut { columns: columns.len(), data, rows: out.rows.len() as u64 }))
     }
 
     fn prepare_copy(&mut self, copy: crate::copy::CopyFrom) -> Result<CopyIn> {

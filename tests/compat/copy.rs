@@ -1,5 +1,5 @@
-//! `COPY … FROM STDIN` through real clients: psql scripts with inline data (text and CSV,
-//! NULLs, escapes, a header), failures that leave nothing behind, COPY inside a transaction
+//! `COPY … FROM STDIN` and `COPY … TO STDOUT` through real clients: psql scripts with inline
+//! data (text and CSV, NULLs, escapes, a header) copied in and back out, failures that leave nothing behind, COPY inside a transaction
 //! block, and `pgbench -i` (its COPY, VACUUM and primary keys) followed by a pgbench run whose
 //! balances must add up. `TEST_AGAINST_PG=1` runs the same checks against PostgreSQL 15.
 
@@ -60,7 +60,7 @@ async fn run(mut cmd: Command, stdin: Option<&str>) -> Output {
 }
 
 #[tokio::test]
-async fn copy_text_and_csv_from_psql() {
+async fn copy_text_and_csv_in_and_out_with_psql() {
     if !have("psql".as_ref()) {
         return;
     }
@@ -81,7 +81,10 @@ async fn copy_text_and_csv_from_psql() {
         copy c from stdin with (delimiter ';', null 'nil');\n\
         7;nil;7;nil\n\
         \\.\n\
-        SELECT id, name, name IS NULL AS null, price, d FROM c ORDER BY id;\n";
+        SELECT id, name, name IS NULL AS null, price, d FROM c ORDER BY id;\n\
+        COPY c TO STDOUT;\n\
+        COPY (SELECT id, name FROM c WHERE id BETWEEN 4 AND 6 ORDER BY id) TO STDOUT \
+        WITH (FORMAT csv, HEADER);\n";
     let out = psql(&b, script, &["-q", "-v", "ON_ERROR_STOP=1"]).await;
     assert!(out.success, "psql failed on {}: {}", b.name(), out.stderr);
     let expected = "id|name|null|price|d\n\
@@ -92,7 +95,18 @@ async fn copy_text_and_csv_from_psql() {
         5||t||\n\
         6||f||\n\
         7||t|7.00|\n\
-        (7 rows)\n";
+        (7 rows)\n\
+        1\tone\t1.50\t2024-01-02\n\
+        2\t\\N\t20.00\t\\N\n\
+        3\ttab\\there \\\\ A\t0.00\t2024-02-29\n\
+        4\tquoted, \"name\"\t\\N\t\\N\n\
+        5\t\\N\t\\N\t\\N\n\
+        6\t\t\\N\t\\N\n\
+        7\t\\N\t7.00\t\\N\n\
+        id,name\n\
+        4,\"quoted, \"\"name\"\"\"\n\
+        5,\n\
+        6,\"\"\n";
     assert_eq!(out.stdout, expected, "on {}; stderr: {}", b.name(), out.stderr);
 }
 
