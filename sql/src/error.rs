@@ -6,6 +6,28 @@
 
 use std::fmt;
 
+/// `$on` on the `span` of the variants that carry one (bound as `$span`), else `$none`.
+macro_rules! with_span {
+    ($e:expr, $span:ident => $on:expr, $none:expr) => {
+        match $e {
+            Error::Syntax { $span, .. }
+            | Error::Unsupported { $span, .. }
+            | Error::UndefinedTable { $span, .. }
+            | Error::UndefinedColumn { $span, .. }
+            | Error::MissingFromEntry { $span, .. }
+            | Error::AmbiguousColumn { $span, .. }
+            | Error::UndefinedFunction { $span, .. }
+            | Error::AmbiguousFunction { $span, .. }
+            | Error::DatatypeMismatch { $span, .. }
+            | Error::CannotCoerce { $span, .. }
+            | Error::Grouping { $span, .. }
+            | Error::InvalidColumnReference { $span, .. }
+            | Error::SyntaxMisuse { $span, .. } => $on,
+            _ => $none,
+        }
+    };
+}
+
 /// Result alias for the SQL layer.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -226,25 +248,23 @@ impl Error {
         matches!(self, Error::SerializationFailure { .. })
     }
 
+    /// The error without its position: for an error in a statement Aspen wrote itself (COPY
+    /// runs an INSERT or SELECT of its own), whose offsets mean nothing in the client's text.
+    pub(crate) fn without_position(mut self) -> Error {
+        if let Some(span) = self.span_mut() {
+            *span = None;
+        }
+        self
+    }
+
+    fn span_mut(&mut self) -> Option<&mut Option<Span>> {
+        with_span!(self, span => Some(span), None)
+    }
+
     /// The error position (1-based character offset into the statement, as the PostgreSQL
     /// ErrorResponse `P` field), if the error points at a construct.
     pub fn position(&self, sql: &str) -> Option<usize> {
-        let span = match self {
-            Error::Syntax { span, .. }
-            | Error::Unsupported { span, .. }
-            | Error::UndefinedTable { span, .. }
-            | Error::UndefinedColumn { span, .. }
-            | Error::MissingFromEntry { span, .. }
-            | Error::AmbiguousColumn { span, .. }
-            | Error::UndefinedFunction { span, .. }
-            | Error::AmbiguousFunction { span, .. }
-            | Error::DatatypeMismatch { span, .. }
-            | Error::CannotCoerce { span, .. }
-            | Error::Grouping { span, .. }
-            | Error::InvalidColumnReference { span, .. }
-            | Error::SyntaxMisuse { span, .. } => *span,
-            _ => None,
-        }?;
+        let span = with_span!(self, span => *span, None)?;
         let start = span.start.min(sql.len());
         // PostgreSQL counts characters, not bytes, and starts at 1.
         Some(sql.get(..start).map(|s| s.chars().count()).unwrap_or(start) + 1)

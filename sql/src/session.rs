@@ -1150,9 +1150,12 @@ impl Session {
         };
         // The query's result, then any error committing its transaction.
         let mut results = self.execute_simple(&select).into_iter();
-        let out = results.next().unwrap_or_else(|| {
-            Err(Error::Syntax { message: "syntax error at end of input".into(), span: None })
-        })?;
+        let out = results
+            .next()
+            .unwrap_or_else(|| {
+                Err(Error::Syntax { message: "syntax error at end of input".into(), span: None })
+            })
+            .map_err(Error::without_position)?;
         if let Some(Err(e)) = results.next() {
             return Err(e);
         }
@@ -1186,7 +1189,8 @@ impl Session {
             return Err(Error::InFailedTransaction);
         }
         let columns = if copy.columns.is_empty() {
-            let all = self.prepare_with(&format!("SELECT * FROM {}", copy.table), &[], false)?;
+            let select = format!("SELECT * FROM {}", copy.table);
+            let all = self.prepare_with(&select, &[], false).map_err(Error::without_position)?;
             all.columns
                 .as_ref()
                 .map(|c| c.iter().map(|c| c.name.clone()).collect())
@@ -1197,16 +1201,18 @@ impl Session {
         let quoted: Vec<String> =
             columns.iter().map(|c| format!("\"{}\"", c.replace('"', "\"\""))).collect();
         let params: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
-        let insert = self.prepare_with(
-            &format!(
-                "INSERT INTO {} ({}) VALUES ({})",
-                copy.table,
-                quoted.join(", "),
-                params.join(", ")
-            ),
-            &[],
-            false,
-        )?;
+        let insert = self
+            .prepare_with(
+                &format!(
+                    "INSERT INTO {} ({}) VALUES ({})",
+                    copy.table,
+                    quoted.join(", "),
+                    params.join(", ")
+                ),
+                &[],
+                false,
+            )
+            .map_err(Error::without_position)?;
         let own = self.txn.is_none();
         if own {
             self.open_implicit();

@@ -139,6 +139,8 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
         VACUUM f;\n\
         ANALYZE;\n\
         VACUUM nosuch;\n\
+        COPY f (id, nosuch) FROM STDIN;\n\
+        COPY nosuch TO STDOUT;\n\
         SELECT id, v FROM f;\n";
     let out = psql(&b, script, &["-t"]).await;
     let expected = "DROP TABLE\nCREATE TABLE\n0\n0\nBEGIN\nCOPY 1\n1\nROLLBACK\n0\n\
@@ -150,6 +152,7 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
         "missing data for column \"v\"",
         "extra data after last expected column",
         "VACUUM cannot run inside a transaction block",
+        "column \"nosuch\" of relation \"f\" does not exist",
         "relation \"nosuch\" does not exist",
     ] {
         assert!(
@@ -159,6 +162,8 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
             out.stderr
         );
     }
+    // No error position: the statements COPY runs are not the client's text.
+    assert!(!out.stderr.contains("LINE 1: COPY"), "on {}: {}", b.name(), out.stderr);
 }
 
 #[tokio::test]
