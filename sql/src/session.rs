@@ -1349,7 +1349,9 @@ impl Session {
             // or sent through the extended protocol.
             Parsed::Copy(_) => {
                 return Err(Error::Unsupported {
-                    feature: "COPY FROM STDIN other than alone in a simple Query message".into(),
+                    feature: "COPY other than alone in a simple Query message (in the extended \
+                              protocol or among other statements)"
+                        .into(),
                     span: None,
                 })
             }
