@@ -236,3 +236,21 @@ async fn an_acknowledged_copy_survives_a_crash() {
     assert_eq!(row.get::<_, String>(2), "row 0");
     assert_eq!(row.get::<_, i32>(3), 9);
 }
+
+/// COPY through the extended protocol is not supported: `0A000`, and the connection goes on.
+/// Aspen only (PostgreSQL supports it).
+#[tokio::test]
+async fn copy_in_the_extended_protocol_is_refused_cleanly() {
+    if tests::against_pg() {
+        return;
+    }
+    let server = tests::AspenServer::start();
+    let c = tests::connect(server.port()).await.expect("connect");
+    c.batch_execute("CREATE TABLE x (id int PRIMARY KEY)").await.expect("create");
+    for sql in ["COPY x FROM STDIN", "COPY x TO STDOUT"] {
+        let err = c.execute(sql, &[]).await.expect_err(sql);
+        assert_eq!(tests::sqlstate(&err), Some("0A000"), "{sql}: {err}");
+    }
+    let row = c.query_one("SELECT count(*) FROM x", &[]).await.expect("the connection goes on");
+    assert_eq!(row.get::<_, i64>(0), 0);
+}
