@@ -363,8 +363,53 @@ impl StartupHandler for Handler {
     }
 }
 
-/// `COPY … FROM STDIN` (simple protocol): each CopyData's complete rows are inserted as they
-/// arrive; CopyDone commits and reports `COPY n`, after which pgwire sends ReadyForQuery.
+impl Handler {
+    /// Answers a started `COPY … FROM STDIN` with CopyInResponse; the rows come next
+    /// (`CopyHandler` below). `extended`: started by an Execute (pgwire then waits for Sync
+    /// after CopyDone).
+    async fn copy_in<C>(
+        &self,
+        client: &mut C,
+        copy: sql::CopyIn,
+        sql: String,
+        extended: bool,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let columns = copy.columns();
+        *self.conn.copy.lock() = Some(CopyState::Running { copy, sql });
+        let response = CopyInResponse::new(0, columns as i16, vec![0; columns]);
+        client.send(PgWireBackendMessage::CopyInResponse(response)).await?;
+        client.set_state(PgWireConnectionState::CopyInProgress(extended));
+        Ok(())
+    }
+
+    /// Sends the rows of a `COPY … TO STDOUT`, then its CommandComplete.
+    async fn copy_out<C>(&self, client: &mut C, out: sql::CopyOut) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // Rows read are released only once what they saw is durable.
+        self.acknowledge().await?;
+        let formats = vec![0; out.columns];
+        let response = CopyOutResponse::new(0, out.columns as i16, formats);
+        client.feed(PgWireBackendMessage::CopyOutResponse(response)).await?;
+        for line in out.data {
+            client.feed(PgWireBackendMessage::CopyData(CopyData::new(line.into()))).await?;
+        }
+        client.feed(PgWireBackendMessage::CopyDone(CopyDone::new())).await?;
+        send_command_complete(client, format!("COPY {}", out.rows)).await
+    }
+}
+
+/// `COPY … FROM STDIN`: each CopyData's complete rows are inserted as they arrive; CopyDone
+/// commits and reports `COPY n`, after which pgwire sends ReadyForQuery (simple protocol) or
+/// waits for Sync (extended).
 #[async_trait]
 impl CopyHandler for Handler {
     async fn on_copy_data<C>(&self, _client: &mut C, data: CopyData) -> PgWireResult<()>
@@ -442,25 +487,9 @@ impl SimpleQueryHandler for Handler {
         let sql = query.query;
         if let Some(started) = self.conn.with_session(|s| s.start_copy(&sql))? {
             match started {
-                Ok(CopyStart::In(copy)) => {
-                    let columns = copy.columns();
-                    *self.conn.copy.lock() = Some(CopyState::Running { copy, sql });
-                    let response = CopyInResponse::new(0, columns as i16, vec![0; columns]);
-                    client.send(PgWireBackendMessage::CopyInResponse(response)).await?;
-                    client.set_state(PgWireConnectionState::CopyInProgress(false));
-                }
+                Ok(CopyStart::In(copy)) => self.copy_in(client, copy, sql, false).await?,
                 Ok(CopyStart::Out(out)) => {
-                    // Rows read are released only once what they saw is durable.
-                    self.acknowledge().await?;
-                    let formats = vec![0; out.columns];
-                    let response = CopyOutResponse::new(0, out.columns as i16, formats);
-                    client.feed(PgWireBackendMessage::CopyOutResponse(response)).await?;
-                    for line in out.data {
-                        let data = CopyData::new(line.into());
-                        client.feed(PgWireBackendMessage::CopyData(data)).await?;
-                    }
-                    client.feed(PgWireBackendMessage::CopyDone(CopyDone::new())).await?;
-                    send_command_complete(client, format!("COPY {}", out.rows)).await?;
+                    self.copy_out(client, out).await?;
                     self.ready_for_query(client).await?;
                 }
                 Err(error) => {
@@ -799,6 +828,21 @@ impl ExtendedQueryHandler for Handler {
         let state = portal.state();
         let mut state = state.lock().await;
         match &mut *state {
+            PortalExecutionState::Initial if portal.statement.statement.prepared.is_copy() => {
+                *state = PortalExecutionState::Finished;
+                let prepared = portal.statement.statement.prepared.clone();
+                let started = self.conn.with_session(|s| s.start_copy_prepared(&prepared))?;
+                client.set_transaction_status(self.conn.status());
+                match started {
+                    Some(Ok(CopyStart::In(copy))) => {
+                        self.copy_in(client, copy, prepared.sql.clone(), true).await?
+                    }
+                    Some(Ok(CopyStart::Out(out))) => self.copy_out(client, out).await?,
+                    Some(Err(e)) => return Err(sql_error(e, &prepared.sql)),
+                    // `is_copy` said it was one.
+                    None => send_command_complete(client, "COPY 0".into()).await?,
+                }
+            }
             PortalExecutionState::Initial => {
                 let stmt = &portal.statement.statement;
                 let params = stmt.take_params();

@@ -14,7 +14,9 @@
 //! `COPY table [(columns)] TO STDOUT` and `COPY (query) TO STDOUT` run the query and
 //! [`encode_row`] its rows in the same formats.
 //!
-//! Not supported (`0A000`): a file or program as the source or target, the binary format,
+//! A COPY runs when it is alone in a simple Query (`Session::start_copy`) or prepared and
+//! executed (`Session::start_copy_prepared`). Not supported (`0A000`): a COPY among other
+//! statements of one Query, a file or program as the source or target, the binary format,
 //! `FORCE_*` and `HEADER MATCH`.
 
 use sqlparser::tokenizer::{Token, TokenWithSpan};

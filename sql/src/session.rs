@@ -409,6 +409,9 @@ pub struct Prepared {
     pub columns: Option<Arc<Vec<ColumnInfo>>>,
     oids: Vec<u32>,
     plan: Option<Arc<Cached>>,
+    /// A COPY statement (run by [`Session::start_copy_prepared`], not by
+    /// [`Session::execute_prepared`]).
+    copy: Option<crate::copy::CopyFrom>,
 }
 
 /// The session's open transaction: a block (BEGIN …) or an implicit transaction.
@@ -733,6 +736,11 @@ pub struct Session {
 }
 
 impl Prepared {
+    /// Whether this is a COPY (its Execute starts the copy: [`Session::start_copy_prepared`]).
+    pub fn is_copy(&self) -> bool {
+        self.copy.is_some()
+    }
+
     /// Whether executing this statement is short and never waits for I/O, so a server may run
     /// it on the thread that serves its connection's socket: transaction control, SET / SHOW,
     /// and queries and DML whose table accesses are bounded (see `plan_is_short`). DDL,
@@ -945,6 +953,16 @@ impl Session {
         param_oids: &[u32],
         cache: bool,
     ) -> Result<Arc<Prepared>> {
+        if let Some(copy) = lone_copy(sql)? {
+            return Ok(Arc::new(Prepared {
+                sql: sql.to_string(),
+                param_types: Vec::new(),
+                columns: None,
+                oids: param_oids.to_vec(),
+                plan: None,
+                copy: Some(copy),
+            }));
+        }
         let cached = self.plan(sql, param_oids, cache)?;
         Ok(Arc::new(Prepared {
             sql: sql.to_string(),
@@ -952,6 +970,7 @@ impl Session {
             columns: cached.as_ref().and_then(|c| c.columns.clone()),
             oids: param_oids.to_vec(),
             plan: cached,
+            copy: None,
         }))
     }
 
@@ -1120,21 +1139,24 @@ impl Session {
     ///   client ends the copy).
     /// - `COPY … TO STDOUT`: runs the query now and returns its rows encoded ([`CopyOut`]).
     pub fn start_copy(&mut self, sql: &str) -> Option<Result<CopyStart>> {
-        let first = sql.trim_start().get(..4)?;
-        if !first.eq_ignore_ascii_case("copy") {
-            return None;
+        match lone_copy(sql) {
+            Ok(None) => None,
+            Ok(Some(copy)) => Some(self.begin_copy(copy)),
+            Err(e) => Some(Err(self.fail(e))),
         }
-        let copy = match crate::parse::parse(sql) {
-            Ok(stmts) => match <[Parsed; 1]>::try_from(stmts) {
-                Ok([Parsed::Copy(copy)]) => copy,
-                _ => return None,
-            },
-            Err(e) => return Some(Err(self.fail(e))),
-        };
+    }
+
+    /// [`Session::start_copy`] for the Execute of a prepared COPY (extended protocol), `None`
+    /// if `stmt` is not one.
+    pub fn start_copy_prepared(&mut self, stmt: &Prepared) -> Option<Result<CopyStart>> {
+        Some(self.begin_copy(stmt.copy.clone()?))
+    }
+
+    fn begin_copy(&mut self, copy: crate::copy::CopyFrom) -> Result<CopyStart> {
         if copy.to {
-            return Some(self.copy_out(copy));
+            return self.copy_out(copy);
         }
-        Some(self.prepare_copy(copy).map(CopyStart::In).map_err(|e| self.fail(e)))
+        self.prepare_copy(copy).map(CopyStart::In).map_err(|e| self.fail(e))
     }
 
     /// `COPY … TO STDOUT`: the query's rows, each encoded as one CopyData payload.
@@ -1345,13 +1367,10 @@ impl Session {
                 }
                 Bound::Command(Command::Maintenance { vacuum: *vacuum })
             }
-            // A COPY that `Session::start_copy` did not take: not alone in its Query message,
-            // or sent through the extended protocol.
+            // A COPY that `Session::start_copy` did not take: not alone in its Query message.
             Parsed::Copy(_) => {
                 return Err(Error::Unsupported {
-                    feature: "COPY other than alone in a simple Query message (in the extended \
-                              protocol or among other statements)"
-                        .into(),
+                    feature: "COPY among other statements in one Query message".into(),
                     span: None,
                 })
             }
@@ -2169,6 +2188,19 @@ impl Session {
         let def = catalog::IndexDef { primary: true, ..spec.def.clone() };
         self.stage(catalog::Ddl::CreateIndex { table: table.id, def })?;
         Ok(())
+    }
+}
+
+/// The COPY statement that `sql` is, if it is exactly one (a cheap look at its first word
+/// first: every prepared statement passes here).
+fn lone_copy(sql: &str) -> Result<Option<crate::copy::CopyFrom>> {
+    let first = sql.trim_start().get(..4);
+    if !first.is_some_and(|w| w.eq_ignore_ascii_case("copy")) {
+        return Ok(None);
+    }
+    match <[Parsed; 1]>::try_from(crate::parse::parse(sql)?) {
+        Ok([Parsed::Copy(copy)]) => Ok(Some(copy)),
+        _ => Ok(None),
     }
 }
 
