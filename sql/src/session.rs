@@ -2150,8 +2150,7 @@ impl Session {
         self.with_txn(|_, t| {
             let types = exec::column_types(table);
             let rows = exec::all_rows(t, table)?;
-            let mut seen = std::collections::HashSet::new();
-            let mut rekeyed = Vec::new();
+            let mut rekeyed = Vec::with_capacity(rows.len());
             for (k, bytes) in rows {
                 let row = types::decode_row(&bytes, &types)?;
                 let mut key_vals = Vec::new();
@@ -2167,15 +2166,18 @@ impl Session {
                 }
                 let mut nk = Vec::new();
                 types::encode_key(&key_vals, &mut nk);
-                if !seen.insert(nk.clone()) {
-                    return Err(Error::UniqueViolation {
-                        constraint: spec.def.name.clone(),
-                        detail: "Key values are duplicated in existing rows.".into(),
-                        table: table.name.clone(),
-                    }
-                    .with_create_index_message());
-                }
                 rekeyed.push((k, nk, bytes));
+            }
+            // Sorted by the new key: duplicates are neighbours (no hashing of every key), and
+            // the inserts below go into the write set in order.
+            rekeyed.sort_unstable_by(|a, b| a.1.cmp(&b.1));
+            if rekeyed.windows(2).any(|w| w[0].1 == w[1].1) {
+                return Err(Error::UniqueViolation {
+                    constraint: spec.def.name.clone(),
+                    detail: "Key values are duplicated in existing rows.".into(),
+                    table: table.name.clone(),
+                }
+                .with_create_index_message());
             }
             for (old, _, _) in &rekeyed {
                 t.delete(exec::tid(table), old).map_err(exec::txn_error)?;
