@@ -363,7 +363,44 @@ impl StartupHandler for Handler {
     }
 }
 
+/// How a simple Query runs (`on_query`).
+enum Simple {
+    /// It is one COPY, started.
+    Copy(sql::Result<CopyStart>),
+    /// One short statement, prepared: it runs on the connection thread.
+    Short(Arc<Prepared>),
+    /// Anything else: parsed again and run on the blocking pool.
+    Other,
+}
+
 impl Handler {
+    /// A COPY started by a simple Query: CopyInResponse (the rows come next), or the rows of a
+    /// COPY TO then ReadyForQuery, or the error then ReadyForQuery.
+    async fn simple_copy<C>(
+        &self,
+        client: &mut C,
+        started: sql::Result<CopyStart>,
+        sql: String,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match started {
+            Ok(CopyStart::In(copy)) => self.copy_in(client, copy, sql, false).await,
+            Ok(CopyStart::Out(out)) => {
+                self.copy_out(client, out).await?;
+                self.ready_for_query(client).await
+            }
+            Err(error) => {
+                let info = crate::error::error_info(&crate::error::WireError::Sql { error, sql });
+                client.feed(PgWireBackendMessage::ErrorResponse(info.into())).await?;
+                self.ready_for_query(client).await
+            }
+        }
+    }
+
     /// Answers a started `COPY … FROM STDIN` with CopyInResponse; the rows come next
     /// (`CopyHandler` below). `extended`: started by an Execute (pgwire then waits for Sync
     /// after CopyDone).
@@ -485,28 +522,21 @@ impl SimpleQueryHandler for Handler {
         }
         client.set_state(PgWireConnectionState::QueryInProgress);
         let sql = query.query;
-        if let Some(started) = self.conn.with_session(|s| s.start_copy(&sql))? {
-            match started {
-                Ok(CopyStart::In(copy)) => self.copy_in(client, copy, sql, false).await?,
-                Ok(CopyStart::Out(out)) => {
-                    self.copy_out(client, out).await?;
-                    self.ready_for_query(client).await?;
-                }
-                Err(error) => {
-                    let info =
-                        crate::error::error_info(&crate::error::WireError::Sql { error, sql });
-                    client.feed(PgWireBackendMessage::ErrorResponse(info.into())).await?;
-                    self.ready_for_query(client).await?;
-                }
-            }
-            return Ok(());
-        }
-        // One short statement runs right here; anything else (several statements, DDL, long
-        // scans, or text that does not prepare) on the blocking pool.
-        let short = self.conn.with_session(|s| match s.prepare_simple(&sql) {
-            Ok(p) if p.param_types.is_empty() && s.runs_briefly(&p) => Some(p),
-            _ => None,
+        // A COPY starts here; one short statement runs right here; anything else (several
+        // statements, DDL, long scans, or text that does not prepare) on the blocking pool.
+        let plan = self.conn.with_session(|s| match s.prepare_simple(&sql) {
+            Ok(p) => match p.copy() {
+                Some(copy) => Simple::Copy(s.start_copy(copy)),
+                None if p.param_types.is_empty() && s.runs_briefly(&p) => Simple::Short(p),
+                None => Simple::Other,
+            },
+            Err(_) => Simple::Other,
         })?;
+        let short = match plan {
+            Simple::Copy(started) => return self.simple_copy(client, started, sql).await,
+            Simple::Short(p) => Some(p),
+            Simple::Other => None,
+        };
         let results = match short {
             Some(p) => self.conn.with_session(|s| s.execute_simple_prepared(&p))?,
             None => {
@@ -827,22 +857,20 @@ impl ExtendedQueryHandler for Handler {
         };
         let state = portal.state();
         let mut state = state.lock().await;
-        match &mut *state {
-            PortalExecutionState::Initial if portal.statement.statement.prepared.is_copy() => {
-                *state = PortalExecutionState::Finished;
-                let prepared = portal.statement.statement.prepared.clone();
-                let started = self.conn.with_session(|s| s.start_copy_prepared(&prepared))?;
-                client.set_transaction_status(self.conn.status());
-                match started {
-                    Some(Ok(CopyStart::In(copy))) => {
-                        self.copy_in(client, copy, prepared.sql.clone(), true).await?
-                    }
-                    Some(Ok(CopyStart::Out(out))) => self.copy_out(client, out).await?,
-                    Some(Err(e)) => return Err(sql_error(e, &prepared.sql)),
-                    // `is_copy` said it was one.
-                    None => send_command_complete(client, "COPY 0".into()).await?,
+        let prepared = &portal.statement.statement.prepared;
+        if let (PortalExecutionState::Initial, Some(copy)) = (&*state, prepared.copy()) {
+            *state = PortalExecutionState::Finished;
+            let started = self.conn.with_session(|s| s.start_copy(copy))?;
+            client.set_transaction_status(self.conn.status());
+            return match started {
+                Ok(CopyStart::In(copy)) => {
+                    self.copy_in(client, copy, prepared.sql.clone(), true).await
                 }
-            }
+                Ok(CopyStart::Out(out)) => self.copy_out(client, out).await,
+                Err(e) => Err(sql_error(e, &prepared.sql)),
+            };
+        }
+        match &mut *state {
             PortalExecutionState::Initial => {
                 let stmt = &portal.statement.statement;
                 let params = stmt.take_params();

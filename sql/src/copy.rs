@@ -25,18 +25,28 @@ use crate::error::{Error, Result};
 
 /// A parsed `COPY … FROM STDIN` or `COPY … TO STDOUT`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CopyFrom {
-    /// The table, quoted for SQL text (`"public"."t"`); for `COPY (query) TO`, the query's
-    /// text in parentheses.
-    pub table: String,
-    /// `COPY … TO STDOUT` (else FROM STDIN).
-    pub to: bool,
-    /// `COPY (query) TO STDOUT`: `table` is the query.
-    pub query: bool,
-    /// The listed columns (folded or as quoted), empty for all of them.
-    pub columns: Vec<String>,
+pub struct CopyStatement {
+    /// Which way the rows go, and where to or from.
+    pub kind: CopyKind,
     /// How the rows are encoded.
     pub format: CopyFormat,
+}
+
+/// The two directions of COPY.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CopyKind {
+    /// `COPY table [(columns)] FROM STDIN`.
+    From {
+        /// The table, quoted for SQL text (`"public"."t"`).
+        table: String,
+        /// The listed columns (folded or as quoted), empty for all of them.
+        columns: Vec<String>,
+    },
+    /// `COPY table [(columns)] TO STDOUT` or `COPY (query) TO STDOUT`.
+    To {
+        /// The query whose rows go out.
+        query: String,
+    },
 }
 
 /// Text or CSV, with the options of each.
@@ -78,7 +88,7 @@ fn syntax(message: impl Into<String>) -> Error {
 }
 
 /// Parses one COPY statement's tokens (whitespace included, no `;`).
-pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyFrom> {
+pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyStatement> {
     let spanned: Vec<&TokenWithSpan> =
         tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
     let toks: Vec<&Token> = spanned.iter().map(|t| &t.token).collect();
@@ -100,9 +110,10 @@ pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyFrom
                 break;
             }
         }
+        // Byte offsets of the two (one-byte) parentheses.
         let at = |i: usize| crate::parse::offset_of(sql, spanned[i].span.start);
         match (at(open), at(p.at - 1)) {
-            (Some(start), Some(end)) => (sql[start..=end].to_string(), true),
+            (Some(start), Some(end)) => (sql[start + 1..end].to_string(), true),
             _ => return Err(p.error()),
         }
     } else {
@@ -145,7 +156,7 @@ pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyFrom
         format.null = String::new();
     };
     let mut explicit = (None::<u8>, None::<String>);
-    let with = p.word_is("with");
+    p.word_is("with");
     if p.eat(&Token::LParen) {
         // WITH ( option [value] [, ...] )
         loop {
@@ -191,7 +202,6 @@ pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyFrom
     } else {
         // The pre-9.0 form: [WITH] [BINARY] [DELIMITER [AS] 'c'] [NULL [AS] 's'] [CSV [HEADER]
         // [QUOTE [AS] 'q'] [ESCAPE [AS] 'e']].
-        let _ = with;
         while let Some(word) = p.word() {
             let arg = |p: &mut Cursor| {
                 p.word_is("as");
@@ -222,7 +232,18 @@ pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyFrom
     if !format.csv && (format.delimiter == b'\\' || format.delimiter == b'\n') {
         return Err(unsupported("this COPY delimiter"));
     }
-    Ok(CopyFrom { table, to, query, columns, format })
+    let kind = match (to, query) {
+        (false, _) => CopyKind::From { table, columns },
+        (true, true) => CopyKind::To { query: table },
+        (true, false) if columns.is_empty() => {
+            CopyKind::To { query: format!("SELECT * FROM {table}") }
+        }
+        (true, false) => {
+            let columns: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+            CopyKind::To { query: format!("SELECT {} FROM {table}", columns.join(", ")) }
+        }
+    };
+    Ok(CopyStatement { kind, format })
 }
 
 /// Appends one row of COPY TO output (text or CSV, with its newline) to `out`: each value's
@@ -274,7 +295,8 @@ pub fn encode_row(format: &CopyFormat, fields: &[Option<String>], out: &mut Vec<
     out.push(b'\n');
 }
 
-fn quote_ident(name: &str) -> String {
+/// `name` as a quoted SQL identifier.
+pub(crate) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
@@ -423,13 +445,8 @@ impl CopyDecoder {
     /// The end of the data: a last row without its newline.
     pub fn finish(&mut self, row: &mut dyn FnMut(Vec<Option<String>>) -> Result<()>) -> Result<()> {
         let rest = std::mem::take(&mut self.pending);
+        // (A CSV quote left open is reported by `csv_fields`.)
         if !self.ended && !rest.is_empty() {
-            if self.format.csv
-                && self.record_end(&rest).is_none()
-                && odd_quotes(&rest, &self.format)
-            {
-                return Err(bad_copy("unterminated CSV quoted field"));
-            }
             self.one(&rest, row)?;
         }
         Ok(())
@@ -546,10 +563,6 @@ impl CopyDecoder {
     }
 }
 
-fn odd_quotes(buf: &[u8], format: &CopyFormat) -> bool {
-    buf.iter().filter(|&&b| b == format.quote).count() % 2 == 1
-}
-
 fn utf8(bytes: Vec<u8>) -> Result<String> {
     String::from_utf8(bytes).map_err(|e| Error::CharacterNotInRepertoire {
         message: format!(
@@ -619,7 +632,7 @@ fn unescape_text(raw: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    fn copy(sql: &str) -> Result<CopyFrom> {
+    fn copy(sql: &str) -> Result<CopyStatement> {
         let dialect = sqlparser::dialect::PostgreSqlDialect {};
         let tokens =
             sqlparser::tokenizer::Tokenizer::new(&dialect, sql).tokenize_with_location().unwrap();
@@ -648,22 +661,30 @@ mod tests {
 
     #[test]
     fn statements() {
+        let from = |table: &str, columns: &[&str]| CopyKind::From {
+            table: table.into(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+        };
         let c = copy("copy pgbench_accounts from stdin with (freeze on)").unwrap();
-        assert_eq!(c.table, "\"pgbench_accounts\"");
-        assert!(c.columns.is_empty() && !c.format.csv);
+        assert_eq!(c.kind, from("\"pgbench_accounts\"", &[]));
+        assert!(!c.format.csv);
         let c = copy("COPY public.\"T\" (a, \"B\") FROM STDIN WITH (FORMAT csv, HEADER, NULL 'x')")
             .unwrap();
-        assert_eq!(c.table, "\"public\".\"T\"");
-        assert_eq!(c.columns, ["a", "B"]);
+        assert_eq!(c.kind, from("\"public\".\"T\"", &["a", "B"]));
         assert!(c.format.csv && c.format.header && c.format.delimiter == b',');
         assert_eq!(c.format.null, "x");
         let c = copy("copy t from stdin csv header delimiter as ';'").unwrap();
         assert!(c.format.csv && c.format.header && c.format.delimiter == b';');
         let code = |sql: &str| copy(sql).unwrap_err().sqlstate();
         let c = copy("copy (select a, ')' from t) to stdout with csv header").unwrap();
-        assert!(c.to && c.query && c.format.csv && c.format.header);
-        assert_eq!(c.table, "(select a, ')' from t)");
-        assert!(copy("COPY t (a) TO STDOUT").unwrap().to);
+        assert!(c.format.csv && c.format.header);
+        assert_eq!(c.kind, CopyKind::To { query: "select a, ')' from t".into() });
+        let to = |query: &str| CopyKind::To { query: query.into() };
+        assert_eq!(
+            copy("COPY t (a, \"B\") TO STDOUT").unwrap().kind,
+            to("SELECT \"a\", \"B\" FROM \"t\"")
+        );
+        assert_eq!(copy("copy t to stdout").unwrap().kind, to("SELECT * FROM \"t\""));
         assert_eq!(code("copy (select 1) from stdin"), "42601");
         assert_eq!(code("copy t to '/tmp/x'"), "0A000");
         assert_eq!(code("copy t from '/etc/passwd'"), "0A000");

@@ -31,7 +31,7 @@ pub enum Parsed {
     Metadata(crate::metadata::MetaQuery),
     /// `COPY … FROM STDIN` or `COPY … TO STDOUT` (`crate::copy`; sqlparser lacks options
     /// PostgreSQL takes).
-    Copy(crate::copy::CopyFrom),
+    Copy(crate::copy::CopyStatement),
     /// `VACUUM` or `ANALYZE` (sqlparser knows neither in PostgreSQL's form): nothing to do in
     /// an in-memory engine whose old versions are freed as their last reader lets go, and
     /// with no planner statistics; the tables must exist.
@@ -59,24 +59,30 @@ fn parse_maintenance(sql: &str, words: &[&TokenWithSpan]) -> Result<Parsed> {
         },
         None => Error::Syntax { message: "syntax error at end of input".into(), span: None },
     };
+    // Skips a parenthesized list at `i`, if there is one.
+    let skip_list = |i: &mut usize| {
+        if words.get(*i).is_some_and(|t| t.token == Token::LParen) {
+            while words.get(*i).is_some_and(|t| t.token != Token::RParen) {
+                *i += 1;
+            }
+            if words.get(*i).is_none() {
+                return Err(error(None));
+            }
+            *i += 1;
+        }
+        Ok(())
+    };
     let mut i = 1;
-    if words.get(i).is_some_and(|t| t.token == Token::LParen) {
-        // ( option [value] [, …] ): any option is accepted, as there is nothing to tune.
-        while words.get(i).is_some_and(|t| t.token != Token::RParen) {
-            i += 1;
-        }
-        if words.get(i).is_none() {
-            return Err(error(None));
-        }
-        i += 1;
-    }
+    // ( option [value] [, …] ): any option is accepted, as there is nothing to tune.
+    skip_list(&mut i)?;
     let flags: &[&str] =
         if vacuum { &["full", "freeze", "verbose", "analyze", "analyse"] } else { &["verbose"] };
     while words.get(i).is_some_and(|t| flags.iter().any(|f| is_word(t, f))) {
         i += 1;
     }
     let mut tables = Vec::new();
-    while i < words.len() {
+    // Table names, separated by commas (none: every table).
+    while i < words.len() || words[i - 1].token == Token::Comma {
         let mut parts = Vec::new();
         loop {
             match words.get(i).map(|t| &t.token) {
@@ -95,15 +101,8 @@ fn parse_maintenance(sql: &str, words: &[&TokenWithSpan]) -> Result<Parsed> {
             }
         }
         tables.push(ObjectName(parts));
-        if words.get(i).is_some_and(|t| t.token == Token::LParen) {
-            while words.get(i).is_some_and(|t| t.token != Token::RParen) {
-                i += 1;
-            }
-            if words.get(i).is_none() {
-                return Err(error(None));
-            }
-            i += 1;
-        }
+        // (columns): not checked.
+        skip_list(&mut i)?;
         match words.get(i) {
             None => break,
             Some(t) if t.token == Token::Comma => i += 1,
@@ -320,6 +319,29 @@ pub fn offset_of(sql: &str, loc: Location) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vacuum_and_analyze() {
+        let tables = |sql: &str| match parse(sql).unwrap().as_slice() {
+            [Parsed::Maintenance { vacuum, tables }] => {
+                (*vacuum, tables.iter().map(ToString::to_string).collect::<Vec<_>>())
+            }
+            other => panic!("{sql}: {other:?}"),
+        };
+        assert_eq!(
+            tables("vacuum analyze pgbench_branches"),
+            (true, vec!["pgbench_branches".into()])
+        );
+        assert_eq!(
+            tables("VACUUM (VERBOSE, ANALYZE) a, public.b (x, y)"),
+            (true, vec!["a".into(), "public.b".into()])
+        );
+        assert_eq!(tables("ANALYZE"), (false, vec![]));
+        assert_eq!(tables("analyse verbose \"T\""), (false, vec!["\"T\"".into()]));
+        for bad in ["VACUUM (FULL", "VACUUM t (a", "VACUUM t u", "ANALYZE t,", "VACUUM 1"] {
+            assert_eq!(parse(bad).unwrap_err().sqlstate(), "42601", "{bad}");
+        }
+    }
 
     #[test]
     fn syntax_error_has_position_and_token() {

@@ -409,9 +409,9 @@ pub struct Prepared {
     pub columns: Option<Arc<Vec<ColumnInfo>>>,
     oids: Vec<u32>,
     plan: Option<Arc<Cached>>,
-    /// A COPY statement (run by [`Session::start_copy_prepared`], not by
+    /// A COPY statement (run by [`Session::start_copy`], not by
     /// [`Session::execute_prepared`]).
-    copy: Option<crate::copy::CopyFrom>,
+    copy: Option<crate::copy::CopyStatement>,
 }
 
 /// The session's open transaction: a block (BEGIN …) or an implicit transaction.
@@ -736,9 +736,10 @@ pub struct Session {
 }
 
 impl Prepared {
-    /// Whether this is a COPY (its Execute starts the copy: [`Session::start_copy_prepared`]).
-    pub fn is_copy(&self) -> bool {
-        self.copy.is_some()
+    /// The COPY this statement is, if it is one: executing it starts the copy
+    /// ([`Session::start_copy`]).
+    pub fn copy(&self) -> Option<&crate::copy::CopyStatement> {
+        self.copy.as_ref()
     }
 
     /// Whether executing this statement is short and never waits for I/O, so a server may run
@@ -1130,48 +1131,28 @@ impl Session {
         matches!(&self.txn, Some(open) if !open.implicit)
     }
 
-    /// Starts a COPY if the simple Query `sql` is exactly one COPY statement (`None`
-    /// otherwise: run it as usual).
+    /// Starts the COPY of a prepared statement ([`Prepared::copy`]), from a simple Query or
+    /// an Execute.
     ///
     /// - `COPY … FROM STDIN`: the rows then arrive through [`Session::copy_data`] and are
     ///   committed by [`Session::finish_copy`], all in one transaction: the open block, or one
     ///   of the COPY's own. An error fails that transaction (the caller reports it once the
     ///   client ends the copy).
     /// - `COPY … TO STDOUT`: runs the query now and returns its rows encoded ([`CopyOut`]).
-    pub fn start_copy(&mut self, sql: &str) -> Option<Result<CopyStart>> {
-        match lone_copy(sql) {
-            Ok(None) => None,
-            Ok(Some(copy)) => Some(self.begin_copy(copy)),
-            Err(e) => Some(Err(self.fail(e))),
+    pub fn start_copy(&mut self, copy: &crate::copy::CopyStatement) -> Result<CopyStart> {
+        match &copy.kind {
+            crate::copy::CopyKind::To { query } => self.copy_out(query, &copy.format),
+            crate::copy::CopyKind::From { table, columns } => self
+                .prepare_copy(table, columns, &copy.format)
+                .map(CopyStart::In)
+                .map_err(|e| self.fail(e)),
         }
-    }
-
-    /// [`Session::start_copy`] for the Execute of a prepared COPY (extended protocol), `None`
-    /// if `stmt` is not one.
-    pub fn start_copy_prepared(&mut self, stmt: &Prepared) -> Option<Result<CopyStart>> {
-        Some(self.begin_copy(stmt.copy.clone()?))
-    }
-
-    fn begin_copy(&mut self, copy: crate::copy::CopyFrom) -> Result<CopyStart> {
-        if copy.to {
-            return self.copy_out(copy);
-        }
-        self.prepare_copy(copy).map(CopyStart::In).map_err(|e| self.fail(e))
     }
 
     /// `COPY … TO STDOUT`: the query's rows, each encoded as one CopyData payload.
-    fn copy_out(&mut self, copy: crate::copy::CopyFrom) -> Result<CopyStart> {
-        let select = if copy.query {
-            copy.table[1..copy.table.len() - 1].to_string()
-        } else if copy.columns.is_empty() {
-            format!("SELECT * FROM {}", copy.table)
-        } else {
-            let quoted: Vec<String> =
-                copy.columns.iter().map(|c| format!("\"{}\"", c.replace('"', "\"\""))).collect();
-            format!("SELECT {} FROM {}", quoted.join(", "), copy.table)
-        };
+    fn copy_out(&mut self, query: &str, format: &crate::copy::CopyFormat) -> Result<CopyStart> {
         // The query's result, then any error committing its transaction.
-        let mut results = self.execute_simple(&select).into_iter();
+        let mut results = self.execute_simple(query).into_iter();
         let out = results
             .next()
             .unwrap_or_else(|| {
@@ -1186,7 +1167,6 @@ impl Session {
             span: None,
         })?;
         let mut data = Vec::with_capacity(out.rows.len() + 1);
-        let format = &copy.format;
         if format.header {
             let names: Vec<Option<String>> = columns.iter().map(|c| Some(c.name.clone())).collect();
             let mut line = Vec::new();
@@ -1206,28 +1186,31 @@ impl Session {
         Ok(CopyStart::Out(CopyOut { columns: columns.len(), data, rows: out.rows.len() as u64 }))
     }
 
-    fn prepare_copy(&mut self, copy: crate::copy::CopyFrom) -> Result<CopyIn> {
+    fn prepare_copy(
+        &mut self,
+        table: &str,
+        columns: &[String],
+        format: &crate::copy::CopyFormat,
+    ) -> Result<CopyIn> {
         if let Some(OpenTxn { txn: None, .. }) = &self.txn {
             return Err(Error::InFailedTransaction);
         }
-        let columns = if copy.columns.is_empty() {
-            let select = format!("SELECT * FROM {}", copy.table);
+        let columns = if columns.is_empty() {
+            let select = format!("SELECT * FROM {table}");
             let all = self.prepare_with(&select, &[], false).map_err(Error::without_position)?;
             all.columns
                 .as_ref()
                 .map(|c| c.iter().map(|c| c.name.clone()).collect())
                 .unwrap_or_default()
         } else {
-            copy.columns.clone()
+            columns.to_vec()
         };
-        let quoted: Vec<String> =
-            columns.iter().map(|c| format!("\"{}\"", c.replace('"', "\"\""))).collect();
+        let quoted: Vec<String> = columns.iter().map(|c| crate::copy::quote_ident(c)).collect();
         let params: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
         let insert = self
             .prepare_with(
                 &format!(
-                    "INSERT INTO {} ({}) VALUES ({})",
-                    copy.table,
+                    "INSERT INTO {table} ({}) VALUES ({})",
                     quoted.join(", "),
                     params.join(", ")
                 ),
@@ -1240,7 +1223,7 @@ impl Session {
             self.open_implicit();
         }
         Ok(CopyIn {
-            decoder: crate::copy::CopyDecoder::new(copy.format),
+            decoder: crate::copy::CopyDecoder::new(format.clone()),
             columns,
             insert,
             rows: 0,
@@ -2195,7 +2178,7 @@ impl Session {
 
 /// The COPY statement that `sql` is, if it is exactly one (a cheap look at its first word
 /// first: every prepared statement passes here).
-fn lone_copy(sql: &str) -> Result<Option<crate::copy::CopyFrom>> {
+fn lone_copy(sql: &str) -> Result<Option<crate::copy::CopyStatement>> {
     let first = sql.trim_start().get(..4);
     if !first.is_some_and(|w| w.eq_ignore_ascii_case("copy")) {
         return Ok(None);

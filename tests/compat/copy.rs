@@ -6,18 +6,12 @@
 //! acknowledged COPY surviving a SIGKILL. `TEST_AGAINST_PG=1` runs the other checks against
 //! PostgreSQL 15.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use tests::Backend;
-use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-struct Output {
-    stdout: String,
-    stderr: String,
-    success: bool,
-}
+use tests::ClientOutput as Output;
 
 fn have(program: &std::path::Path) -> bool {
     let found = std::process::Command::new(program).arg("--version").output().is_ok();
@@ -43,23 +37,8 @@ async fn psql(backend: &Backend, script: &str, extra: &[&str]) -> Output {
     run(cmd, Some(script)).await
 }
 
-async fn run(mut cmd: Command, stdin: Option<&str>) -> Output {
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn client");
-    let mut input = child.stdin.take().expect("stdin");
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).await.expect("write to the client");
-    }
-    drop(input);
-    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
-        .await
-        .expect("the client did not finish within 120 s")
-        .expect("client output");
-    Output {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        success: out.status.success(),
-    }
+async fn run(cmd: Command, stdin: Option<&str>) -> Output {
+    tests::run_client(cmd, stdin, Duration::from_secs(120)).await
 }
 
 #[tokio::test]
@@ -239,7 +218,7 @@ async fn an_acknowledged_copy_survives_a_crash() {
 }
 
 /// COPY through the extended protocol (tokio-postgres's `copy_in` and `copy_out`): rows in, a
-/// failed copy that leaves nothing, rows out; the connection goes on.
+/// failed and an abandoned copy that leave nothing, rows out; the connection goes on.
 #[tokio::test]
 async fn copy_in_and_out_through_the_extended_protocol() {
     use futures::{SinkExt, TryStreamExt};
@@ -260,6 +239,16 @@ async fn copy_in_and_out_through_the_extended_protocol() {
     sink.send("4\tfour\n1\tdup\n".as_bytes()).await.expect("send");
     let err = sink.finish().await.expect_err("a duplicate key");
     assert_eq!(tests::sqlstate(&err), Some("23505"), "{err}");
+
+    // A copy the client abandons (tokio-postgres sends CopyFail when the sink is dropped
+    // unfinished) inserts nothing either.
+    let sink = c.copy_in("COPY x FROM STDIN").await.expect("copy_in");
+    {
+        futures::pin_mut!(sink);
+        sink.send("5\tfive\n".as_bytes()).await.expect("send");
+    }
+    let row = c.query_one("SELECT count(*) FROM x", &[]).await.expect("after CopyFail");
+    assert_eq!(row.get::<_, i64>(0), 3, "on {}", b.name());
 
     let stream = c
         .copy_out("COPY (SELECT id, v FROM x ORDER BY id) TO STDOUT WITH (FORMAT csv)")

@@ -9,15 +9,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use tests::Backend;
-use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-/// psql output (stdout, stderr) and whether it exited successfully.
-struct Output {
-    stdout: String,
-    stderr: String,
-    success: bool,
-}
+use tests::ClientOutput as Output;
 
 fn psql_available() -> bool {
     let found = std::process::Command::new("psql").arg("--version").output().is_ok();
@@ -37,23 +31,8 @@ fn psql(backend: &Backend) -> Command {
     cmd
 }
 
-async fn run(mut cmd: Command, stdin: Option<&str>) -> Output {
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn psql");
-    let mut input = child.stdin.take().expect("stdin");
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).await.expect("write to psql");
-    }
-    drop(input);
-    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
-        .await
-        .expect("psql did not finish within 30 s")
-        .expect("psql output");
-    Output {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        success: out.status.success(),
-    }
+async fn run(cmd: Command, stdin: Option<&str>) -> Output {
+    tests::run_client(cmd, stdin, Duration::from_secs(30)).await
 }
 
 #[tokio::test]

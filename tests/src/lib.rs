@@ -643,3 +643,42 @@ pub async fn timed<T>(what: &str, fut: impl std::future::Future<Output = T>) -> 
         Err(_) => panic!("timed out after {STATEMENT_TIMEOUT:?}: {what}"),
     }
 }
+
+/// What a client program (psql, pgbench) printed, and whether it exited successfully.
+pub struct ClientOutput {
+    /// Standard output, decoded lossily as UTF-8.
+    pub stdout: String,
+    /// Standard error, likewise.
+    pub stderr: String,
+    /// Whether the exit status was 0.
+    pub success: bool,
+}
+
+/// Runs a client program with `stdin` as its input (none: an empty one) and waits up to
+/// `timeout` for it to finish.
+///
+/// # Panics
+/// If it cannot be started or does not finish in time.
+pub async fn run_client(
+    mut cmd: tokio::process::Command,
+    stdin: Option<&str>,
+    timeout: Duration,
+) -> ClientOutput {
+    use tokio::io::AsyncWriteExt;
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    let mut child = cmd.spawn().expect("spawn the client");
+    let mut input = child.stdin.take().expect("stdin");
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).await.expect("write to the client");
+    }
+    drop(input);
+    let out = tokio::time::timeout(timeout, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("the client did not finish within {timeout:?}"))
+        .expect("client output");
+    ClientOutput {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        success: out.status.success(),
+    }
+}
