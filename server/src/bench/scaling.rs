@@ -1,7 +1,8 @@
 //! The scaling suite: throughput against the number of log devices when the log, not the two
 //! cores, is the bottleneck.
 //!
-//! Every device is a `wal::testing::ThrottledDevice` over a `MemDevice`: an emulated disk of
+//! Every device is a `wal::testing::ThrottledDevice` over a sink that keeps no bytes
+//! (`durable::Sink`): an emulated disk of
 //! `--device-mbps` (default 10 MB/s) whose `fdatasync` takes `--sync-us` (default 500 µs) after
 //! its queued writes have finished. Two logs are built on `n` such devices:
 //!
@@ -151,7 +152,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
     };
     let mut out = format!(
         "### Device scaling (emulated devices, `commit_durable`)\n\n\
-         Each device: `ThrottledDevice` over `MemDevice`, {} MB/s and {} µs per `fdatasync`, \
+         Each device: `ThrottledDevice` over a sink that keeps no bytes, {} MB/s and {} µs per `fdatasync`, \
          {model} pairs (`--device-model`: `pipelined` overlaps a pair's sync with the next \
          pair's transfer, `serial` runs one pair at a time); group-commit timer {gc} µs. \
          **Poplar** = `n` buffers and loggers, one SSN sequence per device. **Centralized** = \
