@@ -18,7 +18,10 @@
 //! - **memory ×n**, deferred ack: the same log over devices in this process's memory
 //!   (a write copies into a reused buffer, a sync does nothing), so the
 //!   logging machinery (encoding, reservation, the loggers, DSN and CSN) without kernel I/O:
-//!   what tmpfs adds on top of it is the kernel's part.
+//!   what tmpfs adds on top of it is the kernel's part;
+//! - **off, control (A/A)**: `off` again, on a table loaded after all the others. Two identical
+//!   configurations differed by up to 5–6% in one process (RMW, 2026-11-26): its ratio is the
+//!   resolution of every other one.
 //!
 //! Each is measured for the insert and the read-modify-write transaction of [`super::durable`]
 //! with each committer count (default 2 = the cores, and 16, since `commit_durable` blocks).
@@ -66,6 +69,9 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
             kinds.push((format!("memory ×{n}"), LogKind::Memory { n }));
         }
     }
+    // The A/A control: the baseline again, on a table loaded after all the others.
+    let control_bed = kinds.len();
+    kinds.push(("off, control".to_string(), LogKind::Off { buffers: 2 }));
     let mut beds = Vec::new();
     for (label, kind) in &kinds {
         eprintln!("logging: {label}: loading {rows} rows");
@@ -105,6 +111,12 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
         }
     }
 
+    let control_row = report_rows.len();
+    report_rows.push(Row {
+        label: "off, control (A/A)".into(),
+        bed: control_bed,
+        commit: Commit::NoWait,
+    });
     let workloads = [Workload::Insert, Workload::Rmw];
     let mut cells: HashMap<(usize, Workload, usize), Vec<Cell>> = HashMap::new();
     // Fewer threads first: a process that has run many threads makes every later row store
@@ -157,6 +169,9 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
          {batch} commits and before the thread blocks — the model of `server::ack`'s demand-driven \
          group commit); \
          `commit_durable` (the thread blocks until durable).\n\n\
+         - off, control (A/A): `off` again on a second table, loaded after all the others: \
+         its `× off` is what two identical configurations differ by in this process (table \
+         placement, the machine's noise), the resolution of every other ratio.\n\n\
          Neither transaction is blind (an insert records its uniqueness check as a read), so \
          every acknowledgement waits until `ssn <= CSN` (all devices).\n",
         window.as_secs_f64(),
@@ -228,10 +243,21 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
                 .filter(|s| s.0 == workload && s.1 == c)
                 .max_by(|a, b| a.3.total_cmp(&b.3));
             if let Some((_, _, label, ratio)) = best {
+                let control = Spread::of(
+                    &cells[&(control_row, workload, c)]
+                        .iter()
+                        .zip(&cells[&(0, workload, c)])
+                        .map(|(x, o)| x.rate() / o.rate())
+                        .collect::<Vec<_>>(),
+                );
                 out.push_str(&format!(
-                    "- {}, {c} committers: best durable tmpfs configuration {label} at {ratio:.2}× — {}\n",
+                    "- {}, {c} committers: best durable tmpfs configuration {label} at {ratio:.2}× — {} \
+                     (A/A control: {:.2}×, {:.2}–{:.2})\n",
                     workload.label(),
-                    if *ratio >= 0.95 { "met" } else { "**not met**" }
+                    if *ratio >= 0.95 { "met" } else { "**not met**" },
+                    control.median,
+                    control.min,
+                    control.max,
                 ));
             }
         }
