@@ -91,7 +91,7 @@ impl From<ProtocolError> for WireError {
 }
 
 /// The one conversion of an error into the fields of an ErrorResponse: severity (localized and
-/// not), SQLSTATE, message, detail and position (1-based characters into `sql`). Fields are
+/// not), SQLSTATE, message, detail, position (1-based characters into `sql`) and context. Fields are
 /// NUL-terminated on the wire, so a NUL inside a message or detail (a value quoted in it, a
 /// bug) would end the field early and turn the rest into bogus fields: it becomes U+FFFD.
 pub fn error_info(err: &WireError) -> ErrorInfo {
@@ -106,6 +106,7 @@ pub fn error_info(err: &WireError) -> ErrorInfo {
             info.severity_nonlocalized = Some(error.severity().to_owned());
             info.detail = error.detail().map(|d| field(d.to_owned()));
             info.position = error.position(sql).map(|p| p.to_string());
+            info.where_context = error.context().map(|w| field(w.to_owned()));
             info
         }
         WireError::Protocol(e) => {

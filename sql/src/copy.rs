@@ -39,6 +39,9 @@ pub enum CopyKind {
     From {
         /// The table, quoted for SQL text (`"public"."t"`).
         table: String,
+        /// The table's own name, unquoted and unqualified (`t`): PostgreSQL's name for it in
+        /// error contexts.
+        name: String,
         /// The listed columns (folded or as quoted), empty for all of them.
         columns: Vec<String>,
     },
@@ -94,6 +97,7 @@ pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyStat
     let toks: Vec<&Token> = spanned.iter().map(|t| &t.token).collect();
     let mut p = Cursor { toks: &toks, at: 1 };
     let mut columns = Vec::new();
+    let mut name = String::new();
     let (table, query) = if p.peek() == Some(&Token::LParen) {
         // COPY (query) TO: the text between the parentheses, which must balance.
         let open = p.at;
@@ -121,6 +125,7 @@ pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyStat
         while p.eat(&Token::Period) {
             table.push(p.ident("a table name")?);
         }
+        name = table.last().cloned().unwrap_or_default();
         (table.iter().map(|n| quote_ident(n)).collect::<Vec<_>>().join("."), false)
     };
     if !query && p.eat(&Token::LParen) {
@@ -233,7 +238,7 @@ pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyStat
         return Err(unsupported("this COPY delimiter"));
     }
     let kind = match (to, query) {
-        (false, _) => CopyKind::From { table, columns },
+        (false, _) => CopyKind::From { table, name, columns },
         (true, true) => CopyKind::To { query: table },
         (true, false) if columns.is_empty() => {
             CopyKind::To { query: format!("SELECT * FROM {table}") }
@@ -399,11 +404,28 @@ pub struct CopyDecoder {
     format: CopyFormat,
     /// Bytes of a row not yet complete.
     pending: Vec<u8>,
-    /// Rows decoded so far, the header included (for error messages: PostgreSQL's line).
-    pub line: u64,
+    /// Lines decoded so far, the header included (PostgreSQL's line numbers in error contexts).
+    line: u64,
     header_pending: bool,
     /// The end-of-data marker `\.` was seen: anything after it is ignored.
     ended: bool,
+    /// The table's name, for error contexts.
+    relation: String,
+}
+
+/// The rows a [`CopyDecoder`] hands out: each row's line number (PostgreSQL's: the header
+/// counts) and its fields (`None` = NULL).
+pub type RowSink<'a> = dyn FnMut(u64, Vec<Option<String>>) -> Result<()> + 'a;
+
+/// How much of a line or value an error context shows (PostgreSQL's
+/// `MAX_COPY_DATA_DISPLAY`): longer ones are cut there, at a character boundary, with "...".
+pub(crate) fn printout(s: &str) -> String {
+    const MAX: usize = 100;
+    if s.len() <= MAX {
+        return s.to_string();
+    }
+    let cut = (0..=MAX).rev().find(|&at| s.is_char_boundary(at)).unwrap_or(0);
+    format!("{}...", &s[..cut])
 }
 
 /// `22P04`, the class PostgreSQL uses for malformed COPY data.
@@ -412,18 +434,23 @@ pub(crate) fn bad_copy(message: impl Into<String>) -> Error {
 }
 
 impl CopyDecoder {
-    /// A decoder of rows in `format`.
-    pub fn new(format: CopyFormat) -> CopyDecoder {
+    /// A decoder of rows in `format` for the table named `relation`. Errors of a row (its
+    /// own, or the ones the row callback returns without a context) get PostgreSQL's context
+    /// `COPY relation, line n: "the line"`.
+    pub fn new(format: CopyFormat, relation: &str) -> CopyDecoder {
         let header_pending = format.header;
-        CopyDecoder { format, pending: Vec::new(), line: 0, header_pending, ended: false }
+        CopyDecoder {
+            format,
+            pending: Vec::new(),
+            line: 0,
+            header_pending,
+            ended: false,
+            relation: relation.to_string(),
+        }
     }
 
     /// Decodes the complete rows of `data` (with what was pending), calling `row` for each.
-    pub fn feed(
-        &mut self,
-        data: &[u8],
-        row: &mut dyn FnMut(Vec<Option<String>>) -> Result<()>,
-    ) -> Result<()> {
+    pub fn feed(&mut self, data: &[u8], row: &mut RowSink<'_>) -> Result<()> {
         if self.ended {
             return Ok(());
         }
@@ -443,7 +470,7 @@ impl CopyDecoder {
     }
 
     /// The end of the data: a last row without its newline.
-    pub fn finish(&mut self, row: &mut dyn FnMut(Vec<Option<String>>) -> Result<()>) -> Result<()> {
+    pub fn finish(&mut self, row: &mut RowSink<'_>) -> Result<()> {
         let rest = std::mem::take(&mut self.pending);
         // (A CSV quote left open is reported by `csv_fields`.)
         if !self.ended && !rest.is_empty() {
@@ -483,13 +510,11 @@ impl CopyDecoder {
         None
     }
 
-    fn one(
-        &mut self,
-        record: &[u8],
-        row: &mut dyn FnMut(Vec<Option<String>>) -> Result<()>,
-    ) -> Result<()> {
+    fn one(&mut self, record: &[u8], row: &mut RowSink<'_>) -> Result<()> {
         let record = record.strip_suffix(b"\r").unwrap_or(record);
-        self.line += 1;
+        // PostgreSQL counts physical lines: a CSV record with newlines in a quoted field is
+        // reported at its last line.
+        self.line += 1 + record.iter().filter(|&&b| b == b'\n').count() as u64;
         if record == b"\\." {
             self.ended = true;
             return Ok(());
@@ -499,8 +524,17 @@ impl CopyDecoder {
             return Ok(());
         }
         let fields =
-            if self.format.csv { self.csv_fields(record)? } else { self.text_fields(record)? };
-        row(fields)
+            if self.format.csv { self.csv_fields(record) } else { self.text_fields(record) };
+        fields.and_then(|fields| row(self.line, fields)).map_err(|e| {
+            e.with_context(|| {
+                format!(
+                    "COPY {}, line {}: \"{}\"",
+                    self.relation,
+                    self.line,
+                    printout(&String::from_utf8_lossy(record))
+                )
+            })
+        })
     }
 
     fn text_fields(&self, record: &[u8]) -> Result<Vec<Option<String>>> {
@@ -640,15 +674,15 @@ mod tests {
     }
 
     fn rows(format: &CopyFormat, chunks: &[&[u8]]) -> Result<Vec<Vec<Option<String>>>> {
-        let mut d = CopyDecoder::new(format.clone());
+        let mut d = CopyDecoder::new(format.clone(), "t");
         let mut out = Vec::new();
         for c in chunks {
-            d.feed(c, &mut |r| {
+            d.feed(c, &mut |_, r| {
                 out.push(r);
                 Ok(())
             })?;
         }
-        d.finish(&mut |r| {
+        d.finish(&mut |_, r| {
             out.push(r);
             Ok(())
         })?;
@@ -661,16 +695,17 @@ mod tests {
 
     #[test]
     fn statements() {
-        let from = |table: &str, columns: &[&str]| CopyKind::From {
+        let from = |table: &str, name: &str, columns: &[&str]| CopyKind::From {
             table: table.into(),
+            name: name.into(),
             columns: columns.iter().map(|c| c.to_string()).collect(),
         };
         let c = copy("copy pgbench_accounts from stdin with (freeze on)").unwrap();
-        assert_eq!(c.kind, from("\"pgbench_accounts\"", &[]));
+        assert_eq!(c.kind, from("\"pgbench_accounts\"", "pgbench_accounts", &[]));
         assert!(!c.format.csv);
         let c = copy("COPY public.\"T\" (a, \"B\") FROM STDIN WITH (FORMAT csv, HEADER, NULL 'x')")
             .unwrap();
-        assert_eq!(c.kind, from("\"public\".\"T\"", &["a", "B"]));
+        assert_eq!(c.kind, from("\"public\".\"T\"", "T", &["a", "B"]));
         assert!(c.format.csv && c.format.header && c.format.delimiter == b',');
         assert_eq!(c.format.null, "x");
         let c = copy("copy t from stdin csv header delimiter as ';'").unwrap();
@@ -693,6 +728,45 @@ mod tests {
         assert_eq!(code("copy t from stdin (freeze maybe)"), "22023");
         assert_eq!(code("copy t from"), "42601");
         assert_eq!(code("copy t from stdin (delimiter 'ab')"), "0A000");
+    }
+
+    #[test]
+    fn errors_say_where_they_happened() {
+        let context = |format: CopyFormat, data: &[u8], fail_at: u64| {
+            let mut d = CopyDecoder::new(format, "t");
+            let err = d
+                .feed(data, &mut |line, _| {
+                    if line == fail_at {
+                        Err(Error::QueryCanceled)
+                    } else {
+                        Ok(())
+                    }
+                })
+                .unwrap_err();
+            (err.sqlstate(), err.context().map(str::to_string))
+        };
+        // The line's own text, NULL markers and all.
+        assert_eq!(
+            context(CopyFormat::text(), b"1\tx\n\\N\t2\n", 2),
+            ("57014", Some("COPY t, line 2: \"\\N\t2\"".into()))
+        );
+        // Physical lines: a CSV field with a newline makes its record two lines long.
+        let csv = copy("copy t from stdin csv").unwrap().format;
+        assert_eq!(
+            context(csv.clone(), b"1,\"a\nb\"\n2,3\n", 3),
+            ("57014", Some("COPY t, line 3: \"2,3\"".into()))
+        );
+        // A malformed row is reported at its line too; a context already there stays.
+        let mut d = CopyDecoder::new(csv, "t");
+        let err = d
+            .feed(b"1,2\n\"open\n", &mut |_, _| Ok(()))
+            .and_then(|()| d.finish(&mut |_, _| Ok(())));
+        assert_eq!(err.unwrap_err().context(), Some("COPY t, line 3: \"\"open\n\""));
+        let inner = Error::QueryCanceled.with_context(|| "inner".into());
+        assert_eq!(inner.with_context(|| "outer".into()).context(), Some("inner"));
+        // Long lines and values are cut at 100 bytes, on a character boundary.
+        assert_eq!(printout(&"é".repeat(60)), format!("{}...", "é".repeat(50)));
+        assert_eq!(printout("short"), "short");
     }
 
     #[test]

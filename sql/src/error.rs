@@ -128,7 +128,11 @@ pub enum Error {
     /// `0A000` with a full PostgreSQL message (e.g. cannot truncate a referenced table).
     UnsupportedMessage { message: String },
     /// `23502`: null value in column "c" of relation "t" violates not-null constraint.
-    NotNullViolation { column: String, table: String },
+    /// `row`: the DETAIL, "Failing row contains (…)." where the row is known.
+    NotNullViolation { column: String, table: String, row: Option<Box<str>> },
+    /// `23502`: column "c" of relation "t" contains null values (a NOT NULL column or a
+    /// primary key added to a table whose rows have NULL there).
+    ColumnContainsNulls { column: String, table: String },
     /// `23503`: foreign key violation: a row of `table` references a missing row
     /// (`referenced_from` `None`), or a row of `table` that a row of table `referenced_from`
     /// references is deleted or re-keyed.
@@ -164,6 +168,9 @@ pub enum Error {
     DataCorrupted { message: String },
     /// `XX000`: internal error — a bug in Aspen. Never used for user mistakes.
     Internal { message: String },
+    /// `error`, with where it happened (the ErrorResponse `W` field, psql's CONTEXT line),
+    /// e.g. `COPY t, line 2, column b: "x"`. Everything else is `error`'s.
+    Context { error: Box<Error>, context: String },
 }
 
 impl Error {
@@ -206,6 +213,7 @@ impl Error {
             Error::DataException { sqlstate, .. } => sqlstate,
             Error::UniqueViolation { .. } => "23505",
             Error::NotNullViolation { .. } => "23502",
+            Error::ColumnContainsNulls { .. } => "23502",
             Error::UniqueIndexBuild { .. } => "23505",
             Error::DuplicateColumnExists { .. } => "42701",
             Error::InvalidForeignKey { .. } => "42830",
@@ -225,6 +233,7 @@ impl Error {
             Error::IoError { .. } => "58030",
             Error::DataCorrupted { .. } => "XX001",
             Error::Internal { .. } => "XX000",
+            Error::Context { error, .. } => error.sqlstate(),
         }
     }
 
@@ -245,7 +254,27 @@ impl Error {
 
     /// Whether retrying the same statement or transaction may succeed (serialization failures).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::SerializationFailure { .. })
+        match self {
+            Error::Context { error, .. } => error.is_retryable(),
+            other => matches!(other, Error::SerializationFailure { .. }),
+        }
+    }
+
+    /// `self` with `context` (see [`Error::Context`]), unless it has one already: the
+    /// innermost place wins, as PostgreSQL's innermost error context callback runs first.
+    pub fn with_context(self, context: impl FnOnce() -> String) -> Error {
+        match self {
+            Error::Context { .. } => self,
+            error => Error::Context { error: Box::new(error), context: context() },
+        }
+    }
+
+    /// Where the error happened (ErrorResponse `W`), if known.
+    pub fn context(&self) -> Option<&str> {
+        match self {
+            Error::Context { context, .. } => Some(context),
+            _ => None,
+        }
     }
 
     /// The error without its position: for an error in a statement Aspen wrote itself (COPY
@@ -278,6 +307,8 @@ impl Error {
             | Error::DependentObjects { detail, .. }
             | Error::NumericFieldOverflow { detail } => Some(detail),
             Error::ForeignKeyViolation { detail, .. } => Some(detail),
+            Error::NotNullViolation { row, .. } => row.as_deref(),
+            Error::Context { error, .. } => error.detail(),
             _ => None,
         }
     }
@@ -386,7 +417,10 @@ impl fmt::Display for Error {
                 write!(f, "parameter \"{name}\" cannot be changed")
             }
             Error::UnsupportedMessage { message } => write!(f, "{message}"),
-            Error::NotNullViolation { column, table } => write!(
+            Error::ColumnContainsNulls { column, table } => {
+                write!(f, "column \"{column}\" of relation \"{table}\" contains null values")
+            }
+            Error::NotNullViolation { column, table, .. } => write!(
                 f,
                 "null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"
             ),
@@ -417,6 +451,7 @@ impl fmt::Display for Error {
             Error::IoError { message } => write!(f, "{message}"),
             Error::DataCorrupted { message } => write!(f, "{message}"),
             Error::Internal { message } => write!(f, "internal error: {message}"),
+            Error::Context { error, .. } => write!(f, "{error}"),
         }
     }
 }

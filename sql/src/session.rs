@@ -366,6 +366,8 @@ pub struct CopyOut {
 #[derive(Debug)]
 pub struct CopyIn {
     decoder: crate::copy::CopyDecoder,
+    /// The table's name, for error contexts.
+    relation: String,
     /// The target columns, in the order of the data's fields.
     columns: Vec<String>,
     /// `INSERT INTO t (columns) VALUES ($1, …)`, run once per row.
@@ -1142,8 +1144,8 @@ impl Session {
     pub fn start_copy(&mut self, copy: &crate::copy::CopyStatement) -> Result<CopyStart> {
         match &copy.kind {
             crate::copy::CopyKind::To { query } => self.copy_out(query, &copy.format),
-            crate::copy::CopyKind::From { table, columns } => self
-                .prepare_copy(table, columns, &copy.format)
+            crate::copy::CopyKind::From { table, name, columns } => self
+                .prepare_copy(table, name, columns, &copy.format)
                 .map(CopyStart::In)
                 .map_err(|e| self.fail(e)),
         }
@@ -1189,6 +1191,7 @@ impl Session {
     fn prepare_copy(
         &mut self,
         table: &str,
+        name: &str,
         columns: &[String],
         format: &crate::copy::CopyFormat,
     ) -> Result<CopyIn> {
@@ -1223,7 +1226,8 @@ impl Session {
             self.open_implicit();
         }
         Ok(CopyIn {
-            decoder: crate::copy::CopyDecoder::new(format.clone()),
+            decoder: crate::copy::CopyDecoder::new(format.clone(), name),
+            relation: name.to_string(),
             columns,
             insert,
             rows: 0,
@@ -1233,9 +1237,9 @@ impl Session {
 
     /// Inserts the complete rows of the next CopyData payload.
     pub fn copy_data(&mut self, copy: &mut CopyIn, data: &[u8]) -> Result<()> {
-        let CopyIn { decoder, columns, insert, rows, .. } = copy;
-        let result = decoder.feed(data, &mut |fields| {
-            self.copy_row(columns, insert, fields)?;
+        let CopyIn { decoder, relation, columns, insert, rows, .. } = copy;
+        let result = decoder.feed(data, &mut |line, fields| {
+            self.copy_row(relation, line, columns, insert, fields)?;
             *rows += 1;
             Ok(())
         });
@@ -1245,9 +1249,9 @@ impl Session {
     /// The client's CopyDone: inserts a last unterminated row, commits the COPY's own
     /// transaction, and returns `COPY n`.
     pub fn finish_copy(&mut self, mut copy: CopyIn) -> Result<Output> {
-        let CopyIn { decoder, columns, insert, rows, .. } = &mut copy;
-        let result = decoder.finish(&mut |fields| {
-            self.copy_row(columns, insert, fields)?;
+        let CopyIn { decoder, relation, columns, insert, rows, .. } = &mut copy;
+        let result = decoder.finish(&mut |line, fields| {
+            self.copy_row(relation, line, columns, insert, fields)?;
             *rows += 1;
             Ok(())
         });
@@ -1263,8 +1267,15 @@ impl Session {
         self.fail_transaction();
     }
 
+    /// Inserts one row of a COPY FROM. Its errors carry PostgreSQL's contexts: a value that
+    /// does not convert names its column and value; an error of the insert itself (a
+    /// duplicate key) only the line, except a NOT NULL violation, which gets the whole line
+    /// from the decoder (PostgreSQL checks it before it buffers the row, the key only when it
+    /// writes the buffer).
     fn copy_row(
         &mut self,
+        relation: &str,
+        line: u64,
         columns: &[String],
         insert: &Prepared,
         fields: Vec<Option<String>>,
@@ -1278,12 +1289,21 @@ impl Session {
         let values = fields
             .iter()
             .zip(&insert.param_types)
-            .map(|(f, ty)| match f {
+            .zip(columns)
+            .map(|((f, ty), column)| match f {
                 None => Ok(Value::Null),
-                Some(text) => crate::types::parse_text(text, ty),
+                Some(text) => crate::types::parse_text(text, ty).map_err(|e| {
+                    e.with_context(|| {
+                        let value = crate::copy::printout(text);
+                        format!("COPY {relation}, line {line}, column {column}: \"{value}\"")
+                    })
+                }),
             })
             .collect::<Result<Vec<_>>>()?;
-        self.execute_prepared(insert, values).map(drop)
+        self.execute_prepared(insert, values).map(drop).map_err(|e| match e {
+            Error::NotNullViolation { .. } => e,
+            e => e.with_context(|| format!("COPY {relation}, line {line}")),
+        })
     }
 
     /// Called when the connection ends: rolls back any open transaction.
@@ -2101,7 +2121,7 @@ impl Session {
             let types = exec::column_types(table);
             let rows = exec::all_rows(t, table)?;
             if fill.is_null() && col.not_null && !rows.is_empty() {
-                return Err(Error::NotNullViolation {
+                return Err(Error::ColumnContainsNulls {
                     column: col.name.clone(),
                     table: table.name.clone(),
                 });
@@ -2140,7 +2160,7 @@ impl Session {
                 for c in &spec.def.columns {
                     let v = row[*c as usize].clone();
                     if v.is_null() {
-                        return Err(Error::NotNullViolation {
+                        return Err(Error::ColumnContainsNulls {
                             column: table.columns[*c as usize].name.clone(),
                             table: table.name.clone(),
                         });
@@ -2340,29 +2360,56 @@ fn deferred_update(
     ctx.txn.update_deferred(exec::tid(table), &k, Arc::new(f)).map_err(exec::txn_error)?
 }
 
-/// NOT NULL and type-modifier checks for a row about to be written.
+/// Type-modifier and NOT NULL checks for a row about to be written, in PostgreSQL's order:
+/// the whole row is coerced to its columns' types first, then the constraints are checked.
 fn check_row(table: &Table, row: Vec<Value>) -> Result<Vec<Value>> {
     let mut out = Vec::with_capacity(row.len());
     for (v, c) in row.into_iter().zip(&table.columns) {
-        if v.is_null() {
-            if c.not_null {
-                return Err(Error::NotNullViolation {
-                    column: c.name.clone(),
-                    table: table.name.clone(),
-                });
-            }
-            out.push(v);
-            continue;
-        }
         let v = match c.data_type {
-            DataType::Varchar(Some(_)) | DataType::Char(_) | DataType::Numeric(Some(_)) => {
+            DataType::Varchar(Some(_)) | DataType::Char(_) | DataType::Numeric(Some(_))
+                if !v.is_null() =>
+            {
                 types::cast(v, &c.data_type, &c.data_type, types::CastKind::Assignment)?
             }
             _ => v,
         };
         out.push(v);
     }
+    if let Some(c) = out.iter().zip(&table.columns).find(|(v, c)| v.is_null() && c.not_null) {
+        return Err(Error::NotNullViolation {
+            column: c.1.name.clone(),
+            table: table.name.clone(),
+            row: Some(failing_row(table, &out).into()),
+        });
+    }
     Ok(out)
+}
+
+/// PostgreSQL's DETAIL for a row that violates a constraint: "Failing row contains (…)." with
+/// each value in its text form, `null` for NULL, and values longer than 64 bytes cut there
+/// with "..." (`ExecBuildSlotValueDescription`).
+fn failing_row(table: &Table, row: &[Value]) -> String {
+    const MAX_FIELD: usize = 64;
+    let mut out = String::from("Failing row contains (");
+    for (i, (v, c)) in row.iter().zip(&table.columns).enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        if v.is_null() {
+            out.push_str("null");
+            continue;
+        }
+        let text = types::format_text(v, &c.data_type);
+        if text.len() <= MAX_FIELD {
+            out.push_str(&text);
+        } else {
+            let cut = (0..=MAX_FIELD).rev().find(|&at| text.is_char_boundary(at)).unwrap_or(0);
+            out.push_str(&text[..cut]);
+            out.push_str("...");
+        }
+    }
+    out.push_str(").");
+    out
 }
 
 /// Foreign keys of `table`: the referenced row must exist (NULL keys are not checked).

@@ -106,6 +106,7 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
         COPY f FROM STDIN;\n1\t1\n1\t2\n\\.\n\
         COPY f FROM STDIN;\n1\n\\.\n\
         COPY f FROM STDIN;\n1\t1\t1\n\\.\n\
+        COPY f FROM STDIN;\n\\N\t3\n\\.\n\
         SELECT count(*) FROM f;\n\
         BEGIN;\n\
         COPY f FROM STDIN;\n7\t7\n\\.\n\
@@ -133,6 +134,13 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
         "duplicate key value violates unique constraint",
         "missing data for column \"v\"",
         "extra data after last expected column",
+        "null value in column \"id\" of relation \"f\" violates not-null constraint",
+        // Where each error happened, as PostgreSQL says it (CONTEXT), and the failing row.
+        "CONTEXT:  COPY f, line 2, column v: \"x\"\n",
+        "CONTEXT:  COPY f, line 2\n",
+        "CONTEXT:  COPY f, line 1: \"1\"\n",
+        "CONTEXT:  COPY f, line 1: \"1\t1\t1\"\n",
+        "DETAIL:  Failing row contains (null, 3).\nCONTEXT:  COPY f, line 1: \"\\N\t3\"\n",
         "VACUUM cannot run inside a transaction block",
         "column \"nosuch\" of relation \"f\" does not exist",
         "relation \"nosuch\" does not exist",

@@ -110,6 +110,53 @@ async fn psql_dash_f() {
     assert!(!out.success);
 }
 
+/// Constraint errors as psql shows them, DETAIL lines included: the row that failed NOT
+/// NULL (coerced to the columns' types, long values cut at 64 bytes), and the message for a
+/// NOT NULL column or primary key added over NULLs.
+#[tokio::test]
+async fn not_null_errors_say_which_row_and_column() {
+    if !psql_available() {
+        return;
+    }
+    let Some(b) = Backend::from_env() else { return };
+    let script = "DROP TABLE IF EXISTS nn;\n\
+        CREATE TABLE nn (a int NOT NULL, b text, c numeric(6,2), d varchar(3));\n\
+        INSERT INTO nn VALUES (NULL, repeat('é', 40), 1.005, 'ab');\n\
+        INSERT INTO nn (b) VALUES ('x');\n\
+        INSERT INTO nn VALUES (NULL, 'x', 1, 'abcd');\n\
+        INSERT INTO nn VALUES (1, 'ok');\n\
+        UPDATE nn SET a = NULL;\n\
+        CREATE TABLE nulls (a int, b int);\n\
+        INSERT INTO nulls VALUES (NULL, 1);\n\
+        ALTER TABLE nulls ADD COLUMN c int NOT NULL;\n\
+        ALTER TABLE nulls ADD PRIMARY KEY (a);\n\
+        DROP TABLE nn, nulls;\n";
+    let mut cmd = psql(&b);
+    cmd.args(["-q", "-f", "-"]);
+    let out = run(cmd, Some(script)).await;
+    let violates =
+        "ERROR:  null value in column \"a\" of relation \"nn\" violates not-null constraint";
+    for expected in [
+        format!(
+            "{violates}\nDETAIL:  Failing row contains (null, {}..., 1.01, ab).\n",
+            "é".repeat(32)
+        ),
+        format!("{violates}\nDETAIL:  Failing row contains (null, x, null, null).\n"),
+        // The value too long for d is found before the NULL in a.
+        "ERROR:  value too long for type character varying(3)\n".into(),
+        format!("{violates}\nDETAIL:  Failing row contains (null, ok, null, null).\n"),
+        "ERROR:  column \"c\" of relation \"nulls\" contains null values\n".into(),
+        "ERROR:  column \"a\" of relation \"nulls\" contains null values\n".into(),
+    ] {
+        assert!(
+            out.stderr.contains(&expected),
+            "{expected:?} missing on {}: {}",
+            b.name(),
+            out.stderr
+        );
+    }
+}
+
 #[tokio::test]
 async fn psql_interactive_session() {
     if !psql_available() {
