@@ -30,6 +30,9 @@ pub struct CopyStatement {
     pub kind: CopyKind,
     /// How the rows are encoded.
     pub format: CopyFormat,
+    /// `FREEZE`: nothing to do in Aspen, but PostgreSQL only takes it for a table created or
+    /// truncated in the same transaction, and so does [`crate::Session::start_copy`].
+    pub freeze: bool,
 }
 
 /// The two directions of COPY.
@@ -161,6 +164,7 @@ pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyStat
         format.null = String::new();
     };
     let mut explicit = (None::<u8>, None::<String>);
+    let mut freeze = false;
     p.word_is("with");
     if p.eat(&Token::LParen) {
         // WITH ( option [value] [, ...] )
@@ -177,9 +181,7 @@ pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyStat
                     "binary" => return Err(unsupported("COPY FORMAT binary")),
                     other => return Err(syntax(format!("COPY format \"{other}\" not recognized"))),
                 },
-                ("freeze", v) => {
-                    bool_value(v.as_deref())?;
-                }
+                ("freeze", v) => freeze = bool_value(v.as_deref())?,
                 ("delimiter", Some(v)) => explicit.0 = Some(one_byte(&v, "delimiter")?),
                 ("null", Some(v)) => explicit.1 = Some(v),
                 ("header", v) if v.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("match")) => {
@@ -248,7 +250,7 @@ pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyStat
             CopyKind::To { query: format!("SELECT {} FROM {table}", columns.join(", ")) }
         }
     };
-    Ok(CopyStatement { kind, format })
+    Ok(CopyStatement { kind, format, freeze })
 }
 
 /// Appends one row of COPY TO output (text or CSV, with its newline) to `out`: each value's
@@ -701,6 +703,8 @@ mod tests {
             columns: columns.iter().map(|c| c.to_string()).collect(),
         };
         let c = copy("copy pgbench_accounts from stdin with (freeze on)").unwrap();
+        assert!(c.freeze);
+        assert!(!copy("copy t from stdin (freeze off)").unwrap().freeze);
         assert_eq!(c.kind, from("\"pgbench_accounts\"", "pgbench_accounts", &[]));
         assert!(!c.format.csv);
         let c = copy("COPY public.\"T\" (a, \"B\") FROM STDIN WITH (FORMAT csv, HEADER, NULL 'x')")

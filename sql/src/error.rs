@@ -119,10 +119,15 @@ pub enum Error {
     UniqueIndexBuild { index: String, detail: String },
     /// `42701`: column "x" of relation "t" already exists.
     DuplicateColumnExists { name: String },
+    /// `42701`: column "c" of relation "t" appears more than once (in ANALYZE's list).
+    ColumnListedTwice { column: String, table: String },
     /// `42830`: invalid foreign key (no unique constraint matching the referenced columns).
     InvalidForeignKey { message: String },
     /// `42710`: duplicate object (e.g. a constraint name already used on the table).
     DuplicateObject { message: String },
+    /// `55000`: object not in prerequisite state (e.g. COPY FREEZE of a table this
+    /// transaction did not create or truncate).
+    ObjectNotInPrerequisiteState { message: String },
     /// `55P02`: parameter "x" cannot be changed.
     CantChangeRuntimeParam { name: String },
     /// `0A000` with a full PostgreSQL message (e.g. cannot truncate a referenced table).
@@ -216,8 +221,10 @@ impl Error {
             Error::ColumnContainsNulls { .. } => "23502",
             Error::UniqueIndexBuild { .. } => "23505",
             Error::DuplicateColumnExists { .. } => "42701",
+            Error::ColumnListedTwice { .. } => "42701",
             Error::InvalidForeignKey { .. } => "42830",
             Error::DuplicateObject { .. } => "42710",
+            Error::ObjectNotInPrerequisiteState { .. } => "55000",
             Error::CantChangeRuntimeParam { .. } => "55P02",
             Error::UnsupportedMessage { .. } => "0A000",
             Error::ForeignKeyViolation { .. } => "23503",
@@ -411,12 +418,16 @@ impl fmt::Display for Error {
                 write!(f, "could not create unique index \"{index}\"")
             }
             Error::DuplicateColumnExists { name } => write!(f, "column \"{name}\" already exists"),
+            Error::ColumnListedTwice { column, table } => {
+                write!(f, "column \"{column}\" of relation \"{table}\" appears more than once")
+            }
             Error::InvalidForeignKey { message } => write!(f, "{message}"),
             Error::DuplicateObject { message } => write!(f, "{message}"),
             Error::CantChangeRuntimeParam { name } => {
                 write!(f, "parameter \"{name}\" cannot be changed")
             }
             Error::UnsupportedMessage { message } => write!(f, "{message}"),
+            Error::ObjectNotInPrerequisiteState { message } => write!(f, "{message}"),
             Error::ColumnContainsNulls { column, table } => {
                 write!(f, "column \"{column}\" of relation \"{table}\" contains null values")
             }

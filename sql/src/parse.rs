@@ -38,8 +38,10 @@ pub enum Parsed {
     Maintenance {
         /// VACUUM (else ANALYZE).
         vacuum: bool,
-        /// The tables named (none: all).
-        tables: Vec<ObjectName>,
+        /// ANALYZE, or VACUUM with its ANALYZE option (a column list needs it).
+        analyze: bool,
+        /// The tables named (none: all), each with its column list.
+        tables: Vec<(ObjectName, Vec<Ident>)>,
     },
 }
 
@@ -59,25 +61,54 @@ fn parse_maintenance(sql: &str, words: &[&TokenWithSpan]) -> Result<Parsed> {
         },
         None => Error::Syntax { message: "syntax error at end of input".into(), span: None },
     };
-    // Skips a parenthesized list at `i`, if there is one.
-    let skip_list = |i: &mut usize| {
-        if words.get(*i).is_some_and(|t| t.token == Token::LParen) {
-            while words.get(*i).is_some_and(|t| t.token != Token::RParen) {
-                *i += 1;
-            }
-            if words.get(*i).is_none() {
-                return Err(error(None));
-            }
-            *i += 1;
+    let is_analyze = |t: &TokenWithSpan| is_word(t, "analyze") || is_word(t, "analyse");
+    // A parenthesized list at `i`, if there is one: its items, each the words up to a comma.
+    let list = |i: &mut usize| -> Result<Vec<Vec<&TokenWithSpan>>> {
+        let mut items = Vec::new();
+        if words.get(*i).is_none_or(|t| t.token != Token::LParen) {
+            return Ok(items);
         }
-        Ok(())
+        *i += 1;
+        let mut item = Vec::new();
+        loop {
+            match words.get(*i) {
+                None => return Err(error(None)),
+                Some(t) if t.token == Token::RParen || t.token == Token::Comma => {
+                    if item.is_empty() {
+                        return Err(error(Some(t)));
+                    }
+                    items.push(std::mem::take(&mut item));
+                    *i += 1;
+                    if t.token == Token::RParen {
+                        return Ok(items);
+                    }
+                }
+                Some(t) => {
+                    item.push(*t);
+                    *i += 1;
+                }
+            }
+        }
     };
     let mut i = 1;
-    // ( option [value] [, …] ): any option is accepted, as there is nothing to tune.
-    skip_list(&mut i)?;
+    // ( option [value] [, …] ): any option is accepted, as there is nothing to tune; only
+    // ANALYZE matters, for the column lists.
+    let mut analyze = !vacuum;
+    for option in list(&mut i)? {
+        if is_analyze(option[0]) {
+            let off = ["false", "off", "0"];
+            analyze = !option.get(1).is_some_and(|v| match &v.token {
+                Token::Word(w) => off.iter().any(|o| w.value.eq_ignore_ascii_case(o)),
+                Token::Number(n, _) => n == "0",
+                Token::SingleQuotedString(s) => off.iter().any(|o| s.eq_ignore_ascii_case(o)),
+                _ => false,
+            });
+        }
+    }
     let flags: &[&str] =
         if vacuum { &["full", "freeze", "verbose", "analyze", "analyse"] } else { &["verbose"] };
-    while words.get(i).is_some_and(|t| flags.iter().any(|f| is_word(t, f))) {
+    while let Some(t) = words.get(i).filter(|t| flags.iter().any(|f| is_word(t, f))) {
+        analyze |= is_analyze(t);
         i += 1;
     }
     let mut tables = Vec::new();
@@ -100,16 +131,29 @@ fn parse_maintenance(sql: &str, words: &[&TokenWithSpan]) -> Result<Parsed> {
                 break;
             }
         }
-        tables.push(ObjectName(parts));
-        // (columns): not checked.
-        skip_list(&mut i)?;
+        let mut columns = Vec::new();
+        for item in list(&mut i)? {
+            match item.as_slice() {
+                [t] => match &t.token {
+                    Token::Word(w) => columns.push(Ident {
+                        value: w.value.clone(),
+                        quote_style: w.quote_style,
+                        span: t.span,
+                    }),
+                    _ => return Err(error(Some(t))),
+                },
+                [_, t, ..] => return Err(error(Some(t))),
+                [] => return Err(error(None)),
+            }
+        }
+        tables.push((ObjectName(parts), columns));
         match words.get(i) {
             None => break,
             Some(t) if t.token == Token::Comma => i += 1,
             other => return Err(error(other)),
         }
     }
-    Ok(Parsed::Maintenance { vacuum, tables })
+    Ok(Parsed::Maintenance { vacuum, analyze, tables })
 }
 
 /// Parses `sql` into statements (possibly none, for an empty string or only `;`).
@@ -323,11 +367,30 @@ mod tests {
     #[test]
     fn vacuum_and_analyze() {
         let tables = |sql: &str| match parse(sql).unwrap().as_slice() {
-            [Parsed::Maintenance { vacuum, tables }] => {
-                (*vacuum, tables.iter().map(ToString::to_string).collect::<Vec<_>>())
+            [Parsed::Maintenance { vacuum, tables, .. }] => {
+                (*vacuum, tables.iter().map(|(t, _)| t.to_string()).collect::<Vec<_>>())
             }
             other => panic!("{sql}: {other:?}"),
         };
+        let analyze_and_columns = |sql: &str| match parse(sql).unwrap().as_slice() {
+            [Parsed::Maintenance { analyze, tables, .. }] => (
+                *analyze,
+                tables
+                    .iter()
+                    .map(|(_, c)| c.iter().map(|c| c.value.clone()).collect::<Vec<_>>())
+                    .collect::<Vec<_>>(),
+            ),
+            other => panic!("{sql}: {other:?}"),
+        };
+        assert_eq!(analyze_and_columns("vacuum t (a)"), (false, vec![vec!["a".to_string()]]));
+        assert_eq!(
+            analyze_and_columns("VACUUM (VERBOSE, ANALYZE) a, b (x, \"Y\")"),
+            (true, vec![vec![], vec!["x".to_string(), "Y".to_string()]])
+        );
+        assert!(!analyze_and_columns("vacuum (analyze off) t").0);
+        assert!(analyze_and_columns("vacuum (analyze 'on') t").0);
+        assert!(analyze_and_columns("vacuum full analyze t").0);
+        assert!(analyze_and_columns("analyze t (a)").0);
         assert_eq!(
             tables("vacuum analyze pgbench_branches"),
             (true, vec!["pgbench_branches".into()])
@@ -338,7 +401,17 @@ mod tests {
         );
         assert_eq!(tables("ANALYZE"), (false, vec![]));
         assert_eq!(tables("analyse verbose \"T\""), (false, vec!["\"T\"".into()]));
-        for bad in ["VACUUM (FULL", "VACUUM t (a", "VACUUM t u", "ANALYZE t,", "VACUUM 1"] {
+        for bad in [
+            "VACUUM (FULL",
+            "VACUUM t (a",
+            "VACUUM t u",
+            "ANALYZE t,",
+            "VACUUM 1",
+            "ANALYZE t ()",
+            "ANALYZE t (a b)",
+            "ANALYZE t (a,)",
+            "VACUUM (,) t",
+        ] {
             assert_eq!(parse(bad).unwrap_err().sqlstate(), "42601", "{bad}");
         }
     }

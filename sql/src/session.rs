@@ -368,6 +368,8 @@ pub struct CopyIn {
     decoder: crate::copy::CopyDecoder,
     /// The table's name, for error contexts.
     relation: String,
+    /// An error the copy meets as soon as it runs (COPY FREEZE refused).
+    refused: Option<Box<Error>>,
     /// The target columns, in the order of the data's fields.
     columns: Vec<String>,
     /// `INSERT INTO t (columns) VALUES ($1, …)`, run once per row.
@@ -430,16 +432,40 @@ struct OpenTxn {
     /// The session settings before the first SET of this transaction, restored if it rolls
     /// back (SET is transactional in PostgreSQL).
     saved_settings: Option<BTreeMap<&'static str, String>>,
+    /// Tables TRUNCATEd in this transaction (COPY FREEZE takes only these and new ones).
+    truncated: Vec<TableId>,
 }
 
 impl OpenTxn {
     fn new(txn: txn::Transaction, implicit: bool) -> OpenTxn {
-        OpenTxn { txn: Some(txn), now: now(), implicit, ddl: None, saved_settings: None }
+        OpenTxn {
+            txn: Some(txn),
+            now: now(),
+            implicit,
+            ddl: None,
+            saved_settings: None,
+            truncated: Vec::new(),
+        }
     }
 
     /// What a failed block keeps until ROLLBACK: only the fact that it failed.
     fn failed() -> OpenTxn {
-        OpenTxn { txn: None, now: now(), implicit: false, ddl: None, saved_settings: None }
+        OpenTxn {
+            txn: None,
+            now: now(),
+            implicit: false,
+            ddl: None,
+            saved_settings: None,
+            truncated: Vec::new(),
+        }
+    }
+
+    /// Whether `table` was created or truncated in this transaction.
+    fn made_or_emptied(&self, table: TableId) -> bool {
+        self.truncated.contains(&table)
+            || self.ddl.as_ref().is_some_and(|d| {
+                d.created.iter().any(|o| matches!(o, EngineObject::Table(t) if *t == table))
+            })
     }
 }
 
@@ -1145,7 +1171,7 @@ impl Session {
         match &copy.kind {
             crate::copy::CopyKind::To { query } => self.copy_out(query, &copy.format),
             crate::copy::CopyKind::From { table, name, columns } => self
-                .prepare_copy(table, name, columns, &copy.format)
+                .prepare_copy(table, name, columns, &copy.format, copy.freeze)
                 .map(CopyStart::In)
                 .map_err(|e| self.fail(e)),
         }
@@ -1194,6 +1220,7 @@ impl Session {
         name: &str,
         columns: &[String],
         format: &crate::copy::CopyFormat,
+        freeze: bool,
     ) -> Result<CopyIn> {
         if let Some(OpenTxn { txn: None, .. }) = &self.txn {
             return Err(Error::InFailedTransaction);
@@ -1221,6 +1248,17 @@ impl Session {
                 false,
             )
             .map_err(Error::without_position)?;
+        // PostgreSQL refuses FREEZE once the copy has started (after CopyInResponse).
+        let id = self.snapshot().table(name).map(|t| t.id);
+        let refused = (freeze
+            && !id.is_some_and(|id| self.txn.as_ref().is_some_and(|o| o.made_or_emptied(id))))
+        .then(|| {
+            Box::new(Error::ObjectNotInPrerequisiteState {
+                message: "cannot perform COPY FREEZE because the table was not created or \
+                          truncated in the current subtransaction"
+                    .into(),
+            })
+        });
         let own = self.txn.is_none();
         if own {
             self.open_implicit();
@@ -1228,6 +1266,7 @@ impl Session {
         Ok(CopyIn {
             decoder: crate::copy::CopyDecoder::new(format.clone(), name),
             relation: name.to_string(),
+            refused,
             columns,
             insert,
             rows: 0,
@@ -1237,6 +1276,9 @@ impl Session {
 
     /// Inserts the complete rows of the next CopyData payload.
     pub fn copy_data(&mut self, copy: &mut CopyIn, data: &[u8]) -> Result<()> {
+        if let Some(e) = copy.refused.take() {
+            return Err(self.fail(*e));
+        }
         let CopyIn { decoder, relation, columns, insert, rows, .. } = copy;
         let result = decoder.feed(data, &mut |line, fields| {
             self.copy_row(relation, line, columns, insert, fields)?;
@@ -1249,6 +1291,9 @@ impl Session {
     /// The client's CopyDone: inserts a last unterminated row, commits the COPY's own
     /// transaction, and returns `COPY n`.
     pub fn finish_copy(&mut self, mut copy: CopyIn) -> Result<Output> {
+        if let Some(e) = copy.refused.take() {
+            return Err(self.fail(*e));
+        }
         let CopyIn { decoder, relation, columns, insert, rows, .. } = &mut copy;
         let result = decoder.finish(&mut |line, fields| {
             self.copy_row(relation, line, columns, insert, fields)?;
@@ -1364,9 +1409,33 @@ impl Session {
             Parsed::Metadata(q) => {
                 Bound::Plan(Statement::Query(crate::metadata::answer(snapshot, q)))
             }
-            Parsed::Maintenance { vacuum, tables } => {
-                for t in tables {
-                    binder.table(t)?;
+            Parsed::Maintenance { vacuum, analyze, tables } => {
+                // PostgreSQL's order: the option first, then each table and its columns, and
+                // no error position.
+                if !analyze && tables.iter().any(|(_, columns)| !columns.is_empty()) {
+                    return Err(Error::unsupported_msg(
+                        "ANALYZE option must be specified when a column list is provided",
+                    ));
+                }
+                for (name, columns) in tables {
+                    let table = binder.table(name).map_err(Error::without_position)?;
+                    let mut seen: Vec<String> = Vec::with_capacity(columns.len());
+                    for c in columns {
+                        let c = crate::bind::ident(c);
+                        if table.column(&c).is_none() {
+                            return Err(Error::UndefinedColumn {
+                                name: format!("\"{c}\" of relation \"{}\"", table.name),
+                                span: None,
+                            });
+                        }
+                        if seen.contains(&c) {
+                            return Err(Error::ColumnListedTwice {
+                                column: c,
+                                table: table.name.clone(),
+                            });
+                        }
+                        seen.push(c);
+                    }
                 }
                 Bound::Command(Command::Maintenance { vacuum: *vacuum })
             }
@@ -2040,6 +2109,9 @@ impl Session {
                     }
                     Ok(())
                 })?;
+                if let Some(open) = &mut self.txn {
+                    open.truncated.extend(tables.iter().map(|t| t.id));
+                }
                 Ok(Output::tag(Tag::new("TRUNCATE TABLE")))
             }
             Command::AddColumn { table, column, if_not_exists } => {

@@ -124,10 +124,20 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
         VACUUM nosuch;\n\
         COPY f (id, nosuch) FROM STDIN;\n\
         COPY nosuch TO STDOUT;\n\
+        COPY f FROM STDIN (FREEZE);\n9\t9\n\\.\n\
+        BEGIN;\n\
+        TRUNCATE f;\n\
+        COPY f FROM STDIN (FREEZE);\n9\t9\n\\.\n\
+        ROLLBACK;\n\
+        ANALYZE f (v, nosuch2);\n\
+        ANALYZE f (v, v);\n\
+        VACUUM f (v);\n\
+        VACUUM ANALYZE f (v);\n\
         SELECT id, v FROM f;\n";
     let out = psql(&b, script, &["-t"]).await;
     let expected = "DROP TABLE\nCREATE TABLE\n0\n0\nBEGIN\nCOPY 1\n1\nROLLBACK\n0\n\
-        BEGIN\nCOPY 1\nCOMMIT\nBEGIN\nROLLBACK\nVACUUM\nANALYZE\n8|8\n";
+        BEGIN\nCOPY 1\nCOMMIT\nBEGIN\nROLLBACK\nVACUUM\nANALYZE\n\
+        BEGIN\nTRUNCATE TABLE\nCOPY 1\nROLLBACK\nVACUUM\n8|8\n";
     assert_eq!(out.stdout, expected, "on {}; stderr: {}", b.name(), out.stderr);
     for message in [
         "invalid input syntax for type integer: \"x\"",
@@ -144,6 +154,13 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
         "VACUUM cannot run inside a transaction block",
         "column \"nosuch\" of relation \"f\" does not exist",
         "relation \"nosuch\" does not exist",
+        // FREEZE only for a table this transaction created or truncated.
+        "ERROR:  cannot perform COPY FREEZE because the table was not created or truncated in \
+         the current subtransaction\n",
+        // VACUUM and ANALYZE check their column lists.
+        "ERROR:  column \"nosuch2\" of relation \"f\" does not exist\n",
+        "ERROR:  column \"v\" of relation \"f\" appears more than once\n",
+        "ERROR:  ANALYZE option must be specified when a column list is provided\n",
     ] {
         assert!(
             out.stderr.contains(message),
