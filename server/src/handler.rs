@@ -425,7 +425,7 @@ impl Handler {
     }
 
     /// Sends the rows of a `COPY … TO STDOUT`, then its CommandComplete.
-    async fn copy_out<C>(&self, client: &mut C, out: sql::CopyOut) -> PgWireResult<()>
+    async fn copy_out<C>(&self, client: &mut C, mut out: sql::CopyOut) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
         C::Error: Debug,
@@ -436,8 +436,8 @@ impl Handler {
         let formats = vec![0; out.columns];
         let response = CopyOutResponse::new(0, out.columns as i16, formats);
         client.feed(PgWireBackendMessage::CopyOutResponse(response)).await?;
-        for line in out.data {
-            client.feed(PgWireBackendMessage::CopyData(CopyData::new(line.into()))).await?;
+        while let Some(chunk) = out.next_chunk() {
+            client.feed(PgWireBackendMessage::CopyData(CopyData::new(chunk.into()))).await?;
         }
         client.feed(PgWireBackendMessage::CopyDone(CopyDone::new())).await?;
         send_command_complete(client, format!("COPY {}", out.rows)).await

@@ -356,10 +356,41 @@ pub enum CopyStart {
 pub struct CopyOut {
     /// Columns per row (CopyOutResponse).
     pub columns: usize,
-    /// One CopyData payload per line (the header line first, if asked for).
-    pub data: Vec<Vec<u8>>,
     /// Rows copied (`COPY n`).
     pub rows: u64,
+    format: crate::copy::CopyFormat,
+    /// The header line's fields, if asked for.
+    header: Option<Vec<Option<String>>>,
+    types: Vec<DataType>,
+    /// The rows not encoded yet.
+    pending: std::vec::IntoIter<Vec<Value>>,
+}
+
+/// How many bytes of encoded lines a COPY TO puts in one CopyData message (at least one line).
+const COPY_OUT_CHUNK: usize = 64 << 10;
+
+impl CopyOut {
+    /// The next CopyData payload: whole lines (the header first, if asked for), about
+    /// [`COPY_OUT_CHUNK`] bytes, encoded only now, so that a big COPY holds its rows once and
+    /// one message at a time instead of every line at once. `None` once all rows are out.
+    pub fn next_chunk(&mut self) -> Option<Vec<u8>> {
+        let mut chunk = Vec::new();
+        if let Some(names) = self.header.take() {
+            crate::copy::encode_row(&self.format, &names, &mut chunk);
+        }
+        let mut fields = Vec::with_capacity(self.types.len());
+        while chunk.len() < COPY_OUT_CHUNK {
+            let Some(row) = self.pending.next() else { break };
+            fields.clear();
+            fields.extend(
+                row.iter()
+                    .zip(&self.types)
+                    .map(|(v, ty)| (!v.is_null()).then(|| types::format_text(v, ty))),
+            );
+            crate::copy::encode_row(&self.format, &fields, &mut chunk);
+        }
+        (!chunk.is_empty()).then_some(chunk)
+    }
 }
 
 /// A `COPY … FROM STDIN` in progress ([`Session::start_copy`]).
@@ -1166,7 +1197,8 @@ impl Session {
     ///   committed by [`Session::finish_copy`], all in one transaction: the open block, or one
     ///   of the COPY's own. An error fails that transaction (the caller reports it once the
     ///   client ends the copy).
-    /// - `COPY … TO STDOUT`: runs the query now and returns its rows encoded ([`CopyOut`]).
+    /// - `COPY … TO STDOUT`: runs the query now and returns its rows, which [`CopyOut`]
+    ///   encodes as the connection sends them.
     pub fn start_copy(&mut self, copy: &crate::copy::CopyStatement) -> Result<CopyStart> {
         match &copy.kind {
             crate::copy::CopyKind::To { query } => self.copy_out(query, &copy.format),
@@ -1194,24 +1226,14 @@ impl Session {
             feature: "COPY of a statement that returns no rows".into(),
             span: None,
         })?;
-        let mut data = Vec::with_capacity(out.rows.len() + 1);
-        if format.header {
-            let names: Vec<Option<String>> = columns.iter().map(|c| Some(c.name.clone())).collect();
-            let mut line = Vec::new();
-            crate::copy::encode_row(format, &names, &mut line);
-            data.push(line);
-        }
-        for row in &out.rows {
-            let fields: Vec<Option<String>> = row
-                .iter()
-                .zip(columns.iter())
-                .map(|(v, c)| (!v.is_null()).then(|| types::format_text(v, &c.data_type)))
-                .collect();
-            let mut line = Vec::new();
-            crate::copy::encode_row(format, &fields, &mut line);
-            data.push(line);
-        }
-        Ok(CopyStart::Out(CopyOut { columns: columns.len(), data, rows: out.rows.len() as u64 }))
+        Ok(CopyStart::Out(CopyOut {
+            columns: columns.len(),
+            rows: out.rows.len() as u64,
+            format: format.clone(),
+            header: format.header.then(|| columns.iter().map(|c| Some(c.name.clone())).collect()),
+            types: columns.iter().map(|c| c.data_type).collect(),
+            pending: out.rows.into_iter(),
+        }))
     }
 
     fn prepare_copy(
