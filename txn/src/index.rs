@@ -14,6 +14,11 @@
 //! (shard read lock only) or a `range` (tree read lock only) sees a mutation entirely or not at
 //! all. Lock order is always tree → shard; readers take one lock.
 //!
+//! A shard that grows rehashes all its entries while holding its lock (and the inserter holds
+//! the tree's): entries keep their key's hash so that this reads no record, and the shards
+//! take unequal shares of the keys so that they do not all grow at the same row count (see
+//! `shard_of`).
+//!
 //! `range` never calls its callback while holding a lock: it copies a batch of entries under
 //! the read lock (batches grow geometrically, so a scan that stops after one row copies
 //! almost nothing), releases the lock, calls back, and resumes after the last key. Each entry is
@@ -178,13 +183,57 @@ impl fmt::Debug for IKey {
     }
 }
 
-/// Hash shards of a primary [`TreeIndex`] (a power of two).
+/// Hash shards of a primary [`TreeIndex`].
 const SHARDS: usize = 64;
+/// Hash values map to shards through this many slots ([`shard_of`]).
+const SLOTS: usize = 4096;
+
+/// An entry of a shard: the key's hash, kept so that growing the table rehashes without
+/// reading a single record (a record and its key are a cache miss each: 140 ns per entry,
+/// against 25 with the hash at hand), and the record.
+type Entry = (u64, Arc<Record>);
 
 /// One hash shard, on its own cache lines.
 #[repr(align(128))]
 #[derive(Default)]
-struct Shard(RwLock<HashTable<Arc<Record>>>);
+struct Shard(RwLock<HashTable<Entry>>);
+
+/// The shard of hash `h`. Shards are weighted unevenly, shard `i` by `2^(i / SHARDS)` (the
+/// largest takes twice the smallest's share of the slots): with even shares, every shard of a
+/// growing table reached its load limit at the same row count, and their rehashes followed
+/// one another while the inserts waited (at 7.3 M rows, 64 rehashes of 16 ms each in a row,
+/// a one-second stall; BENCHMARKS.md). Spread over an octave, the shards grow one at a time,
+/// evenly over the table's growth.
+#[inline]
+fn shard_of(h: u64) -> usize {
+    // hashbrown takes the bucket from the low bits and the tag from the top 7: take the slot
+    // from bits in between so that neither loses entropy within a shard.
+    usize::from(SHARD_MAP[(h >> 40) as usize & (SLOTS - 1)])
+}
+
+/// Slot → shard for [`shard_of`]. Shard `i` takes the slots `s` with
+/// `2^(i/SHARDS) - 1 <= s / SLOTS < 2^((i+1)/SHARDS) - 1`: its share of the slots is
+/// `2^((i+1)/SHARDS) - 2^(i/SHARDS)`, proportional to `2^(i/SHARDS)`.
+static SHARD_MAP: [u8; SLOTS] = shard_map();
+
+const fn shard_map() -> [u8; SLOTS] {
+    /// 2^(1/64).
+    const STEP: f64 = 1.010_889_286_051_700_5;
+    const { assert!(SHARDS == 64, "STEP is 2^(1/SHARDS), and shard numbers fit a u8") };
+    let mut map = [0u8; SLOTS];
+    let (mut shard, mut start, mut power) = (0, 0, 1.0);
+    while shard < SHARDS {
+        power *= STEP;
+        let end =
+            if shard == SHARDS - 1 { SLOTS } else { ((power - 1.0) * SLOTS as f64 + 0.5) as usize };
+        while start < end {
+            map[start] = shard as u8;
+            start += 1;
+        }
+        shard += 1;
+    }
+    map
+}
 
 /// The exact-key hash of a primary index. Only valid where every entry key is its record's
 /// primary key, which is what makes storing just the record enough.
@@ -248,32 +297,31 @@ impl Hashed {
     }
 
     #[inline]
-    fn locate(&self, key: &[u8]) -> (u64, &RwLock<HashTable<Arc<Record>>>) {
+    fn locate(&self, key: &[u8]) -> (u64, &RwLock<HashTable<Entry>>) {
         let h = hash_key(self.seed, key);
-        // hashbrown takes the bucket from the low bits and the tag from the top 7: pick the
-        // shard from bits in between so that neither loses entropy within a shard.
-        (h, &self.shards[(h >> 40) as usize & (SHARDS - 1)].0)
+        (h, &self.shards[shard_of(h)].0)
     }
 
     /// Adds `records` (keys absent from the hash) shard by shard, each shard locked once.
     fn fill(&self, records: Vec<Arc<Record>>) {
-        let mut by_shard: Vec<Vec<(u64, Arc<Record>)>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        let mut by_shard: Vec<Vec<Entry>> = (0..SHARDS).map(|_| Vec::new()).collect();
         for r in records {
             let h = hash_key(self.seed, r.key.as_slice());
-            by_shard[(h >> 40) as usize & (SHARDS - 1)].push((h, r));
+            by_shard[shard_of(h)].push((h, r));
         }
         for (shard, list) in self.shards.iter().zip(by_shard) {
             let mut table = shard.0.write();
-            table.reserve(list.len(), self.hasher());
-            for (h, r) in list {
-                table.insert_unique(h, r, self.hasher());
+            table.reserve(list.len(), stored_hash);
+            for entry in list {
+                table.insert_unique(entry.0, entry, stored_hash);
             }
         }
     }
+}
 
-    fn hasher(&self) -> impl Fn(&Arc<Record>) -> u64 + '_ {
-        |r: &Arc<Record>| hash_key(self.seed, r.key.as_slice())
-    }
+/// The hash an [`Entry`] keeps (hashbrown's rehash calls this for every entry as it grows).
+fn stored_hash(entry: &Entry) -> u64 {
+    entry.0
 }
 
 /// The ordered index: a locked `BTreeMap` plus, for primary indexes, a sharded hash (see the
@@ -314,7 +362,7 @@ impl TreeIndex {
     fn unhash(&self, key: &[u8], record: &Arc<Record>) {
         if let Some(h) = &self.hashed {
             let (hash, shard) = h.locate(key);
-            if let Ok(e) = shard.write().find_entry(hash, |r| Arc::ptr_eq(r, record)) {
+            if let Ok(e) = shard.write().find_entry(hash, |e| Arc::ptr_eq(&e.1, record)) {
                 e.remove();
             }
         }
@@ -327,7 +375,10 @@ impl OrderedIndex for TreeIndex {
         match &self.hashed {
             Some(h) => {
                 let (hash, shard) = h.locate(key);
-                shard.read().find(hash, |r| r.key.as_slice() == key).cloned()
+                shard
+                    .read()
+                    .find(hash, |e| e.0 == hash && e.1.key.as_slice() == key)
+                    .map(|e| e.1.clone())
             }
             None => self.tree.read().get(key).cloned(),
         }
@@ -357,7 +408,7 @@ impl OrderedIndex for TreeIndex {
         }
         if let Some(h) = &self.hashed {
             let (hash, shard) = h.locate(key);
-            shard.write().insert_unique(hash, record.clone(), h.hasher());
+            shard.write().insert_unique(hash, (hash, record.clone()), stored_hash);
         }
         Insert::Inserted { replaced_wssn }
     }
@@ -692,12 +743,20 @@ mod tests {
         let seed = 12345;
         let mut shards = [0u32; SHARDS];
         let mut low = std::collections::HashSet::new();
-        for i in 0u64..64_000 {
+        for i in 0u64..640_000 {
             let h = hash_key(seed, &i.to_be_bytes());
-            shards[(h >> 40) as usize & (SHARDS - 1)] += 1;
-            low.insert(h & 0xFFFF);
+            shards[shard_of(h)] += 1;
+            if i < 64_000 {
+                low.insert(h & 0xFFFF);
+            }
         }
-        assert!(shards.iter().all(|&n| (600..1400).contains(&n)), "{shards:?}");
+        // Shard i's share grows as 2^(i/64): from 1/91.8 of the keys to twice that.
+        let expected = |i: usize| 640_000.0 * (i as f64 / 64.0).exp2() / 91.83;
+        for (i, &n) in shards.iter().enumerate() {
+            let ratio = f64::from(n) / expected(i);
+            assert!((0.9..1.1).contains(&ratio), "shard {i}: {n} keys, {ratio:.2} of its share");
+        }
+        assert!(shards[63] > shards[0] * 19 / 10, "{shards:?}");
         assert!(low.len() > 39_000, "low bits collide: {}", low.len());
         assert_ne!(hash_key(seed, b"ab"), hash_key(seed, b"ab\0"));
         assert_ne!(hash_key(seed, b""), hash_key(seed, b"\0"));
