@@ -303,6 +303,15 @@ impl Binder<'_> {
         if ct.temporary {
             return Err(Error::unsupported("temporary tables"));
         }
+        if ct.partition_by.is_some() {
+            return Err(Error::unsupported("partitioned tables (PARTITION BY)"));
+        }
+        if ct.partition_of.is_some() || ct.for_values.is_some() {
+            return Err(Error::unsupported("partitions (PARTITION OF)"));
+        }
+        if ct.inherits.is_some() {
+            return Err(Error::unsupported("table inheritance (INHERITS)"));
+        }
         if let Some(ast::ObjectNamePart::Identifier(id)) = ct.name.0.last() {
             check_name(id)?;
         }
