@@ -312,6 +312,9 @@ impl Binder<'_> {
         if ct.inherits.is_some() {
             return Err(Error::unsupported("table inheritance (INHERITS)"));
         }
+        if let ast::CreateTableOptions::With(options) = &ct.table_options {
+            storage_parameters(options)?;
+        }
         if let Some(ast::ObjectNamePart::Identifier(id)) = ct.name.0.last() {
             check_name(id)?;
         }
@@ -352,7 +355,8 @@ impl Binder<'_> {
                         self.coerce(t, data_type, CastKind::Assignment, e)?;
                         column.default = Some(ColumnDefault { sql: e.to_string() });
                     }
-                    ColumnOption::PrimaryKey(_) => {
+                    ColumnOption::PrimaryKey(pk) => {
+                        key_options(pk.characteristics, &pk.include)?;
                         column.not_null = true;
                         indexes.push(IndexDef {
                             name: cons_name.unwrap_or_else(|| format!("{name}_pkey")),
@@ -361,12 +365,15 @@ impl Binder<'_> {
                             primary: true,
                         });
                     }
-                    ColumnOption::Unique(_) => indexes.push(IndexDef {
-                        name: cons_name.unwrap_or_else(|| format!("{name}_{cname}_key")),
-                        columns: vec![pos as u16],
-                        unique: true,
-                        primary: false,
-                    }),
+                    ColumnOption::Unique(u) => {
+                        key_options(u.characteristics, &u.include)?;
+                        indexes.push(IndexDef {
+                            name: cons_name.unwrap_or_else(|| format!("{name}_{cname}_key")),
+                            columns: vec![pos as u16],
+                            unique: true,
+                            primary: false,
+                        })
+                    }
                     ColumnOption::ForeignKey(fk) => {
                         pending_fk.push((vec![cname.clone()], fk, cons_name))
                     }
@@ -383,6 +390,7 @@ impl Binder<'_> {
         for c in &ct.constraints {
             match c {
                 TableConstraint::PrimaryKey(pk) => {
+                    key_options(pk.characteristics, &pk.include)?;
                     let cols = self.index_columns(&pk.columns)?;
                     let mut positions = Vec::new();
                     for n in &cols {
@@ -398,6 +406,7 @@ impl Binder<'_> {
                     });
                 }
                 TableConstraint::Unique(u) => {
+                    key_options(u.characteristics, &u.include)?;
                     let cols = self.index_columns(&u.columns)?;
                     let positions =
                         cols.iter().map(|n| col_pos(n, &columns)).collect::<Result<Vec<_>>>()?;
@@ -536,6 +545,7 @@ impl Binder<'_> {
             }
             ast::AlterTableOperation::AddConstraint { constraint, .. } => match constraint {
                 TableConstraint::PrimaryKey(pk) => {
+                    key_options(pk.characteristics, &pk.include)?;
                     let cols = self.index_columns(&pk.columns)?;
                     let positions = cols
                         .iter()
@@ -557,6 +567,7 @@ impl Binder<'_> {
                     }))
                 }
                 TableConstraint::Unique(u) => {
+                    key_options(u.characteristics, &u.include)?;
                     let cols = self.index_columns(&u.columns)?;
                     let positions = cols
                         .iter()
@@ -801,4 +812,63 @@ fn set_value_text(e: &ast::Expr) -> String {
         ast::Expr::Identifier(id) => id.value.clone(),
         other => other.to_string(),
     }
+}
+
+/// A primary key or unique constraint's options Aspen can honour: none of DEFERRABLE (its
+/// uniqueness would be checked at commit; Aspen checks it at once), NOT ENFORCED, INCLUDE.
+fn key_options(c: Option<ast::ConstraintCharacteristics>, include: &[ast::Ident]) -> Result<()> {
+    if let Some(c) = c.filter(|c| {
+        c.deferrable == Some(true)
+            || c.initially == Some(ast::DeferrableInitial::Deferred)
+            || c.enforced == Some(false)
+    }) {
+        return Err(Error::unsupported(format!("unique and primary key constraints {c}")));
+    }
+    if !include.is_empty() {
+        return Err(Error::unsupported("INCLUDE columns of a unique or primary key constraint"));
+    }
+    Ok(())
+}
+
+/// `WITH (…)` of CREATE TABLE: PostgreSQL's table storage parameters are accepted and mean
+/// nothing to an in-memory engine; any other name is an error, as in PostgreSQL.
+fn storage_parameters(options: &[ast::SqlOption]) -> Result<()> {
+    const KNOWN: &[&str] = &[
+        "fillfactor",
+        "toast_tuple_target",
+        "parallel_workers",
+        "autovacuum_enabled",
+        "autovacuum_vacuum_threshold",
+        "autovacuum_vacuum_insert_threshold",
+        "autovacuum_analyze_threshold",
+        "autovacuum_vacuum_scale_factor",
+        "autovacuum_vacuum_insert_scale_factor",
+        "autovacuum_analyze_scale_factor",
+        "autovacuum_vacuum_cost_delay",
+        "autovacuum_vacuum_cost_limit",
+        "autovacuum_freeze_min_age",
+        "autovacuum_freeze_max_age",
+        "autovacuum_freeze_table_age",
+        "autovacuum_multixact_freeze_min_age",
+        "autovacuum_multixact_freeze_max_age",
+        "autovacuum_multixact_freeze_table_age",
+        "log_autovacuum_min_duration",
+        "user_catalog_table",
+        "vacuum_index_cleanup",
+        "vacuum_truncate",
+        "oids",
+    ];
+    for option in options {
+        let key = match option {
+            ast::SqlOption::KeyValue { key, .. } | ast::SqlOption::Ident(key) => key,
+            other => return Err(Error::unsupported(format!("table option {other}"))),
+        };
+        let name = ident(key);
+        if !KNOWN.contains(&name.as_str()) {
+            return Err(Error::InvalidParameterValue {
+                message: format!("unrecognized parameter \"{name}\""),
+            });
+        }
+    }
+    Ok(())
 }
