@@ -149,8 +149,8 @@ impl Ids for Replayed<'_> {
 pub enum Ddl {
     /// See [`Catalog::create_table`].
     CreateTable(TableDef),
-    /// See [`Catalog::drop_table`].
-    DropTable { id: TableId, cascade: bool },
+    /// See [`Catalog::drop_tables`].
+    DropTables { ids: Vec<TableId>, cascade: bool },
     /// See [`Catalog::create_index`] (a primary `def` adds the primary key).
     CreateIndex { table: TableId, def: IndexDef },
     /// See [`Catalog::drop_index`].
@@ -168,7 +168,7 @@ pub struct Applied {
     pub table: Option<TableId>,
     /// The created index (`CreateIndex`).
     pub index: Option<Index>,
-    /// PostgreSQL-style notices (`DropTable … cascade`).
+    /// PostgreSQL-style notices (`DropTables … cascade`).
     pub notices: Vec<String>,
 }
 
@@ -310,14 +310,15 @@ impl Catalog {
         Ok(published.table_by_id(id).expect("the new snapshot holds the new table").clone())
     }
 
-    /// Drops table `id` and its indexes, and returns PostgreSQL-style notices.
+    /// Drops tables `ids` and their indexes together (one DROP TABLE statement), and returns
+    /// PostgreSQL-style notices. Foreign keys between the dropped tables go with them.
     ///
-    /// Without `cascade`, fails with [`Error::DependentObjects`] if a foreign key of another
-    /// table references it. With `cascade`, those foreign keys are removed in the same atomic
-    /// batch, and one notice `drop cascades to constraint <fk> on table <t>` is returned for
-    /// each. The id is never reused.
-    pub fn drop_table(&self, id: TableId, cascade: bool) -> Result<Vec<String>, Error> {
-        Ok(self.apply(Ddl::DropTable { id, cascade })?.1.notices)
+    /// Without `cascade`, fails with [`Error::DependentObjects`] if a foreign key of a table
+    /// not dropped references one that is. With `cascade`, those foreign keys are removed in
+    /// the same atomic batch, and one notice `drop cascades to constraint <fk> on table <t>` is
+    /// returned for each. Ids are never reused.
+    pub fn drop_tables(&self, ids: Vec<TableId>, cascade: bool) -> Result<Vec<String>, Error> {
+        Ok(self.apply(Ddl::DropTables { ids, cascade })?.1.notices)
     }
 
     /// Creates an index on `table` and returns it with its assigned id. A `def` with
@@ -531,36 +532,54 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             applied.table = Some(table.id);
             Change { put: vec![table], delete: Vec::new() }
         }
-        Ddl::DropTable { id, cascade } => {
-            let table = must_get_table(snapshot, id)?;
-            let dependents: Vec<_> = snapshot
-                .referencing_fks(id)
-                .into_iter()
-                .filter(|(referencing, _)| referencing.id != id)
+        Ddl::DropTables { ids, cascade } => {
+            let tables = ids
+                .iter()
+                .map(|&id| must_get_table(snapshot, id))
+                .collect::<Result<Vec<_>, _>>()?;
+            // Foreign keys of tables that stay, on the tables listed last first (PostgreSQL's
+            // order in its DETAIL).
+            let dependents: Vec<_> = tables
+                .iter()
+                .rev()
+                .flat_map(|table| {
+                    snapshot
+                        .referencing_fks(table.id)
+                        .into_iter()
+                        .filter(|(referencing, _)| !ids.contains(&referencing.id))
+                        .map(move |(referencing, fk)| (table, referencing, fk))
+                })
                 .collect();
             let lines: Vec<String> = dependents
                 .iter()
-                .map(|(t, fk)| format!("constraint {} on table {}", fk.name, t.name))
+                .map(|(_, t, fk)| format!("constraint {} on table {}", fk.name, t.name))
                 .collect();
             if !cascade && !lines.is_empty() {
-                let detail: Vec<String> =
-                    lines.iter().map(|l| format!("{l} depends on table {}", table.name)).collect();
+                let detail: Vec<String> = lines
+                    .iter()
+                    .zip(&dependents)
+                    .map(|(l, (table, _, _))| format!("{l} depends on table {}", table.name))
+                    .collect();
                 return Err(Error::DependentObjects {
-                    message: format!(
-                        "cannot drop table {} because other objects depend on it",
-                        table.name
-                    ),
+                    message: match tables.as_slice() {
+                        [table] => format!(
+                            "cannot drop table {} because other objects depend on it",
+                            table.name
+                        ),
+                        _ => "cannot drop desired object(s) because other objects depend on them"
+                            .into(),
+                    },
                     detail: Some(detail.join("\n")),
                 });
             }
-            let mut change = Change { put: Vec::new(), delete: vec![id] };
+            let mut change = Change { put: Vec::new(), delete: ids.clone() };
             let mut referencing: BTreeMap<TableId, Table> = BTreeMap::new();
-            for (t, _) in &dependents {
+            for (_, t, _) in &dependents {
                 referencing
                     .entry(t.id)
                     .or_insert_with(|| Table::clone(t))
                     .foreign_keys
-                    .retain(|fk| fk.ref_table != id);
+                    .retain(|fk| !ids.contains(&fk.ref_table));
             }
             change.put.extend(referencing.into_values());
             applied.notices = lines.into_iter().map(|l| format!("drop cascades to {l}")).collect();
@@ -933,7 +952,9 @@ mod tests {
                 Ddl::AddColumn { table: TableId(1), column: column("w", DataType::Int64) },
             )
             .unwrap();
-        catalog.stage(&mut batch, Ddl::DropTable { id: TableId(1), cascade: false }).unwrap();
+        catalog
+            .stage(&mut batch, Ddl::DropTables { ids: vec![TableId(1)], cascade: false })
+            .unwrap();
         assert!(batch.snapshot().table("b").is_some() && batch.snapshot().table("a").is_none());
         assert!(batch.snapshot().version().0 >= PRIVATE_VERSION, "private versions never collide");
         // Nobody else sees the batch.
@@ -1116,6 +1137,38 @@ mod tests {
         assert!(snapshot.referencing_fks(child.id).is_empty());
     }
 
+    /// One DROP TABLE of several tables: foreign keys among them need no cascade, even in a
+    /// cycle; one from a table that stays is reported for all of them at once.
+    #[test]
+    fn drop_tables_together() {
+        let catalog = Catalog::in_memory();
+        let a = catalog.create_table(simple("a")).unwrap();
+        let b = catalog
+            .create_table(TableDef {
+                foreign_keys: vec![fk("b_fk", &[1], a.id, &[0])],
+                ..simple("b")
+            })
+            .unwrap();
+        catalog.add_foreign_key(a.id, fk("a_fk", &[1], b.id, &[0])).unwrap();
+        let c = catalog
+            .create_table(TableDef {
+                foreign_keys: vec![fk("c_fk", &[1], b.id, &[0])],
+                ..simple("c")
+            })
+            .unwrap();
+        assert_eq!(
+            catalog.drop_tables(vec![a.id, b.id], false).unwrap_err(),
+            Error::DependentObjects {
+                message: "cannot drop desired object(s) because other objects depend on them"
+                    .into(),
+                detail: Some("constraint c_fk on table c depends on table b".into()),
+            }
+        );
+        assert!(catalog.drop_tables(vec![a.id, c.id, b.id], false).unwrap().is_empty());
+        let snapshot = catalog.snapshot();
+        assert!(["a", "b", "c"].iter().all(|t| snapshot.table(t).is_none()));
+    }
+
     #[test]
     fn drop_table_restrict_and_cascade() {
         let catalog = Catalog::in_memory();
@@ -1135,7 +1188,7 @@ mod tests {
         let version = catalog.snapshot().version();
 
         assert_eq!(
-            catalog.drop_table(parent.id, false).unwrap_err(),
+            catalog.drop_tables(vec![parent.id], false).unwrap_err(),
             Error::DependentObjects {
                 message: "cannot drop table parent because other objects depend on it".into(),
                 detail: Some(
@@ -1148,9 +1201,9 @@ mod tests {
         assert_eq!(catalog.snapshot().version(), version);
 
         // Dropping a referencing table needs no cascade.
-        assert!(catalog.drop_table(c1.id, false).unwrap().is_empty());
+        assert!(catalog.drop_tables(vec![c1.id], false).unwrap().is_empty());
         assert_eq!(
-            catalog.drop_table(parent.id, true).unwrap(),
+            catalog.drop_tables(vec![parent.id], true).unwrap(),
             ["drop cascades to constraint c2_fk on table c2"]
         );
         let snapshot = catalog.snapshot();
@@ -1159,7 +1212,7 @@ mod tests {
         assert!(snapshot.index_by_name("parent_pkey").is_none());
         assert!(snapshot.table("c2").unwrap().foreign_keys.is_empty());
         assert_eq!(
-            catalog.drop_table(parent.id, false).unwrap_err(),
+            catalog.drop_tables(vec![parent.id], false).unwrap_err(),
             Error::UndefinedTable(parent.id.to_string())
         );
         // Names are free again; ids are not reused.
@@ -1248,7 +1301,7 @@ mod tests {
         assert_eq!(snapshot.referencing_fks(t.id)[0].1.name, "t_self");
         assert_eq!(snapshot.version(), CatalogVersion(4));
         // Dropping a table that only references itself needs no cascade.
-        assert!(catalog.drop_table(t.id, false).unwrap().is_empty());
+        assert!(catalog.drop_tables(vec![t.id], false).unwrap().is_empty());
     }
 
     #[test]
@@ -1258,7 +1311,7 @@ mod tests {
         catalog.create_table(simple("a")).unwrap();
         store.fail.store(true, Ordering::Relaxed);
         assert!(matches!(catalog.create_table(simple("b")), Err(Error::Store(_))));
-        assert!(matches!(catalog.drop_table(TableId(1), false), Err(Error::Store(_))));
+        assert!(matches!(catalog.drop_tables(vec![TableId(1)], false), Err(Error::Store(_))));
         let snapshot = catalog.snapshot();
         assert_eq!(snapshot.version(), CatalogVersion(1));
         assert!(snapshot.table("b").is_none() && snapshot.table("a").is_some());
@@ -1274,7 +1327,7 @@ mod tests {
         let catalog = Catalog::with_store(Box::new(store.clone())).unwrap();
         catalog.create_table(simple("a")).unwrap();
         let b = catalog.create_table(simple("b")).unwrap();
-        catalog.drop_table(b.id, false).unwrap();
+        catalog.drop_tables(vec![b.id], false).unwrap();
         let before = catalog.snapshot();
         drop(catalog);
 

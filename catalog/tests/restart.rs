@@ -74,7 +74,7 @@ fn catalog_survives_restart() {
                 hidden_pk: true,
             })
             .unwrap();
-        assert!(catalog.drop_table(scratch.id, false).unwrap().is_empty());
+        assert!(catalog.drop_tables(vec![scratch.id], false).unwrap().is_empty());
         assert_eq!(district.indexes[0].columns, [0, 1]);
         catalog.snapshot()
     };

@@ -515,8 +515,11 @@ impl CopyDecoder {
     fn one(&mut self, record: &[u8], row: &mut RowSink<'_>) -> Result<()> {
         let record = record.strip_suffix(b"\r").unwrap_or(record);
         // PostgreSQL counts physical lines: a CSV record with newlines in a quoted field is
-        // reported at its last line.
-        self.line += 1 + record.iter().filter(|&&b| b == b'\n').count() as u64;
+        // reported at its last line (a text record has none).
+        self.line += 1;
+        if self.format.csv {
+            self.line += record.iter().filter(|&&b| b == b'\n').count() as u64;
+        }
         if record == b"\\." {
             self.ended = true;
             return Ok(());

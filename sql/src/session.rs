@@ -2031,78 +2031,23 @@ impl Session {
                         None => return Err(Error::UndefinedTable { name: n.clone(), span: None }),
                     }
                 }
-                // PostgreSQL drops the listed tables as one: a foreign key from one of them to
-                // another needs no CASCADE and gets no notice; one from outside the list is
-                // reported for all of them at once. So: that check first, then referencing
-                // tables go first, and in a cycle of them one goes with CASCADE.
-                let listed: Vec<TableId> = tables.iter().map(|t| t.id).collect();
-                let listed_names: Vec<String> =
-                    tables.iter().map(|t| format!(" on table {}", t.name)).collect();
-                if !*cascade {
-                    // Listed last first, as PostgreSQL reports what it found (in reverse).
-                    let outside: Vec<String> = tables
-                        .iter()
-                        .rev()
-                        .flat_map(|t| {
-                            snapshot
-                                .referencing_fks(t.id)
-                                .into_iter()
-                                .rev()
-                                .filter(|(child, _)| !listed.contains(&child.id))
-                                .map(move |(child, fk)| {
-                                    format!(
-                                        "constraint {} on table {} depends on table {}",
-                                        fk.name, child.name, t.name
-                                    )
-                                })
-                        })
-                        .collect();
-                    if !outside.is_empty() {
-                        return Err(Error::DependentObjects {
-                            message: match tables.as_slice() {
-                                [t] => format!(
-                                    "cannot drop table {} because other objects depend on it",
-                                    t.name
-                                ),
-                                _ => "cannot drop desired object(s) because other objects \
-                                      depend on them"
-                                    .into(),
-                            },
-                            detail: format!(
-                                "{}\nHINT:  Use DROP ... CASCADE to drop the dependent objects too.",
-                                outside.join("\n")
-                            ),
-                        });
-                    }
+                // One statement drops its tables together (the catalog decides which foreign
+                // keys are in the way).
+                if tables.is_empty() {
+                    return Ok(out);
                 }
-                let mut left = tables;
-                while !left.is_empty() {
-                    let snapshot = self.snapshot();
-                    let referrers = |t: &Table| {
-                        snapshot
-                            .referencing_fks(t.id)
-                            .into_iter()
-                            .map(|(child, _)| child.id)
-                            .filter(|&child| child != t.id)
-                            .collect::<Vec<_>>()
-                    };
-                    let free = left.iter().position(|t| {
-                        referrers(t).iter().all(|c| !left.iter().any(|l| l.id == *c))
-                    });
-                    let t = left.remove(free.unwrap_or(0));
-                    // In a cycle: only listed tables depend on it (checked above).
-                    let cascade = *cascade || free.is_none();
-                    let applied = self.stage(catalog::Ddl::DropTable { id: t.id, cascade }).map_err(|e| match e {
-                        Error::DependentObjects { message, detail } => Error::DependentObjects {
-                            message,
-                            detail: format!("{detail}\nHINT:  Use DROP ... CASCADE to drop the dependent objects too.").trim().to_string(),
-                        },
-                        other => other,
-                    })?;
-                    let dropped_too = |n: &String| listed_names.iter().any(|l| n.ends_with(l));
-                    for n in applied.notices.into_iter().filter(|n| !dropped_too(n)) {
-                        out = out.with_notice("NOTICE", "00000", n);
-                    }
+                let ids = tables.iter().map(|t| t.id).collect();
+                let applied = self.stage(catalog::Ddl::DropTables { ids, cascade: *cascade }).map_err(|e| match e {
+                    Error::DependentObjects { message, detail } => Error::DependentObjects {
+                        message,
+                        detail: format!("{detail}\nHINT:  Use DROP ... CASCADE to drop the dependent objects too.").trim().to_string(),
+                    },
+                    other => other,
+                })?;
+                for n in applied.notices {
+                    out = out.with_notice("NOTICE", "00000", n);
+                }
+                for t in tables {
                     self.pending_ddl().dropped.push(EngineObject::Table(t.id));
                 }
                 Ok(out)
