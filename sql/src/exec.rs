@@ -45,17 +45,45 @@ pub fn column_types(table: &Table) -> Vec<DataType> {
     table.columns.iter().map(|c| c.data_type).collect()
 }
 
+/// The primary key of a new row: its primary-key columns encoded, or, in a table without a
+/// primary key, a fresh hidden row id that no row ever had.
+pub struct NewKey {
+    /// The encoded key.
+    pub bytes: Vec<u8>,
+    /// A hidden row id just drawn from the table's counter.
+    pub fresh: bool,
+}
+
 /// Encodes the primary key of `row` (or a fresh hidden row id).
-pub fn primary_key(table: &Table, row: &[Value], engine: &txn::Engine) -> Vec<u8> {
+pub fn primary_key(table: &Table, row: &[Value], engine: &txn::Engine) -> NewKey {
     let mut key = Vec::with_capacity(16);
-    match table.primary_index() {
+    let fresh = match table.primary_index() {
         Some(pk) => {
             let vals: Vec<Value> = pk.columns.iter().map(|c| row[*c as usize].clone()).collect();
             types::encode_key(&vals, &mut key);
+            false
         }
-        None => types::encode_key(&[Value::Int64(engine.next_row_id(tid(table)) as i64)], &mut key),
+        None => {
+            types::encode_key(&[Value::Int64(engine.next_row_id(tid(table)) as i64)], &mut key);
+            true
+        }
+    };
+    NewKey { bytes: key, fresh }
+}
+
+/// Inserts a new row under `key` ([`primary_key`]): a fresh row id needs no uniqueness check
+/// of the primary key ([`txn::Transaction::insert_fresh`]).
+pub fn insert_row(
+    txn: &mut txn::Transaction,
+    table: &Table,
+    key: NewKey,
+    row: Vec<u8>,
+) -> std::result::Result<(), txn::Error> {
+    if key.fresh {
+        txn.insert_fresh(tid(table), key.bytes, row)
+    } else {
+        txn.insert(tid(table), key.bytes, row)
     }
-    key
 }
 
 /// The SQL type of a value (for casts whose source type the plan does not carry).

@@ -1635,8 +1635,7 @@ impl Session {
                     }
                     let mut bytes = Vec::with_capacity(64);
                     types::encode_row(&row, &mut bytes);
-                    ctx.txn
-                        .insert(exec::tid(table), key, bytes)
+                    exec::insert_row(ctx.txn, table, key, bytes)
                         .map_err(|e| unique_error(e, table, &row))?;
                     if let Some(r) = returning {
                         out_rows.push(
@@ -1696,8 +1695,7 @@ impl Session {
                     if key_changed {
                         ctx.txn.delete(t, &key).map_err(exec::txn_error)?;
                         let new_key = exec::primary_key(table, &new, &self.db.engine);
-                        ctx.txn
-                            .insert(t, new_key, bytes)
+                        exec::insert_row(ctx.txn, table, new_key, bytes)
                             .map_err(|e| unique_error(e, table, &new))?;
                     } else {
                         ctx.txn.update(t, &key, bytes).map_err(|e| unique_error(e, table, &new))?;

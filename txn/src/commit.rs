@@ -478,9 +478,11 @@ impl Transaction {
     pub fn commit(mut self) -> Result<CommitInfo, Error> {
         let writes = std::mem::take(&mut self.writes);
         // Blind: wrote without reading. A deferred update reads the row it replaces (at
-        // commit), so it is not blind either (only looked for when nothing else was read).
+        // commit), so it is not blind either (only looked for when nothing else was read), nor
+        // is an insert under a fresh key (it skipped the read every other insert records).
         let blind = self.reads.is_empty()
             && self.scans.is_empty()
+            && !self.inserted_fresh
             && !writes.values().any(|w| w.entries.values().any(|e| e.kind == WriteKind::Deferred));
         if writes.is_empty() {
             validate(&self, None)?;

@@ -198,6 +198,20 @@ pub(crate) struct Inner {
     pub(crate) checkpoint: CheckpointState,
 }
 
+/// Frees a table that left the engine (dropped, replaced, truncated) on a thread of its own: its
+/// rows and indexes take ~0.6 s per million rows to free, which DROP TABLE would otherwise wait
+/// for. Only the last reference frees anything (a transaction may still hold the table); if no
+/// thread can be started, it is freed here.
+fn retire(old: Arc<Table>) {
+    if Arc::strong_count(&old) > 1 || old.primary.len() < RETIRE_INLINE_BELOW {
+        return;
+    }
+    let _ = std::thread::Builder::new().name("aspen-reclaim".into()).spawn(move || drop(old));
+}
+
+/// Tables with fewer rows are freed by whoever drops the last reference (a thread costs more).
+const RETIRE_INLINE_BELOW: usize = 10_000;
+
 impl Inner {
     pub(crate) fn table(&self, id: TableId) -> Option<Arc<Table>> {
         self.tables.load().get(&id).cloned()
@@ -250,6 +264,7 @@ impl Engine {
         let _ddl = self.inner.ddl.lock();
         if let Some(old) = self.replace_table(table, Some(Table::new(table, indexes, 1, 0))) {
             old.state.store(DROPPED, Ordering::Release);
+            retire(old);
         }
     }
 
@@ -258,6 +273,7 @@ impl Engine {
         let _ddl = self.inner.ddl.lock();
         if let Some(old) = self.replace_table(table, None) {
             old.state.store(DROPPED, Ordering::Release);
+            retire(old);
         }
     }
 
@@ -277,7 +293,9 @@ impl Engine {
             old.next_row_id.load(Ordering::Relaxed),
             old.delete_ssn.load(Ordering::Acquire),
         );
-        self.replace_table(table, Some(fresh));
+        if let Some(old) = self.replace_table(table, Some(fresh)) {
+            retire(old);
+        }
     }
 
     /// Adds a secondary index, built from the rows committed so far.

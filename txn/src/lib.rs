@@ -52,7 +52,8 @@
 //!             r = log.try_reserve(buffer, base, encoded_len) (Poplar Alg. 1, I1: ssn > base),
 //!             ticket = r.ticket(blind), r.fill_record(Value, blind, payload) at once (never
 //!             hold an unfilled reservation across anything else). blind = no reads, no scans,
-//!             no deferred updates (they read the row they replace).
+//!             no deferred updates (they read the row they replace), no inserts under fresh
+//!             row ids (`insert_fresh` skips the uniqueness read every other insert records).
 //!             A payload above `log.spill_threshold()` is first written to a spill file
 //!             (`log.spill`, synced) and the record is a `Spilled` one naming it; the
 //!             record is lazy (`Reservation::lazy`) under `synchronous_commit = off` and

@@ -115,6 +115,9 @@ pub struct Transaction {
     /// Nobody will wait for this transaction's record unasked: see
     /// [`Transaction::set_lazy_log`].
     pub(crate) lazy_log: bool,
+    /// Inserted under a fresh key ([`Transaction::insert_fresh`]): never blind, like an insert
+    /// that recorded its uniqueness check as a read.
+    pub(crate) inserted_fresh: bool,
 }
 
 /// The result of a successful commit.
@@ -191,6 +194,7 @@ impl Transaction {
             writes: BTreeMap::new(),
             base: 0,
             lazy_log: false,
+            inserted_fresh: false,
         }
     }
 
@@ -389,6 +393,24 @@ impl Transaction {
         };
         let unique = self.check_unique(slot, &key, &row)?;
         self.put(slot, key, WriteEntry::new(kind, record, Some(row)), unique);
+        Ok(())
+    }
+
+    /// Inserts a row under a key that was never used before: a fresh hidden row id from
+    /// [`crate::Engine::next_row_id`] (the caller's promise). As [`Transaction::insert`], but
+    /// without looking the key up in this transaction's writes or among the committed rows, and
+    /// without recording that miss for validation: a bulk load (COPY into a table without a
+    /// primary key) pays neither per row. Nothing is lost: the commit still publishes the key
+    /// with an insert-if-absent (a clash would be a conflict), orders the transaction after
+    /// the table's deletes, and the transaction is never blind, as if it had recorded the miss.
+    /// Unique secondary keys are checked as in [`Transaction::insert`].
+    pub fn insert_fresh(&mut self, table: TableId, key: Key, row: Vec<u8>) -> Result<(), Error> {
+        let slot = self.slot(table)?;
+        let row: Row = Arc::new(row);
+        debug_assert!(self.own(table, &key).is_none(), "a fresh key is already written");
+        let unique = self.check_unique(slot, &key, &row)?;
+        self.inserted_fresh = true;
+        self.put(slot, key, WriteEntry::new(WriteKind::Insert, None, Some(row)), unique);
         Ok(())
     }
 

@@ -158,3 +158,58 @@ fn scan_callback_may_commit_into_the_scanned_table() {
         }
     }
 }
+
+/// Every key of `T`, by a scan in a transaction of its own (returned, not committed: the
+/// caller commits it when its scan must validate).
+fn keys(engine: &Engine) -> (txn::Transaction, Vec<Vec<u8>>) {
+    let mut t = engine.begin(0);
+    let mut keys = Vec::new();
+    let all = std::ops::Bound::Unbounded;
+    t.scan(T, None, all, all, false, &mut |k, _| {
+        keys.push(k.to_vec());
+        true
+    })
+    .unwrap();
+    (t, keys)
+}
+
+#[test]
+fn fresh_inserts_skip_the_uniqueness_read_but_keep_its_guarantees() {
+    let (engine, _) = setup();
+    let fresh = || engine.next_row_id(T).to_be_bytes().to_vec();
+    let (a, b) = (fresh(), fresh());
+    assert_ne!(a, b, "row ids are never handed out twice");
+
+    // A scan that started before the insert sees it as a phantom at its own commit.
+    let (mut reader, seen) = keys(&engine);
+    assert!(seen.is_empty());
+    let mut t = engine.begin(1);
+    t.insert_fresh(T, a.clone(), b"1".to_vec()).unwrap();
+    t.insert_fresh(T, b.clone(), b"2".to_vec()).unwrap();
+    // Its own rows are visible to it, by key and in scans.
+    assert_eq!(t.get(T, &a).unwrap().as_deref(), Some(&b"1".to_vec()));
+    let info = t.commit().unwrap();
+    // Never blind: it skipped the read an insert records, not what that read stands for.
+    assert!(!info.ticket.expect("a writer has a ticket").blind);
+    reader.insert(T, b"x".to_vec(), b"x".to_vec()).unwrap();
+    assert!(reader.commit().unwrap_err().is_conflict(), "the phantom went unnoticed");
+    assert_eq!(keys(&engine).1, vec![a.clone(), b.clone()]);
+
+    // A key that was not fresh after all is still caught at commit, leaving no trace.
+    let mut t = engine.begin(0);
+    let c = fresh();
+    t.insert_fresh(T, c.clone(), b"3".to_vec()).unwrap();
+    t.insert_fresh(T, a.clone(), b"4".to_vec()).unwrap();
+    assert!(t.commit().unwrap_err().is_conflict());
+    let mut t = engine.begin(0);
+    assert_eq!(t.get(T, &a).unwrap().as_deref(), Some(&b"1".to_vec()));
+    assert_eq!(t.get(T, &c).unwrap(), None);
+
+    // Deleting a fresh row in its own transaction leaves nothing to commit for it.
+    let mut t = engine.begin(0);
+    let d = fresh();
+    t.insert_fresh(T, d.clone(), b"5".to_vec()).unwrap();
+    t.delete(T, &d).unwrap();
+    t.commit().unwrap();
+    assert_eq!(keys(&engine).1, vec![a, b]);
+}
