@@ -2129,9 +2129,7 @@ impl Session {
                 // order like any other write, and a rollback undoes it.
                 self.with_txn(|_, t| {
                     for table in tables {
-                        for (k, _) in exec::all_rows(t, table)? {
-                            t.delete(exec::tid(table), &k).map_err(exec::txn_error)?;
-                        }
+                        t.delete_all(exec::tid(table)).map_err(exec::txn_error)?;
                     }
                     Ok(())
                 })?;
@@ -2250,13 +2248,14 @@ impl Session {
         }
         self.with_txn(|_, t| {
             let types = exec::column_types(table);
-            let rows = exec::all_rows(t, table)?;
+            // Every row goes, to come back under its new key below.
+            let rows = t.delete_all(exec::tid(table)).map_err(exec::txn_error)?;
             let mut rekeyed = Vec::with_capacity(rows.len());
-            for (k, bytes) in rows {
-                let row = types::decode_row(&bytes, &types)?;
-                let mut key_vals = Vec::new();
+            for (_, bytes) in rows {
+                let mut key_vals = Vec::with_capacity(spec.def.columns.len());
                 for c in &spec.def.columns {
-                    let v = row[*c as usize].clone();
+                    // Only the key's columns are decoded.
+                    let v = types::decode_column(&bytes, &types, *c as usize)?;
                     if v.is_null() {
                         return Err(Error::ColumnContainsNulls {
                             column: table.columns[*c as usize].name.clone(),
@@ -2267,12 +2266,12 @@ impl Session {
                 }
                 let mut nk = Vec::new();
                 types::encode_key(&key_vals, &mut nk);
-                rekeyed.push((k, nk, bytes));
+                rekeyed.push((nk, bytes));
             }
             // Sorted by the new key: duplicates are neighbours (no hashing of every key), and
             // the inserts below go into the write set in order.
-            rekeyed.sort_unstable_by(|a, b| a.1.cmp(&b.1));
-            if rekeyed.windows(2).any(|w| w[0].1 == w[1].1) {
+            rekeyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            if rekeyed.windows(2).any(|w| w[0].0 == w[1].0) {
                 return Err(Error::UniqueViolation {
                     constraint: spec.def.name.clone(),
                     detail: "Key values are duplicated in existing rows.".into(),
@@ -2280,10 +2279,7 @@ impl Session {
                 }
                 .with_create_index_message());
             }
-            for (old, _, _) in &rekeyed {
-                t.delete(exec::tid(table), old).map_err(exec::txn_error)?;
-            }
-            for (_, new, bytes) in rekeyed {
+            for (new, bytes) in rekeyed {
                 t.insert(exec::tid(table), new, (*bytes).clone()).map_err(exec::txn_error)?;
             }
             Ok(())

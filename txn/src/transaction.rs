@@ -64,6 +64,9 @@ pub(crate) struct TableWrites {
     pub(crate) entries: BTreeMap<Key, WriteEntry>,
     /// The unique-index keys of this transaction's own new rows: (index, key) → primary key.
     unique: HashMap<(IndexId, Vec<u8>), Key>,
+    /// [`Transaction::delete_all`] deleted every committed row this transaction sees, under a
+    /// scan of the whole table that validates at commit: an insert needs no committed read.
+    emptied: bool,
 }
 
 /// The part of a row a reader used ([`Transaction::get_projected`]): bytes compared for
@@ -309,6 +312,7 @@ impl Transaction {
             table: t.clone(),
             entries: BTreeMap::new(),
             unique: HashMap::new(),
+            emptied: false,
         })
     }
 
@@ -385,7 +389,10 @@ impl Transaction {
             Some((WriteKind::Delete, record)) => (WriteKind::Update, record),
             Some(_) => return Err(Error::UniqueViolation { table, index: None }),
             None => {
-                if self.read_committed(slot, &key)?.is_some() {
+                // After `delete_all`, no committed row is visible here, and the whole-table
+                // scan it recorded stands for the miss.
+                let emptied = self.writes.get(&table).is_some_and(|w| w.emptied);
+                if !emptied && self.read_committed(slot, &key)?.is_some() {
                     return Err(Error::UniqueViolation { table, index: None });
                 }
                 (WriteKind::Insert, None)
@@ -642,6 +649,44 @@ impl Transaction {
                 None => Err(Error::conflict(table, "deleted row is gone")),
             },
         }
+    }
+
+    /// Deletes every row of `table` this transaction sees (TRUNCATE; ALTER TABLE … ADD
+    /// PRIMARY KEY re-inserts what it returns under new keys) and returns them, (primary key,
+    /// row), in key order. One scan of the primary index does the reading: its entry, validated
+    /// at commit, holds every record deleted here with its TID and covers the whole table
+    /// against phantoms, so no delete reads its key again, and later inserts into the table
+    /// need no committed read either ([`Transaction::insert`]): each finds its key among this
+    /// transaction's deletes or absent. Rows this transaction wrote itself go as
+    /// [`Transaction::delete`] takes them.
+    pub fn delete_all(&mut self, table: TableId) -> Result<Vec<(Key, Row)>, Error> {
+        let all = Bound::Unbounded;
+        let mut rows = Vec::new();
+        self.scan(table, None, all, all, false, &mut |k, r| {
+            rows.push((k.to_vec(), r.clone()));
+            true
+        })?;
+        let slot = self.slot(table)?;
+        let Some(ScanEntry::Range { seen, .. }) = self.scans.last() else {
+            unreachable!("a scan of a non-empty range records its entry")
+        };
+        // The committed records the scan passed, in key order; every committed row it
+        // returned is among them.
+        let seen: Vec<Arc<Record>> = seen.iter().map(|(r, _)| r.clone()).collect();
+        let mut next = 0;
+        for (key, _) in &rows {
+            if self.own(table, key).is_some() {
+                self.delete(table, key)?;
+                continue;
+            }
+            while seen[next].key.as_slice() != key.as_slice() {
+                next += 1;
+            }
+            let entry = WriteEntry::new(WriteKind::Delete, Some(seen[next].clone()), None);
+            self.put(slot, key.clone(), entry, Vec::new());
+        }
+        self.table_writes(slot).emptied = true;
+        Ok(rows)
     }
 
     /// Whether the transaction has inserted, updated or deleted anything (lock-only entries from

@@ -213,3 +213,55 @@ fn fresh_inserts_skip_the_uniqueness_read_but_keep_its_guarantees() {
     t.commit().unwrap();
     assert_eq!(keys(&engine).1, vec![a, b]);
 }
+
+#[test]
+fn delete_all_takes_every_visible_row_and_validates_like_reads() {
+    let load = |engine: &Engine| {
+        let mut t = engine.begin(0);
+        for k in [b"a", b"b", b"c"] {
+            t.insert(T, k.to_vec(), k.to_vec()).unwrap();
+        }
+        t.commit().unwrap();
+    };
+    let (engine, _) = setup();
+    load(&engine);
+    // Own writes first: an update, a delete and an insert of this transaction.
+    let mut t = engine.begin(0);
+    t.update(T, b"b", b"B".to_vec()).unwrap();
+    t.delete(T, b"c").unwrap();
+    t.insert(T, b"d".to_vec(), b"d".to_vec()).unwrap();
+    let rows = t.delete_all(T).unwrap();
+    let rows: Vec<(Vec<u8>, Vec<u8>)> = rows.into_iter().map(|(k, r)| (k, r.to_vec())).collect();
+    let expected = [(b"a", b"a"), (b"b", b"B"), (b"d", b"d")];
+    assert_eq!(rows, expected.map(|(k, r)| (k.to_vec(), r.to_vec())));
+    assert_eq!(t.get(T, b"a").unwrap(), None);
+    // Re-inserting a deleted key and a new one needs no committed read.
+    t.insert(T, b"a".to_vec(), b"A".to_vec()).unwrap();
+    t.insert(T, b"e".to_vec(), b"e".to_vec()).unwrap();
+    t.commit().unwrap();
+    assert_eq!(keys(&engine).1, vec![b"a".to_vec(), b"e".to_vec()]);
+    let mut r = engine.begin(0);
+    assert_eq!(r.get(T, b"a").unwrap().as_deref(), Some(&b"A".to_vec()));
+
+    // What the scan saw must hold at commit: a concurrent update, a concurrent insert (a
+    // phantom), or a concurrent insert of the very key we insert after it all fail the commit.
+    type Concurrent = fn(&mut txn::Transaction);
+    let cases: [(Concurrent, &[&[u8]]); 3] = [
+        (|c| c.update(T, b"b", b"x".to_vec()).unwrap(), &[b"a", b"b", b"c"]),
+        (|c| c.insert(T, b"bb".to_vec(), b"x".to_vec()).unwrap(), &[b"a", b"b", b"bb", b"c"]),
+        (|c| c.insert(T, b"z".to_vec(), b"x".to_vec()).unwrap(), &[b"a", b"b", b"c", b"z"]),
+    ];
+    for (concurrent, after) in cases {
+        let (engine, _) = setup();
+        load(&engine);
+        let mut t = engine.begin(0);
+        assert_eq!(t.delete_all(T).unwrap().len(), 3);
+        t.insert(T, b"z".to_vec(), b"z".to_vec()).unwrap();
+        let mut c = engine.begin(1);
+        concurrent(&mut c);
+        c.commit().unwrap();
+        assert!(t.commit().unwrap_err().is_conflict());
+        // No trace: the rows loaded, and the concurrent write.
+        assert_eq!(keys(&engine).1, after.iter().map(|k| k.to_vec()).collect::<Vec<_>>());
+    }
+}
