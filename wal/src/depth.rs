@@ -31,6 +31,11 @@
 //! is not compared. The limit starts at one pair and never exceeds
 //! `LogOptions::max_in_flight`.
 //!
+//! Two rules keep a light load off io_uring. A probe deeper that no pair takes within
+//! [`PROBE_PATIENCE`] completions (a lone committer never has two pairs in flight) gives up, as
+//! one that did not pay; and a limit the load no longer fills (no pair at it within the last
+//! `AVERAGE_WITHIN` completions, some below it) comes down by one.
+//!
 //! At a limit of one, the logger writes and syncs on its own thread instead of through
 //! io_uring (it would only wait for the pair, and the hand-off to a kernel worker makes the
 //! pair slower): those pairs are samples of depth 0, and a probe one deeper goes through
@@ -48,7 +53,7 @@ const AVERAGE_WITHIN: u64 = 3 * PROBE_EVERY;
 /// A neighbouring depth must be this much cheaper (as a fraction) to take over.
 pub(crate) const MARGIN: f64 = 0.05;
 /// Completions a due probe deeper waits for a second pair to join the first before it gives up.
-const PROBE_PATIENCE: u64 = 4;
+pub(crate) const PROBE_PATIENCE: u64 = 4;
 
 /// The adaptive in-flight limit of one logger.
 #[derive(Debug)]
@@ -143,6 +148,15 @@ impl Depth {
             _ => None,
         };
         let current = self.limit - 1;
+        // The load no longer fills the limit: no pair went out at it lately, while pairs went
+        // out below it. One fewer costs nothing the load uses (a probe raises it again when the
+        // load returns), and at one the logger writes directly.
+        let lately = |d: usize| self.latency[d].is_some_and(|(_, at)| now - at <= AVERAGE_WITHIN);
+        if current > 0 && !lately(current) && (0..current).any(lately) {
+            self.limit -= 1;
+            self.interval = [PROBE_EVERY; 2];
+            return;
+        }
         let Some(mut best_cost) = cost(current) else { return };
         let mut best = current;
         for d in [current.checked_sub(1), Some(current + 1).filter(|&d| d < self.max)]
@@ -257,6 +271,23 @@ mod tests {
         let late = probes.iter().filter(|&&c| c >= 4000).count();
         assert!(early >= 3, "probes at first: {early}");
         assert!(late <= 2, "probes in the last 2000 completions: {late}");
+    }
+
+    /// A limit raised under load comes back down when the load no longer fills it.
+    #[test]
+    fn a_limit_the_load_no_longer_reaches_comes_down() {
+        let mut depth = Depth::new(4);
+        assert_eq!(run(&mut depth, overlapping), 4);
+        let mut probing = 0;
+        for _ in 0..4000 {
+            if depth.allowed() > 1 {
+                probing += 1;
+            }
+            depth.submitted(0);
+            depth.completed(0, Duration::from_nanos(overlapping(1)));
+        }
+        assert_eq!(depth.limit(), 1);
+        assert!(probing <= 200, "{probing} of 4000 lone pairs went out with more allowed");
     }
 
     /// A lone committer never has two pairs in flight: the limit stays at one, and a probe
