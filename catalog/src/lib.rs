@@ -31,7 +31,7 @@
 //!
 //! [`Catalog`] is the only writer. [`Catalog::snapshot`] is lock-free and returns an
 //! `Arc<Snapshot>` that never changes. Each successful DDL operation ([`Catalog::create_table`],
-//! [`Catalog::drop_table`], [`Catalog::create_index`], [`Catalog::drop_index`],
+//! [`Catalog::drop_tables`], [`Catalog::create_index`], [`Catalog::drop_index`],
 //! [`Catalog::add_column`], [`Catalog::add_primary_key`], [`Catalog::add_foreign_key`])
 //! publishes a new snapshot whose [`CatalogVersion`] is one more than the previous one, so a
 //! plan cache can tell that a plan is stale by comparing versions. A change is durable before

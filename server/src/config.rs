@@ -45,7 +45,7 @@ pub struct ServeArgs {
     /// Address to listen on; port 0 picks a free port (the chosen one is printed).
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:5432")]
     pub listen: String,
-    /// Also listen on the Unix-domain socket DIR/.s.PGSQL.<port>, as PostgreSQL does in its
+    /// Also listen on the Unix-domain socket `DIR/.s.PGSQL.<port>`, as PostgreSQL does in its
     /// `unix_socket_directories` (`psql -h DIR -p <port>`).
     #[arg(long, value_name = "DIR")]
     pub unix_socket_dir: Option<PathBuf>,

@@ -113,7 +113,7 @@ pub trait LogDevice: Send + Sync + fmt::Debug {
 
     /// Whether [`LogDevice::submit_write_sync`] returns while its pair is still in flight, so
     /// that several pairs can be on the device at once (the logger then measures how many pay:
-    /// [`crate::depth`]). The default (pairs run at submit) says no.
+    /// module `depth`). The default (pairs run at submit) says no.
     fn overlaps_pairs(&self) -> bool {
         false
     }

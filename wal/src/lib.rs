@@ -114,7 +114,7 @@
 //!    filled.
 //! 4. The logger (`logger.rs`): one thread per device, write+`fdatasync` pairs
 //!    ([`LogDevice::submit_write_sync`], on io_uring up to `max_in_flight`, as many as pay on
-//!    the device: [`depth`]), DSN published in submission order. Segment files
+//!    the device: module `depth`), DSN published in submission order. Segment files
 //!    `wal/<n>/<segment>.log` ([`DirStore`]) have a fixed size; a record never crosses one;
 //!    the logger waits for every pair of a segment before it creates the next. [`Log::delete_segments_below`] removes closed segments a checkpoint
 //!    covers. On a fast device (pairs under [`LogOptions::assist_below`] on average: tmpfs, a

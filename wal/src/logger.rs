@@ -86,7 +86,7 @@ pub struct LogOptions {
     pub ring_bytes: usize,
     /// The most write+sync pairs a logger keeps in flight (pipelining on io_uring); within
     /// it, the logger keeps as many as its measurements say pay on the device
-    /// ([`crate::depth`]). Default 4.
+    /// (module `depth`). Default 4.
     pub max_in_flight: usize,
     /// Sleep this long before writing, to batch more (the group-commit timer). Default zero:
     /// write as soon as the previous sync returned.
@@ -768,7 +768,7 @@ impl Log {
     }
 
     /// How many write+sync pairs the logger of `device` currently lets be in flight (adapted to
-    /// the device: [`crate::depth`]; 1 before its first pair, and for devices whose pairs run
+    /// the device: module `depth`; 1 before its first pair, and for devices whose pairs run
     /// at submit).
     pub fn in_flight_limit(&self, device: DeviceId) -> usize {
         self.inner

@@ -41,7 +41,7 @@
 //!
 //! ## Cost
 //!
-//! A segment is read [`READ_CHUNK`] bytes at a time (a longer record whole), into one buffer
+//! A segment is read `READ_CHUNK` bytes at a time (a longer record whole), into one buffer
 //! reused for the whole log. Past a bad record the rest of the segment is read on chunk by
 //! chunk for rules 2 and 3: zero-filled space is skipped at memory speed (no record starts
 //! where its length word is zero), and every other offset is tried as a record start.

@@ -183,13 +183,13 @@ pub enum Expr {
     Not(Box<Expr>),
     /// IS NULL (or IS NOT NULL when negated).
     IsNull(Box<Expr>, bool),
-    /// IS [NOT] DISTINCT FROM (negated = IS NOT DISTINCT FROM).
+    /// IS \[NOT\] DISTINCT FROM (negated = IS NOT DISTINCT FROM).
     IsDistinct(Box<Expr>, Box<Expr>, bool),
-    /// IS [NOT] TRUE / FALSE: (expr, value, negated).
+    /// IS \[NOT\] TRUE / FALSE: (expr, value, negated).
     IsBool(Box<Expr>, bool, bool),
-    /// [NOT] LIKE / ILIKE: (expr, pattern, case_insensitive, negated).
+    /// \[NOT\] LIKE / ILIKE: (expr, pattern, case_insensitive, negated).
     Like(Box<Expr>, Box<Expr>, bool, bool),
-    /// [NOT] IN (list).
+    /// \[NOT\] IN (list).
     InList(Box<Expr>, Vec<Expr>, bool),
     /// CASE WHEN … THEN … ELSE … END (operand already folded into the conditions).
     Case(Vec<(Expr, Expr)>, Option<Box<Expr>>),
@@ -205,9 +205,9 @@ pub enum Expr {
     Func(Func, Vec<Expr>),
     /// A scalar subquery (one column; error if more than one row).
     Subquery(Box<Plan>),
-    /// [NOT] EXISTS (subquery).
+    /// \[NOT\] EXISTS (subquery).
     Exists(Box<Plan>, bool),
-    /// expr [NOT] IN (subquery).
+    /// expr \[NOT\] IN (subquery).
     InSubquery(Box<Expr>, Box<Plan>, bool),
     /// The result of aggregate call `j` of the enclosing aggregation. Exists only while binding;
     /// the binder rewrites it to a `Column` over the Aggregate node's output.
