@@ -367,6 +367,7 @@ impl Binder<'_> {
                     }
                     ColumnOption::Unique(u) => {
                         key_options(u.characteristics, &u.include)?;
+                        nulls_distinct(u.nulls_distinct == ast::NullsDistinctOption::NotDistinct)?;
                         indexes.push(IndexDef {
                             name: cons_name.unwrap_or_else(|| format!("{name}_{cname}_key")),
                             columns: vec![pos as u16],
@@ -407,6 +408,7 @@ impl Binder<'_> {
                 }
                 TableConstraint::Unique(u) => {
                     key_options(u.characteristics, &u.include)?;
+                    nulls_distinct(u.nulls_distinct == ast::NullsDistinctOption::NotDistinct)?;
                     let cols = self.index_columns(&u.columns)?;
                     let positions =
                         cols.iter().map(|n| col_pos(n, &columns)).collect::<Result<Vec<_>>>()?;
@@ -486,6 +488,7 @@ impl Binder<'_> {
         if ci.predicate.is_some() || !ci.include.is_empty() {
             return Err(Error::unsupported("partial or covering indexes"));
         }
+        nulls_distinct(ci.nulls_distinct == Some(false))?;
         if let Some(u) = &ci.using {
             let using = u.to_string().to_lowercase();
             if using != "btree" && using != "hash" {
@@ -568,6 +571,7 @@ impl Binder<'_> {
                 }
                 TableConstraint::Unique(u) => {
                     key_options(u.characteristics, &u.include)?;
+                    nulls_distinct(u.nulls_distinct == ast::NullsDistinctOption::NotDistinct)?;
                     let cols = self.index_columns(&u.columns)?;
                     let positions = cols
                         .iter()
@@ -826,6 +830,15 @@ fn key_options(c: Option<ast::ConstraintCharacteristics>, include: &[ast::Ident]
     }
     if !include.is_empty() {
         return Err(Error::unsupported("INCLUDE columns of a unique or primary key constraint"));
+    }
+    Ok(())
+}
+
+/// `NULLS NOT DISTINCT` (PostgreSQL 15) makes NULLs equal for a unique index. Aspen's unique
+/// indexes let NULLs repeat, so it is refused, never ignored.
+fn nulls_distinct(not_distinct: bool) -> Result<()> {
+    if not_distinct {
+        return Err(Error::unsupported("NULLS NOT DISTINCT"));
     }
     Ok(())
 }
