@@ -159,6 +159,17 @@ pub enum Ddl {
     AddColumn { table: TableId, column: Column },
     /// See [`Catalog::add_foreign_key`].
     AddForeignKey { table: TableId, fk: ForeignKey },
+    /// See [`Catalog::alter_column`].
+    AlterColumn { table: TableId, position: u16, change: ColumnChange },
+}
+
+/// What `ALTER TABLE … ALTER COLUMN` changes ([`Catalog::alter_column`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnChange {
+    /// `SET DEFAULT` (`Some`) or `DROP DEFAULT` (`None`).
+    Default(Option<crate::ColumnDefault>),
+    /// `SET NOT NULL` (`true`) or `DROP NOT NULL` (`false`).
+    NotNull(bool),
 }
 
 /// What a successful [`Ddl`] produced.
@@ -369,6 +380,23 @@ impl Catalog {
     /// [`Error::InvalidDefinition`].
     pub fn add_foreign_key(&self, table: TableId, fk: ForeignKey) -> Result<(), Error> {
         self.apply(Ddl::AddForeignKey { table, fk })?;
+        Ok(())
+    }
+
+    /// Changes column `position` of `table` (`ALTER TABLE … ALTER COLUMN`): its default, or
+    /// whether it is NOT NULL. Checking that existing rows have no NULL for `SET NOT NULL` is the
+    /// caller's job.
+    ///
+    /// Errors: [`Error::UndefinedTable`]; [`Error::InvalidDefinition`] for `DROP NOT NULL` on a
+    /// primary-key column (PostgreSQL: `column "a" is in a primary key`) or a column that does
+    /// not exist.
+    pub fn alter_column(
+        &self,
+        table: TableId,
+        position: u16,
+        change: ColumnChange,
+    ) -> Result<(), Error> {
+        self.apply(Ddl::AlterColumn { table, position, change })?;
         Ok(())
     }
 
@@ -640,6 +668,28 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
         Ddl::AddForeignKey { table, fk } => {
             let mut changed = Table::clone(must_get_table(snapshot, table)?);
             add_foreign_key(snapshot, &mut changed, fk)?;
+            Change { put: vec![changed], delete: Vec::new() }
+        }
+        Ddl::AlterColumn { table, position, change } => {
+            let mut changed = Table::clone(must_get_table(snapshot, table)?);
+            let in_primary_key =
+                changed.primary_index().is_some_and(|pk| pk.columns.contains(&position));
+            let column = changed.columns.get_mut(usize::from(position)).ok_or_else(|| {
+                Error::InvalidDefinition(format!(
+                    "column {position} of {} does not exist",
+                    changed.name
+                ))
+            })?;
+            match change {
+                ColumnChange::Default(default) => column.default = default,
+                ColumnChange::NotNull(false) if in_primary_key => {
+                    return Err(Error::InvalidDefinition(format!(
+                        "column \"{}\" is in a primary key",
+                        column.name
+                    )))
+                }
+                ColumnChange::NotNull(not_null) => column.not_null = not_null,
+            }
             Change { put: vec![changed], delete: Vec::new() }
         }
     };
@@ -1167,6 +1217,32 @@ mod tests {
         assert!(catalog.drop_tables(vec![a.id, c.id, b.id], false).unwrap().is_empty());
         let snapshot = catalog.snapshot();
         assert!(["a", "b", "c"].iter().all(|t| snapshot.table(t).is_none()));
+    }
+
+    /// ALTER COLUMN changes one column's default or nullability, durably; a primary-key column
+    /// stays NOT NULL.
+    #[test]
+    fn alter_column_changes_default_and_not_null() {
+        let store = MemStore::new();
+        let catalog = Catalog::with_store(Box::new(store.clone())).unwrap();
+        let a = catalog.create_table(simple("a")).unwrap();
+        let seven = ColumnChange::Default(Some(ColumnDefault { sql: "7".into() }));
+        catalog.alter_column(a.id, 1, seven).unwrap();
+        catalog.alter_column(a.id, 1, ColumnChange::NotNull(true)).unwrap();
+        assert_eq!(
+            catalog.alter_column(a.id, 0, ColumnChange::NotNull(false)).unwrap_err(),
+            Error::InvalidDefinition("column \"id\" is in a primary key".into())
+        );
+        assert!(catalog.alter_column(a.id, 2, ColumnChange::NotNull(true)).is_err());
+        let reopened = Catalog::with_store(Box::new(store.clone())).unwrap();
+        let v = reopened.snapshot().table("a").unwrap().columns[1].clone();
+        assert_eq!(v.default.as_ref().map(|d| d.sql.as_str()), Some("7"));
+        assert!(v.not_null);
+        reopened.alter_column(a.id, 1, ColumnChange::Default(None)).unwrap();
+        reopened.alter_column(a.id, 1, ColumnChange::NotNull(false)).unwrap();
+        let v = reopened.snapshot().table("a").unwrap().columns[1].clone();
+        assert!(v.default.is_none() && !v.not_null);
+        assert!(reopened.snapshot().table("a").unwrap().columns[0].not_null);
     }
 
     #[test]

@@ -32,7 +32,8 @@
 //! [`Catalog`] is the only writer. [`Catalog::snapshot`] is lock-free and returns an
 //! `Arc<Snapshot>` that never changes. Each successful DDL operation ([`Catalog::create_table`],
 //! [`Catalog::drop_tables`], [`Catalog::create_index`], [`Catalog::drop_index`],
-//! [`Catalog::add_column`], [`Catalog::add_primary_key`], [`Catalog::add_foreign_key`])
+//! [`Catalog::add_column`], [`Catalog::alter_column`], [`Catalog::add_primary_key`],
+//! [`Catalog::add_foreign_key`])
 //! publishes a new snapshot whose [`CatalogVersion`] is one more than the previous one, so a
 //! plan cache can tell that a plan is stale by comparing versions. A change is durable before
 //! it is visible; a failed operation changes nothing, not even the id counters. `TRUNCATE`
@@ -85,7 +86,9 @@ pub mod schema;
 mod snapshot;
 mod store;
 
-pub use crate::catalog::{Applied, Catalog, Ddl, DdlBatch, IndexDef, PreparedDdl, TableDef};
+pub use crate::catalog::{
+    Applied, Catalog, ColumnChange, Ddl, DdlBatch, IndexDef, PreparedDdl, TableDef,
+};
 pub use crate::error::Error;
 pub use crate::ids::{CatalogVersion, IndexId, TableId};
 pub use crate::schema::{Column, ColumnDefault, DataType, FkAction, ForeignKey, Index, Table};

@@ -2138,6 +2138,17 @@ impl Session {
                 }
                 Ok(Output::tag(Tag::new("TRUNCATE TABLE")))
             }
+            Command::AlterColumn { table, position, change } => {
+                if *change == catalog::ColumnChange::NotNull(true) {
+                    self.check_no_nulls(table, *position)?;
+                }
+                self.stage(catalog::Ddl::AlterColumn {
+                    table: table.id,
+                    position: *position,
+                    change: change.clone(),
+                })?;
+                Ok(Output::tag(Tag::new("ALTER TABLE")))
+            }
             Command::AddColumn { table, column, if_not_exists } => {
                 if table.column(&column.name).is_some() {
                     if *if_not_exists {
@@ -2233,6 +2244,24 @@ impl Session {
         })?;
         self.stage(catalog::Ddl::AddColumn { table: table.id, column: col })?;
         Ok(())
+    }
+
+    /// ALTER TABLE … ALTER COLUMN … SET NOT NULL: every row this transaction sees must have a
+    /// value in column `position` (the scan validates at commit, so a NULL inserted meanwhile
+    /// fails the commit instead).
+    fn check_no_nulls(&mut self, table: &Arc<Table>, position: u16) -> Result<()> {
+        self.with_txn(|_, t| {
+            let types = exec::column_types(table);
+            for (_, bytes) in exec::all_rows(t, table)? {
+                if types::decode_column(&bytes, &types, usize::from(position))?.is_null() {
+                    return Err(Error::ColumnContainsNulls {
+                        column: table.columns[usize::from(position)].name.clone(),
+                        table: table.name.clone(),
+                    });
+                }
+            }
+            Ok(())
+        })
     }
 
     /// ALTER TABLE … ADD PRIMARY KEY: re-keys every row by the new key (in the transaction),

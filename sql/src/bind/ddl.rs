@@ -96,6 +96,15 @@ pub enum Command {
         /// IF NOT EXISTS.
         if_not_exists: bool,
     },
+    /// ALTER TABLE … ALTER COLUMN … SET / DROP DEFAULT, SET / DROP NOT NULL.
+    AlterColumn {
+        /// Table.
+        table: Arc<Table>,
+        /// The column's position.
+        position: u16,
+        /// What changes.
+        change: catalog::ColumnChange,
+    },
     /// ALTER TABLE … ADD PRIMARY KEY / UNIQUE (as an index).
     AddIndex(IndexSpec),
     /// ALTER TABLE … ADD FOREIGN KEY.
@@ -545,6 +554,28 @@ impl Binder<'_> {
                     }
                 }
                 Ok(Command::AddColumn { table, column, if_not_exists: *if_not_exists })
+            }
+            ast::AlterTableOperation::AlterColumn { column_name, op } => {
+                let name = ident(column_name);
+                let column = table.column(&name).ok_or_else(|| Error::UndefinedColumn {
+                    name: format!("\"{name}\" of relation \"{}\"", table.name),
+                    span: None,
+                })?;
+                let change = match op {
+                    ast::AlterColumnOperation::SetNotNull => catalog::ColumnChange::NotNull(true),
+                    ast::AlterColumnOperation::DropNotNull => catalog::ColumnChange::NotNull(false),
+                    ast::AlterColumnOperation::DropDefault => catalog::ColumnChange::Default(None),
+                    ast::AlterColumnOperation::SetDefault { value } => {
+                        // As for CREATE TABLE: the default must bind and fit the column now.
+                        let t = self.bind_expr(value, &Scope::default())?;
+                        self.coerce(t, column.data_type, CastKind::Assignment, value)?;
+                        catalog::ColumnChange::Default(Some(ColumnDefault {
+                            sql: value.to_string(),
+                        }))
+                    }
+                    other => return Err(Error::unsupported(format!("ALTER COLUMN … {other}"))),
+                };
+                Ok(Command::AlterColumn { position: column.position, table, change })
             }
             ast::AlterTableOperation::AddConstraint { constraint, .. } => match constraint {
                 TableConstraint::PrimaryKey(pk) => {
