@@ -104,6 +104,12 @@ pub struct Database {
     /// Server-level values of GUCs (over their built-in defaults).
     settings: BTreeMap<&'static str, String>,
     checkpointer: std::sync::OnceLock<Arc<dyn Checkpointer>>,
+    /// Orders schema changes against the commits of writers: a writer's commit (its check that
+    /// the tables it wrote are unchanged, and the engine commit) holds it shared; a schema
+    /// change holds it exclusively from its engine commit until its catalog is published. So a
+    /// writer either commits before the change's engine commit (whose validation then sees the
+    /// writer's rows, as its scans must) or sees the published change and fails (`40001`).
+    schema_gate: RwLock<()>,
 }
 
 impl Database {
@@ -136,6 +142,7 @@ impl Database {
             log_buffers,
             settings,
             checkpointer: std::sync::OnceLock::new(),
+            schema_gate: RwLock::new(()),
         };
         let snapshot = db.catalog.snapshot();
         for table in snapshot.tables() {
@@ -786,6 +793,10 @@ pub struct Session {
     log_buffer: usize,
     /// Durability waits of commits whose results are still held (see [`Session::take_acks`]).
     pending_acks: Vec<wal::Ticket>,
+    /// The published definitions of the tables the current transaction wrote, as they were at
+    /// its first write to each: its commit fails if one changed since ([`Database`]'s
+    /// `schema_gate`).
+    written: parking_lot::Mutex<Vec<Arc<Table>>>,
     /// Whether the caller awaits [`Session::take_acks`] itself (the server, asynchronously)
     /// instead of the session blocking in every commit.
     defer_acks: bool,
@@ -852,6 +863,7 @@ impl Session {
             pending_acks: Vec::new(),
             defer_acks: false,
             pipelined: false,
+            written: Default::default(),
         };
         for (k, v) in params {
             match k.as_str() {
@@ -916,7 +928,16 @@ impl Session {
         if !synchronous || self.defer_acks {
             t.set_lazy_log();
         }
-        let info = t.commit().map_err(exec::txn_error)?;
+        let written = std::mem::take(self.written.get_mut());
+        let info = if written.is_empty() {
+            // Wrote no table whose definition anyone else could change: no gate to take (a
+            // read-only statement pays nothing here).
+            t.commit().map_err(exec::txn_error)?
+        } else {
+            let _gate = self.db.schema_gate.read();
+            check_written(&self.db, &written)?;
+            t.commit().map_err(exec::txn_error)?
+        };
         if !synchronous {
             return Ok(());
         }
@@ -1128,7 +1149,10 @@ impl Session {
         };
         let db = self.db.clone();
         let engine = &db.engine;
+        let written = std::mem::take(self.written.get_mut());
         let result = (|| {
+            let _gate = db.schema_gate.write();
+            check_written(&db, &written)?;
             let prepared = db.catalog.prepare(pending.batch).map_err(catalog_error)?;
             self.commit_durable_now(t)?;
             prepared.publish().map_err(catalog_error)
@@ -1150,9 +1174,35 @@ impl Session {
         }
     }
 
+    /// Before a statement writes `table`: remembers the definition it was planned with, which
+    /// the commit checks is still the published one ([`check_written`]). A plan made against a
+    /// definition that is neither the published one nor this transaction's own uncommitted
+    /// change is stale (a schema change was published since): `40001`. A table this
+    /// transaction created or changed itself is not watched here: the catalog's commit check
+    /// catches a concurrent change of it.
+    fn note_written(&self, table: &Arc<Table>) -> Result<()> {
+        let mut written = self.written.lock();
+        if written.iter().any(|t| t.id == table.id) {
+            return Ok(());
+        }
+        let published = self.db.catalog.snapshot();
+        match published.table_by_id(table.id) {
+            Some(p) if same_table(p, table) => written.push(table.clone()),
+            _ => {
+                let own =
+                    self.snapshot().table_by_id(table.id).is_some_and(|o| same_table(o, table));
+                if !own {
+                    return Err(concurrent_change(&table.name));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Rolls an open transaction back: aborts its engine transaction, removes the engine
     /// objects its schema changes created, and restores the settings it changed.
     fn rollback_open(&mut self, open: OpenTxn) {
+        self.written.get_mut().clear();
         if let Some(pending) = open.ddl {
             for object in pending.created.into_iter().rev() {
                 object.drop_from(&self.db.engine);
@@ -1524,6 +1574,7 @@ impl Session {
                 loop {
                     let now = now();
                     let mut t = self.db.engine.begin(self.log_buffer);
+                    self.written.get_mut().clear();
                     // A deferrable UPDATE runs as an ordinary one first: alone in its
                     // transaction, it reads and commits within this call, so a conflict is
                     // rare and deferring would be pure overhead. A retry defers it, so a hot
@@ -1614,6 +1665,7 @@ impl Session {
                 })
             }
             Statement::Insert { table, source, targets, returning } => {
+                self.note_written(table)?;
                 let rows = ctx.run(source)?;
                 let mut out_rows = Vec::new();
                 let n = rows.len();
@@ -1650,6 +1702,7 @@ impl Session {
                 Ok(dml_output("INSERT", n, returning.is_some(), cached, out_rows))
             }
             Statement::Update { table, scan, sets, returning, deferrable } => {
+                self.note_written(table)?;
                 if *deferrable && defer && deferred_update(&mut ctx, table, scan, sets, self)? {
                     return Ok(dml_output("UPDATE", 1, false, cached, Vec::new()));
                 }
@@ -1713,6 +1766,7 @@ impl Session {
                 Ok(dml_output("UPDATE", n, returning.is_some(), cached, out_rows))
             }
             Statement::Delete { table, scan, returning } => {
+                self.note_written(table)?;
                 let rows = ctx.scan(scan)?;
                 let n = rows.len();
                 let mut out_rows = Vec::new();
@@ -2316,6 +2370,37 @@ impl Session {
         let def = catalog::IndexDef { primary: true, ..spec.def.clone() };
         self.stage(catalog::Ddl::CreateIndex { table: table.id, def })?;
         Ok(())
+    }
+}
+
+/// The same table definition (the same `Arc`, or equal).
+fn same_table(a: &Arc<Table>, b: &Arc<Table>) -> bool {
+    Arc::ptr_eq(a, b) || **a == **b
+}
+
+/// `40001` if a table this transaction wrote was changed (or dropped) by a schema change
+/// published since its first write: its rows were checked against the old definition (a NOT
+/// NULL, a foreign key or a column it did not know). Call with `schema_gate` held.
+fn check_written(db: &Database, written: &[Arc<Table>]) -> Result<()> {
+    if written.is_empty() {
+        return Ok(());
+    }
+    let snapshot = db.catalog.snapshot();
+    for old in written {
+        let unchanged =
+            snapshot.table_by_id(old.id).is_some_and(|now| Arc::ptr_eq(now, old) || **now == **old);
+        if !unchanged {
+            return Err(concurrent_change(&old.name));
+        }
+    }
+    Ok(())
+}
+
+fn concurrent_change(table: &str) -> Error {
+    Error::SerializationFailure {
+        message: format!(
+            "could not serialize access due to a concurrent change of table \"{table}\""
+        ),
     }
 }
 

@@ -247,3 +247,44 @@ fn key_violation_details() {
         )
     );
 }
+
+/// A schema change and a transaction that wrote the table before it committed: whichever
+/// commits second fails, so no row escapes a constraint it never saw.
+#[test]
+fn schema_changes_and_concurrent_writers_serialize() {
+    let db = Database::in_memory(2);
+    let mut a = Session::new(db.clone(), &[]);
+    let mut b = Session::new(db, &[]);
+    run(&mut a, "CREATE TABLE cc (id int PRIMARY KEY, v int); CREATE TABLE other (id int)");
+    run(&mut a, "INSERT INTO cc VALUES (1, 1)");
+
+    // The writer commits after the change: 40001, nothing of it stays.
+    run(&mut a, "BEGIN");
+    assert_eq!(run(&mut a, "INSERT INTO cc VALUES (2, NULL)"), ["INSERT 0 1"]);
+    assert_eq!(run(&mut b, "ALTER TABLE cc ALTER COLUMN v SET NOT NULL"), ["ALTER TABLE"]);
+    let commit = run(&mut a, "COMMIT");
+    assert!(commit[0].starts_with("ERROR 40001"), "{commit:?}");
+    assert_eq!(run(&mut b, "SELECT id, v FROM cc ORDER BY id"), ["SELECT 1: 1,1"]);
+
+    // The same for a column added NOT NULL with a default.
+    run(&mut a, "BEGIN");
+    run(&mut a, "INSERT INTO cc VALUES (3, 3)");
+    assert_eq!(run(&mut b, "ALTER TABLE cc ADD COLUMN w int NOT NULL DEFAULT 7"), ["ALTER TABLE"]);
+    assert!(run(&mut a, "COMMIT")[0].starts_with("ERROR 40001"));
+    assert_eq!(run(&mut b, "SELECT id, v, w FROM cc ORDER BY id"), ["SELECT 1: 1,1,7"]);
+
+    // The writer commits first: the change sees its row and checks it.
+    run(&mut a, "ALTER TABLE cc ALTER COLUMN v DROP NOT NULL");
+    run(&mut a, "BEGIN");
+    run(&mut a, "INSERT INTO cc VALUES (4, NULL, 4)");
+    assert_eq!(run(&mut a, "COMMIT"), ["COMMIT"]);
+    let alter = run(&mut b, "ALTER TABLE cc ALTER COLUMN v SET NOT NULL");
+    assert!(alter[0].starts_with("ERROR 23502"), "{alter:?}");
+
+    // A change to another table leaves the writer alone.
+    run(&mut a, "BEGIN");
+    run(&mut a, "INSERT INTO cc VALUES (5, 5, 5)");
+    assert_eq!(run(&mut b, "ALTER TABLE other ADD COLUMN x int"), ["ALTER TABLE"]);
+    assert_eq!(run(&mut a, "COMMIT"), ["COMMIT"]);
+    assert_eq!(run(&mut b, "SELECT count(*) FROM cc"), ["SELECT 1: 3"]);
+}
