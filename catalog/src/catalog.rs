@@ -923,6 +923,14 @@ mod tests {
         }
     }
 
+    /// [`simple`] table `name` whose column 1 references column 0 of `parent`.
+    fn child_of(name: &str, parent: TableId) -> TableDef {
+        TableDef {
+            foreign_keys: vec![fk(&format!("{name}_fk"), &[1], parent, &[0])],
+            ..simple(name)
+        }
+    }
+
     fn fk(name: &str, columns: &[u16], ref_table: TableId, ref_columns: &[u16]) -> ForeignKey {
         ForeignKey {
             name: name.into(),
@@ -1193,19 +1201,9 @@ mod tests {
     fn drop_tables_together() {
         let catalog = Catalog::in_memory();
         let a = catalog.create_table(simple("a")).unwrap();
-        let b = catalog
-            .create_table(TableDef {
-                foreign_keys: vec![fk("b_fk", &[1], a.id, &[0])],
-                ..simple("b")
-            })
-            .unwrap();
+        let b = catalog.create_table(child_of("b", a.id)).unwrap();
         catalog.add_foreign_key(a.id, fk("a_fk", &[1], b.id, &[0])).unwrap();
-        let c = catalog
-            .create_table(TableDef {
-                foreign_keys: vec![fk("c_fk", &[1], b.id, &[0])],
-                ..simple("c")
-            })
-            .unwrap();
+        let c = catalog.create_table(child_of("c", b.id)).unwrap();
         assert_eq!(
             catalog.drop_tables(vec![a.id, b.id], false).unwrap_err(),
             Error::DependentObjects {
@@ -1249,18 +1247,8 @@ mod tests {
     fn drop_table_restrict_and_cascade() {
         let catalog = Catalog::in_memory();
         let parent = catalog.create_table(simple("parent")).unwrap();
-        let c1 = catalog
-            .create_table(TableDef {
-                foreign_keys: vec![fk("c1_fk", &[1], parent.id, &[0])],
-                ..simple("c1")
-            })
-            .unwrap();
-        catalog
-            .create_table(TableDef {
-                foreign_keys: vec![fk("c2_fk", &[1], parent.id, &[0])],
-                ..simple("c2")
-            })
-            .unwrap();
+        let c1 = catalog.create_table(child_of("c1", parent.id)).unwrap();
+        catalog.create_table(child_of("c2", parent.id)).unwrap();
         let version = catalog.snapshot().version();
 
         assert_eq!(

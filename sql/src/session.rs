@@ -793,9 +793,9 @@ pub struct Session {
     log_buffer: usize,
     /// Durability waits of commits whose results are still held (see [`Session::take_acks`]).
     pending_acks: Vec<wal::Ticket>,
-    /// The published definitions of the tables the current transaction wrote, as they were at
-    /// its first write to each: its commit fails if one changed since ([`Database`]'s
-    /// `schema_gate`).
+    /// The definitions the current transaction's statements were planned with for the tables
+    /// it wrote, where those were the published ones (see `Session::note_written`): its commit
+    /// fails if one changed since ([`Database`]'s `schema_gate`).
     written: parking_lot::Mutex<Vec<Arc<Table>>>,
     /// Whether the caller awaits [`Session::take_acks`] itself (the server, asynchronously)
     /// instead of the session blocking in every commit.
@@ -2306,13 +2306,19 @@ impl Session {
     fn check_no_nulls(&mut self, table: &Arc<Table>, position: u16) -> Result<()> {
         self.with_txn(|_, t| {
             let types = exec::column_types(table);
-            for (_, bytes) in exec::all_rows(t, table)? {
-                if types::decode_column(&bytes, &types, usize::from(position))?.is_null() {
-                    return Err(Error::ColumnContainsNulls {
-                        column: table.columns[usize::from(position)].name.clone(),
-                        table: table.name.clone(),
-                    });
-                }
+            let column = usize::from(position);
+            let mut found: Result<bool> = Ok(false);
+            let all = std::ops::Bound::Unbounded;
+            t.scan(exec::tid(table), None, all, all, false, &mut |_, row| {
+                found = types::decode_column(row, &types, column).map(|v| v.is_null());
+                matches!(found, Ok(false))
+            })
+            .map_err(exec::txn_error)?;
+            if found? {
+                return Err(Error::ColumnContainsNulls {
+                    column: table.columns[column].name.clone(),
+                    table: table.name.clone(),
+                });
             }
             Ok(())
         })
@@ -2334,7 +2340,7 @@ impl Session {
             // Every row goes, to come back under its new key below.
             let rows = t.delete_all(exec::tid(table)).map_err(exec::txn_error)?;
             let mut rekeyed = Vec::with_capacity(rows.len());
-            for (_, bytes) in rows {
+            for bytes in rows {
                 let mut key_vals = Vec::with_capacity(spec.def.columns.len());
                 for c in &spec.def.columns {
                     // Only the key's columns are decoded.

@@ -7,6 +7,12 @@ fn session() -> Session {
     Session::new(db, &[])
 }
 
+/// Two sessions on one database.
+fn two_sessions() -> (Session, Session) {
+    let db = Database::in_memory(2);
+    (Session::new(db.clone(), &[]), Session::new(db, &[]))
+}
+
 /// Runs `sql` and renders every result as `tag` or `tag: row | row`.
 fn run(s: &mut Session, sql: &str) -> Vec<String> {
     s.execute_simple(sql)
@@ -121,9 +127,7 @@ fn joins_groups_subqueries() {
 /// as 40001 (retryable), not as the error itself.
 #[test]
 fn error_after_stale_read_is_a_serialization_failure() {
-    let db = Database::in_memory(2);
-    let mut a = Session::new(db.clone(), &[]);
-    let mut b = Session::new(db, &[]);
+    let (mut a, mut b) = two_sessions();
     run(&mut a, "CREATE TABLE t (id int PRIMARY KEY, v int)");
     run(&mut a, "INSERT INTO t VALUES (1, 1)");
     assert_eq!(run(&mut a, "BEGIN"), ["BEGIN"]);
@@ -158,9 +162,7 @@ fn subqueries_in_grouped_output() {
 /// and the table stay usable.
 #[test]
 fn conflicting_schema_changes_fail_at_commit_and_leave_nothing() {
-    let db = Database::in_memory(2);
-    let mut a = Session::new(db.clone(), &[]);
-    let mut b = Session::new(db, &[]);
+    let (mut a, mut b) = two_sessions();
 
     run(&mut a, "BEGIN");
     assert_eq!(run(&mut a, "CREATE TABLE x (k int PRIMARY KEY)"), ["CREATE TABLE"]);
@@ -252,9 +254,7 @@ fn key_violation_details() {
 /// commits second fails, so no row escapes a constraint it never saw.
 #[test]
 fn schema_changes_and_concurrent_writers_serialize() {
-    let db = Database::in_memory(2);
-    let mut a = Session::new(db.clone(), &[]);
-    let mut b = Session::new(db, &[]);
+    let (mut a, mut b) = two_sessions();
     run(&mut a, "CREATE TABLE cc (id int PRIMARY KEY, v int); CREATE TABLE other (id int)");
     run(&mut a, "INSERT INTO cc VALUES (1, 1)");
 

@@ -652,14 +652,14 @@ impl Transaction {
     }
 
     /// Deletes every row of `table` this transaction sees (TRUNCATE; ALTER TABLE … ADD
-    /// PRIMARY KEY re-inserts what it returns under new keys) and returns them, (primary key,
-    /// row), in key order. One scan of the primary index does the reading: its entry, validated
-    /// at commit, holds every record deleted here with its TID and covers the whole table
-    /// against phantoms, so no delete reads its key again, and later inserts into the table
-    /// need no committed read either ([`Transaction::insert`]): each finds its key among this
+    /// PRIMARY KEY re-inserts what it returns under new keys) and returns their rows, in key
+    /// order. One scan of the primary index does the reading: its entry, validated at commit,
+    /// holds every record deleted here with its TID and covers the whole table against
+    /// phantoms, so no delete reads its key again, and later inserts into the table need no
+    /// committed read either ([`Transaction::insert`]): each finds its key among this
     /// transaction's deletes or absent. Rows this transaction wrote itself go as
     /// [`Transaction::delete`] takes them.
-    pub fn delete_all(&mut self, table: TableId) -> Result<Vec<(Key, Row)>, Error> {
+    pub fn delete_all(&mut self, table: TableId) -> Result<Vec<Row>, Error> {
         let all = Bound::Unbounded;
         let mut rows = Vec::new();
         self.scan(table, None, all, all, false, &mut |k, r| {
@@ -667,26 +667,30 @@ impl Transaction {
             true
         })?;
         let slot = self.slot(table)?;
-        let Some(ScanEntry::Range { seen, .. }) = self.scans.last() else {
-            unreachable!("a scan of a non-empty range records its entry")
+        // The scan's entry, taken out while the deletes go into the write set (and put back):
+        // the committed records it passed, in key order; every committed row it returned is
+        // among them.
+        let entry = self.scans.pop().expect("a scan of the whole table records its entry");
+        let ScanEntry::Range { seen, .. } = &entry else {
+            unreachable!("a range scan records a range entry")
         };
-        // The committed records the scan passed, in key order; every committed row it
-        // returned is among them.
-        let seen: Vec<Arc<Record>> = seen.iter().map(|(r, _)| r.clone()).collect();
         let mut next = 0;
-        for (key, _) in &rows {
-            if self.own(table, key).is_some() {
-                self.delete(table, key)?;
-                continue;
+        let mut out = Vec::with_capacity(rows.len());
+        for (key, row) in rows {
+            if self.own(table, &key).is_some() {
+                self.delete(table, &key)?;
+            } else {
+                while seen[next].0.key.as_slice() != key.as_slice() {
+                    next += 1;
+                }
+                let entry = WriteEntry::new(WriteKind::Delete, Some(seen[next].0.clone()), None);
+                self.put(slot, key, entry, Vec::new());
             }
-            while seen[next].key.as_slice() != key.as_slice() {
-                next += 1;
-            }
-            let entry = WriteEntry::new(WriteKind::Delete, Some(seen[next].clone()), None);
-            self.put(slot, key.clone(), entry, Vec::new());
+            out.push(row);
         }
+        self.scans.push(entry);
         self.table_writes(slot).emptied = true;
-        Ok(rows)
+        Ok(out)
     }
 
     /// Whether the transaction has inserted, updated or deleted anything (lock-only entries from
