@@ -50,6 +50,8 @@ pub struct IndexDef {
     pub unique: bool,
     /// Is this the primary key? Its columns become `NOT NULL`.
     pub primary: bool,
+    /// Declared as a constraint (PRIMARY KEY or UNIQUE) rather than by CREATE INDEX.
+    pub constraint: bool,
 }
 
 /// A table to create, before the catalog assigns its ids.
@@ -851,6 +853,7 @@ fn add_index(table: &mut Table, id: IndexId, def: IndexDef) -> Result<Index, Err
         columns: def.columns,
         unique: def.unique || def.primary,
         primary: def.primary,
+        constraint: def.constraint || def.primary,
     };
     table.indexes.push(index.clone());
     Ok(index)
@@ -909,7 +912,13 @@ mod tests {
     }
 
     fn index(name: &str, columns: &[u16], unique: bool, primary: bool) -> IndexDef {
-        IndexDef { name: name.into(), columns: columns.to_vec(), unique, primary }
+        IndexDef {
+            name: name.into(),
+            columns: columns.to_vec(),
+            unique,
+            primary,
+            constraint: primary,
+        }
     }
 
     /// `name(id int, v text)` with primary key `name_pkey (id)`.

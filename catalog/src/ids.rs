@@ -10,6 +10,24 @@ pub struct TableId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct IndexId(pub u32);
 
+/// PostgreSQL's first OID for user objects (`FirstNormalObjectId`). Tables and indexes share
+/// one OID space, as in `pg_class`: a table's OID is even, an index's odd.
+const FIRST_OID: u32 = 16384;
+
+impl TableId {
+    /// The table's OID as clients see it (`pg_class.oid`, RowDescription's table OID).
+    pub fn oid(self) -> u32 {
+        FIRST_OID.wrapping_add(self.0.wrapping_mul(2))
+    }
+}
+
+impl IndexId {
+    /// The index's OID as clients see it (`pg_class.oid` of the index).
+    pub fn oid(self) -> u32 {
+        FIRST_OID.wrapping_add(self.0.wrapping_mul(2)).wrapping_add(1)
+    }
+}
+
 /// Version of the whole catalog; every DDL statement produces a new, larger one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CatalogVersion(pub u64);

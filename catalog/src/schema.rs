@@ -167,6 +167,11 @@ pub struct Index {
     pub unique: bool,
     /// Is this the primary key?
     pub primary: bool,
+    /// Declared as a constraint (PRIMARY KEY, or UNIQUE in CREATE / ALTER TABLE) rather than by
+    /// CREATE INDEX: psql's `\d` says `UNIQUE CONSTRAINT` instead of `UNIQUE`. Catalogs written
+    /// before this was kept read as `false` except for primary keys.
+    #[serde(default)]
+    pub constraint: bool,
 }
 
 /// `ON DELETE` action of a foreign key.

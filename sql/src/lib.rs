@@ -2,6 +2,7 @@
 
 pub mod bind;
 pub mod copy;
+pub mod describe;
 pub mod error;
 pub mod exec;
 pub mod metadata;

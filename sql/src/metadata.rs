@@ -69,6 +69,8 @@ pub enum MetaQuery {
     /// `SELECT setting FROM pg_catalog.pg_settings WHERE name='max_index_keys'` (pgjdbc, before
     /// its first foreign-key query).
     MaxIndexKeys,
+    /// One of psql's describe queries (`\d` and friends: [`crate::describe`]).
+    Psql(crate::describe::Describe),
 }
 
 const TABLES_PREFIX: &str = "SELECT NULL AS TABLE_CAT, n.nspname AS TABLE_SCHEM, c.relname AS \
@@ -143,7 +145,7 @@ pub fn recognize(sql: &str) -> Option<MetaQuery> {
             exported: text.ends_with(KEYS_BY_FK),
         });
     }
-    None
+    crate::describe::recognize(text).map(MetaQuery::Psql)
 }
 
 /// `sql` with every run of whitespace turned into one space, trimmed.
@@ -156,10 +158,16 @@ fn normalize(sql: &str) -> String {
 /// followed by anything else (not a query pgjdbc wrote: not recognised).
 fn literal_after(text: &str, marker: &str) -> Option<Option<String>> {
     let Some(at) = text.find(marker) else { return Some(None) };
-    let rest = &text[at + marker.len()..];
-    let (escapes, rest) = match rest.strip_prefix(['E', 'e']) {
+    literal(&text[at + marker.len()..]).map(|(value, _)| Some(value))
+}
+
+/// The string literal (`'…'` with doubled quotes, or `E'…'` with backslash escapes) that
+/// `text` starts with, and the text after it. `None` when `text` does not start with a
+/// complete literal.
+pub(crate) fn literal(text: &str) -> Option<(String, &str)> {
+    let (escapes, rest) = match text.strip_prefix(['E', 'e']) {
         Some(r) => (true, r),
-        None => (false, rest),
+        None => (false, text),
     };
     let mut chars = rest.strip_prefix('\'')?.chars();
     let mut out = String::new();
@@ -170,7 +178,7 @@ fn literal_after(text: &str, marker: &str) -> Option<Option<String>> {
                     chars.next();
                     out.push('\'');
                 } else {
-                    return Some(Some(out));
+                    return Some((out, chars.as_str()));
                 }
             }
             '\\' if escapes => out.push(chars.next()?),
@@ -378,6 +386,7 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
         MetaQuery::MaxIndexKeys => {
             constant(vec![("setting", DataType::Text)], vec![vec![text(MAX_INDEX_KEYS_VALUE)]])
         }
+        MetaQuery::Psql(d) => crate::describe::answer(snapshot, d),
     }
 }
 
@@ -393,12 +402,12 @@ fn sorted<K: Ord>(mut keyed: Vec<(K, Vec<Value>)>) -> Vec<Vec<Value>> {
     keyed.into_iter().map(|(_, row)| row).collect()
 }
 
-fn text(s: &str) -> Value {
+pub(crate) fn text(s: &str) -> Value {
     Value::Text(s.to_string())
 }
 
 /// A constant query: `rows` under the named, typed columns.
-fn constant(columns: Vec<(&str, DataType)>, rows: Vec<Vec<Value>>) -> Query {
+pub(crate) fn constant(columns: Vec<(&str, DataType)>, rows: Vec<Vec<Value>>) -> Query {
     let width = columns.len();
     let rows = rows.into_iter().map(|r| r.into_iter().map(Expr::Literal).collect()).collect();
     Query {

@@ -23,12 +23,21 @@ fn psql_available() -> bool {
 
 fn psql(backend: &Backend) -> Command {
     let mut cmd = Command::new("psql");
-    cmd.args(["-X", "-h", "127.0.0.1", "-p", &backend.port().to_string()])
-        .args(["-U", "postgres", "-d", "postgres", "--no-password"])
-        .env("PGCONNECT_TIMEOUT", "10")
-        .env_remove("PGOPTIONS")
-        .kill_on_drop(true);
+    cmd.args(connection_args(backend));
+    client_env(&mut cmd);
     cmd
+}
+
+/// psql without ~/.psqlrc, as user `postgres` to database `postgres` on `backend`.
+fn connection_args(backend: &Backend) -> Vec<String> {
+    let port = backend.port().to_string();
+    ["-X", "-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", "postgres", "--no-password"]
+        .map(String::from)
+        .to_vec()
+}
+
+fn client_env(cmd: &mut Command) {
+    cmd.env("PGCONNECT_TIMEOUT", "10").env_remove("PGOPTIONS").kill_on_drop(true);
 }
 
 async fn run(cmd: Command, stdin: Option<&str>) -> Output {
@@ -108,6 +117,51 @@ async fn psql_dash_f() {
     let out = run(cmd, None).await;
     assert_eq!(out.stdout, "n\n2\n(1 row)\n", "stderr: {}", out.stderr);
     assert!(!out.success);
+}
+
+/// psql's describe commands (`\d`, `\dt`, `\di`, `\d NAME`, `\dn`) as a regression script:
+/// `compat/psql/describe.sql` run with `psql -a`, its output (errors included, in order)
+/// compared with `describe.out`, which is what PostgreSQL 15 prints (`TEST_AGAINST_PG=1`
+/// checks that). `UPDATE_EXPECTED=1` rewrites the expected file from the backend's output.
+#[tokio::test]
+async fn describe_commands_print_as_postgresql() {
+    if !psql_available() {
+        return;
+    }
+    let Some(b) = Backend::from_env() else { return };
+    let dir = tests::tests_dir().join("compat/psql");
+    let script = std::fs::read_to_string(dir.join("describe.sql")).expect("read describe.sql");
+    // One stream, so that each error stays next to the command that caused it.
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "exec psql \"$@\" 2>&1", "psql", "-a", "-f", "-"]);
+    cmd.args(connection_args(&b));
+    client_env(&mut cmd);
+    let out = run(cmd, Some(&script)).await;
+    assert!(out.success, "psql failed: {}{}", out.stdout, out.stderr);
+    let expected_path = dir.join("describe.out");
+    if std::env::var("UPDATE_EXPECTED").is_ok_and(|v| v == "1") {
+        std::fs::write(&expected_path, &out.stdout).expect("write describe.out");
+    }
+    let expected = std::fs::read_to_string(&expected_path).expect("read describe.out");
+    if out.stdout != expected {
+        let diff: Vec<String> = expected
+            .lines()
+            .zip(out.stdout.lines())
+            .enumerate()
+            .filter(|(_, (e, a))| e != a)
+            .take(10)
+            .map(|(i, (e, a))| format!("line {}:\n  expected: {e}\n  actual:   {a}", i + 1))
+            .collect();
+        panic!(
+            "{} printed something else than describe.out ({} lines against {}):\n{}\n\nwhole \
+             output:\n{}",
+            b.name(),
+            out.stdout.lines().count(),
+            expected.lines().count(),
+            diff.join("\n"),
+            out.stdout
+        );
+    }
 }
 
 /// Constraint errors as psql shows them, DETAIL lines included: the row that failed NOT

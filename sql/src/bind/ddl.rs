@@ -372,6 +372,7 @@ impl Binder<'_> {
                             columns: vec![pos as u16],
                             unique: true,
                             primary: true,
+                            constraint: true,
                         });
                     }
                     ColumnOption::Unique(u) => {
@@ -382,6 +383,7 @@ impl Binder<'_> {
                             columns: vec![pos as u16],
                             unique: true,
                             primary: false,
+                            constraint: true,
                         })
                     }
                     ColumnOption::ForeignKey(fk) => {
@@ -413,6 +415,7 @@ impl Binder<'_> {
                         columns: positions,
                         unique: true,
                         primary: true,
+                        constraint: true,
                     });
                 }
                 TableConstraint::Unique(u) => {
@@ -430,6 +433,7 @@ impl Binder<'_> {
                         columns: positions,
                         unique: true,
                         primary: false,
+                        constraint: true,
                     });
                 }
                 TableConstraint::ForeignKey(fk) => pending_fk.push((
@@ -519,7 +523,13 @@ impl Binder<'_> {
         };
         Ok(IndexSpec {
             table,
-            def: IndexDef { name, columns: positions, unique: ci.unique, primary: false },
+            def: IndexDef {
+                name,
+                columns: positions,
+                unique: ci.unique,
+                primary: false,
+                constraint: false,
+            },
             if_not_exists: ci.if_not_exists,
         })
     }
@@ -596,7 +606,13 @@ impl Binder<'_> {
                         .unwrap_or_else(|| format!("{}_pkey", table.name));
                     Ok(Command::AddIndex(IndexSpec {
                         table,
-                        def: IndexDef { name, columns: positions, unique: true, primary: true },
+                        def: IndexDef {
+                            name,
+                            columns: positions,
+                            unique: true,
+                            primary: true,
+                            constraint: true,
+                        },
                         if_not_exists: false,
                     }))
                 }
@@ -619,7 +635,13 @@ impl Binder<'_> {
                         .unwrap_or_else(|| format!("{}_{}_key", table.name, cols.join("_")));
                     Ok(Command::AddIndex(IndexSpec {
                         table,
-                        def: IndexDef { name, columns: positions, unique: true, primary: false },
+                        def: IndexDef {
+                            name,
+                            columns: positions,
+                            unique: true,
+                            primary: false,
+                            constraint: true,
+                        },
                         if_not_exists: false,
                     }))
                 }
@@ -724,6 +746,11 @@ fn foreign_key(
 
 /// A foreign key as written: (its columns, the rest of it, its constraint name).
 type PendingFk<'a> = (Vec<String>, &'a ast::ForeignKeyConstraint, Option<String>);
+
+/// Whether `word` (lower case) is one of PostgreSQL's fully reserved key words.
+pub(crate) fn is_reserved(word: &str) -> bool {
+    RESERVED.contains(&word)
+}
 
 /// PostgreSQL's fully reserved key words: they cannot name a table or column unless quoted.
 const RESERVED: &[&str] = &[

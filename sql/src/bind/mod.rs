@@ -16,6 +16,7 @@ use std::sync::Arc;
 use catalog::{DataType, Snapshot, Table};
 use sqlparser::ast::{self as ast, Ident, ObjectName, ObjectNamePart, Spanned};
 
+pub(crate) use ddl::is_reserved;
 pub use ddl::{Command, CreateTable, IndexSpec, SetValue};
 pub(crate) use select::{row_local, walk as walk_expr};
 
@@ -60,12 +61,48 @@ impl Scope {
                     relation: Some(alias.to_string()),
                     name: c.name.clone(),
                     data_type: c.data_type,
-                    source: Some((table.id.0, c.position as i16 + 1)),
+                    source: Some((table.id.oid(), c.position as i16 + 1)),
                 })
                 .collect(),
         }
     }
 }
+
+/// `pg_catalog` relations people query by their bare name (`pg_catalog` is always on
+/// PostgreSQL's search path). Aspen has none of them: they answer `0A000`, not `42P01`.
+const SYSTEM_CATALOGS: &[&str] = &[
+    "pg_am",
+    "pg_attrdef",
+    "pg_attribute",
+    "pg_authid",
+    "pg_class",
+    "pg_collation",
+    "pg_constraint",
+    "pg_database",
+    "pg_description",
+    "pg_enum",
+    "pg_extension",
+    "pg_index",
+    "pg_indexes",
+    "pg_inherits",
+    "pg_locks",
+    "pg_matviews",
+    "pg_namespace",
+    "pg_proc",
+    "pg_roles",
+    "pg_sequence",
+    "pg_sequences",
+    "pg_settings",
+    "pg_stat_activity",
+    "pg_stat_all_tables",
+    "pg_stat_user_tables",
+    "pg_statio_user_tables",
+    "pg_tables",
+    "pg_trigger",
+    "pg_type",
+    "pg_user",
+    "pg_views",
+];
 
 /// Binds statements against one catalog snapshot.
 pub struct Binder<'a> {
@@ -124,10 +161,19 @@ impl<'a> Binder<'a> {
     pub(crate) fn table(&self, name: &ObjectName) -> Result<Arc<Table>> {
         let (schema, table) = self.object_name(name)?;
         let span = self.span_of(name);
-        if let Some(s) = &schema {
-            if s != "public" {
-                return Err(Error::UndefinedTable { name: format!("{s}.{table}"), span });
-            }
+        let system = |schema: &str| Error::Unsupported {
+            feature: format!("system catalog {schema}.{table}"),
+            span,
+        };
+        match schema.as_deref() {
+            None | Some("public") => {}
+            Some(s @ ("pg_catalog" | "information_schema")) => return Err(system(s)),
+            Some(s) => return Err(Error::UndefinedTable { name: format!("{s}.{table}"), span }),
+        }
+        // PostgreSQL searches pg_catalog first: a bare name of one of its relations means
+        // that relation even when `public` has a table of the same name.
+        if schema.is_none() && SYSTEM_CATALOGS.contains(&table.as_str()) {
+            return Err(system("pg_catalog"));
         }
         self.snapshot.table(&table).cloned().ok_or(Error::UndefinedTable { name: table, span })
     }

@@ -1,0 +1,768 @@
+//! psql's describe commands (`\d`, `\dt`, `\di`, `\d NAME`, `\dn`, `\l`), answered from the
+//! catalog.
+//!
+//! psql implements its backslash commands as `pg_catalog` queries, which Aspen does not have
+//! (see [`crate::metadata`] for pgjdbc's). As there, the queries are recognised by their text
+//! and answered with constant rows in the columns and order PostgreSQL 15 gives, so psql prints
+//! what it would print against PostgreSQL:
+//!
+//! - the relation lists (`\d`, `\dt`, `\di`, with or without a pattern) and the lookup that
+//!   starts `\d NAME` are parsed: a fixed select list and `FROM`, then `WHERE` conditions
+//!   from a known set, where psql's name patterns arrive as POSIX regular expressions;
+//! - the queries `\d NAME` then sends for each relation found (its columns, indexes, foreign
+//!   keys, and policies, triggers, partitions … which are always empty here) differ only in the
+//!   relation's OID, so they are kept verbatim in `queries.tsv`, with `$OID` where psql puts it.
+//!
+//! The texts are those of psql 15 talking to a server that reports version 15 (psql picks its
+//! queries by the server's version). Other psql versions send other texts; like any other
+//! `pg_catalog` query they are not recognised and answer `0A000`. A table's OID is
+//! [`catalog::TableId::oid`], an index's [`catalog::IndexId::oid`]; the one schema is `public`,
+//! owned by `pg_database_owner`, and relations are owned by the current user.
+
+use catalog::{DataType, FkAction, Index, Snapshot, Table};
+
+use crate::metadata::{constant, literal, text};
+use crate::plan::{Expr, Func, OutColumn, Plan, Query};
+use crate::types::Value;
+
+/// A recognised psql describe query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Describe {
+    /// `\d`, `\dt`, `\di` (and combinations such as `\dti`), with an optional pattern.
+    List {
+        /// Tables are listed (`relkind` `r` asked for).
+        tables: bool,
+        /// Indexes are listed (`relkind` `i`).
+        indexes: bool,
+        /// The `Table` column of `\di`.
+        table_column: bool,
+        /// The relation name as a regular expression.
+        name: Option<String>,
+        /// The schema name as a regular expression.
+        schema: Option<String>,
+    },
+    /// The first query of `\d NAME`: OIDs and names of the matching relations.
+    Lookup {
+        /// The relation name as a regular expression.
+        name: Option<String>,
+        /// The schema name as a regular expression.
+        schema: Option<String>,
+    },
+    /// One of the per-relation queries of `\d NAME`.
+    Detail {
+        /// Which query.
+        query: Detail,
+        /// The relation's OID.
+        oid: u32,
+    },
+    /// `\dn`.
+    Schemas,
+    /// `\l`.
+    Databases,
+}
+
+/// The per-relation queries of `\d NAME`, named as in `queries.tsv`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// `relkind`, `relhasindex`, `relhastriggers`, access method, …
+    Info,
+    /// A table's columns: type, default, `NOT NULL`.
+    Columns,
+    /// A table's indexes with their constraints.
+    Indexes,
+    /// A table's foreign keys.
+    ForeignKeys,
+    /// The foreign keys that reference a table.
+    ReferencedBy,
+    /// An index's columns.
+    IndexColumns,
+    /// An index's kind and table.
+    IndexInfo,
+    /// A query whose answer is always empty here (policies, statistics, publications,
+    /// triggers, inheritance, partitions), with its number of columns.
+    Empty(usize),
+}
+
+/// The verbatim queries: (name, normalized text with `$OID`).
+fn templates() -> impl Iterator<Item = (&'static str, &'static str)> {
+    include_str!("queries.tsv")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split_once('\t'))
+}
+
+/// What a template's name means.
+fn detail_named(name: &str) -> Option<Describe> {
+    let query = match name {
+        "info" => Detail::Info,
+        "columns" => Detail::Columns,
+        "indexes" => Detail::Indexes,
+        "foreign_keys" => Detail::ForeignKeys,
+        "referenced_by" => Detail::ReferencedBy,
+        "index_columns" => Detail::IndexColumns,
+        "index_info" => Detail::IndexInfo,
+        "policies" => Detail::Empty(6),
+        "statistics" => Detail::Empty(9),
+        "publications" => Detail::Empty(3),
+        "triggers" => Detail::Empty(5),
+        "inherits" => Detail::Empty(1),
+        "partitions" => Detail::Empty(4),
+        "schemas" => return Some(Describe::Schemas),
+        "databases" => return Some(Describe::Databases),
+        _ => return None,
+    };
+    Some(Describe::Detail { query, oid: 0 })
+}
+
+const LIST_SELECT: &str = "SELECT n.nspname as \"Schema\", c.relname as \"Name\", CASE \
+    c.relkind WHEN 'r' THEN 'table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' \
+    WHEN 'i' THEN 'index' WHEN 'S' THEN 'sequence' WHEN 't' THEN 'TOAST table' WHEN 'f' THEN \
+    'foreign table' WHEN 'p' THEN 'partitioned table' WHEN 'I' THEN 'partitioned index' END as \
+    \"Type\", pg_catalog.pg_get_userbyid(c.relowner) as \"Owner\"";
+const LIST_TABLE_COLUMN: &str = ", c2.relname as \"Table\"";
+const LIST_FROM: &str = " FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n ON \
+    n.oid = c.relnamespace LEFT JOIN pg_catalog.pg_am am ON am.oid = c.relam";
+const LIST_INDEX_JOIN: &str = " LEFT JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid LEFT \
+    JOIN pg_catalog.pg_class c2 ON i.indrelid = c2.oid";
+const LIST_KINDS: &str = " WHERE c.relkind IN (";
+const LIST_ORDER: &str = " ORDER BY 1,2";
+const LOOKUP_SELECT: &str = "SELECT c.oid, n.nspname, c.relname FROM pg_catalog.pg_class c \
+    LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE";
+const LOOKUP_ORDER: &str = " ORDER BY 2, 3";
+/// The conditions psql adds to hide system schemas (there are none to hide here).
+const SYSTEM_SCHEMAS: [&str; 3] = [
+    " AND n.nspname <> 'pg_catalog'",
+    " AND n.nspname !~ '^pg_toast'",
+    " AND n.nspname <> 'information_schema'",
+];
+const VISIBLE: &str = " AND pg_catalog.pg_table_is_visible(c.oid)";
+const NAME_MATCH: &str = " AND c.relname OPERATOR(pg_catalog.~) ";
+const SCHEMA_MATCH: &str = " AND n.nspname OPERATOR(pg_catalog.~) ";
+const COLLATE: &str = " COLLATE pg_catalog.default";
+
+/// Recognises a psql describe query in `text` (whitespace normalized, no trailing `;`).
+pub(crate) fn recognize(text: &str) -> Option<Describe> {
+    if let Some(rest) = text.strip_prefix(LIST_SELECT) {
+        let (table_column, rest) = match rest.strip_prefix(LIST_TABLE_COLUMN) {
+            Some(r) => (true, r),
+            None => (false, rest),
+        };
+        let rest = rest.strip_prefix(LIST_FROM)?;
+        let rest = if table_column { rest.strip_prefix(LIST_INDEX_JOIN)? } else { rest };
+        let (kinds, rest) = rest.strip_prefix(LIST_KINDS)?.split_once(')')?;
+        let kinds: Vec<&str> = kinds.split(',').collect();
+        let (name, schema) = conditions(rest.strip_suffix(LIST_ORDER)?)?;
+        return Some(Describe::List {
+            tables: kinds.contains(&"'r'"),
+            indexes: kinds.contains(&"'i'"),
+            table_column,
+            name,
+            schema,
+        });
+    }
+    if let Some(rest) = text.strip_prefix(LOOKUP_SELECT) {
+        let conds = format!(" AND{}", rest.strip_suffix(LOOKUP_ORDER)?);
+        let (name, schema) = conditions(&conds)?;
+        return Some(Describe::Lookup { name, schema });
+    }
+    // The verbatim ones: every OID literal must be the same one.
+    let mut oid = None;
+    let mut templated = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\'') {
+        templated.push_str(&rest[..at]);
+        let (value, after) = literal(&rest[at..])?;
+        if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+            let n: u32 = value.parse().ok()?;
+            if oid.is_some_and(|o| o != n) {
+                return None;
+            }
+            oid = Some(n);
+            templated.push_str("'$OID'");
+        } else {
+            templated.push_str(&rest[at..rest.len() - after.len()]);
+        }
+        rest = after;
+    }
+    templated.push_str(rest);
+    let (name, _) = templates().find(|(_, t)| *t == templated)?;
+    match detail_named(name)? {
+        Describe::Detail { query, .. } => Some(Describe::Detail { query, oid: oid? }),
+        other => Some(other),
+    }
+}
+
+/// Parses psql's `WHERE` conditions after the first one (each starting ` AND `): the
+/// relation and schema name patterns, if any. `None` for any other condition, or a pattern
+/// that is not a valid regular expression.
+fn conditions(mut rest: &str) -> Option<(Option<String>, Option<String>)> {
+    let (mut name, mut schema) = (None, None);
+    while !rest.is_empty() {
+        if let Some(r) = SYSTEM_SCHEMAS.iter().find_map(|c| rest.strip_prefix(c)) {
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix(VISIBLE) {
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix(NAME_MATCH) {
+            let (pattern, r) = literal(r)?;
+            regex::Regex::new(&pattern).ok()?;
+            name = Some(pattern);
+            rest = r.strip_prefix(COLLATE)?;
+        } else if let Some(r) = rest.strip_prefix(SCHEMA_MATCH) {
+            let (pattern, r) = literal(r)?;
+            regex::Regex::new(&pattern).ok()?;
+            schema = Some(pattern);
+            rest = r.strip_prefix(COLLATE)?;
+        } else {
+            return None;
+        }
+    }
+    Some((name, schema))
+}
+
+/// The only schema.
+const SCHEMA: &str = "public";
+
+/// Whether `name` matches an optional regular expression (checked when recognised).
+fn matches(name: &str, pattern: &Option<String>) -> bool {
+    pattern.as_deref().is_none_or(|p| regex::Regex::new(p).is_ok_and(|re| re.is_match(name)))
+}
+
+/// A relation of the catalog: a table, or one of its indexes.
+enum Relation<'a> {
+    Table(&'a Table),
+    Index(&'a Table, &'a Index),
+}
+
+impl Relation<'_> {
+    fn oid(&self) -> u32 {
+        match self {
+            Relation::Table(t) => t.id.oid(),
+            Relation::Index(_, i) => i.id.oid(),
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            Relation::Table(t) => &t.name,
+            Relation::Index(_, i) => &i.name,
+        }
+    }
+}
+
+/// Every relation, tables and their indexes.
+fn relations(snapshot: &Snapshot) -> Vec<Relation<'_>> {
+    let mut out = Vec::new();
+    for t in snapshot.tables() {
+        out.push(Relation::Table(t.as_ref()));
+        out.extend(t.indexes.iter().map(|i| Relation::Index(t.as_ref(), i)));
+    }
+    out
+}
+
+/// The answer to `q` as a constant query over `snapshot`.
+pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
+    match q {
+        Describe::List { tables, indexes, table_column, name, schema } => {
+            let mut rows: Vec<(String, Vec<Expr>)> = Vec::new();
+            if matches(SCHEMA, schema) {
+                for r in relations(snapshot) {
+                    let (kind, table) = match &r {
+                        Relation::Table(_) if *tables => ("table", None),
+                        Relation::Index(t, _) if *indexes => ("index", Some(t.name.as_str())),
+                        _ => continue,
+                    };
+                    if !matches(r.name(), name) {
+                        continue;
+                    }
+                    let mut row = vec![lit(text(SCHEMA)), lit(text(r.name())), lit(text(kind))];
+                    row.push(current_user());
+                    if *table_column {
+                        row.push(lit(table.map_or(Value::Null, text)));
+                    }
+                    rows.push((r.name().to_string(), row));
+                }
+            }
+            rows.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut cols = vec!["Schema", "Name", "Type", "Owner"];
+            if *table_column {
+                cols.push("Table");
+            }
+            query(cols.into_iter().map(|c| (c, DataType::Text)).collect(), strip(rows))
+        }
+        Describe::Lookup { name, schema } => {
+            let mut rows: Vec<(String, Vec<Value>)> = Vec::new();
+            if matches(SCHEMA, schema) {
+                for r in relations(snapshot).iter().filter(|r| matches(r.name(), name)) {
+                    let row = vec![text(&r.oid().to_string()), text(SCHEMA), text(r.name())];
+                    rows.push((r.name().to_string(), row));
+                }
+            }
+            rows.sort_by(|a, b| a.0.cmp(&b.0));
+            let cols = vec![("oid", DataType::Text), ("nspname", DataType::Text)];
+            constant([cols, vec![("relname", DataType::Text)]].concat(), strip(rows))
+        }
+        Describe::Detail { query: which, oid } => {
+            let relation = relations(snapshot).into_iter().find(|r| r.oid() == *oid);
+            detail(snapshot, *which, relation)
+        }
+        Describe::Schemas => constant(
+            vec![("Name", DataType::Text), ("Owner", DataType::Text)],
+            vec![vec![text(SCHEMA), text("pg_database_owner")]],
+        ),
+        Describe::Databases => {
+            let row = vec![
+                Expr::Func(Func::CurrentDatabase, vec![]),
+                current_user(),
+                lit(text("UTF8")),
+                lit(text("C")),
+                lit(text("C")),
+                lit(Value::Null),
+                lit(text("libc")),
+                lit(Value::Null),
+            ];
+            let cols = [
+                "Name",
+                "Owner",
+                "Encoding",
+                "Collate",
+                "Ctype",
+                "ICU Locale",
+                "Locale Provider",
+                "Access privileges",
+            ];
+            query(cols.iter().map(|c| (*c, DataType::Text)).collect(), vec![row])
+        }
+    }
+}
+
+/// One of `\d NAME`'s per-relation queries about `relation` (`None`: no such OID, no rows).
+fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) -> Query {
+    let t = DataType::Text;
+    let b = DataType::Bool;
+    let (cols, rows): (Vec<(&str, DataType)>, Vec<Vec<Value>>) = match which {
+        Detail::Info => {
+            let cols = vec![
+                ("relchecks", DataType::Int16),
+                ("relkind", t),
+                ("relhasindex", b),
+                ("relhasrules", b),
+                ("relhastriggers", b),
+                ("relrowsecurity", b),
+                ("relforcerowsecurity", b),
+                ("relhasoids", b),
+                ("relispartition", b),
+                ("?column?", t),
+                ("reltablespace", t),
+                ("reloftype", t),
+                ("relpersistence", t),
+                ("relreplident", t),
+                ("amname", t),
+            ];
+            let rows = relation.iter().map(|r| {
+                let (kind, has_index, triggers, replident, am) = match r {
+                    // Foreign keys are triggers in PostgreSQL, on both tables.
+                    Relation::Table(t) => {
+                        let referenced = snapshot
+                            .tables()
+                            .any(|o| o.foreign_keys.iter().any(|fk| fk.ref_table == t.id));
+                        let triggers = referenced || !t.foreign_keys.is_empty();
+                        ("r", !t.indexes.is_empty(), triggers, "d", "heap")
+                    }
+                    Relation::Index(..) => ("i", false, false, "n", "btree"),
+                };
+                let mut row = vec![Value::Int16(0), text(kind), Value::Bool(has_index)];
+                row.extend([Value::Bool(false), Value::Bool(triggers)]);
+                row.extend([false; 4].map(Value::Bool));
+                row.extend([text(""), text("0"), text(""), text("p"), text(replident), text(am)]);
+                row
+            });
+            (cols, rows.collect())
+        }
+        Detail::Columns => {
+            let cols = vec![
+                ("attname", t),
+                ("format_type", t),
+                ("pg_get_expr", t),
+                ("attnotnull", b),
+                ("attcollation", t),
+                ("attidentity", t),
+                ("attgenerated", t),
+            ];
+            let rows = match relation {
+                Some(Relation::Table(table)) => table
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        vec![
+                            text(&c.name),
+                            text(&c.data_type.sql_name()),
+                            c.default.as_ref().map_or(Value::Null, |d| {
+                                deparse_default(&d.sql, c.data_type)
+                                    .map_or(Value::Null, |d| text(&d))
+                            }),
+                            Value::Bool(c.not_null),
+                            Value::Null,
+                            text(""),
+                            text(""),
+                        ]
+                    })
+                    .collect(),
+                _ => vec![],
+            };
+            (cols, rows)
+        }
+        Detail::Indexes => {
+            let cols = vec![
+                ("relname", t),
+                ("indisprimary", b),
+                ("indisunique", b),
+                ("indisclustered", b),
+                ("indisvalid", b),
+                ("pg_get_indexdef", t),
+                ("pg_get_constraintdef", t),
+                ("contype", t),
+                ("condeferrable", b),
+                ("condeferred", b),
+                ("indisreplident", b),
+                ("reltablespace", t),
+            ];
+            let mut rows = Vec::new();
+            if let Some(Relation::Table(table)) = relation {
+                for i in &table.indexes {
+                    let (condef, contype, deferrable) = match constraint_def(table, i) {
+                        Some((def, kind)) => (text(&def), text(kind), Value::Bool(false)),
+                        None => (Value::Null, Value::Null, Value::Null),
+                    };
+                    let row = vec![
+                        text(&i.name),
+                        Value::Bool(i.primary),
+                        Value::Bool(i.unique),
+                        Value::Bool(false),
+                        Value::Bool(true),
+                        text(&index_def(table, i)),
+                        condef,
+                        contype,
+                        deferrable.clone(),
+                        deferrable,
+                        Value::Bool(false),
+                        text("0"),
+                    ];
+                    rows.push(((!i.primary, i.name.clone()), row));
+                }
+            }
+            rows.sort_by(|a, b| a.0.cmp(&b.0));
+            (cols, strip(rows))
+        }
+        Detail::ForeignKeys => {
+            let cols = vec![("sametable", b), ("conname", t), ("condef", t), ("ontable", t)];
+            let mut rows = Vec::new();
+            if let Some(Relation::Table(table)) = relation {
+                for fk in &table.foreign_keys {
+                    let def = foreign_key_def(snapshot, table, fk);
+                    let row = vec![
+                        Value::Bool(true),
+                        text(&fk.name),
+                        text(&def),
+                        text(&ident(&table.name)),
+                    ];
+                    rows.push((fk.name.clone(), row));
+                }
+            }
+            rows.sort_by(|a, b| a.0.cmp(&b.0));
+            (cols, strip(rows))
+        }
+        Detail::ReferencedBy => {
+            let cols = vec![("conname", t), ("ontable", t), ("condef", t)];
+            let mut rows = Vec::new();
+            if let Some(Relation::Table(table)) = relation {
+                for other in snapshot.tables() {
+                    for fk in other.foreign_keys.iter().filter(|fk| fk.ref_table == table.id) {
+                        let def = foreign_key_def(snapshot, other, fk);
+                        let row = vec![text(&fk.name), text(&ident(&other.name)), text(&def)];
+                        rows.push((fk.name.clone(), row));
+                    }
+                }
+            }
+            rows.sort_by(|a, b| a.0.cmp(&b.0));
+            (cols, strip(rows))
+        }
+        Detail::IndexColumns => {
+            let cols = vec![("attname", t), ("format_type", t), ("is_key", t), ("indexdef", t)];
+            let rows = match relation {
+                Some(Relation::Index(table, index)) => index
+                    .columns
+                    .iter()
+                    .map(|p| {
+                        let c = &table.columns[usize::from(*p)];
+                        let sql_name = c.data_type.sql_name();
+                        vec![text(&c.name), text(&sql_name), text("yes"), text(&ident(&c.name))]
+                    })
+                    .collect(),
+                _ => vec![],
+            };
+            (cols, rows)
+        }
+        Detail::IndexInfo => {
+            let cols = vec![
+                ("indisunique", b),
+                ("indisprimary", b),
+                ("indisclustered", b),
+                ("indisvalid", b),
+                ("condeferrable", b),
+                ("condeferred", b),
+                ("indisreplident", b),
+                ("indnullsnotdistinct", b),
+                ("amname", t),
+                ("relname", t),
+                ("pg_get_expr", t),
+            ];
+            let rows = match relation {
+                Some(Relation::Index(table, i)) => {
+                    let mut row = vec![Value::Bool(i.unique), Value::Bool(i.primary)];
+                    row.extend([false, true, false, false, false, false].map(Value::Bool));
+                    row.extend([text("btree"), text(&table.name), Value::Null]);
+                    vec![row]
+                }
+                _ => vec![],
+            };
+            (cols, rows)
+        }
+        Detail::Empty(n) => {
+            let names = ["a", "b", "c", "d", "e", "f", "g", "h", "i"];
+            (names[..n.min(names.len())].iter().map(|c| (*c, t)).collect(), vec![])
+        }
+    };
+    constant(cols, rows)
+}
+
+/// `pg_get_indexdef`: `CREATE [UNIQUE] INDEX name ON public.table USING btree (cols)`.
+fn index_def(table: &Table, index: &Index) -> String {
+    format!(
+        "CREATE {}INDEX {} ON {SCHEMA}.{} USING btree ({})",
+        if index.unique { "UNIQUE " } else { "" },
+        ident(&index.name),
+        ident(&table.name),
+        column_list(table, &index.columns)
+    )
+}
+
+/// `pg_get_constraintdef` of the constraint an index backs, and its `contype`.
+fn constraint_def(table: &Table, index: &Index) -> Option<(String, &'static str)> {
+    let columns = column_list(table, &index.columns);
+    match (index.primary, index.constraint) {
+        (true, _) => Some((format!("PRIMARY KEY ({columns})"), "p")),
+        (false, true) => Some((format!("UNIQUE ({columns})"), "u")),
+        (false, false) => None,
+    }
+}
+
+/// `pg_get_constraintdef` of a foreign key of `table`.
+fn foreign_key_def(snapshot: &Snapshot, table: &Table, fk: &catalog::ForeignKey) -> String {
+    let (target, target_columns) = match snapshot.table_by_id(fk.ref_table) {
+        Some(t) => (ident(&t.name), column_list(t, &fk.ref_columns)),
+        None => ("?".into(), String::new()),
+    };
+    let on_delete = match fk.on_delete {
+        FkAction::Cascade => " ON DELETE CASCADE",
+        FkAction::NoAction => "",
+    };
+    format!(
+        "FOREIGN KEY ({}) REFERENCES {target}({target_columns}){on_delete}",
+        column_list(table, &fk.columns)
+    )
+}
+
+/// The named columns, as PostgreSQL lists them: `a, b`.
+fn column_list(table: &Table, positions: &[u16]) -> String {
+    let names = positions.iter().filter_map(|p| table.columns.get(usize::from(*p)));
+    names.map(|c| ident(&c.name)).collect::<Vec<_>>().join(", ")
+}
+
+/// An identifier as PostgreSQL prints it (`quote_ident`): bare when it is lower case letters,
+/// digits and underscores and not a reserved word, quoted otherwise.
+fn ident(name: &str) -> String {
+    let bare = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !crate::bind::is_reserved(name);
+    if bare {
+        name.to_string()
+    } else {
+        crate::copy::quote_ident(name)
+    }
+}
+
+/// A column default as `pg_get_expr` prints it, for the forms people write; anything else is
+/// shown as it was written. `None` for `DEFAULT NULL`, which PostgreSQL does not keep.
+///
+/// - A string literal became a constant of the column's type when the table was created: it
+///   prints in the type's output form, with a cast unless the bare form reads back as the
+///   same type (non-negative `integer` and `numeric`, and `boolean`).
+/// - A number keeps its own type (`integer`, `bigint` or `numeric` by its form) and prints the
+///   same way.
+/// - The SQL-standard functions print in upper case, `now()` as is.
+fn deparse_default(sql: &str, data_type: DataType) -> Option<String> {
+    let trimmed = sql.trim();
+    let upper = trimmed.to_ascii_uppercase();
+    match upper.as_str() {
+        "NULL" => return None,
+        "TRUE" | "FALSE" => return Some(trimmed.to_ascii_lowercase()),
+        "CURRENT_TIMESTAMP" | "CURRENT_DATE" | "LOCALTIMESTAMP" => return Some(upper),
+        "NOW()" => return Some("now()".into()),
+        _ => {}
+    }
+    if let Some((value, "")) = literal(trimmed) {
+        let Ok(constant) = crate::types::parse_text(&value, &data_type) else {
+            return Some(trimmed.to_string());
+        };
+        return Some(constant_text(&crate::types::format_text(&constant, &data_type), data_type));
+    }
+    let digits = trimmed.strip_prefix('-').map_or(trimmed, str::trim_start);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let number =
+            if digits.len() < trimmed.len() { format!("-{digits}") } else { digits.into() };
+        let literal_type = if digits.contains('.') {
+            DataType::Numeric(None)
+        } else if number.parse::<i32>().is_ok() {
+            DataType::Int32
+        } else if number.parse::<i64>().is_ok() {
+            DataType::Int64
+        } else {
+            DataType::Numeric(None)
+        };
+        return Some(constant_text(&number, literal_type));
+    }
+    Some(trimmed.to_string())
+}
+
+/// A constant of `data_type` whose output form is `value`, as `get_const_expr` prints it.
+fn constant_text(value: &str, data_type: DataType) -> String {
+    match (data_type, value) {
+        (DataType::Bool, "t") => return "true".into(),
+        (DataType::Bool, "f") => return "false".into(),
+        _ => {}
+    }
+    let bare = match data_type {
+        DataType::Int32 | DataType::Numeric(_) => !value.starts_with('-') && value != "NaN",
+        _ => false,
+    };
+    if bare {
+        return value.to_string();
+    }
+    let cast = match data_type {
+        DataType::Varchar(_) => "character varying".to_string(),
+        DataType::Char(_) => "bpchar".to_string(),
+        other => other.base_name(),
+    };
+    format!("'{}'::{cast}", value.replace('\'', "''"))
+}
+
+fn lit(v: Value) -> Expr {
+    Expr::Literal(v)
+}
+
+fn current_user() -> Expr {
+    Expr::Func(Func::CurrentUser, vec![])
+}
+
+/// The rows of `(key, row)` pairs, keys dropped.
+fn strip<K, R>(rows: Vec<(K, R)>) -> Vec<R> {
+    rows.into_iter().map(|(_, r)| r).collect()
+}
+
+/// A query of rows that may hold expressions (the current user, the database).
+fn query(columns: Vec<(&str, DataType)>, rows: Vec<Vec<Expr>>) -> Query {
+    let width = columns.len();
+    Query {
+        plan: Plan::Values { rows, width },
+        columns: columns
+            .into_iter()
+            .map(|(name, data_type)| OutColumn { name: name.to_string(), data_type, source: None })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_are_normalized_and_named() {
+        let mut n = 0;
+        for (name, text) in templates() {
+            assert_eq!(text.split_whitespace().collect::<Vec<_>>().join(" "), text, "{name}");
+            assert!(detail_named(name).is_some(), "unknown template {name}");
+            n += 1;
+        }
+        assert_eq!(n, 15);
+    }
+
+    #[test]
+    fn detail_queries_carry_one_oid() {
+        let (_, info) = templates().find(|(n, _)| *n == "info").unwrap();
+        let q = info.replace("$OID", "16386");
+        assert_eq!(recognize(&q), Some(Describe::Detail { query: Detail::Info, oid: 16386 }));
+        let (_, refs) = templates().find(|(n, _)| *n == "referenced_by").unwrap();
+        let two = refs.replacen("$OID", "16386", 1).replacen("$OID", "16388", 1);
+        assert_eq!(recognize(&two), None, "two different OIDs");
+        assert_eq!(recognize(&info.replace("$OID", "x")), None);
+    }
+
+    #[test]
+    fn list_conditions_parse() {
+        let q = format!(
+            "{LIST_SELECT}{LIST_FROM} WHERE c.relkind IN ('r','p','t','s','') AND c.relname \
+             OPERATOR(pg_catalog.~) '^(u.*)$' COLLATE pg_catalog.default AND n.nspname \
+             OPERATOR(pg_catalog.~) '^(public)$' COLLATE pg_catalog.default{LIST_ORDER}"
+        );
+        let want = Describe::List {
+            tables: true,
+            indexes: false,
+            table_column: false,
+            name: Some("^(u.*)$".into()),
+            schema: Some("^(public)$".into()),
+        };
+        assert_eq!(recognize(&q), Some(want));
+        let other = q.replace(" AND n.nspname", " OR n.nspname");
+        assert_eq!(recognize(&other), None);
+        let bad = q.replace("^(u.*)$", "^(u[)$");
+        assert_eq!(recognize(&bad), None, "not a regular expression");
+    }
+
+    #[test]
+    fn defaults_print_as_pg_get_expr_does() {
+        // What PostgreSQL 15's `\d` printed for these (2026-11-26).
+        let cases = [
+            ("7", DataType::Int64, "7"),
+            ("'7'", DataType::Int64, "'7'::bigint"),
+            ("'1.5'", DataType::Numeric(None), "1.5"),
+            ("'x'", DataType::Text, "'x'::text"),
+            ("'it''s'", DataType::Varchar(Some(10)), "'it''s'::character varying"),
+            ("'x'", DataType::Char(3), "'x  '::bpchar"),
+            (
+                "'2020-01-01 00:00'",
+                DataType::Timestamp,
+                "'2020-01-01 00:00:00'::timestamp without time zone",
+            ),
+            ("'t'", DataType::Bool, "true"),
+            ("current_timestamp", DataType::Timestamp, "CURRENT_TIMESTAMP"),
+            ("-7", DataType::Int32, "'-7'::integer"),
+            ("'-7'", DataType::Int32, "'-7'::integer"),
+            ("-1.5", DataType::Float64, "'-1.5'::numeric"),
+            ("2147483648", DataType::Int32, "'2147483648'::bigint"),
+            ("0.0", DataType::Numeric(Some((12, 2))), "0.0"),
+            ("1 + 2", DataType::Int32, "1 + 2"),
+        ];
+        for (sql, ty, want) in cases {
+            assert_eq!(deparse_default(sql, ty).as_deref(), Some(want), "{sql}");
+        }
+        assert_eq!(deparse_default("NULL", DataType::Text), None);
+    }
+
+    #[test]
+    fn identifiers_are_quoted_when_needed() {
+        assert_eq!(ident("abc_1"), "abc_1");
+        assert_eq!(ident("Abc"), "\"Abc\"");
+        assert_eq!(ident("order"), "\"order\"");
+        assert_eq!(ident("1a"), "\"1a\"");
+    }
+}
