@@ -1,5 +1,5 @@
-//! psql's describe commands (`\d`, `\dt`, `\di`, `\d NAME`, `\dn`, `\l`), answered from the
-//! catalog.
+//! psql's describe commands (`\d`, `\dt`, `\di`, `\d NAME`, `\d+ NAME`, `\dn`, `\l`), answered
+//! from the catalog.
 //!
 //! psql implements its backslash commands as `pg_catalog` queries, which Aspen does not have
 //! (see [`crate::metadata`] for pgjdbc's). As there, the queries are recognised by their text
@@ -9,9 +9,13 @@
 //! - the relation lists (`\d`, `\dt`, `\di`, with or without a pattern) and the lookup that
 //!   starts `\d NAME` are parsed: a fixed select list and `FROM`, then `WHERE` conditions
 //!   from a known set, where psql's name patterns arrive as POSIX regular expressions;
-//! - the queries `\d NAME` then sends for each relation found (its columns, indexes, foreign
-//!   keys, and policies, triggers, partitions … which are always empty here) differ only in the
-//!   relation's OID, so they are kept verbatim in `queries.tsv`, with `$OID` where psql puts it.
+//! - the queries `\d NAME` and `\d+ NAME` then send for each relation found (its columns,
+//!   indexes, foreign keys, and policies, triggers, partitions … which are always empty here)
+//!   differ only in the relation's OID, so they are kept verbatim in `queries.tsv`, with
+//!   `$OID` where psql puts it.
+//!
+//! `\dt+` and `\di+` are not answered: their `Size` column has no honest value for rows that
+//! live in memory.
 //!
 //! The texts are those of psql 15 talking to a server that reports version 15 (psql picks its
 //! queries by the server's version). Other psql versions send other texts; like any other
@@ -66,16 +70,23 @@ pub enum Describe {
 pub enum Detail {
     /// `relkind`, `relhasindex`, `relhastriggers`, access method, …
     Info,
-    /// A table's columns: type, default, `NOT NULL`.
-    Columns,
+    /// A table's columns: type, default, `NOT NULL`; with `verbose` (`\d+`) also storage,
+    /// compression, statistics target and description.
+    Columns {
+        /// `\d+`.
+        verbose: bool,
+    },
     /// A table's indexes with their constraints.
     Indexes,
     /// A table's foreign keys.
     ForeignKeys,
     /// The foreign keys that reference a table.
     ReferencedBy,
-    /// An index's columns.
-    IndexColumns,
+    /// An index's columns; with `verbose` (`\d+`) also storage and statistics target.
+    IndexColumns {
+        /// `\d+`.
+        verbose: bool,
+    },
     /// An index's kind and table.
     IndexInfo,
     /// A query whose answer is always empty here (policies, statistics, publications,
@@ -94,12 +105,14 @@ fn templates() -> impl Iterator<Item = (&'static str, &'static str)> {
 /// What a template's name means.
 fn detail_named(name: &str) -> Option<Describe> {
     let query = match name {
-        "info" => Detail::Info,
-        "columns" => Detail::Columns,
+        "info" | "info_verbose" => Detail::Info,
+        "columns" => Detail::Columns { verbose: false },
+        "columns_verbose" => Detail::Columns { verbose: true },
         "indexes" => Detail::Indexes,
         "foreign_keys" => Detail::ForeignKeys,
         "referenced_by" => Detail::ReferencedBy,
-        "index_columns" => Detail::IndexColumns,
+        "index_columns" => Detail::IndexColumns { verbose: false },
+        "index_columns_verbose" => Detail::IndexColumns { verbose: true },
         "index_info" => Detail::IndexInfo,
         "policies" => Detail::Empty(6),
         "statistics" => Detail::Empty(9),
@@ -378,8 +391,8 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
             });
             (cols, rows.collect())
         }
-        Detail::Columns => {
-            let cols = vec![
+        Detail::Columns { verbose } => {
+            let mut cols = vec![
                 ("attname", t),
                 ("format_type", t),
                 ("pg_get_expr", t),
@@ -388,23 +401,35 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                 ("attidentity", t),
                 ("attgenerated", t),
             ];
+            if verbose {
+                cols.extend([
+                    ("attstorage", t),
+                    ("attcompression", t),
+                    ("attstattarget", t),
+                    ("col_description", t),
+                ]);
+            }
             let rows = match relation {
                 Some(Relation::Table(table)) => table
                     .columns
                     .iter()
                     .map(|c| {
-                        vec![
+                        let default =
+                            c.default.as_ref().and_then(|d| deparse_default(&d.sql, c.data_type));
+                        let mut row = vec![
                             text(&c.name),
                             text(&c.data_type.sql_name()),
-                            c.default.as_ref().map_or(Value::Null, |d| {
-                                deparse_default(&d.sql, c.data_type)
-                                    .map_or(Value::Null, |d| text(&d))
-                            }),
+                            default.map_or(Value::Null, |d| text(&d)),
                             Value::Bool(c.not_null),
                             Value::Null,
                             text(""),
                             text(""),
-                        ]
+                        ];
+                        if verbose {
+                            row.extend([text(storage(c.data_type)), text(""), Value::Null]);
+                            row.push(Value::Null);
+                        }
+                        row
                     })
                     .collect(),
                 _ => vec![],
@@ -486,8 +511,11 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
             rows.sort_by(|a, b| a.0.cmp(&b.0));
             (cols, strip(rows))
         }
-        Detail::IndexColumns => {
-            let cols = vec![("attname", t), ("format_type", t), ("is_key", t), ("indexdef", t)];
+        Detail::IndexColumns { verbose } => {
+            let mut cols = vec![("attname", t), ("format_type", t), ("is_key", t), ("indexdef", t)];
+            if verbose {
+                cols.extend([("attstorage", t), ("attstattarget", t)]);
+            }
             let rows = match relation {
                 Some(Relation::Index(table, index)) => index
                     .columns
@@ -495,7 +523,16 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                     .map(|p| {
                         let c = &table.columns[usize::from(*p)];
                         let sql_name = c.data_type.sql_name();
-                        vec![text(&c.name), text(&sql_name), text("yes"), text(&ident(&c.name))]
+                        let mut row = vec![
+                            text(&c.name),
+                            text(&sql_name),
+                            text("yes"),
+                            text(&ident(&c.name)),
+                        ];
+                        if verbose {
+                            row.extend([text(storage(c.data_type)), Value::Null]);
+                        }
+                        row
                     })
                     .collect(),
                 _ => vec![],
@@ -533,6 +570,16 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
         }
     };
     constant(cols, rows)
+}
+
+/// `attstorage` of a column of type `data_type` (PostgreSQL's `typstorage`): `p` plain for
+/// fixed-length types, `m` main for numeric, `x` extended for the other variable-length ones.
+fn storage(data_type: DataType) -> &'static str {
+    match data_type {
+        DataType::Numeric(_) => "m",
+        DataType::Varchar(_) | DataType::Char(_) | DataType::Text | DataType::Bytea => "x",
+        _ => "p",
+    }
 }
 
 /// `pg_get_indexdef`: `CREATE [UNIQUE] INDEX name ON public.table USING btree (cols)`.
@@ -693,7 +740,7 @@ mod tests {
             assert!(detail_named(name).is_some(), "unknown template {name}");
             n += 1;
         }
-        assert_eq!(n, 15);
+        assert_eq!(n, 18);
     }
 
     #[test]

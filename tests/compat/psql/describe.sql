@@ -1,6 +1,6 @@
 -- psql's describe commands print what they print against PostgreSQL 15: \d, \dt, \di (with
--- and without a pattern), \d NAME for tables and indexes, and \dn. Run with `psql -X -a -f`;
--- the expected output is describe.out, the same against Aspen and PostgreSQL 15.
+-- and without a pattern), \d NAME and \d+ NAME for tables and indexes, and \dn. Run with
+-- `psql -X -a -f`; the expected output is describe.out, the same against Aspen and PostgreSQL 15.
 \d
 \dt nothing*
 create table warehouse (w_id int primary key, w_name varchar(10) not null, w_tax numeric(4,4), w_ytd numeric(12,2) default 0.0);
@@ -26,3 +26,7 @@ alter table history add constraint history_data_key unique (h_data);
 \d history_data_key
 \d no_such_table
 \dn
+\d+ district
+\d+ "Mixed Case"
+\d+ district_name_w
+\d+ warehouse
