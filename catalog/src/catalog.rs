@@ -34,6 +34,44 @@ const FIRST_ID: u32 = 1;
 /// PostgreSQL's limit on the number of columns in a table.
 const MAX_COLUMNS: usize = 1600;
 
+/// Prefix of sequence keys: `sequence/`, the owning table's id (10 digits), `/`, the column's
+/// position (5 digits). The value is the largest value the sequence may have handed out.
+pub(crate) const SEQUENCE_PREFIX: &str = "sequence/";
+
+/// Values a sequence reserves at once at first ([`Catalog::nextval`]); each further
+/// reservation doubles it, up to [`MAX_SEQUENCE_CHUNK`].
+const FIRST_SEQUENCE_CHUNK: i128 = 32;
+/// The most values one reservation covers: a crash skips at most this many.
+const MAX_SEQUENCE_CHUNK: i128 = 1 << 16;
+
+/// The store key of the sequence owned by column `position` of table `table`.
+pub(crate) fn sequence_key(table: TableId, position: u16) -> String {
+    format!("{SEQUENCE_PREFIX}{:010}/{position:05}", table.0)
+}
+
+/// The table and column of a sequence key, if `key` is one.
+fn parse_sequence_key(key: &str) -> Option<(TableId, u16)> {
+    let (table, position) = key.strip_prefix(SEQUENCE_PREFIX)?.split_once('/')?;
+    Some((TableId(table.parse().ok()?), position.parse().ok()?))
+}
+
+/// The counter of one sequence. Not transactional: a value handed out is never handed out
+/// again, whether or not the transaction that took it commits.
+#[derive(Debug)]
+struct SequenceCounter {
+    /// The value the next `nextval` returns (outside the sequence's range once it is used
+    /// up). `i128`, so that stepping past `i64::MAX` cannot overflow.
+    next: i128,
+    /// The largest (for a descending sequence, smallest) value the store covers: `nextval`
+    /// writes a new one before it returns a value beyond it. `None`: nothing written yet.
+    covered: Option<i128>,
+    /// How many values the next reservation covers.
+    chunk: i128,
+}
+
+/// Sequence counters by owning table and column.
+type SequenceCounters = std::collections::HashMap<(TableId, u16), Arc<Mutex<SequenceCounter>>>;
+
 /// The store key of table `id`.
 pub(crate) fn table_key(id: TableId) -> String {
     format!("{TABLE_PREFIX}{:010}", id.0)
@@ -250,7 +288,8 @@ impl PreparedDdl<'_> {
     }
 }
 
-/// The schema catalog: owns the store and publishes snapshots.
+/// The schema catalog: owns the store and publishes snapshots, and keeps the counters of the
+/// sequences of `serial` and identity columns.
 ///
 /// - Readers call [`Catalog::snapshot`], which is lock-free and never waits for DDL.
 /// - DDL operations are serialized by one writer lock. Each one is durable before it is
@@ -268,6 +307,9 @@ pub struct Catalog {
     current: ArcSwap<Snapshot>,
     /// The writer lock. Held for the whole validate → persist → publish sequence.
     writer: Mutex<Counters>,
+    /// Sequence counters by owning table and column, made at first use (or at load, from the
+    /// store). Each has its own lock, so that only users of one sequence wait for its writes.
+    sequences: Mutex<SequenceCounters>,
 }
 
 impl Catalog {
@@ -286,20 +328,180 @@ impl Catalog {
     /// (see the crate doc).
     pub fn with_store(store: Box<dyn CatalogStore>) -> Result<Catalog, Error> {
         let entries = store.load_all()?;
-        let (snapshot, counters) = if entries.is_empty() {
+        let (snapshot, counters, covered) = if entries.is_empty() {
             let counters = Counters { next_table_id: FIRST_ID, next_index_id: FIRST_ID };
             let version = CatalogVersion(0);
             store.write_batch(meta_puts(version, counters), Vec::new())?;
-            (Snapshot::empty(version), counters)
+            (Snapshot::empty(version), counters, Vec::new())
         } else {
             load(entries)?
         };
         tracing::debug!(version = snapshot.version().0, "catalog loaded");
+        // A restarted sequence continues after the last value it may have handed out.
+        let mut sequences = std::collections::HashMap::new();
+        for ((table, position), covered) in covered {
+            let Some(seq) = snapshot
+                .table_by_id(table)
+                .and_then(|t| t.columns.get(usize::from(position)))
+                .and_then(|c| c.sequence.as_ref())
+            else {
+                continue;
+            };
+            let counter = SequenceCounter {
+                next: i128::from(covered) + i128::from(seq.increment),
+                covered: Some(covered.into()),
+                chunk: FIRST_SEQUENCE_CHUNK,
+            };
+            sequences.insert((table, position), Arc::new(Mutex::new(counter)));
+        }
         Ok(Catalog {
             store,
             current: ArcSwap::from_pointee(snapshot),
             writer: Mutex::new(counters),
+            sequences: Mutex::new(sequences),
         })
+    }
+
+    /// `nextval`: the next value of `seq`, the sequence of column `position` of table `table`
+    /// (as the caller's snapshot defines it; the table may be one its transaction is still
+    /// creating). Not transactional, like PostgreSQL's: every call returns a new value.
+    ///
+    /// Durable before it is returned: values are reserved in chunks by a synced store write
+    /// (32 values at first, doubling up to 65536), and after a restart the sequence continues
+    /// after the reserved ones, so a value is never returned twice, and a crash skips at most
+    /// one chunk.
+    ///
+    /// Errors: [`Error::SequenceLimit`] once the sequence has returned its last value;
+    /// [`Error::Store`] if the reservation cannot be written.
+    pub fn nextval(
+        &self,
+        table: TableId,
+        position: u16,
+        seq: &crate::Sequence,
+    ) -> Result<i64, Error> {
+        let counter = self.sequence_counter(table, position, seq);
+        let mut c = counter.lock();
+        let value = c.next;
+        let increment = i128::from(seq.increment);
+        if value > seq.max.into() || value < seq.min.into() {
+            let (bound, which) =
+                if increment > 0 { (seq.max, "maximum") } else { (seq.min, "minimum") };
+            return Err(Error::SequenceLimit {
+                message: format!(
+                    "nextval: reached {which} value of sequence \"{}\" ({bound})",
+                    seq.name
+                ),
+                exhausted: true,
+            });
+        }
+        let covered =
+            c.covered.is_some_and(|l| if increment > 0 { value <= l } else { value >= l });
+        if !covered {
+            let end = (value + increment * (c.chunk - 1)).clamp(seq.min.into(), seq.max.into());
+            self.write_sequence(table, position, end)?;
+            c.covered = Some(end);
+            c.chunk = (c.chunk * 2).min(MAX_SEQUENCE_CHUNK);
+        }
+        c.next = value + increment;
+        Ok(value as i64)
+    }
+
+    /// `setval`: the sequence's next `nextval` returns `value` plus its increment
+    /// (`is_called`), or `value` itself. Written to the store before it returns.
+    ///
+    /// Errors: [`Error::SequenceLimit`] if `value` is outside the sequence's range.
+    pub fn setval(
+        &self,
+        table: TableId,
+        position: u16,
+        seq: &crate::Sequence,
+        value: i64,
+        is_called: bool,
+    ) -> Result<(), Error> {
+        if value > seq.max || value < seq.min {
+            return Err(Error::SequenceLimit {
+                message: format!(
+                    "setval: value {value} is out of bounds for sequence \"{}\" ({}..{})",
+                    seq.name, seq.min, seq.max
+                ),
+                exhausted: false,
+            });
+        }
+        let counter = self.sequence_counter(table, position, seq);
+        let mut c = counter.lock();
+        let increment = i128::from(seq.increment);
+        let next = if is_called { i128::from(value) + increment } else { value.into() };
+        // Covered up to the value before `next`: a restart continues at `next`.
+        self.write_sequence(table, position, next - increment)?;
+        c.covered = Some(next - increment);
+        c.chunk = FIRST_SEQUENCE_CHUNK;
+        c.next = next;
+        Ok(())
+    }
+
+    /// Writes where every sequence stands exactly (its last value handed out), so that a
+    /// restart after a clean shutdown skips no value. Call when no session is left.
+    pub fn settle_sequences(&self) -> Result<(), Error> {
+        let counters: Vec<_> = self.sequences.lock().iter().map(|(k, c)| (*k, c.clone())).collect();
+        let snapshot = self.snapshot();
+        let mut puts = Vec::new();
+        let mut settled = Vec::new();
+        for ((table, position), counter) in counters {
+            let c = counter.lock();
+            let Some(seq) = snapshot
+                .table_by_id(table)
+                .and_then(|t| t.columns.get(usize::from(position)))
+                .and_then(|c| c.sequence.as_ref())
+            else {
+                continue;
+            };
+            let last = c.next - i128::from(seq.increment);
+            if c.covered.is_some_and(|covered| covered != last) {
+                let Ok(value) = i64::try_from(last) else { continue };
+                puts.push((sequence_key(table, position), value.to_string().into_bytes()));
+                settled.push((counter.clone(), last));
+            }
+        }
+        if puts.is_empty() {
+            return Ok(());
+        }
+        {
+            let _writer = self.writer.lock();
+            self.store.write_batch(puts, Vec::new())?;
+        }
+        for (counter, last) in settled {
+            let mut c = counter.lock();
+            c.covered = Some(last);
+            c.chunk = FIRST_SEQUENCE_CHUNK;
+        }
+        Ok(())
+    }
+
+    fn sequence_counter(
+        &self,
+        table: TableId,
+        position: u16,
+        seq: &crate::Sequence,
+    ) -> Arc<Mutex<SequenceCounter>> {
+        let mut sequences = self.sequences.lock();
+        let counter = sequences.entry((table, position)).or_insert_with(|| {
+            let counter = SequenceCounter {
+                next: seq.start.into(),
+                covered: None,
+                chunk: FIRST_SEQUENCE_CHUNK,
+            };
+            Arc::new(Mutex::new(counter))
+        });
+        counter.clone()
+    }
+
+    /// Writes (synced) that the sequence may have handed out values up to `covered`. Under
+    /// the writer lock, as the store's contract asks.
+    fn write_sequence(&self, table: TableId, position: u16, covered: i128) -> Result<(), Error> {
+        let value = i64::try_from(covered).unwrap_or(if covered > 0 { i64::MAX } else { i64::MIN });
+        let _writer = self.writer.lock();
+        let put = (sequence_key(table, position), value.to_string().into_bytes());
+        self.store.write_batch(vec![put], Vec::new())
     }
 
     /// The current snapshot. Lock-free; the snapshot stays valid (and unchanged) for as long
@@ -472,9 +674,10 @@ impl Catalog {
                 puts.push((table_key(*id), encode_table(table)));
             }
         }
-        for id in current.table_map().keys() {
+        for (id, table) in current.table_map() {
             if !tables.contains_key(id) {
                 deletes.push(table_key(*id));
+                deletes.extend(sequence_keys(table));
             }
         }
         Ok(PreparedDdl {
@@ -499,7 +702,11 @@ impl Catalog {
         let version = CatalogVersion(current.version().0 + 1);
 
         let mut puts = meta_puts(version, next_counters);
-        let deletes = change.delete.iter().map(|id| table_key(*id)).collect();
+        let mut deletes = Vec::new();
+        for id in &change.delete {
+            deletes.push(table_key(*id));
+            deletes.extend(current.table_by_id(*id).into_iter().flat_map(|t| sequence_keys(t)));
+        }
         for table in &change.put {
             puts.push((table_key(table.id), encode_table(table)));
         }
@@ -558,6 +765,14 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             }
             for fk in def.foreign_keys {
                 add_foreign_key(snapshot, &mut table, fk)?;
+            }
+            let mut names: HashSet<&str> = table.indexes.iter().map(|i| i.name.as_str()).collect();
+            names.insert(&table.name);
+            for seq in table.columns.iter().filter_map(|c| c.sequence.as_ref()) {
+                check_sequence(snapshot, seq)?;
+                if !names.insert(&seq.name) {
+                    return Err(Error::DuplicateTable(seq.name.clone()));
+                }
             }
             applied.table = Some(table.id);
             Change { put: vec![table], delete: Vec::new() }
@@ -663,6 +878,9 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
         }
         Ddl::AddColumn { table, column } => {
             let mut changed = Table::clone(must_get_table(snapshot, table)?);
+            if let Some(seq) = &column.sequence {
+                check_sequence(snapshot, seq)?;
+            }
             changed.columns.push(column);
             check_columns(&mut changed.columns)?;
             Change { put: vec![changed], delete: Vec::new() }
@@ -699,6 +917,12 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
 }
 
 /// The `meta/` puts written with every batch.
+/// The store keys of the sequences of `table`'s columns.
+fn sequence_keys(table: &Table) -> impl Iterator<Item = String> + '_ {
+    let owned = table.columns.iter().filter(|c| c.sequence.is_some());
+    owned.map(|c| sequence_key(table.id, c.position))
+}
+
 fn meta_puts(version: CatalogVersion, counters: Counters) -> Vec<(String, Vec<u8>)> {
     vec![
         (KEY_FORMAT.into(), FORMAT_VERSION.to_string().into_bytes()),
@@ -715,7 +939,10 @@ fn encode_table(table: &Table) -> Vec<u8> {
 /// Rebuilds the snapshot and counters from the store's entries, checking what the DDL
 /// operations guarantee: known keys, matching ids, unique names, ids below the counters and
 /// foreign keys that reference existing tables.
-fn load(entries: Vec<(String, Vec<u8>)>) -> Result<(Snapshot, Counters), Error> {
+/// The sequence values reserved in the store, by owning table and column.
+type Reserved = Vec<((TableId, u16), i64)>;
+
+fn load(entries: Vec<(String, Vec<u8>)>) -> Result<(Snapshot, Counters, Reserved), Error> {
     fn number<T: std::str::FromStr>(key: &str, value: &[u8]) -> Result<T, Error> {
         std::str::from_utf8(value)
             .ok()
@@ -724,6 +951,7 @@ fn load(entries: Vec<(String, Vec<u8>)>) -> Result<(Snapshot, Counters), Error> 
     }
     let (mut format, mut version, mut next_table, mut next_index) = (None, None, None, None);
     let mut tables = BTreeMap::new();
+    let mut reserved = Vec::new();
     for (key, value) in entries {
         match key.as_str() {
             KEY_FORMAT => format = Some(number::<u32>(&key, &value)?),
@@ -737,6 +965,11 @@ fn load(entries: Vec<(String, Vec<u8>)>) -> Result<(Snapshot, Counters), Error> 
                     return Err(Error::Store(format!("{key} holds table {}", table.id)));
                 }
                 tables.insert(table.id, Arc::new(table));
+            }
+            _ if key.starts_with(SEQUENCE_PREFIX) => {
+                let owner = parse_sequence_key(&key)
+                    .ok_or_else(|| Error::Store(format!("malformed sequence key {key}")))?;
+                reserved.push((owner, number::<i64>(&key, &value)?));
             }
             _ => return Err(Error::Store(format!("unknown key {key}"))),
         }
@@ -758,7 +991,9 @@ fn load(entries: Vec<(String, Vec<u8>)>) -> Result<(Snapshot, Counters), Error> 
             return Err(Error::Store(format!("table {} is not below the id counter", table.id)));
         }
         let index_names = table.indexes.iter().map(|i| &i.name);
-        for name in std::iter::once(&table.name).chain(index_names) {
+        let sequence_names =
+            table.columns.iter().filter_map(|c| c.sequence.as_ref().map(|s| &s.name));
+        for name in std::iter::once(&table.name).chain(index_names).chain(sequence_names) {
             if !names.insert(name.clone()) {
                 return Err(Error::Store(format!("relation name {name} is used twice")));
             }
@@ -773,11 +1008,29 @@ fn load(entries: Vec<(String, Vec<u8>)>) -> Result<(Snapshot, Counters), Error> 
             )));
         }
     }
-    Ok((Snapshot::new(version, tables), counters))
+    Ok((Snapshot::new(version, tables), counters, reserved))
 }
 
 fn must_get_table(snapshot: &Snapshot, id: TableId) -> Result<&Arc<Table>, Error> {
     snapshot.table_by_id(id).ok_or_else(|| Error::UndefinedTable(id.to_string()))
+}
+
+/// A column's sequence: a free relation name, a step, and a start within its range.
+fn check_sequence(snapshot: &Snapshot, seq: &crate::Sequence) -> Result<(), Error> {
+    check_name(&seq.name, "sequence")?;
+    if snapshot.relation_exists(&seq.name) {
+        return Err(Error::DuplicateTable(seq.name.clone()));
+    }
+    if seq.increment == 0 {
+        return Err(Error::InvalidDefinition("INCREMENT must not be zero".into()));
+    }
+    if seq.min > seq.max || seq.start < seq.min || seq.start > seq.max {
+        return Err(Error::InvalidDefinition(format!(
+            "START value ({}) must be between MINVALUE ({}) and MAXVALUE ({})",
+            seq.start, seq.min, seq.max
+        )));
+    }
+    Ok(())
 }
 
 fn check_name(name: &str, what: &str) -> Result<(), Error> {
@@ -908,7 +1161,14 @@ mod tests {
     use crate::schema::{ColumnDefault, DataType, FkAction};
 
     fn column(name: &str, data_type: DataType) -> Column {
-        Column { name: name.into(), position: 0, data_type, not_null: false, default: None }
+        Column {
+            name: name.into(),
+            position: 0,
+            data_type,
+            not_null: false,
+            default: None,
+            sequence: None,
+        }
     }
 
     fn index(name: &str, columns: &[u16], unique: bool, primary: bool) -> IndexDef {

@@ -48,6 +48,16 @@ pub enum Error {
     /// same table since it began (`40001`). Holds the table's name.
     #[error("could not serialize access due to a concurrent change of table \"{0}\"")]
     ConcurrentChange(String),
+    /// A sequence has no value left (`nextval`), or `setval` was given one outside its range
+    /// (`2200H` / `22003`: the message says which, as PostgreSQL's does).
+    #[error("{message}")]
+    SequenceLimit {
+        /// PostgreSQL's message.
+        message: String,
+        /// `nextval` found the sequence used up (`2200H`), rather than `setval` being given a
+        /// value out of range (`22003`).
+        exhausted: bool,
+    },
     /// The persistent store failed, or holds data this version cannot read (`58030` / `XX001`
     /// are both reasonable; the catalog cannot tell an IO error from corruption here).
     #[error("catalog store: {0}")]

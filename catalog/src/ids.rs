@@ -28,6 +28,12 @@ impl IndexId {
     }
 }
 
+/// The OID of the sequence owned by column `position` of table `table` (a `serial` or
+/// identity column): in a range of its own, above tables' and indexes'.
+pub fn sequence_oid(table: TableId, position: u16) -> u32 {
+    (FIRST_OID | 1 << 30).wrapping_add(table.0.wrapping_mul(2048)).wrapping_add(position.into())
+}
+
 /// Version of the whole catalog; every DDL statement produces a new, larger one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CatalogVersion(pub u64);

@@ -65,7 +65,13 @@
 //! | `meta/next_table_id`   | next [`TableId`] to assign, decimal            |
 //! | `meta/next_index_id`   | next [`IndexId`] to assign, decimal            |
 //! | `table/<id:010>`       | the [`Table`] as JSON (serde), e.g. `table/0000000003` |
+//! | `sequence/<id:010>/<column:05>` | the largest value the column's sequence may have handed out, decimal |
 //!
+//! A sequence's key is not part of DDL batches: [`Catalog::nextval`] writes it on its own,
+//! synced, before it hands out values beyond the last one written (in chunks, so that most
+//! calls write nothing), and a restart continues after it. Values handed out but not used
+//! are skipped, as in PostgreSQL. Keys of tables that no longer exist are ignored at load and
+//! deleted with the table.
 //! The zero-padded id makes key order id order. An empty store is initialized with the `meta/`
 //! keys (version 0, counters 1). Loading rejects unknown keys, another layout version, and
 //! content that breaks the invariants above, with [`Error::Store`].
@@ -90,7 +96,9 @@ pub use crate::catalog::{
     Applied, Catalog, ColumnChange, Ddl, DdlBatch, IndexDef, PreparedDdl, TableDef,
 };
 pub use crate::error::Error;
-pub use crate::ids::{CatalogVersion, IndexId, TableId};
-pub use crate::schema::{Column, ColumnDefault, DataType, FkAction, ForeignKey, Index, Table};
+pub use crate::ids::{sequence_oid, CatalogVersion, IndexId, TableId};
+pub use crate::schema::{
+    Column, ColumnDefault, DataType, FkAction, ForeignKey, Generated, Index, Sequence, Table,
+};
 pub use crate::snapshot::Snapshot;
 pub use crate::store::{CatalogStore, MemStore, RocksStore};

@@ -13,6 +13,8 @@ enum Relation {
     Table(TableId),
     /// The table the index belongs to, and the index's position in `Table::indexes`.
     Index(TableId, usize),
+    /// The table whose column (by position) owns the sequence.
+    Sequence(TableId, u16),
 }
 
 /// An immutable view of the catalog at one [`CatalogVersion`].
@@ -48,6 +50,13 @@ impl Snapshot {
                 debug_assert!(previous.is_none(), "relation name {} used twice", index.name);
                 indexes.insert(index.id, (*id, pos));
             }
+            for column in &table.columns {
+                if let Some(seq) = &column.sequence {
+                    let owner = Relation::Sequence(*id, column.position);
+                    let previous = relations.insert(seq.name.clone(), owner);
+                    debug_assert!(previous.is_none(), "relation name {} used twice", seq.name);
+                }
+            }
             for (pos, fk) in table.foreign_keys.iter().enumerate() {
                 referenced_by.entry(fk.ref_table).or_default().push((*id, pos));
             }
@@ -74,7 +83,18 @@ impl Snapshot {
     pub fn table(&self, name: &str) -> Option<&Arc<Table>> {
         match self.relations.get(name)? {
             Relation::Table(id) => self.tables.get(id),
-            Relation::Index(..) => None,
+            Relation::Index(..) | Relation::Sequence(..) => None,
+        }
+    }
+
+    /// The sequence named `name`: the table and the column that own it.
+    pub fn sequence(&self, name: &str) -> Option<(&Arc<Table>, &crate::Column)> {
+        match self.relations.get(name)? {
+            Relation::Sequence(table, position) => {
+                let table = self.tables.get(table)?;
+                Some((table, table.columns.get(usize::from(*position))?))
+            }
+            Relation::Table(_) | Relation::Index(..) => None,
         }
     }
 
@@ -103,7 +123,7 @@ impl Snapshot {
     pub fn index_by_name(&self, name: &str) -> Option<(&Arc<Table>, &Index)> {
         match self.relations.get(name)? {
             Relation::Index(table, pos) => self.index_at(*table, *pos),
-            Relation::Table(_) => None,
+            Relation::Table(_) | Relation::Sequence(..) => None,
         }
     }
 

@@ -130,6 +130,10 @@ pub enum Error {
     ObjectNotInPrerequisiteState { message: String },
     /// `55P02`: parameter "x" cannot be changed.
     CantChangeRuntimeParam { name: String },
+    /// `428C9`: a value other than DEFAULT for a `GENERATED ALWAYS AS IDENTITY` column
+    /// (`update`: in UPDATE … SET, else INSERT).
+    /// `detail`: "Column "c" is an identity column defined as GENERATED ALWAYS."
+    GeneratedAlways { column: String, update: bool, detail: String },
     /// `0A000` with a full PostgreSQL message (e.g. cannot truncate a referenced table).
     UnsupportedMessage { message: String },
     /// `23502`: null value in column "c" of relation "t" violates not-null constraint.
@@ -179,6 +183,17 @@ pub enum Error {
 }
 
 impl Error {
+    /// [`Error::GeneratedAlways`] for `column`.
+    pub fn generated_always(column: &str, update: bool) -> Error {
+        Error::GeneratedAlways {
+            column: column.to_string(),
+            update,
+            detail: format!(
+                "Column \"{column}\" is an identity column defined as GENERATED ALWAYS."
+            ),
+        }
+    }
+
     /// The PostgreSQL SQLSTATE for this error. Exhaustive: no catch-all arm.
     pub fn sqlstate(&self) -> &'static str {
         match self {
@@ -225,6 +240,7 @@ impl Error {
             Error::InvalidForeignKey { .. } => "42830",
             Error::DuplicateObject { .. } => "42710",
             Error::ObjectNotInPrerequisiteState { .. } => "55000",
+            Error::GeneratedAlways { .. } => "428C9",
             Error::CantChangeRuntimeParam { .. } => "55P02",
             Error::UnsupportedMessage { .. } => "0A000",
             Error::ForeignKeyViolation { .. } => "23503",
@@ -312,7 +328,8 @@ impl Error {
             Error::UniqueViolation { detail, .. }
             | Error::UniqueIndexBuild { detail, .. }
             | Error::DependentObjects { detail, .. }
-            | Error::NumericFieldOverflow { detail } => Some(detail),
+            | Error::NumericFieldOverflow { detail }
+            | Error::GeneratedAlways { detail, .. } => Some(detail),
             Error::ForeignKeyViolation { detail, .. } => Some(detail),
             Error::NotNullViolation { row, .. } => row.as_deref(),
             Error::Context { error, .. } => error.detail(),
@@ -428,6 +445,12 @@ impl fmt::Display for Error {
             }
             Error::UnsupportedMessage { message } => write!(f, "{message}"),
             Error::ObjectNotInPrerequisiteState { message } => write!(f, "{message}"),
+            Error::GeneratedAlways { column, update: false, .. } => {
+                write!(f, "cannot insert a non-DEFAULT value into column \"{column}\"")
+            }
+            Error::GeneratedAlways { column, update: true, .. } => {
+                write!(f, "column \"{column}\" can only be updated to DEFAULT")
+            }
             Error::ColumnContainsNulls { column, table } => {
                 write!(f, "column \"{column}\" of relation \"{table}\" contains null values")
             }

@@ -33,6 +33,21 @@ pub struct Ctx<'a> {
     pub user: &'a str,
     /// current_database().
     pub database: &'a str,
+    /// The session's sequences (`nextval`, `currval`, `setval`); `None` where a plan cannot
+    /// call them.
+    pub sequences: Option<&'a dyn Sequences>,
+}
+
+/// The sequence functions, which are not transactional and keep per-session state
+/// (`currval`), so the session evaluates them. Sequences are named by the table and column
+/// that own them (the arguments `Func::NextVal` carries).
+pub trait Sequences {
+    /// `nextval`.
+    fn nextval(&self, table: u32, position: u16) -> Result<i64>;
+    /// `currval`: this session's last `nextval` of the sequence.
+    fn currval(&self, table: u32, position: u16) -> Result<i64>;
+    /// `setval`; returns `value`.
+    fn setval(&self, table: u32, position: u16, value: i64, is_called: bool) -> Result<i64>;
 }
 
 /// The engine's id for a catalog table.
@@ -622,6 +637,13 @@ impl Ctx<'_> {
                     rows.into_iter().filter_map(|r| r.into_iter().next()).collect();
                 Ok(in_list(&v, candidates.iter(), *negated))
             }
+            Expr::Func(f @ (Func::NextVal | Func::CurrVal | Func::SetVal), args) => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a, row)?);
+                }
+                self.sequence_call(*f, &vals)
+            }
             other => {
                 if needs_txn(other) {
                     // A subquery nested inside: evaluate children through self.
@@ -630,6 +652,30 @@ impl Ctx<'_> {
                 eval_pure(other, row, self.params, &self.outer, self.now, self.user, self.database)
             }
         }
+    }
+
+    fn sequence_call(&mut self, f: Func, args: &[Value]) -> Result<Value> {
+        let Some(seq) = self.sequences else {
+            return Err(Error::unsupported("sequence functions here"));
+        };
+        let int = |v: &Value| match v {
+            Value::Int64(n) => Ok(*n),
+            other => Err(Error::internal(format!("sequence argument {other:?}"))),
+        };
+        // Strict, as in PostgreSQL: a NULL argument gives NULL and changes nothing.
+        if args.iter().any(Value::is_null) {
+            return Ok(Value::Null);
+        }
+        let table = u32::try_from(int(&args[0])?).map_err(|_| Error::internal("table id"))?;
+        let position = u16::try_from(int(&args[1])?).map_err(|_| Error::internal("position"))?;
+        Ok(Value::Int64(match f {
+            Func::NextVal => seq.nextval(table, position)?,
+            Func::CurrVal => seq.currval(table, position)?,
+            _ => {
+                let called = matches!(args.get(3), Some(Value::Bool(true)));
+                seq.setval(table, position, int(&args[2])?, called)?
+            }
+        }))
     }
 
     /// Evaluation of a non-subquery node that has a subquery somewhere below it.
@@ -716,11 +762,18 @@ impl Ctx<'_> {
     }
 }
 
-/// Does evaluating this expression need the transaction (a subquery somewhere inside)?
+/// Does evaluating this expression need the context (a subquery or a sequence function
+/// somewhere inside)?
 fn needs_txn(e: &Expr) -> bool {
     let mut found = false;
     crate::bind::walk_expr(e, &mut |x| {
-        found |= matches!(x, Expr::Subquery(_) | Expr::Exists(..) | Expr::InSubquery(..))
+        found |= matches!(
+            x,
+            Expr::Subquery(_)
+                | Expr::Exists(..)
+                | Expr::InSubquery(..)
+                | Expr::Func(Func::NextVal | Func::CurrVal | Func::SetVal, _)
+        )
     });
     found
 }

@@ -172,6 +172,7 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
         .map_err(|e| convert_error(sql, ParserError::TokenizerError(e.to_string())))?;
     check_operator_count(&tokens)?;
     let tokens = expand_table_statements(tokens);
+    let tokens = order_identity_options(tokens);
     // Statements sqlparser does not know in PostgreSQL's form.
     let ours = ["checkpoint", "copy", "vacuum", "analyze", "analyse"];
     if !tokens.iter().any(|t| ours.iter().any(|w| is_word(t, w))) {
@@ -240,6 +241,82 @@ fn expand_table_statements(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             _ => at_start = false,
         }
         out.push(t);
+    }
+    out
+}
+
+/// PostgreSQL takes the options of `AS IDENTITY ( … )` in any order; sqlparser only in the
+/// order INCREMENT, MINVALUE, MAXVALUE, START, CACHE, CYCLE. The options in each such list are
+/// put in that order (each keeping its tokens and their spans). A list with anything else in
+/// it is left alone, for sqlparser to refuse.
+fn order_identity_options(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    if !tokens.iter().any(|t| is_word(t, "identity")) {
+        return tokens;
+    }
+    let rank = |t: &TokenWithSpan| {
+        ["increment", "minvalue", "maxvalue", "start", "cache", "cycle"]
+            .iter()
+            .position(|w| is_word(t, w))
+    };
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut rest = tokens.into_iter().peekable();
+    while let Some(t) = rest.next() {
+        let identity = is_word(&t, "identity");
+        out.push(t);
+        if !identity {
+            continue;
+        }
+        while rest.peek().is_some_and(|t| matches!(t.token, Token::Whitespace(_))) {
+            out.extend(rest.next());
+        }
+        if rest.peek().is_none_or(|t| t.token != Token::LParen) {
+            continue;
+        }
+        out.extend(rest.next());
+        // The list's significant tokens up to its `)`.
+        let mut inner = Vec::new();
+        let mut closed = None;
+        for t in rest.by_ref() {
+            match t.token {
+                Token::Whitespace(_) => {}
+                Token::RParen => {
+                    closed = Some(t);
+                    break;
+                }
+                _ => inner.push(t),
+            }
+        }
+        // Split into options: each starts at its keyword (`NO` belongs to the one after it).
+        let mut options: Vec<(usize, Vec<TokenWithSpan>)> = Vec::new();
+        let mut understood = true;
+        let mut pending_no = None;
+        for t in inner {
+            if is_word(&t, "no") && pending_no.is_none() {
+                pending_no = Some(t);
+            } else if let Some(r) = rank(&t) {
+                let mut option: Vec<TokenWithSpan> = pending_no.take().into_iter().collect();
+                option.push(t);
+                options.push((r, option));
+            } else if let (None, Some((_, option))) = (&pending_no, options.last_mut()) {
+                option.push(t);
+            } else {
+                understood = false;
+                options.push((usize::MAX, pending_no.take().into_iter().chain([t]).collect()));
+            }
+        }
+        if understood {
+            options.sort_by_key(|(r, _)| *r);
+        }
+        let space = Token::Whitespace(sqlparser::tokenizer::Whitespace::Space);
+        for (_, option) in options {
+            for t in option {
+                let span = t.span;
+                out.push(t);
+                out.push(TokenWithSpan { token: space.clone(), span });
+            }
+        }
+        out.extend(pending_no);
+        out.extend(closed);
     }
     out
 }

@@ -17,7 +17,7 @@
 //! between leaves rows under table ids the catalog never named, which recovery skips. SET is
 //! transactional too (undone by a rollback).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -239,7 +239,7 @@ fn index_specs(table: &Table) -> Vec<txn::IndexSpec> {
         .collect()
 }
 
-fn catalog_error(e: catalog::Error) -> Error {
+pub(crate) fn catalog_error(e: catalog::Error) -> Error {
     use catalog::Error as C;
     match e {
         C::UndefinedTable(name) => Error::UndefinedTable { name, span: None },
@@ -254,6 +254,9 @@ fn catalog_error(e: catalog::Error) -> Error {
         C::DuplicateObject(message) => Error::DuplicateObject { message },
         C::Store(message) => Error::IoError { message: format!("catalog store: {message}") },
         e @ C::ConcurrentChange(_) => Error::SerializationFailure { message: e.to_string() },
+        C::SequenceLimit { message, exhausted } => {
+            Error::DataException { message, sqlstate: if exhausted { "2200H" } else { "22003" } }
+        }
     }
 }
 
@@ -803,6 +806,59 @@ pub struct Session {
     /// Statements outside a block open an implicit transaction that lasts until
     /// [`Session::sync`] (or the end of a multi-statement Query) instead of committing alone.
     pipelined: bool,
+    /// The last value `nextval` (or `setval`) gave this session for each sequence, by owning
+    /// table and column: what `currval` returns.
+    currvals: parking_lot::Mutex<HashMap<(u32, u16), i64>>,
+}
+
+impl crate::exec::Sequences for Session {
+    fn nextval(&self, table: u32, position: u16) -> Result<i64> {
+        let (id, seq) = self.sequence_of(table, position)?;
+        let value = self.db.catalog.nextval(id, position, &seq).map_err(catalog_error)?;
+        self.currvals.lock().insert((table, position), value);
+        Ok(value)
+    }
+
+    fn currval(&self, table: u32, position: u16) -> Result<i64> {
+        let (_, seq) = self.sequence_of(table, position)?;
+        self.currvals.lock().get(&(table, position)).copied().ok_or_else(|| {
+            Error::ObjectNotInPrerequisiteState {
+                message: format!(
+                    "currval of sequence \"{}\" is not yet defined in this session",
+                    seq.name
+                ),
+            }
+        })
+    }
+
+    fn setval(&self, table: u32, position: u16, value: i64, is_called: bool) -> Result<i64> {
+        let (id, seq) = self.sequence_of(table, position)?;
+        self.db.catalog.setval(id, position, &seq, value, is_called).map_err(catalog_error)?;
+        if is_called {
+            self.currvals.lock().insert((table, position), value);
+        }
+        Ok(value)
+    }
+}
+
+impl Session {
+    /// The sequence owned by column `position` of table `table`, as this session sees the
+    /// catalog.
+    fn sequence_of(
+        &self,
+        table: u32,
+        position: u16,
+    ) -> Result<(catalog::TableId, catalog::Sequence)> {
+        let snapshot = self.snapshot();
+        let id = catalog::TableId(table);
+        let column = snapshot.table_by_id(id).and_then(|t| t.columns.get(usize::from(position)));
+        match column.and_then(|c| c.sequence.clone()) {
+            Some(seq) => Ok((id, seq)),
+            None => {
+                Err(Error::UndefinedTable { name: format!("with OID {}", id.oid()), span: None })
+            }
+        }
+    }
 }
 
 impl Prepared {
@@ -864,6 +920,7 @@ impl Session {
             defer_acks: false,
             pipelined: false,
             written: Default::default(),
+            currvals: Default::default(),
         };
         for (k, v) in params {
             match k.as_str() {
@@ -1652,6 +1709,7 @@ impl Session {
             now,
             user: &self.user,
             database: &self.database,
+            sequences: Some(self),
         };
         match stmt {
             Statement::Query(q) => {
@@ -2240,6 +2298,7 @@ impl Session {
                         now: now(),
                         user: &user,
                         database: &database,
+                        sequences: None,
                     };
                     for (_, bytes) in rows {
                         let row = types::decode_row(&bytes, &types)?;
@@ -2275,6 +2334,7 @@ impl Session {
                 now: now(),
                 user: &self.user,
                 database: &self.database,
+                sequences: None,
             };
             ctx.eval(&e, &[])?
         };
@@ -2561,6 +2621,7 @@ fn deferred_update(
             now,
             user: &user,
             database: &database,
+            sequences: None,
         };
         let mut new = old.clone();
         for (col, e) in sets.iter() {

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use catalog::{
-    Column, ColumnDefault, DataType, FkAction, ForeignKey, IndexDef, Table, TableDef, TableId,
+    Column, ColumnDefault, DataType, FkAction, ForeignKey, Generated, IndexDef, Sequence, Table,
+    TableDef, TableId,
 };
 use sqlparser::ast::{self as ast, ColumnOption, Statement as S, TableConstraint};
 
@@ -290,8 +291,10 @@ impl Binder<'_> {
                     "float8" => DataType::Float64,
                     "bpchar" => DataType::Char(1),
                     "bool" => DataType::Bool,
-                    "serial" | "bigserial" | "smallserial" => {
-                        return Err(Error::unsupported(format!("type {n} (sequences)")))
+                    "serial" | "bigserial" | "smallserial" | "serial2" | "serial4" | "serial8" => {
+                        return Err(Error::unsupported(format!(
+                            "type {n} outside CREATE TABLE (ADD COLUMN, casts)"
+                        )))
                     }
                     "timestamptz" => return Err(Error::unsupported("timestamp with time zone")),
                     _ => {
@@ -345,14 +348,42 @@ impl Binder<'_> {
             if columns.iter().any(|c| c.name == cname) {
                 return Err(Error::DuplicateColumn { name: cname });
             }
-            let data_type = self.data_type(&cd.data_type)?;
+            let (data_type, serial) = match serial_type(&cd.data_type) {
+                Some(t) => (t, true),
+                None => (self.data_type(&cd.data_type)?, false),
+            };
             let mut column = Column {
                 name: cname.clone(),
                 position: pos as u16,
                 data_type,
                 not_null: false,
                 default: None,
+                sequence: None,
             };
+            let mut taken = |n: &str| {
+                self.snapshot.relation_exists(n)
+                    || n == name
+                    || columns
+                        .iter()
+                        .any(|c: &Column| c.sequence.as_ref().is_some_and(|s| s.name == n))
+            };
+            let seq_name = sequence_name(&name, &cname, &mut taken);
+            if serial {
+                if cd.options.iter().any(|o| matches!(o.option, ColumnOption::Default(_))) {
+                    return Err(Error::Syntax {
+                        message: format!(
+                            "multiple default values specified for column \"{cname}\" of table \"{name}\""
+                        ),
+                        span: None,
+                    });
+                }
+                column.not_null = true;
+                column.default = Some(ColumnDefault {
+                    sql: format!("nextval('{}'::regclass)", super::display_ident(&seq_name)),
+                });
+                column.sequence =
+                    Some(Sequence::counting(seq_name.clone(), Generated::Serial, data_type));
+            }
             for opt in &cd.options {
                 let cons_name = opt.name.as_ref().map(ident);
                 match &opt.option {
@@ -389,8 +420,49 @@ impl Binder<'_> {
                     ColumnOption::ForeignKey(fk) => {
                         pending_fk.push((vec![cname.clone()], fk, cons_name))
                     }
+                    ColumnOption::Generated {
+                        generated_as: g @ (ast::GeneratedAs::Always | ast::GeneratedAs::ByDefault),
+                        sequence_options,
+                        generation_expr: None,
+                        ..
+                    } => {
+                        if column.sequence.is_some() {
+                            return Err(Error::Syntax {
+                                message: format!(
+                                    "multiple identity specifications for column \"{cname}\" of table \"{name}\""
+                                ),
+                                span: None,
+                            });
+                        }
+                        if !matches!(data_type, DataType::Int16 | DataType::Int32 | DataType::Int64)
+                        {
+                            return Err(Error::InvalidParameterValue {
+                                message:
+                                    "identity column type must be smallint, integer, or bigint"
+                                        .into(),
+                            });
+                        }
+                        let generated = match g {
+                            ast::GeneratedAs::Always => Generated::Always,
+                            _ => Generated::ByDefault,
+                        };
+                        let options = sequence_options.as_deref().unwrap_or_default();
+                        column.sequence =
+                            Some(sequence_with(seq_name.clone(), generated, data_type, options)?);
+                        column.not_null = true;
+                    }
                     other => return Err(Error::unsupported(format!("column option {other}"))),
                 }
+            }
+            if column.default.is_some()
+                && column.sequence.as_ref().is_some_and(|s| s.generated != Generated::Serial)
+            {
+                return Err(Error::Syntax {
+                    message: format!(
+                        "both default and identity specified for column \"{cname}\" of table \"{name}\""
+                    ),
+                    span: None,
+                });
             }
             columns.push(column);
         }
@@ -548,6 +620,7 @@ impl Binder<'_> {
                     data_type,
                     not_null: false,
                     default: None,
+                    sequence: None,
                 };
                 for opt in &column_def.options {
                     match &opt.option {
@@ -742,6 +815,120 @@ fn foreign_key(
             .expect("some suffix is free")
     });
     Ok(ForeignKey { name, columns: positions, ref_table, ref_columns, on_delete })
+}
+
+/// The integer type of `serial` / `bigserial` / `smallserial` (and `serial2/4/8`), if that is
+/// what `t` names.
+fn serial_type(t: &ast::DataType) -> Option<DataType> {
+    let ast::DataType::Custom(name, mods) = t else { return None };
+    if !mods.is_empty() || name.0.len() != 1 {
+        return None;
+    }
+    match name.to_string().to_ascii_lowercase().as_str() {
+        "serial" | "serial4" => Some(DataType::Int32),
+        "bigserial" | "serial8" => Some(DataType::Int64),
+        "smallserial" | "serial2" => Some(DataType::Int16),
+        _ => None,
+    }
+}
+
+/// The name PostgreSQL gives the sequence of column `column` of table `table`:
+/// `<table>_<column>_seq`, with a number appended while the name is `taken`.
+fn sequence_name(table: &str, column: &str, taken: &mut dyn FnMut(&str) -> bool) -> String {
+    let base = format!("{table}_{column}_seq");
+    (0..)
+        .map(|i| if i == 0 { base.clone() } else { format!("{base}{i}") })
+        .find(|n| !taken(n))
+        .expect("some suffix is free")
+}
+
+/// An identity column's sequence: PostgreSQL's defaults for `data_type`, changed by the
+/// options of `GENERATED … AS IDENTITY (…)`.
+fn sequence_with(
+    name: String,
+    generated: Generated,
+    data_type: DataType,
+    options: &[ast::SequenceOptions],
+) -> Result<Sequence> {
+    let mut seq = Sequence::counting(name, generated, data_type);
+    let type_max = seq.max;
+    let (mut min, mut max, mut start) = (None, None, None);
+    for option in options {
+        match option {
+            ast::SequenceOptions::IncrementBy(e, _) => seq.increment = int_option(e)?,
+            ast::SequenceOptions::MinValue(e) => min = e.as_ref().map(int_option).transpose()?,
+            ast::SequenceOptions::MaxValue(e) => max = e.as_ref().map(int_option).transpose()?,
+            ast::SequenceOptions::StartWith(e, _) => start = Some(int_option(e)?),
+            ast::SequenceOptions::Cache(e) => {
+                int_option(e)?;
+            }
+            // The flag says `NO CYCLE`.
+            ast::SequenceOptions::Cycle(true) => {}
+            ast::SequenceOptions::Cycle(false) => {
+                return Err(Error::unsupported("sequences that CYCLE"))
+            }
+        }
+    }
+    if seq.increment == 0 {
+        return Err(Error::InvalidParameterValue { message: "INCREMENT must not be zero".into() });
+    }
+    let type_min = -type_max - 1;
+    let (default_min, default_max) = if seq.increment > 0 { (1, type_max) } else { (type_min, -1) };
+    seq.min = min.unwrap_or(default_min);
+    seq.max = max.unwrap_or(default_max);
+    for (bound, what) in [(seq.min, "MINVALUE"), (seq.max, "MAXVALUE")] {
+        if bound < type_min || bound > type_max {
+            return Err(Error::InvalidParameterValue {
+                message: format!(
+                    "{what} ({bound}) is out of range for sequence data type {}",
+                    data_type.sql_name()
+                ),
+            });
+        }
+    }
+    if seq.min >= seq.max {
+        return Err(Error::InvalidParameterValue {
+            message: format!("MINVALUE ({}) must be less than MAXVALUE ({})", seq.min, seq.max),
+        });
+    }
+    seq.start = start.unwrap_or(if seq.increment > 0 { seq.min } else { seq.max });
+    if seq.start < seq.min {
+        return Err(Error::InvalidParameterValue {
+            message: format!(
+                "START value ({}) cannot be less than MINVALUE ({})",
+                seq.start, seq.min
+            ),
+        });
+    }
+    if seq.start > seq.max {
+        return Err(Error::InvalidParameterValue {
+            message: format!(
+                "START value ({}) cannot be greater than MAXVALUE ({})",
+                seq.start, seq.max
+            ),
+        });
+    }
+    Ok(seq)
+}
+
+/// A sequence option's value: an integer constant, possibly negative.
+fn int_option(e: &ast::Expr) -> Result<i64> {
+    let (negative, inner) = match e {
+        ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => (true, expr.as_ref()),
+        other => (false, other),
+    };
+    let text = match inner {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.clone(),
+            _ => String::new(),
+        },
+        _ => String::new(),
+    };
+    let text = if negative { format!("-{text}") } else { text };
+    text.parse().map_err(|_| Error::Syntax {
+        message: format!("syntax error at or near \"{e}\""),
+        span: None,
+    })
 }
 
 /// A foreign key as written: (its columns, the rest of it, its constraint name).

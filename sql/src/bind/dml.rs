@@ -18,6 +18,21 @@ impl Binder<'_> {
     /// The bound default of a column (NULL when it has none), as an expression of its type.
     pub(crate) fn column_default(&mut self, table: &Table, col: usize) -> Result<Expr> {
         let column = &table.columns[col];
+        if let Some(seq) = &column.sequence {
+            if seq.generated != catalog::Generated::Serial {
+                // An identity column: the next value of its sequence, checked to fit.
+                let next = Expr::Func(
+                    crate::plan::Func::NextVal,
+                    vec![
+                        Expr::Literal(crate::types::Value::Int64(i64::from(table.id.0))),
+                        Expr::Literal(crate::types::Value::Int64(i64::from(column.position))),
+                    ],
+                );
+                let t = Typed { expr: next, ty: DataType::Int64, unknown: false };
+                let node = AstExpr::Value(ast::Value::Null.into());
+                return self.coerce(t, column.data_type, CastKind::Assignment, &node);
+            }
+        }
         let Some(default) = &column.default else {
             return Ok(Expr::Literal(crate::types::Value::Null));
         };
@@ -104,6 +119,7 @@ impl Binder<'_> {
                                         if matches!(&e, Expr::Literal(v) if *v == *DEFAULT_MARKER) {
                                             out.push(self.column_default(&table, targets[i])?);
                                         } else {
+                                            check_not_always(&table, targets[i], false)?;
                                             out.push(e);
                                         }
                                     }
@@ -120,6 +136,9 @@ impl Binder<'_> {
                         self.check_insert_width(width, targets.len(), explicit_columns, q)?;
                         // Assignment casts to the target column types.
                         let mut exprs = Vec::with_capacity(width);
+                        for target in &targets[..width] {
+                            check_not_always(&table, *target, false)?;
+                        }
                         for (i, c) in query.columns.iter().enumerate() {
                             let to = table.columns[targets[i]].data_type;
                             let t =
@@ -288,6 +307,7 @@ impl Binder<'_> {
             {
                 self.column_default(&table, pos)?
             } else {
+                check_not_always(&table, pos, true)?;
                 let t = self.bind_expr(&a.value, &scope)?;
                 self.coerce(t, ty, CastKind::Assignment, &a.value).map_err(|e| match e {
                     Error::DatatypeMismatch { span, .. } => Error::DatatypeMismatch {
@@ -377,4 +397,16 @@ fn deferrable_update(table: &Table, scan: &Plan, sets: &[(usize, Expr)]) -> bool
                 && !table.foreign_keys.iter().any(|fk| fk.columns.contains(&c))
                 && row_local(e)
         })
+}
+
+/// A value other than DEFAULT for column `col` is refused if it is `GENERATED ALWAYS AS
+/// IDENTITY` (`update`: in UPDATE … SET).
+fn check_not_always(table: &Table, col: usize, update: bool) -> Result<()> {
+    let column = &table.columns[col];
+    match &column.sequence {
+        Some(seq) if seq.generated == catalog::Generated::Always => {
+            Err(Error::generated_always(&column.name, update))
+        }
+        _ => Ok(()),
+    }
 }

@@ -796,6 +796,87 @@ impl Binder<'_> {
         Ok(Typed::known(Expr::Func(func, out), ty))
     }
 
+    /// `nextval('name')`, `currval('name')`, `setval('name', value [, is_called])`. The name is
+    /// a string constant (as in PostgreSQL, usually cast to `regclass`), resolved now to the
+    /// column that owns the sequence.
+    fn bind_sequence_function(
+        &mut self,
+        name: &str,
+        args: &[&AstExpr],
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        let arity_ok = match name {
+            "setval" => matches!(args.len(), 2 | 3),
+            _ => args.len() == 1,
+        };
+        if !arity_ok {
+            return Err(Error::UndefinedFunction {
+                name: format!("function {name} with {} arguments", args.len()),
+                span: self.span_of(e),
+            });
+        }
+        let mut target = args[0];
+        if let AstExpr::Cast { expr, data_type, .. } = target {
+            let regclass = matches!(data_type, ast::DataType::Regclass)
+                || matches!(data_type, ast::DataType::Custom(n, m)
+                    if m.is_empty() && n.to_string().eq_ignore_ascii_case("regclass"));
+            if regclass || matches!(data_type, ast::DataType::Text) {
+                target = expr;
+            }
+        }
+        let AstExpr::Value(v) = target else {
+            return Err(Error::Unsupported {
+                feature: format!("{name} of a sequence name that is not a constant"),
+                span: self.span_of(target),
+            });
+        };
+        let text = match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => s.clone(),
+            _ => {
+                return Err(Error::Unsupported {
+                    feature: format!("{name} of a sequence name that is not a string"),
+                    span: self.span_of(target),
+                })
+            }
+        };
+        let relation = relation_name(&text).ok_or_else(|| Error::InvalidParameterValue {
+            message: format!("invalid name syntax: \"{text}\""),
+        })?;
+        let span = self.span_of(target);
+        let (table, column) = match self.snapshot.sequence(&relation) {
+            Some(found) => found,
+            None if self.snapshot.relation_exists(&relation) => {
+                return Err(Error::WrongObjectType {
+                    message: format!("\"{relation}\" is not a sequence"),
+                })
+            }
+            None => return Err(Error::UndefinedTable { name: relation, span }),
+        };
+        let mut out = vec![
+            Expr::Literal(Value::Int64(i64::from(table.id.0))),
+            Expr::Literal(Value::Int64(i64::from(column.position))),
+        ];
+        let func = match name {
+            "nextval" => Func::NextVal,
+            "currval" => Func::CurrVal,
+            _ => {
+                let value = self.bind_expr(args[1], scope)?;
+                out.push(self.coerce(value, DataType::Int64, CastKind::Implicit, e)?);
+                let called = match args.get(2) {
+                    Some(a) => {
+                        let t = self.bind_expr(a, scope)?;
+                        self.coerce(t, DataType::Bool, CastKind::Implicit, e)?
+                    }
+                    None => Expr::Literal(Value::Bool(true)),
+                };
+                out.push(called);
+                Func::SetVal
+            }
+        };
+        Ok(Typed::known(Expr::Func(func, out), DataType::Int64))
+    }
+
     fn bind_function(&mut self, f: &ast::Function, scope: &Scope, e: &AstExpr) -> Result<Typed> {
         let (_, name) = self.object_name(&f.name)?;
         if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
@@ -863,6 +944,9 @@ impl Binder<'_> {
                 name: format!("function {name}"),
                 span: self.span_of(e),
             });
+        }
+        if matches!(name.as_str(), "nextval" | "currval" | "setval") {
+            return self.bind_sequence_function(&name, &arg_exprs, scope, e);
         }
         let args: Vec<Typed> =
             arg_exprs.iter().map(|a| self.bind_expr(a, scope)).collect::<Result<_>>()?;
@@ -1198,5 +1282,52 @@ fn cast_type_name(t: &ast::DataType) -> String {
         D::Timestamp(..) => "timestamp".into(),
         D::Bytea => "bytea".into(),
         other => other.to_string().to_lowercase(),
+    }
+}
+
+/// A relation name written as text, as `regclass` reads it: `name`, `schema.name`, each part
+/// folded to lower case unless double-quoted. `None` for malformed text.
+pub(crate) fn relation_name(text: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut chars = text.trim().chars().peekable();
+    loop {
+        let mut part = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next()? {
+                    '"' if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        part.push('"');
+                    }
+                    '"' => break,
+                    c => part.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == '.' {
+                    break;
+                }
+                part.extend(c.to_lowercase());
+                chars.next();
+            }
+            if part.is_empty() {
+                return None;
+            }
+        }
+        parts.push(part);
+        match chars.next() {
+            None => break,
+            Some('.') => continue,
+            Some(_) => return None,
+        }
+    }
+    match parts.as_slice() {
+        [name] => Some(name.clone()),
+        [schema, name] if schema == "public" => Some(name.clone()),
+        // Only `public` exists: a name in another schema names no relation.
+        [schema, name] => Some(format!("{schema}.{name}")),
+        _ => None,
     }
 }

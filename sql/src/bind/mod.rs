@@ -16,7 +16,6 @@ use std::sync::Arc;
 use catalog::{DataType, Snapshot, Table};
 use sqlparser::ast::{self as ast, Ident, ObjectName, ObjectNamePart, Spanned};
 
-pub(crate) use ddl::is_reserved;
 pub use ddl::{Command, CreateTable, IndexSpec, SetValue};
 pub(crate) use select::{row_local, walk as walk_expr};
 
@@ -65,6 +64,19 @@ impl Scope {
                 })
                 .collect(),
         }
+    }
+}
+
+/// An identifier as PostgreSQL prints it (`quote_ident`): bare when it is lower case letters,
+/// digits and underscores and not a reserved word, quoted otherwise.
+pub(crate) fn display_ident(name: &str) -> String {
+    let bare = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !ddl::is_reserved(name);
+    if bare {
+        name.to_string()
+    } else {
+        crate::copy::quote_ident(name)
     }
 }
 

@@ -10,7 +10,7 @@ use sqlparser::ast::{self as ast, Expr as AstExpr, SelectItem, SetExpr, TableFac
 use super::expr::column_name;
 use super::{ident, Binder, Scope, ScopeColumn};
 use crate::error::{Error, Result};
-use crate::plan::{Access, CmpOp, Expr, JoinKind, OutColumn, Plan, Query, SortKey};
+use crate::plan::{Access, CmpOp, Expr, Func, JoinKind, OutColumn, Plan, Query, SortKey};
 use crate::types::CastKind;
 
 /// One FROM item while building the join tree.
@@ -1055,6 +1055,7 @@ pub(crate) fn row_local(e: &Expr) -> bool {
                 | Expr::Exists(..)
                 | Expr::InSubquery(..)
                 | Expr::Agg(_)
+                | Expr::Func(Func::NextVal | Func::CurrVal | Func::SetVal, _)
         );
     });
     local
@@ -1071,6 +1072,7 @@ pub(crate) fn row_independent(e: &Expr) -> bool {
                 | Expr::Subquery(_)
                 | Expr::Exists(..)
                 | Expr::InSubquery(..)
+                | Expr::Func(Func::NextVal | Func::CurrVal | Func::SetVal, _)
         )
     });
     ok

@@ -23,8 +23,9 @@
 //! [`catalog::TableId::oid`], an index's [`catalog::IndexId::oid`]; the one schema is `public`,
 //! owned by `pg_database_owner`, and relations are owned by the current user.
 
-use catalog::{DataType, FkAction, Index, Snapshot, Table};
+use catalog::{DataType, FkAction, Generated, Index, Snapshot, Table};
 
+use crate::bind::display_ident;
 use crate::metadata::{constant, literal, text};
 use crate::plan::{Expr, Func, OutColumn, Plan, Query};
 use crate::types::Value;
@@ -38,6 +39,8 @@ pub enum Describe {
         tables: bool,
         /// Indexes are listed (`relkind` `i`).
         indexes: bool,
+        /// Sequences are listed (`relkind` `S`).
+        sequences: bool,
         /// The `Table` column of `\di`.
         table_column: bool,
         /// The relation name as a regular expression.
@@ -89,6 +92,10 @@ pub enum Detail {
     },
     /// An index's kind and table.
     IndexInfo,
+    /// A sequence's type, range and step.
+    Sequence,
+    /// The column that owns a sequence.
+    SequenceOwner,
     /// A query whose answer is always empty here (policies, statistics, publications,
     /// triggers, inheritance, partitions), with its number of columns.
     Empty(usize),
@@ -114,6 +121,8 @@ fn detail_named(name: &str) -> Option<Describe> {
         "index_columns" => Detail::IndexColumns { verbose: false },
         "index_columns_verbose" => Detail::IndexColumns { verbose: true },
         "index_info" => Detail::IndexInfo,
+        "sequence" => Detail::Sequence,
+        "sequence_owner" => Detail::SequenceOwner,
         "policies" => Detail::Empty(6),
         "statistics" => Detail::Empty(9),
         "publications" => Detail::Empty(3),
@@ -134,7 +143,9 @@ const LIST_SELECT: &str = "SELECT n.nspname as \"Schema\", c.relname as \"Name\"
     \"Type\", pg_catalog.pg_get_userbyid(c.relowner) as \"Owner\"";
 const LIST_TABLE_COLUMN: &str = ", c2.relname as \"Table\"";
 const LIST_FROM: &str = " FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n ON \
-    n.oid = c.relnamespace LEFT JOIN pg_catalog.pg_am am ON am.oid = c.relam";
+    n.oid = c.relnamespace";
+/// In the relation lists unless only sequences are asked for.
+const LIST_AM_JOIN: &str = " LEFT JOIN pg_catalog.pg_am am ON am.oid = c.relam";
 const LIST_INDEX_JOIN: &str = " LEFT JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid LEFT \
     JOIN pg_catalog.pg_class c2 ON i.indrelid = c2.oid";
 const LIST_KINDS: &str = " WHERE c.relkind IN (";
@@ -161,6 +172,7 @@ pub(crate) fn recognize(text: &str) -> Option<Describe> {
             None => (false, rest),
         };
         let rest = rest.strip_prefix(LIST_FROM)?;
+        let rest = rest.strip_prefix(LIST_AM_JOIN).unwrap_or(rest);
         let rest = if table_column { rest.strip_prefix(LIST_INDEX_JOIN)? } else { rest };
         let (kinds, rest) = rest.strip_prefix(LIST_KINDS)?.split_once(')')?;
         let kinds: Vec<&str> = kinds.split(',').collect();
@@ -168,6 +180,7 @@ pub(crate) fn recognize(text: &str) -> Option<Describe> {
         return Some(Describe::List {
             tables: kinds.contains(&"'r'"),
             indexes: kinds.contains(&"'i'"),
+            sequences: kinds.contains(&"'S'"),
             table_column,
             name,
             schema,
@@ -244,6 +257,8 @@ fn matches(name: &str, pattern: &Option<String>) -> bool {
 enum Relation<'a> {
     Table(&'a Table),
     Index(&'a Table, &'a Index),
+    /// The sequence of a column.
+    Sequence(&'a Table, &'a catalog::Column, &'a catalog::Sequence),
 }
 
 impl Relation<'_> {
@@ -251,6 +266,7 @@ impl Relation<'_> {
         match self {
             Relation::Table(t) => t.id.oid(),
             Relation::Index(_, i) => i.id.oid(),
+            Relation::Sequence(t, c, _) => catalog::sequence_oid(t.id, c.position),
         }
     }
 
@@ -258,6 +274,7 @@ impl Relation<'_> {
         match self {
             Relation::Table(t) => &t.name,
             Relation::Index(_, i) => &i.name,
+            Relation::Sequence(_, _, s) => &s.name,
         }
     }
 }
@@ -268,6 +285,9 @@ fn relations(snapshot: &Snapshot) -> Vec<Relation<'_>> {
     for t in snapshot.tables() {
         out.push(Relation::Table(t.as_ref()));
         out.extend(t.indexes.iter().map(|i| Relation::Index(t.as_ref(), i)));
+        for c in &t.columns {
+            out.extend(c.sequence.as_ref().map(|s| Relation::Sequence(t.as_ref(), c, s)));
+        }
     }
     out
 }
@@ -275,13 +295,14 @@ fn relations(snapshot: &Snapshot) -> Vec<Relation<'_>> {
 /// The answer to `q` as a constant query over `snapshot`.
 pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
     match q {
-        Describe::List { tables, indexes, table_column, name, schema } => {
+        Describe::List { tables, indexes, sequences, table_column, name, schema } => {
             let mut rows: Vec<(String, Vec<Expr>)> = Vec::new();
             if matches(SCHEMA, schema) {
                 for r in relations(snapshot) {
                     let (kind, table) = match &r {
                         Relation::Table(_) if *tables => ("table", None),
                         Relation::Index(t, _) if *indexes => ("index", Some(t.name.as_str())),
+                        Relation::Sequence(..) if *sequences => ("sequence", None),
                         _ => continue,
                     };
                     if !matches(r.name(), name) {
@@ -382,11 +403,13 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                         ("r", !t.indexes.is_empty(), triggers, "d", "heap")
                     }
                     Relation::Index(..) => ("i", false, false, "n", "btree"),
+                    Relation::Sequence(..) => ("S", false, false, "n", ""),
                 };
                 let mut row = vec![Value::Int16(0), text(kind), Value::Bool(has_index)];
                 row.extend([Value::Bool(false), Value::Bool(triggers)]);
                 row.extend([false; 4].map(Value::Bool));
-                row.extend([text(""), text("0"), text(""), text("p"), text(replident), text(am)]);
+                row.extend([text(""), text("0"), text(""), text("p"), text(replident)]);
+                row.push(if am.is_empty() { Value::Null } else { text(am) });
                 row
             });
             (cols, rows.collect())
@@ -422,7 +445,11 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                             default.map_or(Value::Null, |d| text(&d)),
                             Value::Bool(c.not_null),
                             Value::Null,
-                            text(""),
+                            text(match c.sequence.as_ref().map(|s| s.generated) {
+                                Some(Generated::Always) => "a",
+                                Some(Generated::ByDefault) => "d",
+                                _ => "",
+                            }),
                             text(""),
                         ];
                         if verbose {
@@ -488,7 +515,7 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                         Value::Bool(true),
                         text(&fk.name),
                         text(&def),
-                        text(&ident(&table.name)),
+                        text(&display_ident(&table.name)),
                     ];
                     rows.push((fk.name.clone(), row));
                 }
@@ -503,7 +530,8 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                 for other in snapshot.tables() {
                     for fk in other.foreign_keys.iter().filter(|fk| fk.ref_table == table.id) {
                         let def = foreign_key_def(snapshot, other, fk);
-                        let row = vec![text(&fk.name), text(&ident(&other.name)), text(&def)];
+                        let row =
+                            vec![text(&fk.name), text(&display_ident(&other.name)), text(&def)];
                         rows.push((fk.name.clone(), row));
                     }
                 }
@@ -527,7 +555,7 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                             text(&c.name),
                             text(&sql_name),
                             text("yes"),
-                            text(&ident(&c.name)),
+                            text(&display_ident(&c.name)),
                         ];
                         if verbose {
                             row.extend([text(storage(c.data_type)), Value::Null]);
@@ -564,6 +592,44 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
             };
             (cols, rows)
         }
+        Detail::Sequence => {
+            let i = DataType::Int64;
+            let cols = vec![
+                ("Type", t),
+                ("Start", i),
+                ("Minimum", i),
+                ("Maximum", i),
+                ("Increment", i),
+                ("Cycles?", t),
+                ("Cache", i),
+            ];
+            let rows = match relation {
+                Some(Relation::Sequence(_, c, s)) => {
+                    let mut row = vec![text(&c.data_type.sql_name())];
+                    row.extend([s.start, s.min, s.max, s.increment].map(Value::Int64));
+                    row.extend([text("no"), Value::Int64(1)]);
+                    vec![row]
+                }
+                _ => vec![],
+            };
+            (cols, rows)
+        }
+        Detail::SequenceOwner => {
+            let cols = vec![("?column?", t), ("deptype", t)];
+            let rows = match relation {
+                Some(Relation::Sequence(table, c, s)) => {
+                    let owner = format!(
+                        "{SCHEMA}.{}.{}",
+                        display_ident(&table.name),
+                        display_ident(&c.name)
+                    );
+                    let deptype = if s.generated == Generated::Serial { "a" } else { "i" };
+                    vec![vec![text(&owner), text(deptype)]]
+                }
+                _ => vec![],
+            };
+            (cols, rows)
+        }
         Detail::Empty(n) => {
             let names = ["a", "b", "c", "d", "e", "f", "g", "h", "i"];
             (names[..n.min(names.len())].iter().map(|c| (*c, t)).collect(), vec![])
@@ -587,8 +653,8 @@ fn index_def(table: &Table, index: &Index) -> String {
     format!(
         "CREATE {}INDEX {} ON {SCHEMA}.{} USING btree ({})",
         if index.unique { "UNIQUE " } else { "" },
-        ident(&index.name),
-        ident(&table.name),
+        display_ident(&index.name),
+        display_ident(&table.name),
         column_list(table, &index.columns)
     )
 }
@@ -606,7 +672,7 @@ fn constraint_def(table: &Table, index: &Index) -> Option<(String, &'static str)
 /// `pg_get_constraintdef` of a foreign key of `table`.
 fn foreign_key_def(snapshot: &Snapshot, table: &Table, fk: &catalog::ForeignKey) -> String {
     let (target, target_columns) = match snapshot.table_by_id(fk.ref_table) {
-        Some(t) => (ident(&t.name), column_list(t, &fk.ref_columns)),
+        Some(t) => (display_ident(&t.name), column_list(t, &fk.ref_columns)),
         None => ("?".into(), String::new()),
     };
     let on_delete = match fk.on_delete {
@@ -622,20 +688,7 @@ fn foreign_key_def(snapshot: &Snapshot, table: &Table, fk: &catalog::ForeignKey)
 /// The named columns, as PostgreSQL lists them: `a, b`.
 fn column_list(table: &Table, positions: &[u16]) -> String {
     let names = positions.iter().filter_map(|p| table.columns.get(usize::from(*p)));
-    names.map(|c| ident(&c.name)).collect::<Vec<_>>().join(", ")
-}
-
-/// An identifier as PostgreSQL prints it (`quote_ident`): bare when it is lower case letters,
-/// digits and underscores and not a reserved word, quoted otherwise.
-fn ident(name: &str) -> String {
-    let bare = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !crate::bind::is_reserved(name);
-    if bare {
-        name.to_string()
-    } else {
-        crate::copy::quote_ident(name)
-    }
+    names.map(|c| display_ident(&c.name)).collect::<Vec<_>>().join(", ")
 }
 
 /// A column default as `pg_get_expr` prints it, for the forms people write; anything else is
@@ -740,7 +793,7 @@ mod tests {
             assert!(detail_named(name).is_some(), "unknown template {name}");
             n += 1;
         }
-        assert_eq!(n, 18);
+        assert_eq!(n, 20);
     }
 
     #[test]
@@ -764,6 +817,7 @@ mod tests {
         let want = Describe::List {
             tables: true,
             indexes: false,
+            sequences: false,
             table_column: false,
             name: Some("^(u.*)$".into()),
             schema: Some("^(public)$".into()),
@@ -807,9 +861,9 @@ mod tests {
 
     #[test]
     fn identifiers_are_quoted_when_needed() {
-        assert_eq!(ident("abc_1"), "abc_1");
-        assert_eq!(ident("Abc"), "\"Abc\"");
-        assert_eq!(ident("order"), "\"order\"");
-        assert_eq!(ident("1a"), "\"1a\"");
+        assert_eq!(display_ident("abc_1"), "abc_1");
+        assert_eq!(display_ident("Abc"), "\"Abc\"");
+        assert_eq!(display_ident("order"), "\"order\"");
+        assert_eq!(display_ident("1a"), "\"1a\"");
     }
 }

@@ -128,6 +128,13 @@ pub enum Func {
     Pi,
     /// random() — volatile
     Random,
+    /// nextval(sequence): args are the owning table's id and the column's position (`Int64`
+    /// literals). Not transactional; evaluated through the session (`exec::Sequences`).
+    NextVal,
+    /// currval(sequence): the same arguments.
+    CurrVal,
+    /// setval(sequence, value [, is_called]): table id, position, value, is_called.
+    SetVal,
     /// div(numeric, numeric): truncated quotient
     Div,
     /// gcd(a, b)
