@@ -179,6 +179,9 @@ impl Binder<'_> {
                 if matches!(t.cascade, Some(ast::CascadeOption::Cascade)) {
                     return Err(Error::unsupported("TRUNCATE … CASCADE"));
                 }
+                if matches!(t.identity, Some(ast::TruncateIdentityOption::Restart)) {
+                    return Err(Error::unsupported("TRUNCATE … RESTART IDENTITY"));
+                }
                 Command::Truncate(tables)
             }
             S::AlterTable(at) => self.bind_alter_table(at)?,
@@ -644,6 +647,17 @@ impl Binder<'_> {
                     name: format!("\"{name}\" of relation \"{}\"", table.name),
                     span: None,
                 })?;
+                let identity =
+                    column.sequence.as_ref().is_some_and(|s| s.generated != Generated::Serial);
+                if identity && !matches!(op, ast::AlterColumnOperation::SetNotNull) {
+                    return Err(Error::SyntaxMisuse {
+                        message: format!(
+                            "column \"{name}\" of relation \"{}\" is an identity column",
+                            table.name
+                        ),
+                        span: None,
+                    });
+                }
                 let change = match op {
                     ast::AlterColumnOperation::SetNotNull => catalog::ColumnChange::NotNull(true),
                     ast::AlterColumnOperation::DropNotNull => catalog::ColumnChange::NotNull(false),
