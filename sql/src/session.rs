@@ -2317,14 +2317,20 @@ impl Session {
     /// transaction (so they commit, durably, before the catalog names the column).
     fn add_column(&mut self, table: &Arc<Table>, column: &catalog::Column) -> Result<()> {
         let snapshot = self.snapshot();
-        // Compute the fill value first (a constant default).
+        // Compute the fill value first; a volatile default (random()) is evaluated again for
+        // every row, as in PostgreSQL.
         let mut with_col = (**table).clone();
         let mut col = column.clone();
         col.position = table.columns.len() as u16;
         with_col.columns.push(col.clone());
+        let mut binder = Binder::new(&snapshot, "", vec![]);
+        let default = binder.column_default(&with_col, col.position as usize)?;
+        let mut volatile = false;
+        crate::bind::walk_expr(&default, &mut |x| {
+            volatile |= matches!(x, crate::plan::Expr::Func(crate::plan::Func::Random, _))
+        });
         let fill = {
-            let mut binder = Binder::new(&snapshot, "", vec![]);
-            let e = binder.column_default(&with_col, col.position as usize)?;
+            let e = &default;
             let mut t = self.db.engine.begin(self.log_buffer);
             let mut ctx = Ctx {
                 txn: &mut t,
@@ -2336,8 +2342,9 @@ impl Session {
                 database: &self.database,
                 sequences: None,
             };
-            ctx.eval(&e, &[])?
+            ctx.eval(e, &[])?
         };
+        let (user, database) = (self.user.clone(), self.database.clone());
         self.with_txn(|_, t| {
             let types = exec::column_types(table);
             let rows = exec::all_rows(t, table)?;
@@ -2347,9 +2354,14 @@ impl Session {
                     table: table.name.clone(),
                 });
             }
+            let at = now();
             for (k, bytes) in rows {
                 let mut row = types::decode_row(&bytes, &types)?;
-                row.push(fill.clone());
+                row.push(if volatile {
+                    exec::eval_pure(&default, &[], &[], &[], at, &user, &database)?
+                } else {
+                    fill.clone()
+                });
                 let mut out = Vec::new();
                 types::encode_row(&row, &mut out);
                 t.update(exec::tid(table), &k, out).map_err(exec::txn_error)?;
