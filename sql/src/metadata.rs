@@ -249,7 +249,12 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
                         Value::Int16(c.data_type.type_size()),
                         Value::Int32(-1),
                         Value::Int64(attnum as i64 + 1),
-                        Value::Null,
+                        // pgjdbc selects nullif(attidentity, ''): NULL unless an identity.
+                        match c.sequence.as_ref().map(|s| s.generated) {
+                            Some(catalog::Generated::Always) => text("a"),
+                            Some(catalog::Generated::ByDefault) => text("d"),
+                            _ => Value::Null,
+                        },
                         Value::Null,
                         c.default.as_ref().map_or(Value::Null, |d| text(&d.sql)),
                         Value::Null,

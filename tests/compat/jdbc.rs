@@ -58,6 +58,11 @@ fn pgjdbc_batch_prepared_and_transactions() {
             "sum 210",
             // sum over i of round(1.005 * i, 2) for i = 1..300, plus the 0.5 update.
             "count 300 total 45377.00",
+            "keys 1 1 x",
+            "keys 2 2 y",
+            "column id serial autoincrement=YES default=nextval('g_id_seq'::regclass)",
+            "column k int8 autoincrement=YES default=null",
+            "column v text autoincrement=NO default=null",
         ],
         "on {backend}"
     );

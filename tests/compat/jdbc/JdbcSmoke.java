@@ -1,7 +1,8 @@
 // Driven by tests/compat/jdbc.rs: the PostgreSQL JDBC driver (pgjdbc) against a server on the
 // given port. Autocommit DDL, a rewritten batch INSERT (reWriteBatchedInserts) with int, varchar,
 // numeric (binary) and timestamp (text, OID 0) parameters, server-side prepared statements after
-// the 5th use, SERIALIZABLE transactions and an exact UPDATE count. Prints lines the test checks.
+// the 5th use, SERIALIZABLE transactions and an exact UPDATE count; getGeneratedKeys of serial
+// and identity columns, and how DatabaseMetaData describes them. Prints lines the test checks.
 import java.sql.*;
 import java.math.BigDecimal;
 public class JdbcSmoke {
@@ -35,6 +36,21 @@ public class JdbcSmoke {
       c.commit();
       System.out.println("sum " + sum);
       try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT count(*), sum(amt) FROM j")) { r.next(); System.out.println("count " + r.getLong(1) + " total " + r.getBigDecimal(2)); }
+      c.commit();
+      try (Statement s = c.createStatement()) {
+        s.execute("CREATE TABLE g (id serial PRIMARY KEY, k bigint GENERATED ALWAYS AS IDENTITY, v text)");
+      }
+      c.commit();
+      try (PreparedStatement p = c.prepareStatement("INSERT INTO g (v) VALUES (?)", Statement.RETURN_GENERATED_KEYS)) {
+        for (String v : new String[] {"x", "y"}) {
+          p.setString(1, v); p.executeUpdate();
+          try (ResultSet r = p.getGeneratedKeys()) { r.next(); System.out.println("keys " + r.getInt("id") + " " + r.getLong("k") + " " + r.getString("v")); }
+        }
+      }
+      c.commit();
+      try (ResultSet r = c.getMetaData().getColumns(null, "public", "g", null)) {
+        while (r.next()) System.out.println("column " + r.getString("COLUMN_NAME") + " " + r.getString("TYPE_NAME") + " autoincrement=" + r.getString("IS_AUTOINCREMENT") + " default=" + r.getString("COLUMN_DEF"));
+      }
       c.commit();
     }
   }
