@@ -770,6 +770,16 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             names.insert(&table.name);
             for seq in table.columns.iter().filter_map(|c| c.sequence.as_ref()) {
                 check_sequence(snapshot, seq)?;
+                if seq.generated == crate::Generated::Standalone {
+                    if !table.is_sequence() || seq.name != table.name {
+                        return Err(Error::InvalidDefinition(format!(
+                            "sequence {}: a standalone sequence is a table of its own name with \
+                             one column",
+                            seq.name
+                        )));
+                    }
+                    continue;
+                }
                 if !names.insert(&seq.name) {
                     return Err(Error::DuplicateTable(seq.name.clone()));
                 }
@@ -991,8 +1001,9 @@ fn load(entries: Vec<(String, Vec<u8>)>) -> Result<(Snapshot, Counters, Reserved
             return Err(Error::Store(format!("table {} is not below the id counter", table.id)));
         }
         let index_names = table.indexes.iter().map(|i| &i.name);
-        let sequence_names =
-            table.columns.iter().filter_map(|c| c.sequence.as_ref().map(|s| &s.name));
+        // A standalone sequence's name is its table's.
+        let owned = table.columns.iter().filter(|_| !table.is_sequence());
+        let sequence_names = owned.filter_map(|c| c.sequence.as_ref().map(|s| &s.name));
         for name in std::iter::once(&table.name).chain(index_names).chain(sequence_names) {
             if !names.insert(name.clone()) {
                 return Err(Error::Store(format!("relation name {name} is used twice")));

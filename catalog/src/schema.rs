@@ -170,6 +170,10 @@ pub enum Generated {
     ByDefault,
     /// `GENERATED ALWAYS AS IDENTITY`: only the sequence gives values.
     Always,
+    /// A sequence of its own (`CREATE SEQUENCE`). It is kept as a table that holds no rows and
+    /// whose one column, `last_value`, owns the sequence ([`Table::is_sequence`]); the table's
+    /// name is the sequence's.
+    Standalone,
 }
 
 /// A sequence owned by a column (PostgreSQL's `serial` and identity columns).
@@ -268,6 +272,15 @@ impl Table {
     /// Finds a column by (folded) name.
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// Whether this "table" is a sequence of its own ([`Generated::Standalone`]): not a table
+    /// for SQL, only a name for `nextval` and friends.
+    pub fn is_sequence(&self) -> bool {
+        matches!(
+            self.columns.as_slice(),
+            [c] if c.sequence.as_ref().is_some_and(|s| s.generated == Generated::Standalone)
+        )
     }
 
     /// The primary index, if one was declared.

@@ -43,6 +43,11 @@ impl Snapshot {
         let mut indexes = HashMap::new();
         let mut referenced_by: HashMap<TableId, Vec<(TableId, usize)>> = HashMap::new();
         for (id, table) in &tables {
+            if table.is_sequence() {
+                let previous = relations.insert(table.name.clone(), Relation::Sequence(*id, 0));
+                debug_assert!(previous.is_none(), "relation name {} used twice", table.name);
+                continue;
+            }
             let previous = relations.insert(table.name.clone(), Relation::Table(*id));
             debug_assert!(previous.is_none(), "relation name {} used twice", table.name);
             for (pos, index) in table.indexes.iter().enumerate() {

@@ -105,6 +105,7 @@ pub fn error_info(err: &WireError) -> ErrorInfo {
             );
             info.severity_nonlocalized = Some(error.severity().to_owned());
             info.detail = error.detail().map(|d| field(d.to_owned()));
+            info.hint = error.hint().map(|h| field(h.to_owned()));
             info.position = error.position(sql).map(|p| p.to_string());
             info.where_context = error.context().map(|w| field(w.to_owned()));
             info

@@ -130,6 +130,8 @@ pub enum Error {
     ObjectNotInPrerequisiteState { message: String },
     /// `55P02`: parameter "x" cannot be changed.
     CantChangeRuntimeParam { name: String },
+    /// `42P01`: sequence "x" does not exist (DROP SEQUENCE).
+    UndefinedSequence { name: String },
     /// `428C9`: a value other than DEFAULT for a `GENERATED ALWAYS AS IDENTITY` column
     /// (`update`: in UPDATE … SET, else INSERT).
     /// `detail`: "Column "c" is an identity column defined as GENERATED ALWAYS."
@@ -180,6 +182,8 @@ pub enum Error {
     /// `error`, with where it happened (the ErrorResponse `W` field, psql's CONTEXT line),
     /// e.g. `COPY t, line 2, column b: "x"`. Everything else is `error`'s.
     Context { error: Box<Error>, context: String },
+    /// `error`, with a suggestion (the ErrorResponse `H` field, psql's HINT line).
+    Hinted { error: Box<Error>, hint: String },
 }
 
 impl Error {
@@ -241,6 +245,7 @@ impl Error {
             Error::DuplicateObject { .. } => "42710",
             Error::ObjectNotInPrerequisiteState { .. } => "55000",
             Error::GeneratedAlways { .. } => "428C9",
+            Error::UndefinedSequence { .. } => "42P01",
             Error::CantChangeRuntimeParam { .. } => "55P02",
             Error::UnsupportedMessage { .. } => "0A000",
             Error::ForeignKeyViolation { .. } => "23503",
@@ -256,7 +261,7 @@ impl Error {
             Error::IoError { .. } => "58030",
             Error::DataCorrupted { .. } => "XX001",
             Error::Internal { .. } => "XX000",
-            Error::Context { error, .. } => error.sqlstate(),
+            Error::Context { error, .. } | Error::Hinted { error, .. } => error.sqlstate(),
         }
     }
 
@@ -278,7 +283,7 @@ impl Error {
     /// Whether retrying the same statement or transaction may succeed (serialization failures).
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Context { error, .. } => error.is_retryable(),
+            Error::Context { error, .. } | Error::Hinted { error, .. } => error.is_retryable(),
             other => matches!(other, Error::SerializationFailure { .. }),
         }
     }
@@ -296,6 +301,24 @@ impl Error {
     pub fn context(&self) -> Option<&str> {
         match self {
             Error::Context { context, .. } => Some(context),
+            Error::Hinted { error, .. } => error.context(),
+            _ => None,
+        }
+    }
+
+    /// `self` with a hint (see [`Error::Hinted`]).
+    pub fn with_hint(self, hint: impl Into<String>) -> Error {
+        Error::Hinted { error: Box::new(self), hint: hint.into() }
+    }
+
+    /// The suggestion for the user (ErrorResponse `H`), if any.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            Error::Hinted { hint, .. } => Some(hint),
+            Error::Context { error, .. } => error.hint(),
+            Error::GeneratedAlways { update: false, .. } => {
+                Some("Use OVERRIDING SYSTEM VALUE to override.")
+            }
             _ => None,
         }
     }
@@ -316,6 +339,9 @@ impl Error {
     /// The error position (1-based character offset into the statement, as the PostgreSQL
     /// ErrorResponse `P` field), if the error points at a construct.
     pub fn position(&self, sql: &str) -> Option<usize> {
+        if let Error::Hinted { error, .. } = self {
+            return error.position(sql);
+        }
         let span = with_span!(self, span => *span, None)?;
         let start = span.start.min(sql.len());
         // PostgreSQL counts characters, not bytes, and starts at 1.
@@ -327,12 +353,12 @@ impl Error {
         match self {
             Error::UniqueViolation { detail, .. }
             | Error::UniqueIndexBuild { detail, .. }
-            | Error::DependentObjects { detail, .. }
             | Error::NumericFieldOverflow { detail }
             | Error::GeneratedAlways { detail, .. } => Some(detail),
             Error::ForeignKeyViolation { detail, .. } => Some(detail),
+            Error::DependentObjects { detail, .. } => (!detail.is_empty()).then_some(detail),
             Error::NotNullViolation { row, .. } => row.as_deref(),
-            Error::Context { error, .. } => error.detail(),
+            Error::Context { error, .. } | Error::Hinted { error, .. } => error.detail(),
             _ => None,
         }
     }
@@ -445,6 +471,7 @@ impl fmt::Display for Error {
             }
             Error::UnsupportedMessage { message } => write!(f, "{message}"),
             Error::ObjectNotInPrerequisiteState { message } => write!(f, "{message}"),
+            Error::UndefinedSequence { name } => write!(f, "sequence \"{name}\" does not exist"),
             Error::GeneratedAlways { column, update: false, .. } => {
                 write!(f, "cannot insert a non-DEFAULT value into column \"{column}\"")
             }
@@ -485,7 +512,7 @@ impl fmt::Display for Error {
             Error::IoError { message } => write!(f, "{message}"),
             Error::DataCorrupted { message } => write!(f, "{message}"),
             Error::Internal { message } => write!(f, "internal error: {message}"),
-            Error::Context { error, .. } => write!(f, "{error}"),
+            Error::Context { error, .. } | Error::Hinted { error, .. } => write!(f, "{error}"),
         }
     }
 }

@@ -173,6 +173,7 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
     check_operator_count(&tokens)?;
     let tokens = expand_table_statements(tokens);
     let tokens = order_identity_options(tokens);
+    refuse_unknown_statements(&tokens)?;
     // Statements sqlparser does not know in PostgreSQL's form.
     let ours = ["checkpoint", "copy", "vacuum", "analyze", "analyse"];
     if !tokens.iter().any(|t| ours.iter().any(|w| is_word(t, w))) {
@@ -245,79 +246,137 @@ fn expand_table_statements(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     out
 }
 
-/// PostgreSQL takes the options of `AS IDENTITY ( … )` in any order; sqlparser only in the
-/// order INCREMENT, MINVALUE, MAXVALUE, START, CACHE, CYCLE. The options in each such list are
-/// put in that order (each keeping its tokens and their spans). A list with anything else in
-/// it is left alone, for sqlparser to refuse.
+/// Statements of PostgreSQL's that sqlparser cannot parse (it would call them syntax errors):
+/// `0A000` naming them instead.
+fn refuse_unknown_statements(tokens: &[TokenWithSpan]) -> Result<()> {
+    let mut words = tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_)));
+    let mut at_start = true;
+    while let Some(t) = words.next() {
+        if t.token == Token::SemiColon {
+            at_start = true;
+            continue;
+        }
+        if at_start
+            && is_word(t, "alter")
+            && words.clone().next().is_some_and(|n| is_word(n, "sequence"))
+        {
+            return Err(Error::unsupported("ALTER SEQUENCE"));
+        }
+        at_start = false;
+    }
+    Ok(())
+}
+
+/// PostgreSQL takes the options of `AS IDENTITY ( … )` and of `CREATE SEQUENCE` in any order;
+/// sqlparser only in the order INCREMENT, MINVALUE, MAXVALUE, START, CACHE, CYCLE (then OWNED
+/// BY). The options in each such list are put in that order (each keeping its tokens and their
+/// spans). A list with anything else in it is left alone, for sqlparser to refuse.
 fn order_identity_options(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
-    if !tokens.iter().any(|t| is_word(t, "identity")) {
+    if !tokens.iter().any(|t| is_word(t, "identity") || is_word(t, "sequence")) {
         return tokens;
     }
-    let rank = |t: &TokenWithSpan| {
-        ["increment", "minvalue", "maxvalue", "start", "cache", "cycle"]
-            .iter()
-            .position(|w| is_word(t, w))
-    };
-    let mut out = Vec::with_capacity(tokens.len());
+    let significant = |t: &TokenWithSpan| !matches!(t.token, Token::Whitespace(_));
+    let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
     let mut rest = tokens.into_iter().peekable();
     while let Some(t) = rest.next() {
         let identity = is_word(&t, "identity");
+        let previous = out.iter().rev().find(|t| significant(t));
+        let sequence = is_word(&t, "sequence")
+            && previous
+                .is_some_and(|p| ["create", "temp", "temporary"].iter().any(|w| is_word(p, w)));
         out.push(t);
-        if !identity {
-            continue;
-        }
-        while rest.peek().is_some_and(|t| matches!(t.token, Token::Whitespace(_))) {
+        if identity {
+            while rest.peek().is_some_and(|t| !significant(t)) {
+                out.extend(rest.next());
+            }
+            if rest.peek().is_none_or(|t| t.token != Token::LParen) {
+                continue;
+            }
             out.extend(rest.next());
-        }
-        if rest.peek().is_none_or(|t| t.token != Token::LParen) {
-            continue;
-        }
-        out.extend(rest.next());
-        // The list's significant tokens up to its `)`.
-        let mut inner = Vec::new();
-        let mut closed = None;
-        for t in rest.by_ref() {
-            match t.token {
-                Token::Whitespace(_) => {}
-                Token::RParen => {
-                    closed = Some(t);
-                    break;
+            // The list's significant tokens up to its `)`.
+            let mut inner = Vec::new();
+            let mut closed = None;
+            for t in rest.by_ref() {
+                match t.token {
+                    Token::Whitespace(_) => {}
+                    Token::RParen => {
+                        closed = Some(t);
+                        break;
+                    }
+                    _ => inner.push(t),
                 }
-                _ => inner.push(t),
             }
-        }
-        // Split into options: each starts at its keyword (`NO` belongs to the one after it).
-        let mut options: Vec<(usize, Vec<TokenWithSpan>)> = Vec::new();
-        let mut understood = true;
-        let mut pending_no = None;
-        for t in inner {
-            if is_word(&t, "no") && pending_no.is_none() {
-                pending_no = Some(t);
-            } else if let Some(r) = rank(&t) {
-                let mut option: Vec<TokenWithSpan> = pending_no.take().into_iter().collect();
-                option.push(t);
-                options.push((r, option));
-            } else if let (None, Some((_, option))) = (&pending_no, options.last_mut()) {
-                option.push(t);
-            } else {
-                understood = false;
-                options.push((usize::MAX, pending_no.take().into_iter().chain([t]).collect()));
+            out.extend(sorted_options(inner));
+            out.extend(closed);
+        } else if sequence {
+            // `[IF NOT EXISTS] name [AS type]`, then the options up to the end of the statement.
+            let mut all = Vec::new();
+            while let Some(t) = rest.next_if(|t| t.token != Token::SemiColon) {
+                if significant(&t) {
+                    all.push(t);
+                }
             }
-        }
-        if understood {
-            options.sort_by_key(|(r, _)| *r);
-        }
-        let space = Token::Whitespace(sqlparser::tokenizer::Whitespace::Space);
-        for (_, option) in options {
-            for t in option {
+            let word = |k: usize, w: &str| all.get(k).is_some_and(|t| is_word(t, w));
+            let mut k = if word(0, "if") && word(1, "not") && word(2, "exists") { 3 } else { 0 };
+            k += 1;
+            while all.get(k).is_some_and(|t| t.token == Token::Period) {
+                k += 2;
+            }
+            if word(k, "as") {
+                k += 2;
+            }
+            let options = all.split_off(k.min(all.len()));
+            let space = Token::Whitespace(sqlparser::tokenizer::Whitespace::Space);
+            for t in all {
                 let span = t.span;
-                out.push(t);
                 out.push(TokenWithSpan { token: space.clone(), span });
+                out.push(t);
             }
+            out.push(TokenWithSpan { token: space, span: out.last().expect("pushed").span });
+            out.extend(sorted_options(options));
         }
-        out.extend(pending_no);
-        out.extend(closed);
     }
+    out
+}
+
+/// Sequence options (significant tokens) in sqlparser's order, with a space after each token.
+fn sorted_options(inner: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let rank = |t: &TokenWithSpan| {
+        ["increment", "minvalue", "maxvalue", "start", "cache", "cycle", "owned"]
+            .iter()
+            .position(|w| is_word(t, w))
+    };
+    // Split into options: each starts at its keyword (`NO` belongs to the one after it).
+    let mut options: Vec<(usize, Vec<TokenWithSpan>)> = Vec::new();
+    let mut understood = true;
+    let mut pending_no = None;
+    for t in inner {
+        if is_word(&t, "no") && pending_no.is_none() {
+            pending_no = Some(t);
+        } else if let Some(r) = rank(&t) {
+            let mut option: Vec<TokenWithSpan> = pending_no.take().into_iter().collect();
+            option.push(t);
+            options.push((r, option));
+        } else if let (None, Some((_, option))) = (&pending_no, options.last_mut()) {
+            option.push(t);
+        } else {
+            understood = false;
+            options.push((usize::MAX, pending_no.take().into_iter().chain([t]).collect()));
+        }
+    }
+    if understood {
+        options.sort_by_key(|(r, _)| *r);
+    }
+    let space = Token::Whitespace(sqlparser::tokenizer::Whitespace::Space);
+    let mut out = Vec::new();
+    for (_, option) in options {
+        for t in option {
+            let span = t.span;
+            out.push(t);
+            out.push(TokenWithSpan { token: space.clone(), span });
+        }
+    }
+    out.extend(pending_no);
     out
 }
 

@@ -260,6 +260,9 @@ pub(crate) fn catalog_error(e: catalog::Error) -> Error {
     }
 }
 
+/// PostgreSQL's hint when objects depend on what a DROP without CASCADE would remove.
+const CASCADE_HINT: &str = "Use DROP ... CASCADE to drop the dependent objects too.";
+
 /// Transaction status as reported in ReadyForQuery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TxnStatus {
@@ -842,6 +845,33 @@ impl crate::exec::Sequences for Session {
 }
 
 impl Session {
+    /// The columns whose default calls a sequence function on the standalone sequence `seq`.
+    fn defaults_using(&self, snapshot: &Snapshot, seq: TableId) -> Result<Vec<(Arc<Table>, u16)>> {
+        let mut out = Vec::new();
+        for table in snapshot.tables().filter(|t| !t.is_sequence()) {
+            for column in table.columns.iter().filter(|c| c.default.is_some()) {
+                let mut binder = Binder::new(snapshot, "", vec![]);
+                let default = binder.column_default(table, usize::from(column.position))?;
+                let mut uses = false;
+                crate::bind::walk_expr(&default, &mut |x| {
+                    if let crate::plan::Expr::Func(
+                        crate::plan::Func::NextVal
+                        | crate::plan::Func::CurrVal
+                        | crate::plan::Func::SetVal,
+                        args,
+                    ) = x
+                    {
+                        uses |= matches!(args.first(), Some(crate::plan::Expr::Literal(Value::Int64(id))) if *id == i64::from(seq.0));
+                    }
+                });
+                if uses {
+                    out.push((table.clone(), column.position));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The sequence owned by column `position` of table `table`, as this session sees the
     /// catalog.
     fn sequence_of(
@@ -2124,6 +2154,126 @@ impl Session {
                 }
                 Ok(Output::tag(Tag::new("CREATE TABLE")))
             }
+            Command::CreateSequence(ct) => {
+                let snapshot = self.snapshot();
+                if snapshot.relation_exists(&ct.def.name) && ct.if_not_exists {
+                    return Ok(Output::tag(Tag::new("CREATE SEQUENCE")).with_notice(
+                        "NOTICE",
+                        "42P07",
+                        format!("relation \"{}\" already exists, skipping", ct.def.name),
+                    ));
+                }
+                let id =
+                    self.stage(catalog::Ddl::CreateTable(ct.def.clone()))?.table.expect("created");
+                let table = self.snapshot().table_by_id(id).expect("staged").clone();
+                engine.create_table(exec::tid(&table), index_specs(&table));
+                self.pending_ddl().created.push(EngineObject::Table(id));
+                Ok(Output::tag(Tag::new("CREATE SEQUENCE")))
+            }
+            Command::DropSequence { names, if_exists, cascade } => {
+                let snapshot = self.snapshot();
+                let mut out = Output::tag(Tag::new("DROP SEQUENCE"));
+                let mut dropped = Vec::new();
+                for n in names {
+                    match snapshot.sequence(n) {
+                        Some((t, _)) if t.is_sequence() => dropped.push(t.clone()),
+                        // A serial column's: its default uses it (the column owns it).
+                        Some((t, c)) if c.default.is_some() && !*cascade => {
+                            return Err(Error::DependentObjects {
+                                message: format!(
+                                    "cannot drop sequence {n} because other objects depend on it"
+                                ),
+                                detail: format!(
+                                    "default value for column {} of table {} depends on sequence \
+                                     {n}",
+                                    c.name, t.name
+                                ),
+                            }
+                            .with_hint(CASCADE_HINT))
+                        }
+                        Some((_, c)) if c.default.is_some() => {
+                            return Err(Error::unsupported(
+                                "DROP SEQUENCE … CASCADE of a serial column's sequence",
+                            ))
+                        }
+                        // An identity column's.
+                        Some((t, c)) => {
+                            return Err(Error::DependentObjects {
+                                message: format!(
+                                    "cannot drop sequence {n} because column {} of table {} \
+                                     requires it",
+                                    c.name, t.name
+                                ),
+                                detail: String::new(),
+                            }
+                            .with_hint(format!(
+                                "You can drop column {} of table {} instead.",
+                                c.name, t.name
+                            )))
+                        }
+                        None if snapshot.relation_exists(n) => {
+                            return Err(Error::WrongObjectType {
+                                message: format!("\"{n}\" is not a sequence"),
+                            }
+                            .with_hint("Use DROP TABLE to remove a table."))
+                        }
+                        None if *if_exists => {
+                            out = out.with_notice(
+                                "NOTICE",
+                                "00000",
+                                format!("sequence \"{n}\" does not exist, skipping"),
+                            );
+                        }
+                        None => return Err(Error::UndefinedSequence { name: n.clone() }),
+                    }
+                }
+                if dropped.is_empty() {
+                    return Ok(out);
+                }
+                // Column defaults that call nextval on them (PostgreSQL's dependencies).
+                let mut users = Vec::new();
+                for seq in &dropped {
+                    for (table, position) in self.defaults_using(&snapshot, seq.id)? {
+                        users.push((seq.clone(), table, position));
+                    }
+                }
+                fn line((_, table, position): &(Arc<Table>, Arc<Table>, u16)) -> String {
+                    let column = &table.columns[usize::from(*position)].name;
+                    format!("default value for column {column} of table {}", table.name)
+                }
+                if !users.is_empty() && !*cascade {
+                    let detail: Vec<String> = users
+                        .iter()
+                        .map(|u| format!("{} depends on sequence {}", line(u), u.0.name))
+                        .collect();
+                    let message = match dropped.as_slice() {
+                        [seq] => format!(
+                            "cannot drop sequence {} because other objects depend on it",
+                            seq.name
+                        ),
+                        _ => "cannot drop desired object(s) because other objects depend on them"
+                            .into(),
+                    };
+                    let detail = detail.join("\n");
+                    return Err(Error::DependentObjects { message, detail }.with_hint(CASCADE_HINT));
+                }
+                for user in &users {
+                    let what = format!("drop cascades to {}", line(user));
+                    out = out.with_notice("NOTICE", "00000", what);
+                    let (_, table, position) = user;
+                    self.stage(catalog::Ddl::AlterColumn {
+                        table: table.id,
+                        position: *position,
+                        change: catalog::ColumnChange::Default(None),
+                    })?;
+                }
+                let ids = dropped.iter().map(|t| t.id).collect();
+                self.stage(catalog::Ddl::DropTables { ids, cascade: false })?;
+                for t in dropped {
+                    self.pending_ddl().dropped.push(EngineObject::Table(t.id));
+                }
+                Ok(out)
+            }
             Command::DropTable { names, if_exists, cascade } => {
                 let snapshot = self.snapshot();
                 let mut out = Output::tag(Tag::new("DROP TABLE"));
@@ -2147,13 +2297,12 @@ impl Session {
                     return Ok(out);
                 }
                 let ids = tables.iter().map(|t| t.id).collect();
-                let applied = self.stage(catalog::Ddl::DropTables { ids, cascade: *cascade }).map_err(|e| match e {
-                    Error::DependentObjects { message, detail } => Error::DependentObjects {
-                        message,
-                        detail: format!("{detail}\nHINT:  Use DROP ... CASCADE to drop the dependent objects too.").trim().to_string(),
-                    },
-                    other => other,
-                })?;
+                let applied = self
+                    .stage(catalog::Ddl::DropTables { ids, cascade: *cascade })
+                    .map_err(|e| match e {
+                        e @ Error::DependentObjects { .. } => e.with_hint(CASCADE_HINT),
+                        other => other,
+                    })?;
                 for n in applied.notices {
                     out = out.with_notice("NOTICE", "00000", n);
                 }

@@ -229,9 +229,11 @@ async fn a_transaction_larger_than_the_log_buffer_spills_and_survives_a_crash() 
 }
 
 /// A `serial` column never gives a value twice, across crashes: clients insert rows numbered
-/// by the sequence while the server is killed (SIGKILL) in the middle of their inserts, five
-/// times. After each restart every acknowledged row is there with the id it was given, and new
-/// rows get ids above every existing one (a repeated id would also fail the primary key).
+/// by the sequence (and take values of a `CREATE SEQUENCE` one) while the server is killed
+/// (SIGKILL) in the middle of their work, five times. After each restart every acknowledged row
+/// is there with the id it was given, new rows get ids above every existing one (a repeated id
+/// would also fail the primary key), and the standalone sequence continues above every value it
+/// gave.
 #[tokio::test]
 async fn serial_values_survive_crashes_and_are_never_given_twice() {
     if tests::against_pg() {
@@ -240,16 +242,24 @@ async fn serial_values_survive_crashes_and_are_never_given_twice() {
     }
     let mut server = AspenServer::start();
     let c = timed("connect", connect(server.port())).await.expect("connect");
-    timed("ddl", c.batch_execute("CREATE TABLE numbered (id serial PRIMARY KEY, v text)"))
-        .await
-        .expect("create");
+    timed(
+        "ddl",
+        c.batch_execute(
+            "CREATE TABLE numbered (id serial PRIMARY KEY, v text);
+             CREATE SEQUENCE ids START WITH 1 INCREMENT BY 50",
+        ),
+    )
+    .await
+    .expect("create");
     drop(c);
     let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(i32, String)>::new()));
+    let taken = std::sync::Arc::new(std::sync::Mutex::new(Vec::<i64>::new()));
     for round in 0..5 {
         let mut clients = Vec::new();
         for client in 0..4 {
             let port = server.port();
             let acknowledged = acknowledged.clone();
+            let taken = taken.clone();
             clients.push(tokio::spawn(async move {
                 let Ok(c) = connect(port).await else { return };
                 let insert = c.prepare("INSERT INTO numbered (v) VALUES ($1) RETURNING id").await;
@@ -259,6 +269,10 @@ async fn serial_values_survive_crashes_and_are_never_given_twice() {
                     match c.query_one(&insert, &[&v]).await {
                         Ok(row) => acknowledged.lock().unwrap().push((row.get(0), v)),
                         Err(_) => return, // the server was killed
+                    }
+                    match c.query_one("SELECT nextval('ids')", &[]).await {
+                        Ok(row) => taken.lock().unwrap().push(row.get(0)),
+                        Err(_) => return,
                     }
                 }
             }));
@@ -287,6 +301,11 @@ async fn serial_values_survive_crashes_and_are_never_given_twice() {
         .expect("a new id, not one given before the crash");
         let id: i32 = row.get(0);
         assert!(id > highest, "round {round}: new id {id} not above {highest}");
+        let most = taken.lock().unwrap().iter().max().copied().expect("some nextval returned");
+        let row = timed("nextval", c.query_one("SELECT nextval('ids')", &[])).await.expect("next");
+        let next: i64 = row.get(0);
+        assert!(next > most, "round {round}: nextval gave {next} after {most} before the crash");
+        taken.lock().unwrap().push(next);
         timed("tidy", c.batch_execute("DELETE FROM numbered WHERE v = 'after'"))
             .await
             .expect("delete");

@@ -68,6 +68,18 @@ pub enum Command {
     Reset(Option<String>),
     /// CREATE TABLE.
     CreateTable(CreateTable),
+    /// CREATE SEQUENCE: a sequence of its own, kept as a table of one column without rows
+    /// ([`catalog::Table::is_sequence`]).
+    CreateSequence(CreateTable),
+    /// DROP SEQUENCE.
+    DropSequence {
+        /// Sequence names.
+        names: Vec<String>,
+        /// IF EXISTS.
+        if_exists: bool,
+        /// CASCADE: drop the column defaults that use them too.
+        cascade: bool,
+    },
     /// DROP TABLE.
     DropTable {
         /// Table names.
@@ -167,10 +179,69 @@ impl Binder<'_> {
                         Command::DropTable { names, if_exists: *if_exists, cascade: *cascade }
                     }
                     ast::ObjectType::Index => Command::DropIndex { names, if_exists: *if_exists },
+                    ast::ObjectType::Sequence => {
+                        Command::DropSequence { names, if_exists: *if_exists, cascade: *cascade }
+                    }
                     other => return Err(Error::unsupported(format!("DROP {other}"))),
                 }
             }
             S::CreateIndex(ci) => Command::CreateIndex(self.bind_create_index(ci)?),
+            S::CreateSequence {
+                temporary,
+                if_not_exists,
+                name,
+                data_type,
+                sequence_options,
+                owned_by,
+            } => {
+                if *temporary {
+                    return Err(Error::unsupported("temporary sequences"));
+                }
+                if owned_by.is_some() {
+                    return Err(Error::unsupported("CREATE SEQUENCE … OWNED BY"));
+                }
+                let (schema, name) = self.object_name(name)?;
+                if let Some(s) = schema.filter(|s| s != "public") {
+                    return Err(Error::UndefinedObject {
+                        message: format!("schema \"{s}\" does not exist"),
+                    });
+                }
+                let data_type = match data_type {
+                    None => DataType::Int64,
+                    Some(t) => match self.data_type(t)? {
+                        t @ (DataType::Int16 | DataType::Int32 | DataType::Int64) => t,
+                        _ => {
+                            return Err(Error::InvalidParameterValue {
+                                message: "sequence type must be smallint, integer, or bigint"
+                                    .into(),
+                            })
+                        }
+                    },
+                };
+                let seq = sequence_with(
+                    name.clone(),
+                    Generated::Standalone,
+                    data_type,
+                    sequence_options,
+                )?;
+                // The column's type is the sequence's (`\d` shows it).
+                let column = Column {
+                    name: "last_value".into(),
+                    position: 0,
+                    data_type,
+                    not_null: true,
+                    default: None,
+                    sequence: Some(seq),
+                };
+                let def = TableDef {
+                    name,
+                    columns: vec![column],
+                    indexes: vec![],
+                    foreign_keys: vec![],
+                    hidden_pk: true,
+                };
+                Command::CreateSequence(CreateTable { def, if_not_exists: *if_not_exists })
+            }
             S::Truncate(t) => {
                 let mut tables = Vec::new();
                 for target in &t.table_names {

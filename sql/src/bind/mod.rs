@@ -187,6 +187,12 @@ impl<'a> Binder<'a> {
         if schema.is_none() && SYSTEM_CATALOGS.contains(&table.as_str()) {
             return Err(system("pg_catalog"));
         }
+        if self.snapshot.sequence(&table).is_some_and(|(t, _)| t.is_sequence()) {
+            return Err(Error::Unsupported {
+                feature: format!("using sequence \"{table}\" as a table"),
+                span,
+            });
+        }
         self.snapshot.table(&table).cloned().ok_or(Error::UndefinedTable { name: table, span })
     }
 

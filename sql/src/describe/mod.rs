@@ -283,6 +283,10 @@ impl Relation<'_> {
 fn relations(snapshot: &Snapshot) -> Vec<Relation<'_>> {
     let mut out = Vec::new();
     for t in snapshot.tables() {
+        if let (true, [c]) = (t.is_sequence(), t.columns.as_slice()) {
+            out.extend(c.sequence.as_ref().map(|s| Relation::Sequence(t.as_ref(), c, s)));
+            continue;
+        }
         out.push(Relation::Table(t.as_ref()));
         out.extend(t.indexes.iter().map(|i| Relation::Index(t.as_ref(), i)));
         for c in &t.columns {
@@ -617,7 +621,7 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
         Detail::SequenceOwner => {
             let cols = vec![("?column?", t), ("deptype", t)];
             let rows = match relation {
-                Some(Relation::Sequence(table, c, s)) => {
+                Some(Relation::Sequence(table, c, s)) if s.generated != Generated::Standalone => {
                     let owner = format!(
                         "{SCHEMA}.{}.{}",
                         display_ident(&table.name),

@@ -38,3 +38,6 @@ create table orders (o_id serial primary key, o_ref bigint generated always as i
 \d orders_o_id_seq
 \d orders_o_ref_seq
 \d+ orders_o_n_seq
+create sequence order_ids as integer start with 1000 increment by 50 maxvalue 100000;
+\ds
+\d order_ids
