@@ -17,7 +17,7 @@
 //! between leaves rows under table ids the catalog never named, which recovery skips. SET is
 //! transactional too (undone by a rollback).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -1752,14 +1752,16 @@ impl Session {
                     parameter_status: vec![],
                 })
             }
-            Statement::Insert { table, source, targets, returning } => {
+            Statement::Insert { table, source, targets, returning, on_conflict } => {
                 self.note_written(table)?;
                 let rows = ctx.run(source)?;
                 let mut out_rows = Vec::new();
-                let n = rows.len();
+                let mut n = 0;
                 // Foreign keys hold at the end of the statement (PostgreSQL), so a row may
                 // reference one inserted after it, or itself.
                 let mut fk_rows = Vec::new();
+                // ON CONFLICT DO UPDATE: the rows this statement inserted or updated.
+                let mut touched: HashSet<Vec<u8>> = HashSet::new();
                 for src in rows {
                     let mut row = Vec::with_capacity(targets.len());
                     for t in targets {
@@ -1770,17 +1772,49 @@ impl Session {
                     }
                     let row = check_row(table, row)?;
                     let key = exec::primary_key(table, &row, &self.db.engine);
-                    if !table.foreign_keys.is_empty() {
-                        fk_rows.push(row.clone());
-                    }
                     let mut bytes = Vec::with_capacity(64);
                     types::encode_row(&row, &mut bytes);
-                    exec::insert_row(ctx.txn, table, key, bytes)
-                        .map_err(|e| unique_error(e, table, &row))?;
+                    // ON CONFLICT with a target: the clashing row on that index, looked up first
+                    // (PostgreSQL's arbiter index), so a clash on another index is still 23505.
+                    let clash = match on_conflict {
+                        Some(oc) if oc.index.is_some() => clashing_row(&mut ctx, table, oc, &row)?,
+                        _ => None,
+                    };
+                    let row = match (clash, on_conflict) {
+                        (Some(_), Some(oc)) if oc.update.is_none() => continue, // DO NOTHING
+                        (Some((old_key, old)), Some(oc)) => {
+                            let update = oc.update.as_ref().expect("DO UPDATE");
+                            match upsert(&mut ctx, table, update, old_key, old, &row, &mut touched)?
+                            {
+                                Some(new) => new,
+                                None => continue, // its WHERE did not hold
+                            }
+                        }
+                        _ => {
+                            let pk = on_conflict.as_ref().map(|_| key.bytes.clone());
+                            match exec::insert_row(ctx.txn, table, key, bytes) {
+                                Ok(()) => touched.extend(pk),
+                                // DO NOTHING without a target: any clash.
+                                Err(txn::Error::UniqueViolation { .. })
+                                    if on_conflict
+                                        .as_ref()
+                                        .is_some_and(|oc| oc.index.is_none()) =>
+                                {
+                                    continue
+                                }
+                                Err(e) => return Err(unique_error(e, table, &row)),
+                            }
+                            row
+                        }
+                    };
+                    n += 1;
                     if let Some(r) = returning {
                         out_rows.push(
                             r.iter().map(|(e, _)| ctx.eval(e, &row)).collect::<Result<Vec<_>>>()?,
                         );
+                    }
+                    if !table.foreign_keys.is_empty() {
+                        fk_rows.push(row);
                     }
                 }
                 let snapshot = self.snapshot();
@@ -3103,6 +3137,75 @@ fn key_text(table: &Table, cols: &[u16], vals: &[Value]) -> String {
 }
 
 /// Maps an engine unique violation to 23505 with PostgreSQL's constraint name and detail.
+/// The row (key and values) that `proposed` would clash with on ON CONFLICT's target index,
+/// if any. NULLs never clash. The lookup is a read like any other: validated at commit.
+fn clashing_row(
+    ctx: &mut Ctx,
+    table: &Arc<Table>,
+    oc: &crate::plan::OnConflict,
+    proposed: &[Value],
+) -> Result<Option<(Vec<u8>, Vec<Value>)>> {
+    use crate::plan::{Access, Expr, Plan};
+    if oc.columns.iter().any(|c| proposed[*c].is_null()) {
+        return Ok(None);
+    }
+    let values: Vec<Expr> =
+        oc.columns.iter().map(|c| Expr::Literal(proposed[*c].clone())).collect();
+    let access = match oc.index {
+        Some(Some(index)) => Access::Range { index: Some(index), eq: values, lo: None, hi: None },
+        _ => Access::PointGet(values),
+    };
+    let lookup = Plan::Scan {
+        table: table.clone(),
+        access,
+        filter: None,
+        reverse: false,
+        limit: None,
+        for_update: false,
+    };
+    Ok(ctx.scan(&lookup)?.into_iter().next())
+}
+
+/// ON CONFLICT DO UPDATE of the existing row `old` (under `key`) that `proposed` clashed with:
+/// applies the SET expressions (over `old` followed by `proposed`) and returns the new row, or
+/// `None` when the WHERE does not hold. A row this statement already inserted or updated is
+/// not updated again (`21000`, as in PostgreSQL).
+fn upsert(
+    ctx: &mut Ctx,
+    table: &Arc<Table>,
+    update: &crate::plan::ConflictUpdate,
+    key: Vec<u8>,
+    old: Vec<Value>,
+    proposed: &[Value],
+    touched: &mut HashSet<Vec<u8>>,
+) -> Result<Option<Vec<Value>>> {
+    if touched.contains(&key) {
+        return Err(Error::CardinalityViolation {
+            message: "ON CONFLICT DO UPDATE command cannot affect row a second time".into(),
+        }
+        .with_hint(
+            "Ensure that no rows proposed for insertion within the same command have duplicate \
+             constrained values.",
+        ));
+    }
+    let both: Vec<Value> = old.iter().chain(proposed).cloned().collect();
+    if let Some(filter) = &update.filter {
+        if ctx.eval(filter, &both)? != Value::Bool(true) {
+            return Ok(None);
+        }
+    }
+    let mut new = old.clone();
+    for (col, e) in &update.sets {
+        new[*col] = ctx.eval(e, &both)?;
+    }
+    let new = check_row(table, new)?;
+    let mut bytes = Vec::with_capacity(64);
+    types::encode_row(&new, &mut bytes);
+    ctx.txn.update(exec::tid(table), &key, bytes).map_err(|e| unique_error(e, table, &new))?;
+    touched.insert(key);
+    Ok(Some(new))
+}
+
 fn unique_error(e: txn::Error, table: &Table, row: &[Value]) -> Error {
     match e {
         txn::Error::UniqueViolation { index, .. } => {

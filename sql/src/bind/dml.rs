@@ -11,7 +11,9 @@ use super::select::{
 };
 use super::{ident, Binder, Scope};
 use crate::error::{Error, Result};
-use crate::plan::{Access, CmpOp, Expr, InsertValue, OutColumn, Plan, Statement};
+use crate::plan::{
+    Access, CmpOp, ConflictUpdate, Expr, InsertValue, OnConflict, OutColumn, Plan, Statement,
+};
 use crate::types::CastKind;
 
 impl Binder<'_> {
@@ -55,9 +57,6 @@ impl Binder<'_> {
     }
 
     pub(crate) fn bind_insert(&mut self, ins: &ast::Insert) -> Result<Statement> {
-        if ins.on.is_some() {
-            return Err(Error::unsupported("INSERT … ON CONFLICT"));
-        }
         if ins.or.is_some()
             || ins.ignore
             || ins.overwrite
@@ -172,8 +171,130 @@ impl Binder<'_> {
                 None => values.push(InsertValue::Default(self.column_default(&table, col)?)),
             }
         }
+        let on_conflict = match &ins.on {
+            None => None,
+            Some(ast::OnInsert::OnConflict(oc)) => {
+                Some(Box::new(self.bind_on_conflict(oc, &table, &alias)?))
+            }
+            Some(_) => return Err(Error::unsupported("ON DUPLICATE KEY UPDATE")),
+        };
         let returning = self.bind_returning(ins.returning.as_deref(), &table, &alias)?;
-        Ok(Statement::Insert { table, source: source_plan, targets: values, returning })
+        Ok(Statement::Insert {
+            table,
+            source: source_plan,
+            targets: values,
+            returning,
+            on_conflict,
+        })
+    }
+
+    /// Where the words `words` (lower case, one space apart) first appear in the statement,
+    /// whatever their case and the spaces between them.
+    fn keyword_span(&self, words: &str) -> Option<crate::error::Span> {
+        let lower = self.sql.to_ascii_lowercase();
+        let mut parts = words.split(' ');
+        let first = parts.next()?;
+        let mut from = 0;
+        while let Some(at) = lower[from..].find(first).map(|i| i + from) {
+            let mut rest = &lower[at + first.len()..];
+            let all = parts.clone().all(|w| {
+                let trimmed = rest.trim_start();
+                let ok = trimmed.len() < rest.len() && trimmed.starts_with(w);
+                rest = &trimmed[w.len().min(trimmed.len())..];
+                ok
+            });
+            if all {
+                return Some(crate::error::Span { start: at });
+            }
+            from = at + first.len();
+        }
+        None
+    }
+
+    /// `ON CONFLICT [ (columns) | ON CONSTRAINT name ] DO NOTHING | DO UPDATE SET … [WHERE …]`.
+    fn bind_on_conflict(
+        &mut self,
+        oc: &ast::OnConflict,
+        table: &Arc<Table>,
+        alias: &str,
+    ) -> Result<OnConflict> {
+        let no_match = || Error::InvalidColumnReference {
+            message: "there is no unique or exclusion constraint matching the ON CONFLICT \
+                      specification"
+                .into(),
+            span: None,
+        };
+        let index = match &oc.conflict_target {
+            None => None,
+            Some(ast::ConflictTarget::Columns(idents)) => {
+                let mut positions = Vec::new();
+                for id in idents {
+                    let name = ident(id);
+                    let column = table.column(&name).ok_or_else(|| Error::UndefinedColumn {
+                        name: format!("\"{name}\""),
+                        span: None,
+                    })?;
+                    positions.push(column.position);
+                }
+                let same = |i: &&catalog::Index| {
+                    i.columns.len() == positions.len()
+                        && i.columns.iter().all(|c| positions.contains(c))
+                };
+                let found = table.indexes.iter().filter(|i| i.unique).find(same);
+                Some(found.ok_or_else(no_match)?)
+            }
+            Some(ast::ConflictTarget::OnConstraint(name)) => {
+                let (_, name) = self.object_name(name)?;
+                let found = table.indexes.iter().find(|i| i.constraint && i.name == name);
+                Some(found.ok_or_else(|| Error::UndefinedObject {
+                    message: format!(
+                        "constraint \"{name}\" for table \"{}\" does not exist",
+                        table.name
+                    ),
+                })?)
+            }
+        };
+        let update = match &oc.action {
+            ast::OnConflictAction::DoNothing => None,
+            ast::OnConflictAction::DoUpdate(up) => {
+                if index.is_none() {
+                    return Err(Error::SyntaxMisuse {
+                        message: "ON CONFLICT DO UPDATE requires inference specification or \
+                                  constraint name"
+                            .into(),
+                        span: self.keyword_span("on conflict"),
+                    }
+                    .with_hint("For example, ON CONFLICT (column_name)."));
+                }
+                // The existing row, then the proposed one (`excluded`): an unqualified name
+                // both have is ambiguous, as in PostgreSQL.
+                let mut scope = Scope::from_table(table, alias);
+                scope.columns.extend(Scope::from_table(table, "excluded").columns);
+                let sets = self.bind_assignments(table, &up.assignments, &scope)?;
+                let keys: Vec<usize> = table
+                    .primary_index()
+                    .map(|i| i.columns.iter().map(|c| usize::from(*c)).collect())
+                    .unwrap_or_default();
+                if sets.iter().any(|(c, _)| keys.contains(c)) {
+                    return Err(Error::unsupported(
+                        "ON CONFLICT DO UPDATE of a primary-key column",
+                    ));
+                }
+                let filter = up
+                    .selection
+                    .as_ref()
+                    .map(|w| self.bind_condition(w, &scope, "WHERE"))
+                    .transpose()?;
+                Some(ConflictUpdate { sets, filter })
+            }
+        };
+        Ok(OnConflict {
+            index: index.map(|i| (!i.primary).then_some(i.id)),
+            columns: index
+                .map(|i| i.columns.iter().map(|c| usize::from(*c)).collect())
+                .unwrap_or_default(),
+            update,
+        })
     }
 
     fn check_insert_width(
@@ -280,8 +401,24 @@ impl Binder<'_> {
         }
         let (table, alias) = self.single_table(&up.table)?;
         let scope = Scope::from_table(&table, &alias);
+        let sets = self.bind_assignments(&table, &up.assignments, &scope)?;
+        let mut conjuncts = Vec::new();
+        if let Some(w) = &up.selection {
+            let c = self.bind_condition(w, &scope, "WHERE")?;
+            split_conjuncts(c, &mut conjuncts);
+        }
+        self.finish_update(table, alias, sets, conjuncts, up)
+    }
+
+    /// UPDATE's `SET column = value, …` (also ON CONFLICT DO UPDATE's) over `scope`.
+    fn bind_assignments(
+        &mut self,
+        table: &Arc<Table>,
+        assignments: &[ast::Assignment],
+        scope: &Scope,
+    ) -> Result<Vec<(usize, Expr)>> {
         let mut sets: Vec<(usize, Expr)> = Vec::new();
-        for a in &up.assignments {
+        for a in assignments {
             let ast::AssignmentTarget::ColumnName(name) = &a.target else {
                 return Err(Error::unsupported("tuple assignment in UPDATE"));
             };
@@ -305,10 +442,10 @@ impl Binder<'_> {
             let ty = col.data_type;
             let value = if matches!(&a.value, AstExpr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"))
             {
-                self.column_default(&table, pos)?
+                self.column_default(table, pos)?
             } else {
-                check_not_always(&table, pos, true)?;
-                let t = self.bind_expr(&a.value, &scope)?;
+                check_not_always(table, pos, true)?;
+                let t = self.bind_expr(&a.value, scope)?;
                 self.coerce(t, ty, CastKind::Assignment, &a.value).map_err(|e| match e {
                     Error::DatatypeMismatch { span, .. } => Error::DatatypeMismatch {
                         message: format!(
@@ -322,11 +459,17 @@ impl Binder<'_> {
             };
             sets.push((pos, value));
         }
-        let mut conjuncts = Vec::new();
-        if let Some(w) = &up.selection {
-            let c = self.bind_condition(w, &scope, "WHERE")?;
-            split_conjuncts(c, &mut conjuncts);
-        }
+        Ok(sets)
+    }
+
+    fn finish_update(
+        &mut self,
+        table: Arc<Table>,
+        alias: String,
+        sets: Vec<(usize, Expr)>,
+        conjuncts: Vec<Expr>,
+        up: &ast::Update,
+    ) -> Result<Statement> {
         let scan = scan_with(table.clone(), conjuncts);
         let returning = self.bind_returning(up.returning.as_deref(), &table, &alias)?;
         let deferrable = returning.is_none() && deferrable_update(&table, &scan, &sets);

@@ -403,6 +403,28 @@ pub enum InsertValue {
     Default(Expr),
 }
 
+/// `INSERT … ON CONFLICT`: what a proposed row that clashes with an existing one does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnConflict {
+    /// The unique index whose clash this handles: `Some(None)` the primary key, `Some(Some(id))`
+    /// a unique secondary index; `None` any (DO NOTHING without a target).
+    pub index: Option<Option<IndexId>>,
+    /// The index's columns (positions), to find the existing row.
+    pub columns: Vec<usize>,
+    /// DO UPDATE (`None`: DO NOTHING).
+    pub update: Option<ConflictUpdate>,
+}
+
+/// `DO UPDATE SET … [WHERE …]`: expressions over the existing row followed by the proposed one
+/// (`excluded`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConflictUpdate {
+    /// New value expressions by column position.
+    pub sets: Vec<(usize, Expr)>,
+    /// Only rows for which this holds are updated.
+    pub filter: Option<Expr>,
+}
+
 /// A bound DML or query statement.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Statement {
@@ -419,6 +441,8 @@ pub enum Statement {
         targets: Vec<InsertValue>,
         /// RETURNING expressions over the inserted row.
         returning: Option<Vec<(Expr, OutColumn)>>,
+        /// ON CONFLICT.
+        on_conflict: Option<Box<OnConflict>>,
     },
     /// UPDATE.
     Update {
