@@ -1255,6 +1255,15 @@ pub(crate) fn column_name(e: &AstExpr) -> String {
         },
         AstExpr::Case { .. } => "case".into(),
         AstExpr::Exists { .. } => "exists".into(),
+        // A scalar subquery is named after its (first) output column.
+        AstExpr::Subquery(q) => match q.body.as_ref() {
+            ast::SetExpr::Select(s) => match s.projection.first() {
+                Some(ast::SelectItem::UnnamedExpr(e)) => column_name(e),
+                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => ident(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
         AstExpr::Ceil { .. } => "ceil".into(),
         AstExpr::Floor { .. } => "floor".into(),
         AstExpr::Substring { .. } => "substring".into(),

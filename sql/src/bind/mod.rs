@@ -126,6 +126,20 @@ pub struct Binder<'a> {
     pub(crate) outer: Vec<Scope>,
     /// Aggregate calls collected while binding a grouped SELECT list.
     pub(crate) aggs: Option<Vec<crate::plan::AggCall>>,
+    /// The WITH queries in scope, innermost last (see `Binder::bind_query`).
+    pub(crate) ctes: Vec<Cte>,
+}
+
+/// A WITH query (non-recursive): bound afresh where it is referenced, as a derived table
+/// would be, seeing only what its definition sees.
+#[derive(Debug, Clone)]
+pub(crate) struct Cte {
+    pub name: String,
+    /// Column names given after its name, if any.
+    pub columns: Vec<String>,
+    pub query: ast::Query,
+    /// How many enclosing scopes its definition had.
+    pub outer_depth: usize,
 }
 
 /// Folds an identifier as PostgreSQL does: lower case unless quoted.
@@ -140,13 +154,34 @@ pub(crate) fn ident(id: &Ident) -> String {
 impl<'a> Binder<'a> {
     /// A binder for `sql` with the client's declared parameter types (None = infer).
     pub fn new(snapshot: &'a Snapshot, sql: &'a str, params: Vec<Option<DataType>>) -> Self {
-        Binder { snapshot, sql, params, outer: Vec::new(), aggs: None }
+        Binder { snapshot, sql, params, outer: Vec::new(), aggs: None, ctes: Vec::new() }
     }
 
     /// Binds one statement.
     pub fn bind(&mut self, stmt: &ast::Statement) -> Result<Bound> {
         use ast::Statement as S;
         Ok(match stmt {
+            // WITH … INSERT / UPDATE / DELETE: the WITH queries are visible to the statement.
+            S::Query(q)
+                if q.with.is_some()
+                    && matches!(
+                        q.body.as_ref(),
+                        ast::SetExpr::Insert(_) | ast::SetExpr::Update(_) | ast::SetExpr::Delete(_)
+                    ) =>
+            {
+                let visible = self.ctes.len();
+                let bound =
+                    self.push_ctes(q.with.as_ref().expect("checked")).and_then(|()| {
+                        match q.body.as_ref() {
+                            ast::SetExpr::Insert(s)
+                            | ast::SetExpr::Update(s)
+                            | ast::SetExpr::Delete(s) => self.bind(s),
+                            _ => unreachable!("matched above"),
+                        }
+                    });
+                self.ctes.truncate(visible);
+                return bound;
+            }
             S::Query(q) => {
                 let query = self.bind_query(q)?;
                 Bound::Plan(PlanStatement::Query(query))

@@ -25,9 +25,68 @@ struct FromItem {
 impl Binder<'_> {
     /// Binds a full query (SELECT / VALUES with ORDER BY, LIMIT, FOR UPDATE).
     pub(crate) fn bind_query(&mut self, q: &ast::Query) -> Result<Query> {
-        if q.with.is_some() {
-            return Err(Error::unsupported("WITH (common table expressions)"));
+        let Some(with) = &q.with else { return self.bind_query_body(q) };
+        let visible = self.ctes.len();
+        let bound = self.push_ctes(with).and_then(|()| self.bind_query_body(q));
+        self.ctes.truncate(visible);
+        bound
+    }
+
+    /// Brings the queries of `with` into scope (the caller truncates `ctes` afterwards).
+    pub(crate) fn push_ctes(&mut self, with: &ast::With) -> Result<()> {
+        if with.recursive {
+            return Err(Error::unsupported("WITH RECURSIVE"));
         }
+        let visible = self.ctes.len();
+        for cte in &with.cte_tables {
+            let name = ident(&cte.alias.name);
+            if self.ctes[visible..].iter().any(|c| c.name == name) {
+                return Err(Error::DuplicateAlias {
+                    message: format!("WITH query name \"{name}\" specified more than once"),
+                });
+            }
+            self.ctes.push(super::Cte {
+                name,
+                columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
+                query: (*cte.query).clone(),
+                outer_depth: self.outer.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A reference to WITH query `name`, if one is in scope: its query bound as a derived
+    /// table, seeing the WITH queries defined before it and the scopes its definition saw.
+    fn bind_cte_reference(&mut self, name: &str) -> Option<Result<Query>> {
+        let at = self.ctes.iter().rposition(|c| c.name == name)?;
+        let cte = self.ctes[at].clone();
+        let later = self.ctes.split_off(at);
+        let outer = self.outer.split_off(cte.outer_depth.min(self.outer.len()));
+        let aggs = self.aggs.take();
+        let bound = self.bind_query(&cte.query);
+        self.ctes.extend(later);
+        self.outer.extend(outer);
+        self.aggs = aggs;
+        Some(bound.and_then(|mut q| {
+            if cte.columns.len() > q.columns.len() {
+                return Err(Error::InvalidColumnReference {
+                    message: format!(
+                        "WITH query \"{name}\" has {} columns available but {} columns specified",
+                        q.columns.len(),
+                        cte.columns.len()
+                    ),
+                    span: None,
+                });
+            }
+            for (c, alias) in q.columns.iter_mut().zip(&cte.columns) {
+                c.name = alias.clone();
+            }
+            Ok(q)
+        }))
+    }
+
+    /// [`Binder::bind_query`] without its WITH clause.
+    fn bind_query_body(&mut self, q: &ast::Query) -> Result<Query> {
         if q.fetch.is_some() {
             return Err(Error::unsupported("FETCH FIRST"));
         }
@@ -272,9 +331,16 @@ impl Binder<'_> {
     fn bind_table_factor(&mut self, tf: &TableFactor) -> Result<(Plan, Scope)> {
         match tf {
             TableFactor::Table { name, alias, args, .. } => {
-                let (_, tname) = self.object_name(name)?;
+                let (schema, tname) = self.object_name(name)?;
                 if let Some(args) = args {
                     return self.bind_table_function(&tname, &args.args, alias.as_ref());
+                }
+                if schema.is_none() {
+                    if let Some(q) = self.bind_cte_reference(&tname) {
+                        let q = q?;
+                        let rel = alias.as_ref().map(|a| ident(&a.name)).unwrap_or(tname);
+                        return Ok(derived(q, Some(rel), alias.as_ref()));
+                    }
                 }
                 let table = self.table(name)?;
                 let alias_name =
@@ -307,24 +373,7 @@ impl Binder<'_> {
                 self.aggs = saved;
                 let q = q?;
                 let rel = alias.as_ref().map(|a| ident(&a.name));
-                let mut columns: Vec<ScopeColumn> = q
-                    .columns
-                    .iter()
-                    .map(|c| ScopeColumn {
-                        relation: rel.clone(),
-                        name: c.name.clone(),
-                        data_type: c.data_type,
-                        source: None,
-                    })
-                    .collect();
-                if let Some(a) = alias {
-                    for (i, c) in a.columns.iter().enumerate() {
-                        if let Some(col) = columns.get_mut(i) {
-                            col.name = ident(&c.name);
-                        }
-                    }
-                }
-                Ok((q.plan, Scope { columns }))
+                Ok(derived(q, rel, alias.as_ref()))
             }
             TableFactor::Function { name, args, alias, .. } => {
                 let (_, tname) = self.object_name(name)?;
@@ -1401,4 +1450,26 @@ pub(crate) fn scan_with(table: Arc<Table>, preds: Vec<Expr>) -> Plan {
         for_update: false,
     };
     attach_filter(plan, preds)
+}
+
+/// A bound subquery as a FROM item named `rel`, its columns renamed by the alias's list.
+fn derived(q: Query, rel: Option<String>, alias: Option<&ast::TableAlias>) -> (Plan, Scope) {
+    let mut columns: Vec<ScopeColumn> = q
+        .columns
+        .iter()
+        .map(|c| ScopeColumn {
+            relation: rel.clone(),
+            name: c.name.clone(),
+            data_type: c.data_type,
+            source: None,
+        })
+        .collect();
+    if let Some(a) = alias {
+        for (i, c) in a.columns.iter().enumerate() {
+            if let Some(col) = columns.get_mut(i) {
+                col.name = ident(&c.name);
+            }
+        }
+    }
+    (q.plan, Scope { columns })
 }
