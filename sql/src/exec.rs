@@ -210,6 +210,11 @@ impl Ctx<'_> {
                 }
                 Ok(out)
             }
+            Plan::SetOp { left, right, op, all } => {
+                let left = self.run(left)?;
+                let right = self.run(right)?;
+                Ok(set_operation(left, right, *op, *all))
+            }
             Plan::Limit { input, limit, offset } => {
                 let limit = self.count_arg(limit.as_ref(), "LIMIT", "2201W")?;
                 let offset = self.count_arg(offset.as_ref(), "OFFSET", "2201X")?.unwrap_or(0);
@@ -760,6 +765,61 @@ impl Ctx<'_> {
         };
         eval_pure(&lowered, row, self.params, &self.outer, self.now, self.user, self.database)
     }
+}
+
+/// UNION / INTERSECT / EXCEPT [ALL] of two row lists (rows compared as DISTINCT does: NULLs
+/// equal). With ALL, a row that `left` has m times and `right` n times appears m + n, min(m,
+/// n) and max(m − n, 0) times; without, once if it appears at all. Rows keep the order they
+/// are first met in.
+fn set_operation(
+    left: Vec<Vec<Value>>,
+    right: Vec<Vec<Value>>,
+    op: crate::plan::SetOpKind,
+    all: bool,
+) -> Vec<Vec<Value>> {
+    use crate::plan::SetOpKind;
+    let key = |r: &[Value]| {
+        let mut k = Vec::new();
+        types::encode_key(r, &mut k);
+        k
+    };
+    if op == SetOpKind::Union && all {
+        let mut out = left;
+        out.extend(right);
+        return out;
+    }
+    if op == SetOpKind::Union {
+        let mut seen = HashSet::new();
+        return left.into_iter().chain(right).filter(|r| seen.insert(key(r))).collect();
+    }
+    // How many times each row of the right side is there still to be matched.
+    let mut counts: HashMap<Vec<u8>, usize> = HashMap::new();
+    for r in &right {
+        *counts.entry(key(r)).or_default() += 1;
+    }
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for r in left {
+        let k = key(&r);
+        let remaining = counts.get_mut(&k);
+        let matched = match remaining {
+            Some(n) if *n > 0 => {
+                if all {
+                    *n -= 1;
+                }
+                true
+            }
+            _ => false,
+        };
+        let keep = match op {
+            SetOpKind::Intersect => matched,
+            _ => !matched,
+        };
+        if keep && (all || seen.insert(k)) {
+            out.push(r);
+        }
+    }
+    out
 }
 
 /// Does evaluating this expression need the context (a subquery or a sequence function

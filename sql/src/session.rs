@@ -71,7 +71,9 @@ fn plan_is_short(plan: &crate::plan::Plan) -> bool {
             Access::Full => limit.is_some(),
         },
         Plan::GenerateSeries { .. } => false,
-        Plan::NestedLoop { left, right, .. } => plan_is_short(left) && plan_is_short(right),
+        Plan::NestedLoop { left, right, .. } | Plan::SetOp { left, right, .. } => {
+            plan_is_short(left) && plan_is_short(right)
+        }
         Plan::Filter { input, .. }
         | Plan::Project { input, .. }
         | Plan::Aggregate { input, .. }

@@ -10,8 +10,10 @@ use sqlparser::ast::{self as ast, Expr as AstExpr, SelectItem, SetExpr, TableFac
 use super::expr::column_name;
 use super::{ident, Binder, Scope, ScopeColumn};
 use crate::error::{Error, Result};
-use crate::plan::{Access, CmpOp, Expr, Func, JoinKind, OutColumn, Plan, Query, SortKey};
-use crate::types::CastKind;
+use crate::plan::{
+    Access, CmpOp, Expr, Func, JoinKind, OutColumn, Plan, Query, SetOpKind, SortKey,
+};
+use crate::types::{self, CastKind};
 
 /// One FROM item while building the join tree.
 struct FromItem {
@@ -167,8 +169,107 @@ impl Binder<'_> {
                 }
                 self.bind_query(inner)
             }
-            SetExpr::SetOperation { op, .. } => {
-                Err(Error::unsupported(format!("{op} (set operations)")))
+            SetExpr::SetOperation { .. } => {
+                if for_update {
+                    return Err(Error::unsupported_msg(
+                        "FOR UPDATE is not allowed with UNION/INTERSECT/EXCEPT",
+                    ));
+                }
+                let (plan, columns) = self.bind_set_expr(q.body.as_ref())?;
+                // ORDER BY names the output columns (or their positions).
+                let scope = Scope {
+                    columns: columns
+                        .iter()
+                        .map(|c| ScopeColumn {
+                            relation: None,
+                            name: c.name.clone(),
+                            data_type: c.data_type,
+                            source: None,
+                        })
+                        .collect(),
+                };
+                self.finish_query(plan, columns, scope, &order_by, limit, offset)
+            }
+            other => Err(Error::unsupported(format!("query body {other}"))),
+        }
+    }
+
+    /// One side of a set operation (or a whole one): its plan and output columns. The result
+    /// columns are named after the left side's; each column's type is the common type of both
+    /// sides (`42804` when there is none), each side cast to it.
+    fn bind_set_expr(&mut self, body: &SetExpr) -> Result<(Plan, Vec<OutColumn>)> {
+        match body {
+            SetExpr::Select(select) => {
+                let q = self.bind_select(select, &[], None, None, false)?;
+                Ok((q.plan, q.columns))
+            }
+            SetExpr::Values(values) => self.bind_values(values, None),
+            SetExpr::Query(inner) => {
+                let q = self.bind_query(inner)?;
+                Ok((q.plan, q.columns))
+            }
+            SetExpr::SetOperation { op, set_quantifier, left, right } => {
+                let (op, name) = match op {
+                    ast::SetOperator::Union => (SetOpKind::Union, "UNION"),
+                    ast::SetOperator::Intersect => (SetOpKind::Intersect, "INTERSECT"),
+                    ast::SetOperator::Except => (SetOpKind::Except, "EXCEPT"),
+                    other => return Err(Error::unsupported(format!("{other}"))),
+                };
+                let all = match set_quantifier {
+                    ast::SetQuantifier::All => true,
+                    ast::SetQuantifier::None | ast::SetQuantifier::Distinct => false,
+                    other => return Err(Error::unsupported(format!("{name} {other}"))),
+                };
+                let (lp, lcols) = self.bind_set_expr(left)?;
+                let (rp, rcols) = self.bind_set_expr(right)?;
+                if lcols.len() != rcols.len() {
+                    return Err(Error::SyntaxMisuse {
+                        message: format!("each {name} query must have the same number of columns"),
+                        span: None,
+                    });
+                }
+                let mut types = Vec::with_capacity(lcols.len());
+                for (l, r) in lcols.iter().zip(&rcols) {
+                    let t = types::common_type(&l.data_type, &r.data_type).ok_or_else(|| {
+                        Error::DatatypeMismatch {
+                            message: format!(
+                                "{name} types {} and {} cannot be matched",
+                                l.data_type.base_name(),
+                                r.data_type.base_name()
+                            ),
+                            span: None,
+                        }
+                    })?;
+                    types.push(t);
+                }
+                let cast = |plan: Plan, cols: &[OutColumn]| -> Plan {
+                    if cols.iter().zip(&types).all(|(c, t)| c.data_type == *t) {
+                        return plan;
+                    }
+                    let exprs = cols
+                        .iter()
+                        .zip(&types)
+                        .enumerate()
+                        .map(|(i, (c, t))| {
+                            let column = Expr::Column(i);
+                            if c.data_type == *t {
+                                column
+                            } else {
+                                Expr::Cast(Box::new(column), *t, CastKind::Implicit)
+                            }
+                        })
+                        .collect();
+                    Plan::Project { input: Box::new(plan), exprs }
+                };
+                let left = cast(lp, &lcols);
+                let right = cast(rp, &rcols);
+                let columns = lcols
+                    .into_iter()
+                    .zip(&types)
+                    .map(|(c, t)| OutColumn { name: c.name, data_type: *t, source: None })
+                    .collect();
+                let plan = Plan::SetOp { left: Box::new(left), right: Box::new(right), op, all };
+                Ok((plan, columns))
             }
             other => Err(Error::unsupported(format!("query body {other}"))),
         }
@@ -1419,6 +1520,10 @@ fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
             visit_plan_exprs(input, f);
         }
         Plan::Distinct { input } | Plan::Truncate { input, .. } => visit_plan_exprs(input, f),
+        Plan::SetOp { left, right, .. } => {
+            visit_plan_exprs(left, f);
+            visit_plan_exprs(right, f);
+        }
     }
 }
 
@@ -1432,6 +1537,7 @@ pub(crate) fn width_of(p: &Plan) -> usize {
         | Plan::Sort { input, .. }
         | Plan::Distinct { input }
         | Plan::Limit { input, .. } => width_of(input),
+        Plan::SetOp { left, .. } => width_of(left),
         Plan::Project { exprs, .. } => exprs.len(),
         Plan::NestedLoop { left, right_width, .. } => width_of(left) + right_width,
         Plan::Aggregate { group_by, aggs, .. } => group_by.len() + aggs.len(),

@@ -60,6 +60,11 @@ impl Plan {
                 writeln!(f, "{pad}Distinct")?;
                 input.fmt_tree(f, depth + 1)
             }
+            Plan::SetOp { left, right, op, all } => {
+                writeln!(f, "{pad}SetOp: {op:?}{}", if *all { " all" } else { "" })?;
+                left.fmt_tree(f, depth + 1)?;
+                right.fmt_tree(f, depth + 1)
+            }
             Plan::Limit { input, limit, offset } => {
                 writeln!(f, "{pad}Limit: limit={limit:?} offset={offset:?}")?;
                 input.fmt_tree(f, depth + 1)

@@ -356,6 +356,17 @@ pub enum Plan {
         /// Input.
         input: Box<Plan>,
     },
+    /// UNION / INTERSECT / EXCEPT [ALL] of two inputs of the same width and column types.
+    SetOp {
+        /// Left input.
+        left: Box<Plan>,
+        /// Right input.
+        right: Box<Plan>,
+        /// Which operation.
+        op: SetOpKind,
+        /// ALL: keep duplicates (multiset semantics); else each distinct row once.
+        all: bool,
+    },
     /// LIMIT / OFFSET.
     Limit {
         /// Input.
@@ -423,6 +434,17 @@ pub struct ConflictUpdate {
     pub sets: Vec<(usize, Expr)>,
     /// Only rows for which this holds are updated.
     pub filter: Option<Expr>,
+}
+
+/// The set operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOpKind {
+    /// Rows of either input.
+    Union,
+    /// Rows of both inputs.
+    Intersect,
+    /// Rows of the left input that the right one lacks.
+    Except,
 }
 
 /// A bound DML or query statement.
