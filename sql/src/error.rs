@@ -322,6 +322,13 @@ impl Error {
             Error::GeneratedAlways { update: false, .. } => {
                 Some("Use OVERRIDING SYSTEM VALUE to override.")
             }
+            Error::UndefinedFunction { name, .. } => Some(if name.starts_with("operator ") {
+                "No operator matches the given name and argument types. You might need to add \
+                 explicit type casts."
+            } else {
+                "No function matches the given name and argument types. You might need to add \
+                 explicit type casts."
+            }),
             _ => None,
         }
     }

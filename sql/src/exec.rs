@@ -541,10 +541,29 @@ impl Ctx<'_> {
                 }
             };
             for (j, call) in aggs.iter().enumerate() {
+                if let Some(f) = &call.filter {
+                    if self.eval(f, &r)? != Value::Bool(true) {
+                        continue;
+                    }
+                }
                 let v = match &call.arg {
                     None => Value::Bool(true),
                     Some(a) => self.eval(a, &r)?,
                 };
+                if let Acc::Text(text, seen) = &mut groups[gi].1[j] {
+                    // string_agg: the row's delimiter goes before every value but the first.
+                    let Value::Text(s) = &v else { continue };
+                    if !Acc::first_time(seen, &v) {
+                        continue;
+                    }
+                    if let (Some(t), Some(d)) = (text.as_mut(), &call.delimiter) {
+                        if let Value::Text(d) = self.eval(d, &r)? {
+                            t.push_str(&d);
+                        }
+                    }
+                    text.get_or_insert_with(String::new).push_str(s);
+                    continue;
+                }
                 groups[gi].1[j].add(call, v)?;
             }
         }
@@ -1213,6 +1232,10 @@ enum Acc {
     Count(i64, Option<HashSet<Vec<u8>>>),
     Sum(Value, i64, Option<HashSet<Vec<u8>>>),
     MinMax(Value),
+    /// string_agg: the text so far (built by `Ctx::aggregate`, which evaluates delimiters).
+    Text(Option<String>, Option<HashSet<Vec<u8>>>),
+    /// bool_and / bool_or.
+    Bool(Option<bool>),
 }
 
 impl Acc {
@@ -1222,6 +1245,8 @@ impl Acc {
             AggFunc::CountStar | AggFunc::Count => Acc::Count(0, seen),
             AggFunc::Sum | AggFunc::Avg => Acc::Sum(Value::Null, 0, seen),
             AggFunc::Min | AggFunc::Max => Acc::MinMax(Value::Null),
+            AggFunc::StringAgg => Acc::Text(None, seen),
+            AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
         }
     }
 
@@ -1262,6 +1287,16 @@ impl Acc {
                     *cur = v;
                 }
             }
+            Acc::Text(..) => return Err(Error::internal("string_agg is built by aggregate()")),
+            Acc::Bool(b) => {
+                if let Value::Bool(x) = v {
+                    *b = Some(match (*b, call.func) {
+                        (None, _) => x,
+                        (Some(acc), AggFunc::BoolAnd) => acc && x,
+                        (Some(acc), _) => acc || x,
+                    });
+                }
+            }
         }
         Ok(())
     }
@@ -1284,6 +1319,8 @@ impl Acc {
                 (Value::Text(s), DataType::Text) => Value::Text(s),
                 (v, _) => v,
             },
+            Acc::Text(text, _) => text.map_or(Value::Null, Value::Text),
+            Acc::Bool(b) => b.map_or(Value::Null, Value::Bool),
         })
     }
 }

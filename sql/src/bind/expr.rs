@@ -879,9 +879,15 @@ impl Binder<'_> {
 
     fn bind_function(&mut self, f: &ast::Function, scope: &Scope, e: &AstExpr) -> Result<Typed> {
         let (_, name) = self.object_name(&f.name)?;
-        if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+        if f.over.is_some() {
             return Err(Error::Unsupported {
-                feature: format!("{name} with FILTER, OVER or WITHIN GROUP (window functions)"),
+                feature: format!("{name} with OVER (window functions)"),
+                span: self.span_of(e),
+            });
+        }
+        if !f.within_group.is_empty() {
+            return Err(Error::Unsupported {
+                feature: format!("{name} with WITHIN GROUP (ordered-set aggregates)"),
                 span: self.span_of(e),
             });
         }
@@ -934,10 +940,19 @@ impl Binder<'_> {
             "avg" => Some(AggFunc::Avg),
             "min" => Some(AggFunc::Min),
             "max" => Some(AggFunc::Max),
+            "string_agg" => Some(AggFunc::StringAgg),
+            "bool_and" | "every" => Some(AggFunc::BoolAnd),
+            "bool_or" => Some(AggFunc::BoolOr),
             _ => None,
         };
         if let Some(func) = agg {
-            return self.bind_aggregate(func, distinct, &arg_exprs, scope, e, &name);
+            let filter = f.filter.as_deref();
+            return self.bind_aggregate(func, distinct, &arg_exprs, filter, scope, e, &name);
+        }
+        if f.filter.is_some() {
+            return Err(Error::WrongObjectType {
+                message: format!("FILTER specified, but {name} is not an aggregate function"),
+            });
         }
         if star || distinct {
             return Err(Error::UndefinedFunction {
@@ -1069,11 +1084,13 @@ impl Binder<'_> {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn bind_aggregate(
         &mut self,
         func: AggFunc,
         distinct: bool,
         args: &[&AstExpr],
+        filter: Option<&AstExpr>,
         scope: &Scope,
         e: &AstExpr,
         name: &str,
@@ -1084,8 +1101,40 @@ impl Binder<'_> {
                 span: self.span_of(e),
             });
         }
+        // FILTER and string_agg's delimiter are row expressions: aggregation switched off.
+        let saved = self.aggs.take();
+        let filter = filter.map(|f| self.bind_condition(f, scope, "FILTER")).transpose();
+        self.aggs = saved;
+        let filter = filter?;
+        let mut delimiter = None;
         let (arg, data_type) = match func {
             AggFunc::CountStar => (None, DataType::Int64),
+            AggFunc::StringAgg | AggFunc::BoolAnd | AggFunc::BoolOr => {
+                let arity = if func == AggFunc::StringAgg { 2 } else { 1 };
+                if args.len() != arity {
+                    return Err(Error::UndefinedFunction {
+                        name: format!("function {name}"),
+                        span: self.span_of(e),
+                    });
+                }
+                let ty = if func == AggFunc::StringAgg { DataType::Text } else { DataType::Bool };
+                let saved = self.aggs.take();
+                let bound: Result<Vec<Expr>> = args
+                    .iter()
+                    .map(|a| {
+                        let t = self.bind_expr(a, scope)?;
+                        if !t.unknown && ty == DataType::Text && t.ty == DataType::Bytea {
+                            return Err(Error::unsupported("string_agg of bytea"));
+                        }
+                        self.coerce(t, ty, CastKind::Implicit, a)
+                    })
+                    .collect();
+                self.aggs = saved;
+                let mut bound = bound?.into_iter();
+                let arg = bound.next().expect("arity checked");
+                delimiter = bound.next();
+                (Some(arg), ty)
+            }
             _ => {
                 if args.len() != 1 {
                     return Err(Error::UndefinedFunction {
@@ -1146,6 +1195,9 @@ impl Binder<'_> {
                         other => other,
                     },
                     AggFunc::CountStar => DataType::Int64,
+                    AggFunc::StringAgg | AggFunc::BoolAnd | AggFunc::BoolOr => {
+                        unreachable!("bound above")
+                    }
                 };
                 // Sums and averages accumulate in the result type.
                 let arg = match func {
@@ -1163,7 +1215,7 @@ impl Binder<'_> {
             }
         };
         let aggs = self.aggs.as_mut().expect("checked above");
-        let call = AggCall { func, arg, distinct, data_type };
+        let call = AggCall { func, arg, distinct, data_type, delimiter, filter };
         let index = match aggs.iter().position(|a| *a == call) {
             Some(i) => i,
             None => {

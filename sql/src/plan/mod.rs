@@ -158,6 +158,12 @@ pub enum AggFunc {
     Min,
     /// max(x)
     Max,
+    /// string_agg(text, delimiter)
+    StringAgg,
+    /// bool_and(x) / every(x)
+    BoolAnd,
+    /// bool_or(x)
+    BoolOr,
 }
 
 /// A bound scalar expression.
@@ -264,6 +270,10 @@ pub struct AggCall {
     pub distinct: bool,
     /// Result type.
     pub data_type: DataType,
+    /// string_agg's delimiter (evaluated per row; the first row's is not used).
+    pub delimiter: Option<Expr>,
+    /// FILTER (WHERE …): only rows for which it holds are aggregated.
+    pub filter: Option<Expr>,
 }
 
 /// Join kinds.
