@@ -407,7 +407,12 @@ impl Binder<'_> {
             AstExpr::Tuple(_) => Err(Error::unsupported("row constructors")),
             AstExpr::Collate { .. } => Err(Error::unsupported("COLLATE")),
             AstExpr::AtTimeZone { .. } => Err(Error::unsupported("AT TIME ZONE")),
-            AstExpr::Extract { .. } => Err(Error::unsupported("EXTRACT")),
+            AstExpr::Extract { field, expr, .. } => {
+                let t = self.bind_expr(expr, scope)?;
+                let (t, _) = self.datetime_arg(t, "extract", e)?;
+                let field = Expr::Literal(Value::Text(field.to_string().to_ascii_lowercase()));
+                Ok(Typed::known(Expr::Func(Func::Extract, vec![field, t]), DataType::Numeric(None)))
+            }
             AstExpr::Position { expr, r#in } => {
                 let needle = self.bind_expr(expr, scope)?;
                 let hay = self.bind_expr(r#in, scope)?;
@@ -877,6 +882,22 @@ impl Binder<'_> {
         Ok(Typed::known(Expr::Func(func, out), DataType::Int64))
     }
 
+    /// The date or timestamp argument of EXTRACT / date_part / date_trunc (an untyped literal
+    /// is read as a timestamp), with its type.
+    fn datetime_arg(&mut self, t: Typed, func: &str, e: &AstExpr) -> Result<(Expr, DataType)> {
+        if t.unknown {
+            let expr = self.coerce(t, DataType::Timestamp, CastKind::Implicit, e)?;
+            return Ok((expr, DataType::Timestamp));
+        }
+        match t.ty {
+            DataType::Date | DataType::Timestamp => Ok((t.expr, t.ty)),
+            other => Err(Error::UndefinedFunction {
+                name: format!("function {func}(unknown, {})", other.base_name()),
+                span: self.span_of(e),
+            }),
+        }
+    }
+
     fn bind_function(&mut self, f: &ast::Function, scope: &Scope, e: &AstExpr) -> Result<Typed> {
         let (_, name) = self.object_name(&f.name)?;
         if f.over.is_some() {
@@ -1062,6 +1083,30 @@ impl Binder<'_> {
                 | "statement_timestamp",
                 0,
             ) => Ok(Typed::known(Expr::Func(Func::Now, vec![]), DataType::Timestamp)),
+            ("date_part" | "date_trunc", 2) => {
+                let mut it = args.into_iter();
+                let field = it.next().expect("two args");
+                let field = self.coerce(field, DataType::Text, CastKind::Implicit, e)?;
+                let (value, ty) = self.datetime_arg(it.next().expect("two args"), &name, e)?;
+                Ok(if name == "date_part" {
+                    Typed::known(Expr::Func(Func::DatePart, vec![field, value]), DataType::Float64)
+                } else {
+                    // PostgreSQL truncates a date as a timestamp with time zone, which Aspen
+                    // does not have.
+                    if ty == DataType::Date {
+                        return Err(Error::Unsupported {
+                            feature: "date_trunc of a date (its result is a timestamp with time \
+                                      zone)"
+                                .into(),
+                            span: self.span_of(e),
+                        });
+                    }
+                    Typed::known(
+                        Expr::Func(Func::DateTrunc, vec![field, value]),
+                        DataType::Timestamp,
+                    )
+                })
+            }
             ("current_date", 0) => {
                 Ok(Typed::known(Expr::Func(Func::CurrentDate, vec![]), DataType::Date))
             }
@@ -1307,6 +1352,7 @@ pub(crate) fn column_name(e: &AstExpr) -> String {
         },
         AstExpr::Case { .. } => "case".into(),
         AstExpr::Exists { .. } => "exists".into(),
+        AstExpr::Extract { .. } => "extract".into(),
         // A scalar subquery is named after its (first) output column.
         AstExpr::Subquery(q) => match q.body.as_ref() {
             ast::SetExpr::Select(s) => match s.projection.first() {

@@ -59,6 +59,9 @@ fn float(v: &Value) -> Result<f64> {
 /// Evaluates `f` over non-NULL arguments (any arguments for `greatest` / `least`).
 pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
     Ok(match f {
+        Func::Extract => datetime::extract(text(&args[0])?, &args[1], false)?,
+        Func::DatePart => datetime::extract(text(&args[0])?, &args[1], true)?,
+        Func::DateTrunc => datetime::trunc(text(&args[0])?, &args[1])?,
         Func::Repeat => repeat(text(&args[0])?, int(&args[1])?)?,
         Func::Replace => {
             let (s, from, to) = (text(&args[0])?, text(&args[1])?, text(&args[2])?);
@@ -576,5 +579,160 @@ mod tests {
             let r = random();
             assert!((0.0..1.0).contains(&r), "{r}");
         }
+    }
+}
+
+/// EXTRACT, date_part and date_trunc, as PostgreSQL 15 computes them for `date` and
+/// `timestamp without time zone` (proleptic Gregorian, ISO weeks).
+mod datetime {
+    use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
+
+    use crate::error::{Error, Result};
+    use crate::types::{Numeric, Value};
+
+    /// The units PostgreSQL knows, by any of their spellings.
+    fn unit(name: &str) -> Option<&'static str> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "useconds" => "microseconds",
+            "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "mseconds" => "milliseconds",
+            "second" | "seconds" | "s" | "sec" | "secs" => "second",
+            "minute" | "minutes" | "m" | "min" | "mins" => "minute",
+            "hour" | "hours" | "h" | "hr" | "hrs" => "hour",
+            "day" | "days" | "d" => "day",
+            "week" | "weeks" | "w" => "week",
+            "month" | "months" | "mon" | "mons" => "month",
+            "quarter" | "qtr" => "quarter",
+            "year" | "years" | "y" | "yr" | "yrs" => "year",
+            "decade" | "decades" | "dec" | "decs" => "decade",
+            "century" | "centuries" | "c" | "cent" => "century",
+            "millennium" | "millennia" | "mil" | "mils" => "millennium",
+            "dow" => "dow",
+            "isodow" => "isodow",
+            "doy" => "doy",
+            "isoyear" => "isoyear",
+            "epoch" => "epoch",
+            _ => return None,
+        })
+    }
+
+    fn unknown_unit(name: &str, date: bool) -> Error {
+        let ty = if date { "date" } else { "timestamp without time zone" };
+        Error::InvalidParameterValue {
+            message: format!("unit \"{}\" not recognized for type {ty}", name.to_ascii_lowercase()),
+        }
+    }
+
+    fn numeric(text: String) -> Result<Numeric> {
+        Numeric::parse(&text)
+    }
+
+    /// `seconds` and `micros` (0 ≤ micros < 10⁶, the sign in `seconds`, or in the text when
+    /// `seconds` is 0 and the value negative) as a numeric with six decimals.
+    fn with_micros(total_micros: i64) -> Result<Numeric> {
+        let sign = if total_micros < 0 { "-" } else { "" };
+        let abs = total_micros.unsigned_abs();
+        numeric(format!("{sign}{}.{:06}", abs / 1_000_000, abs % 1_000_000))
+    }
+
+    /// EXTRACT (numeric) or date_part (`float`: double precision) of `field` from a date or
+    /// timestamp.
+    pub(super) fn extract(field: &str, v: &Value, float: bool) -> Result<Value> {
+        let (t, date) = match v {
+            Value::Timestamp(t) => (*t, false),
+            Value::Date(d) => (d.and_hms_opt(0, 0, 0).expect("midnight exists"), true),
+            other => return Err(Error::internal(format!("extract from {other:?}"))),
+        };
+        // date_part takes a date as the timestamp at its midnight; EXTRACT knows it is a date.
+        let date = date && !float;
+        let name = unit(field).ok_or_else(|| unknown_unit(field, date))?;
+        if date && matches!(name, "microseconds" | "milliseconds" | "second" | "minute" | "hour") {
+            return Err(Error::UnsupportedMessage {
+                message: format!(
+                    "unit \"{}\" not supported for type date",
+                    field.to_ascii_lowercase()
+                ),
+            });
+        }
+        let micros_of_minute = i64::from(t.second()) * 1_000_000 + i64::from(t.nanosecond() / 1000);
+        let year = i64::from(t.year());
+        let whole = |n: i64| numeric(n.to_string());
+        let value = match name {
+            "microseconds" => whole(micros_of_minute)?,
+            "milliseconds" => {
+                numeric(format!("{}.{:03}", micros_of_minute / 1000, micros_of_minute % 1000))?
+            }
+            "second" => with_micros(micros_of_minute)?,
+            "minute" => whole(i64::from(t.minute()))?,
+            "hour" => whole(i64::from(t.hour()))?,
+            "day" => whole(i64::from(t.day()))?,
+            "week" => whole(i64::from(t.iso_week().week()))?,
+            "month" => whole(i64::from(t.month()))?,
+            "quarter" => whole((i64::from(t.month()) - 1) / 3 + 1)?,
+            "year" => whole(year)?,
+            "decade" => whole(year.div_euclid(10))?,
+            "century" => {
+                whole(if year > 0 { (year + 99) / 100 } else { -((99 - (year - 1)) / 100) })?
+            }
+            "millennium" => {
+                whole(if year > 0 { (year + 999) / 1000 } else { -((999 - (year - 1)) / 1000) })?
+            }
+            "dow" => whole(i64::from(t.weekday().num_days_from_sunday()))?,
+            "isodow" => whole(i64::from(t.weekday().number_from_monday()))?,
+            "doy" => whole(i64::from(t.ordinal()))?,
+            "isoyear" => whole(i64::from(t.iso_week().year()))?,
+            "epoch" => {
+                let epoch = NaiveDate::from_ymd_opt(1970, 1, 1)
+                    .and_then(|d| d.and_hms_opt(0, 0, 0))
+                    .expect("the epoch exists");
+                let micros = (t - epoch).num_microseconds().ok_or_else(|| {
+                    Error::NumericOutOfRange { message: "timestamp out of range".into() }
+                })?;
+                if date {
+                    whole(micros / 1_000_000)?
+                } else {
+                    with_micros(micros)?
+                }
+            }
+            _ => unreachable!("every unit is handled"),
+        };
+        Ok(if float {
+            Value::Float64(value.to_string().parse().expect("a numeric's text is a float"))
+        } else {
+            Value::Numeric(value)
+        })
+    }
+
+    /// date_trunc: `v` with every field below `field` at its start.
+    pub(super) fn trunc(field: &str, v: &Value) -> Result<Value> {
+        let Value::Timestamp(t) = v else {
+            return Err(Error::internal(format!("date_trunc of {v:?}")));
+        };
+        let name = unit(field).ok_or_else(|| unknown_unit(field, false))?;
+        let day = |d: NaiveDate| d.and_hms_opt(0, 0, 0).expect("midnight exists");
+        let ymd = |y: i32, m: u32| NaiveDate::from_ymd_opt(y, m, 1).map(day);
+        let floor = |y: i32, n: i32| y - y.rem_euclid(n);
+        let out: Option<NaiveDateTime> = match name {
+            "microseconds" => Some(*t),
+            "milliseconds" => t.with_nanosecond(t.nanosecond() / 1_000_000 * 1_000_000),
+            "second" => t.with_nanosecond(0),
+            "minute" => t.with_nanosecond(0).and_then(|t| t.with_second(0)),
+            "hour" => {
+                t.with_nanosecond(0).and_then(|t| t.with_second(0)).and_then(|t| t.with_minute(0))
+            }
+            "day" => Some(day(t.date())),
+            "week" => {
+                let back = i64::from(t.weekday().num_days_from_monday());
+                Some(day(t.date() - chrono::Duration::days(back)))
+            }
+            "month" => ymd(t.year(), t.month()),
+            "quarter" => ymd(t.year(), (t.month() - 1) / 3 * 3 + 1),
+            "year" => ymd(t.year(), 1),
+            "decade" => ymd(floor(t.year(), 10), 1),
+            "century" => ymd(floor(t.year() - 1, 100) + 1, 1),
+            "millennium" => ymd(floor(t.year() - 1, 1000) + 1, 1),
+            // Units of EXTRACT only (dow, epoch, …).
+            _ => return Err(unknown_unit(field, false)),
+        };
+        out.map(Value::Timestamp).ok_or_else(|| Error::internal("date_trunc out of range"))
     }
 }

@@ -128,6 +128,13 @@ pub enum Func {
     Pi,
     /// random() — volatile
     Random,
+    /// EXTRACT(field FROM date / timestamp): args are the field's name (text) and the value;
+    /// numeric.
+    Extract,
+    /// date_part(field, date / timestamp): as EXTRACT, in double precision.
+    DatePart,
+    /// date_trunc(field, timestamp): the timestamp cut down to the field.
+    DateTrunc,
     /// nextval(sequence): args are the owning table's id and the column's position (`Int64`
     /// literals). Not transactional; evaluated through the session (`exec::Sequences`).
     NextVal,
