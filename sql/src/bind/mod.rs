@@ -182,6 +182,30 @@ impl<'a> Binder<'a> {
                 self.ctes.truncate(visible);
                 return bound;
             }
+            S::Explain { analyze, statement, format, options, .. } => {
+                let analyzing = *analyze
+                    || options
+                        .iter()
+                        .flatten()
+                        .any(|o| o.name.value.eq_ignore_ascii_case("analyze"));
+                if analyzing {
+                    return Err(Error::unsupported("EXPLAIN ANALYZE"));
+                }
+                if format.is_some()
+                    || options.iter().flatten().any(|o| o.name.value.eq_ignore_ascii_case("format"))
+                {
+                    return Err(Error::unsupported("EXPLAIN (FORMAT …)"));
+                }
+                let lines = match self.bind(statement)? {
+                    Bound::Plan(stmt) => stmt.explain(),
+                    Bound::Command(_) => {
+                        return Err(Error::unsupported("EXPLAIN of a utility statement"))
+                    }
+                };
+                let rows = lines.into_iter().map(|l| vec![crate::types::Value::Text(l)]).collect();
+                let query = crate::metadata::constant(vec![("QUERY PLAN", DataType::Text)], rows);
+                Bound::Plan(PlanStatement::Query(query))
+            }
             S::Query(q) => {
                 let query = self.bind_query(q)?;
                 Bound::Plan(PlanStatement::Query(query))

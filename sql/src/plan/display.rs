@@ -1,84 +1,313 @@
-//! `Display` for plans: an indented tree, one node per line (used by EXPLAIN and golden tests).
+//! `Display` for plans: an indented tree, one node per line, as EXPLAIN prints it.
+//!
+//! Expressions print as SQL where they can: a scan's conditions name the table's columns, and
+//! above a scan a column is `#n` (the n-th column of the node's input row, from 1); `$n` is a
+//! parameter; anything without a SQL form prints as its plan structure.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
-use super::{Access, Plan};
+use super::{Access, CmpOp, Expr, JoinKind, Plan, SortKey, Statement};
+use crate::types::ArithOp;
+
+/// Renders `e`, naming input column `i` by `names(i)`.
+fn expr(e: &Expr, names: &dyn Fn(usize) -> String) -> String {
+    let r = |x: &Expr| expr(x, names);
+    let list = |xs: &[Expr]| xs.iter().map(|x| expr(x, names)).collect::<Vec<_>>().join(", ");
+    match e {
+        Expr::Literal(v) => match v {
+            crate::types::Value::Null => "NULL".into(),
+            crate::types::Value::Text(s) => format!("'{}'", s.replace('\'', "''")),
+            other => match other.data_type() {
+                Some(t) => crate::types::format_text(other, &t),
+                None => format!("{other:?}"),
+            },
+        },
+        Expr::Column(i) => names(*i),
+        Expr::Outer { depth, index } => format!("outer{depth}.#{}", index + 1),
+        Expr::Param(i) => format!("${}", i + 1),
+        Expr::Arith(op, a, b) => {
+            let op = match op {
+                ArithOp::Add => "+",
+                ArithOp::Sub => "-",
+                ArithOp::Mul => "*",
+                ArithOp::Div => "/",
+                ArithOp::Mod => "%",
+            };
+            format!("({} {op} {})", r(a), r(b))
+        }
+        Expr::Neg(a) => format!("(-{})", r(a)),
+        Expr::Cmp(op, a, b) => {
+            let op = match op {
+                CmpOp::Eq => "=",
+                CmpOp::NotEq => "<>",
+                CmpOp::Lt => "<",
+                CmpOp::LtEq => "<=",
+                CmpOp::Gt => ">",
+                CmpOp::GtEq => ">=",
+            };
+            format!("({} {op} {})", r(a), r(b))
+        }
+        Expr::And(a, b) => format!("({} AND {})", r(a), r(b)),
+        Expr::Or(a, b) => format!("({} OR {})", r(a), r(b)),
+        Expr::Not(a) => format!("(NOT {})", r(a)),
+        Expr::IsNull(a, negated) => {
+            format!("({} IS {}NULL)", r(a), if *negated { "NOT " } else { "" })
+        }
+        Expr::Like(a, p, ci, negated) => format!(
+            "({} {}{} {})",
+            r(a),
+            if *negated { "NOT " } else { "" },
+            if *ci { "ILIKE" } else { "LIKE" },
+            r(p)
+        ),
+        Expr::InList(a, xs, negated) => {
+            format!("({} {}IN ({}))", r(a), if *negated { "NOT " } else { "" }, list(xs))
+        }
+        Expr::Coalesce(xs) => format!("COALESCE({})", list(xs)),
+        Expr::NullIf(a, b) => format!("NULLIF({}, {})", r(a), r(b)),
+        Expr::Cast(a, t, _) => format!("({})::{}", r(a), t.sql_name()),
+        Expr::Concat(a, b) => format!("({} || {})", r(a), r(b)),
+        Expr::Func(f, args) => format!("{}({})", format!("{f:?}").to_lowercase(), list(args)),
+        Expr::Subquery(_) => "(SubPlan)".into(),
+        Expr::Exists(_, negated) => {
+            format!("({}EXISTS(SubPlan))", if *negated { "NOT " } else { "" })
+        }
+        Expr::InSubquery(a, _, negated) => {
+            format!("({} {}IN (SubPlan))", r(a), if *negated { "NOT " } else { "" })
+        }
+        Expr::Agg(i) => format!("agg{}", i + 1),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Input column `i` of a node above a scan.
+fn position(i: usize) -> String {
+    format!("#{}", i + 1)
+}
+
+fn exprs(es: &[Expr]) -> String {
+    es.iter().map(|e| expr(e, &position)).collect::<Vec<_>>().join(", ")
+}
 
 impl Plan {
     fn fmt_tree(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
         let pad = "  ".repeat(depth);
+        let arrow =
+            if depth == 0 { String::new() } else { format!("{}->  ", "  ".repeat(depth - 1)) };
         match self {
             Plan::Values { rows, width } => {
-                writeln!(f, "{pad}Values: {} rows × {width}", rows.len())
+                writeln!(f, "{arrow}Values ({} rows, {width} columns)", rows.len())
             }
             Plan::Scan { table, access, filter, reverse, limit, for_update } => {
-                let access = match access {
-                    Access::Full => "full".to_string(),
-                    Access::PointGet(k) => format!("point get {k:?}"),
-                    Access::Range { index, eq, lo, hi } => {
-                        format!("range index={index:?} eq={eq:?} lo={lo:?} hi={hi:?}")
-                    }
+                let names =
+                    |i: usize| table.columns.get(i).map_or_else(|| position(i), |c| c.name.clone());
+                let index_name = |index: &Option<catalog::IndexId>| match index {
+                    Some(id) => table
+                        .indexes
+                        .iter()
+                        .find(|i| i.id == *id)
+                        .map_or_else(|| format!("index {}", id.0), |i| i.name.clone()),
+                    None => table
+                        .primary_index()
+                        .map_or_else(|| "primary key".into(), |i| i.name.clone()),
                 };
-                write!(f, "{pad}Scan: {} ({access})", table.name)?;
-                if *reverse {
-                    write!(f, " reverse")?;
-                }
-                if let Some(l) = limit {
-                    write!(f, " limit={l:?}")?;
-                }
-                if *for_update {
-                    write!(f, " for update")?;
+                let keys = |index: &Option<catalog::IndexId>| -> Vec<String> {
+                    let columns = match index {
+                        Some(id) => table.indexes.iter().find(|i| i.id == *id),
+                        None => table.primary_index(),
+                    }
+                    .map(|i| i.columns.clone())
+                    .unwrap_or_default();
+                    columns.iter().map(|c| names(usize::from(*c))).collect()
+                };
+                let backward = if *reverse { " Backward" } else { "" };
+                match access {
+                    Access::Full => writeln!(f, "{arrow}Seq Scan on {}", table.name)?,
+                    Access::PointGet(values) => {
+                        writeln!(
+                            f,
+                            "{arrow}Point Get using {} on {}",
+                            index_name(&None),
+                            table.name
+                        )?;
+                        let conds: Vec<String> = keys(&None)
+                            .iter()
+                            .zip(values)
+                            .map(|(k, v)| format!("{k} = {}", expr(v, &names)))
+                            .collect();
+                        writeln!(f, "{pad}      Key: {}", conds.join(" AND "))?;
+                    }
+                    Access::Range { index, eq, lo, hi } => {
+                        writeln!(
+                            f,
+                            "{arrow}Index Scan{backward} using {} on {}",
+                            index_name(index),
+                            table.name
+                        )?;
+                        let keys = keys(index);
+                        let mut conds: Vec<String> = keys
+                            .iter()
+                            .zip(eq)
+                            .map(|(k, v)| format!("{k} = {}", expr(v, &names)))
+                            .collect();
+                        let next = keys.get(eq.len()).cloned().unwrap_or_default();
+                        if let Some((v, inclusive)) = lo {
+                            let op = if *inclusive { ">=" } else { ">" };
+                            conds.push(format!("{next} {op} {}", expr(v, &names)));
+                        }
+                        if let Some((v, inclusive)) = hi {
+                            let op = if *inclusive { "<=" } else { "<" };
+                            conds.push(format!("{next} {op} {}", expr(v, &names)));
+                        }
+                        if !conds.is_empty() {
+                            writeln!(f, "{pad}      Index Cond: {}", conds.join(" AND "))?;
+                        }
+                    }
                 }
                 if let Some(p) = filter {
-                    write!(f, " filter={p:?}")?;
+                    writeln!(f, "{pad}      Filter: {}", expr(p, &names))?;
                 }
-                writeln!(f)
+                if let Some(l) = limit {
+                    writeln!(f, "{pad}      Stop after: {}", expr(l, &names))?;
+                }
+                if *for_update {
+                    writeln!(f, "{pad}      For Update")?;
+                }
+                Ok(())
             }
-            Plan::GenerateSeries { args, .. } => writeln!(f, "{pad}GenerateSeries: {args:?}"),
+            Plan::GenerateSeries { args, .. } => {
+                writeln!(f, "{arrow}Function Scan on generate_series({})", exprs(args))
+            }
             Plan::Filter { input, predicate } => {
-                writeln!(f, "{pad}Filter: {predicate:?}")?;
+                writeln!(f, "{arrow}Filter: {}", expr(predicate, &position))?;
                 input.fmt_tree(f, depth + 1)
             }
-            Plan::Project { input, exprs } => {
-                writeln!(f, "{pad}Project: {exprs:?}")?;
+            Plan::Project { input, exprs: list } => {
+                writeln!(f, "{arrow}Project: {}", exprs(list))?;
                 input.fmt_tree(f, depth + 1)
             }
             Plan::NestedLoop { left, right, kind, on, .. } => {
-                writeln!(f, "{pad}NestedLoop: {kind:?} on={on:?}")?;
+                let kind = match kind {
+                    JoinKind::Inner => "",
+                    JoinKind::Left => " Left Join",
+                };
+                writeln!(f, "{arrow}Nested Loop{kind}")?;
+                if let Some(on) = on {
+                    writeln!(f, "{pad}      Join Filter: {}", expr(on, &position))?;
+                }
                 left.fmt_tree(f, depth + 1)?;
                 right.fmt_tree(f, depth + 1)
             }
             Plan::Aggregate { input, group_by, aggs } => {
-                writeln!(f, "{pad}Aggregate: group_by={group_by:?} aggs={aggs:?}")?;
+                let calls: Vec<String> =
+                    aggs.iter()
+                        .map(|a| {
+                            let arg = a.arg.as_ref().map_or("*".into(), |e| expr(e, &position));
+                            let distinct = if a.distinct { "DISTINCT " } else { "" };
+                            let filter = a.filter.as_ref().map_or(String::new(), |e| {
+                                format!(" FILTER ({})", expr(e, &position))
+                            });
+                            format!(
+                                "{}({distinct}{arg}){filter}",
+                                format!("{:?}", a.func).to_lowercase()
+                            )
+                        })
+                        .collect();
+                if group_by.is_empty() {
+                    writeln!(f, "{arrow}Aggregate: {}", calls.join(", "))?;
+                } else {
+                    writeln!(f, "{arrow}Group Aggregate: {}", calls.join(", "))?;
+                    writeln!(f, "{pad}      Group Key: {}", exprs(group_by))?;
+                }
                 input.fmt_tree(f, depth + 1)
             }
             Plan::Sort { input, keys } => {
-                writeln!(f, "{pad}Sort: {keys:?}")?;
+                writeln!(f, "{arrow}Sort")?;
+                writeln!(f, "{pad}      Sort Key: {}", sort_keys(keys))?;
                 input.fmt_tree(f, depth + 1)
             }
             Plan::Distinct { input } => {
-                writeln!(f, "{pad}Distinct")?;
+                writeln!(f, "{arrow}Unique")?;
                 input.fmt_tree(f, depth + 1)
             }
             Plan::SetOp { left, right, op, all } => {
-                writeln!(f, "{pad}SetOp: {op:?}{}", if *all { " all" } else { "" })?;
+                writeln!(f, "{arrow}{op:?}{}", if *all { " All" } else { "" })?;
                 left.fmt_tree(f, depth + 1)?;
                 right.fmt_tree(f, depth + 1)
             }
             Plan::Limit { input, limit, offset } => {
-                writeln!(f, "{pad}Limit: limit={limit:?} offset={offset:?}")?;
+                let mut line = format!("{arrow}Limit");
+                if let Some(l) = limit {
+                    let _ = write!(line, ": {}", expr(l, &position));
+                }
+                if let Some(o) = offset {
+                    let _ = write!(line, " offset {}", expr(o, &position));
+                }
+                writeln!(f, "{line}")?;
                 input.fmt_tree(f, depth + 1)
             }
             Plan::Truncate { input, width } => {
-                writeln!(f, "{pad}Truncate: {width}")?;
+                writeln!(f, "{arrow}Result (first {width} columns)")?;
                 input.fmt_tree(f, depth + 1)
             }
         }
     }
 }
 
+fn sort_keys(keys: &[SortKey]) -> String {
+    let key = |k: &SortKey| {
+        let mut s = expr(&k.expr, &position);
+        if k.desc {
+            s.push_str(" DESC");
+        }
+        if k.nulls_first != k.desc {
+            s.push_str(if k.nulls_first { " NULLS FIRST" } else { " NULLS LAST" });
+        }
+        s
+    };
+    keys.iter().map(key).collect::<Vec<_>>().join(", ")
+}
+
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.fmt_tree(f, 0)
     }
+}
+
+impl Statement {
+    /// The lines EXPLAIN prints for this statement.
+    pub fn explain(&self) -> Vec<String> {
+        let (head, plan) = match self {
+            Statement::Query(q) => return lines(&q.plan.to_string()),
+            Statement::Insert { table, source, on_conflict, .. } => {
+                let mut head = format!("Insert on {}", table.name);
+                if let Some(oc) = on_conflict {
+                    head.push_str(if oc.update.is_some() {
+                        " (ON CONFLICT DO UPDATE)"
+                    } else {
+                        " (ON CONFLICT DO NOTHING)"
+                    });
+                }
+                (head, source)
+            }
+            Statement::Update { table, scan, deferrable, .. } => {
+                let note = if *deferrable { " (may be applied at commit)" } else { "" };
+                (format!("Update on {}{note}", table.name), scan)
+            }
+            Statement::Delete { table, scan, .. } => (format!("Delete on {}", table.name), scan),
+        };
+        struct Child<'a>(&'a Plan);
+        impl fmt::Display for Child<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt_tree(f, 1)
+            }
+        }
+        let mut out = vec![head];
+        out.extend(lines(&Child(plan).to_string()));
+        out
+    }
+}
+
+fn lines(text: &str) -> Vec<String> {
+    text.lines().map(str::to_string).collect()
 }
