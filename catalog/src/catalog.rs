@@ -201,6 +201,8 @@ pub enum Ddl {
     AddForeignKey { table: TableId, fk: ForeignKey },
     /// See [`Catalog::alter_column`].
     AlterColumn { table: TableId, position: u16, change: ColumnChange },
+    /// See [`Catalog::rename_table`].
+    RenameTable { table: TableId, name: String },
 }
 
 /// What `ALTER TABLE … ALTER COLUMN` changes ([`Catalog::alter_column`]).
@@ -210,6 +212,8 @@ pub enum ColumnChange {
     Default(Option<crate::ColumnDefault>),
     /// `SET NOT NULL` (`true`) or `DROP NOT NULL` (`false`).
     NotNull(bool),
+    /// `RENAME COLUMN … TO name`.
+    Rename(String),
 }
 
 /// What a successful [`Ddl`] produced.
@@ -604,6 +608,16 @@ impl Catalog {
         Ok(())
     }
 
+    /// Renames `table` (`ALTER TABLE … RENAME TO name`). Its indexes, constraints and the
+    /// sequences of its columns keep their names, as in PostgreSQL.
+    ///
+    /// Errors: [`Error::UndefinedTable`]; [`Error::DuplicateTable`] if a relation is named
+    /// `name`.
+    pub fn rename_table(&self, table: TableId, name: String) -> Result<(), Error> {
+        self.apply(Ddl::RenameTable { table, name })?;
+        Ok(())
+    }
+
     /// Starts a batch of transactional schema changes on top of the current snapshot.
     pub fn begin_batch(&self) -> DdlBatch {
         let base = self.snapshot();
@@ -919,7 +933,24 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                     )))
                 }
                 ColumnChange::NotNull(not_null) => column.not_null = not_null,
+                ColumnChange::Rename(name) => {
+                    check_name(&name, "column")?;
+                    column.name = name.clone();
+                    check_columns(&mut changed.columns)?;
+                }
             }
+            Change { put: vec![changed], delete: Vec::new() }
+        }
+        Ddl::RenameTable { table, name } => {
+            let mut changed = Table::clone(must_get_table(snapshot, table)?);
+            check_name(&name, "table")?;
+            if snapshot.relation_exists(&name) {
+                return Err(Error::DuplicateTable(name));
+            }
+            if changed.is_sequence() {
+                return Err(Error::InvalidDefinition(format!("{} is a sequence", changed.name)));
+            }
+            changed.name = name;
             Change { put: vec![changed], delete: Vec::new() }
         }
     };

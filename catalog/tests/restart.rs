@@ -179,3 +179,25 @@ fn sequences_never_repeat_a_value_across_restarts() {
     assert_ne!(t2, t);
     assert_eq!(catalog.nextval(t2, 0, &seq2).unwrap(), 1, "a new table's sequence starts over");
 }
+
+#[test]
+fn renames_survive_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        let catalog = Catalog::open(dir.path()).unwrap();
+        let (id, _) = serial_table(&catalog, "before");
+        catalog.rename_table(id, "after".into()).unwrap();
+        catalog.alter_column(id, 0, catalog::ColumnChange::Rename("key".into())).unwrap();
+        let err = catalog.rename_table(id, "before_id_seq".into()).unwrap_err();
+        assert_eq!(err, catalog::Error::DuplicateTable("before_id_seq".into()), "taken");
+        id
+    };
+    let catalog = Catalog::open(dir.path()).unwrap();
+    let snapshot = catalog.snapshot();
+    let table = snapshot.table("after").expect("renamed table after restart");
+    assert_eq!(table.id, id);
+    assert_eq!(table.columns[0].name, "key");
+    assert!(snapshot.table("before").is_none());
+    // The column's sequence keeps its name, as in PostgreSQL.
+    assert!(snapshot.sequence("before_id_seq").is_some());
+}

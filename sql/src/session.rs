@@ -2435,6 +2435,10 @@ impl Session {
                 }
                 Ok(Output::tag(Tag::new("TRUNCATE TABLE")))
             }
+            Command::RenameTable { table, name } => {
+                self.stage(catalog::Ddl::RenameTable { table: table.id, name: name.clone() })?;
+                Ok(Output::tag(Tag::new("ALTER TABLE")))
+            }
             Command::AlterColumn { table, position, change } => {
                 if *change == catalog::ColumnChange::NotNull(true) {
                     self.check_no_nulls(table, *position)?;

@@ -109,7 +109,14 @@ pub enum Command {
         /// IF NOT EXISTS.
         if_not_exists: bool,
     },
-    /// ALTER TABLE … ALTER COLUMN … SET / DROP DEFAULT, SET / DROP NOT NULL.
+    /// ALTER TABLE … RENAME TO.
+    RenameTable {
+        /// Table.
+        table: Arc<Table>,
+        /// Its new name.
+        name: String,
+    },
+    /// ALTER TABLE … ALTER COLUMN … SET / DROP DEFAULT, SET / DROP NOT NULL; RENAME COLUMN.
     AlterColumn {
         /// Table.
         table: Arc<Table>,
@@ -711,6 +718,36 @@ impl Binder<'_> {
                     }
                 }
                 Ok(Command::AddColumn { table, column, if_not_exists: *if_not_exists })
+            }
+            ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
+                let (old, new) = (ident(old_column_name), ident(new_column_name));
+                let column = table.column(&old).ok_or_else(|| Error::UndefinedColumn {
+                    name: format!("\"{old}\""),
+                    span: None,
+                })?;
+                if table.column(&new).is_some() {
+                    return Err(Error::DuplicateColumnExists {
+                        name: format!("{new}\" of relation \"{}", table.name),
+                    });
+                }
+                check_name(new_column_name)?;
+                let change = catalog::ColumnChange::Rename(new);
+                Ok(Command::AlterColumn { position: column.position, table, change })
+            }
+            ast::AlterTableOperation::RenameTable { table_name } => {
+                let (ast::RenameTableNameKind::As(name) | ast::RenameTableNameKind::To(name)) =
+                    table_name;
+                let (schema, name) = self.object_name(name)?;
+                if schema.is_some() {
+                    return Err(Error::Syntax {
+                        message: "syntax error: the new name of a table takes no schema".into(),
+                        span: None,
+                    });
+                }
+                if self.snapshot.relation_exists(&name) {
+                    return Err(Error::DuplicateTable { name });
+                }
+                Ok(Command::RenameTable { table, name })
             }
             ast::AlterTableOperation::AlterColumn { column_name, op } => {
                 let name = ident(column_name);
