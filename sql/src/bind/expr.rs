@@ -638,6 +638,16 @@ impl Binder<'_> {
                 let r = self.text_expr(r, e)?;
                 Ok(Typed::known(Expr::Concat(Box::new(l), Box::new(r)), DataType::Text))
             }
+            B::PGRegexMatch | B::PGRegexIMatch | B::PGRegexNotMatch | B::PGRegexNotIMatch => {
+                let l = self.bind_expr(left, scope)?;
+                let r = self.bind_expr(right, scope)?;
+                let l = self.text_expr(l, e)?;
+                let r = self.text_expr(r, e)?;
+                let ci = matches!(op, B::PGRegexIMatch | B::PGRegexNotIMatch);
+                let m = Expr::Func(Func::RegexMatch, vec![l, r, Expr::Literal(Value::Bool(ci))]);
+                let negated = matches!(op, B::PGRegexNotMatch | B::PGRegexNotIMatch);
+                Ok(Typed::known(if negated { Expr::Not(Box::new(m)) } else { m }, DataType::Bool))
+            }
             other => Err(Error::Unsupported {
                 feature: format!("operator {other}"),
                 span: self.span_of(e),
@@ -1012,6 +1022,7 @@ impl Binder<'_> {
             }
             ("btrim" | "trim", 1 | 2) => text_fn(self, Func::Trim, args, DataType::Text),
             ("ltrim", 1 | 2) => text_fn(self, Func::LTrim, args, DataType::Text),
+            ("regexp_replace", 3 | 4) => text_fn(self, Func::RegexpReplace, args, DataType::Text),
             ("rtrim", 1 | 2) => text_fn(self, Func::RTrim, args, DataType::Text),
             ("substring" | "substr", 2 | 3) => {
                 let mut it = args.into_iter();

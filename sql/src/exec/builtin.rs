@@ -59,6 +59,14 @@ fn float(v: &Value) -> Result<f64> {
 /// Evaluates `f` over non-NULL arguments (any arguments for `greatest` / `least`).
 pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
     Ok(match f {
+        Func::RegexMatch => {
+            let ci = matches!(args[2], Value::Bool(true));
+            Value::Bool(regex::compiled(text(&args[1])?, ci)?.is_match(text(&args[0])?))
+        }
+        Func::RegexpReplace => {
+            let flags = args.get(3).map(text).transpose()?.unwrap_or("");
+            regex::replace(text(&args[0])?, text(&args[1])?, text(&args[2])?, flags)?
+        }
         Func::Extract => datetime::extract(text(&args[0])?, &args[1], false)?,
         Func::DatePart => datetime::extract(text(&args[0])?, &args[1], true)?,
         Func::DateTrunc => datetime::trunc(text(&args[0])?, &args[1])?,
@@ -734,5 +742,110 @@ mod datetime {
             _ => return Err(unknown_unit(field, false)),
         };
         out.map(Value::Timestamp).ok_or_else(|| Error::internal("date_trunc out of range"))
+    }
+}
+
+/// POSIX regular expressions (`~`, `~*`, regexp_replace), with the `regex` crate: PostgreSQL's
+/// advanced expressions and Rust's agree on the common syntax (classes, quantifiers,
+/// alternation, anchors, `[[:alpha:]]`); what the crate lacks (back-references, lookaround) is
+/// an invalid expression (`2201B`), never a different match.
+mod regex {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+
+    use crate::error::{Error, Result};
+    use crate::types::Value;
+
+    /// Compiled patterns by (pattern, case-insensitive), per thread; cleared when it grows.
+    const CACHE_SIZE: usize = 64;
+
+    thread_local! {
+        static CACHE: RefCell<HashMap<(String, bool), ::regex::Regex>> = RefCell::new(HashMap::new());
+    }
+
+    pub(super) fn compiled(pattern: &str, ci: bool) -> Result<::regex::Regex> {
+        CACHE.with(|cache| {
+            let key = (pattern.to_string(), ci);
+            if let Some(re) = cache.borrow().get(&key) {
+                return Ok(re.clone());
+            }
+            let re =
+                ::regex::RegexBuilder::new(pattern).case_insensitive(ci).build().map_err(|e| {
+                    Error::DataException {
+                        message: format!(
+                            "invalid regular expression: {}",
+                            first_line(&e.to_string())
+                        ),
+                        sqlstate: "2201B",
+                    }
+                })?;
+            let mut cache = cache.borrow_mut();
+            if cache.len() >= CACHE_SIZE {
+                cache.clear();
+            }
+            cache.insert(key, re.clone());
+            Ok(re)
+        })
+    }
+
+    fn first_line(s: &str) -> &str {
+        s.lines()
+            .rev()
+            .find(|l| l.starts_with("error:"))
+            .map_or(s, |l| l.trim_start_matches("error: "))
+    }
+
+    /// regexp_replace: the first match (every match with flag `g`; `i` ignores case) replaced;
+    /// in the replacement `\1`…`\9` are groups and `\&` the whole match.
+    pub(super) fn replace(
+        source: &str,
+        pattern: &str,
+        replacement: &str,
+        flags: &str,
+    ) -> Result<Value> {
+        let mut global = false;
+        let mut ci = false;
+        for f in flags.chars() {
+            match f {
+                'g' => global = true,
+                'i' => ci = true,
+                'c' => ci = false,
+                other => {
+                    return Err(Error::InvalidParameterValue {
+                        message: format!("invalid regular expression option: \"{other}\""),
+                    })
+                }
+            }
+        }
+        let re = compiled(pattern, ci)?;
+        let mut rust = String::with_capacity(replacement.len());
+        let mut chars = replacement.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '$' => rust.push_str("$$"),
+                '\\' => match chars.peek().copied() {
+                    Some(d @ '1'..='9') => {
+                        chars.next();
+                        rust.push_str(&format!("${{{d}}}"));
+                    }
+                    Some('&') => {
+                        chars.next();
+                        rust.push_str("${0}");
+                    }
+                    Some('\\') => {
+                        chars.next();
+                        rust.push('\\');
+                    }
+                    _ => rust.push('\\'),
+                },
+                other => rust.push(other),
+            }
+        }
+        let out = if global {
+            re.replace_all(source, rust.as_str())
+        } else {
+            re.replace(source, rust.as_str())
+        };
+        Ok(Value::Text(out.into_owned()))
     }
 }

@@ -128,6 +128,11 @@ pub enum Func {
     Pi,
     /// random() — volatile
     Random,
+    /// `text ~ pattern` (POSIX regular expression match): args are the text, the pattern and
+    /// whether case is ignored (`~*`, a `Bool` literal).
+    RegexMatch,
+    /// regexp_replace(source, pattern, replacement [, flags]).
+    RegexpReplace,
     /// EXTRACT(field FROM date / timestamp): args are the field's name (text) and the value;
     /// numeric.
     Extract,
