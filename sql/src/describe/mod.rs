@@ -248,9 +248,17 @@ fn conditions(mut rest: &str) -> Option<(Option<String>, Option<String>)> {
 /// The only schema.
 const SCHEMA: &str = "public";
 
-/// Whether `name` matches an optional regular expression (checked when recognised).
-fn matches(name: &str, pattern: &Option<String>) -> bool {
-    pattern.as_deref().is_none_or(|p| regex::Regex::new(p).is_ok_and(|re| re.is_match(name)))
+/// A name filter: an optional regular expression (checked when recognised), compiled once.
+struct Pattern(Option<regex::Regex>);
+
+impl Pattern {
+    fn new(pattern: &Option<String>) -> Pattern {
+        Pattern(pattern.as_deref().and_then(|p| regex::Regex::new(p).ok()))
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        self.0.as_ref().is_none_or(|re| re.is_match(name))
+    }
 }
 
 /// A relation of the catalog: a table, or one of its indexes.
@@ -301,7 +309,8 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
     match q {
         Describe::List { tables, indexes, sequences, table_column, name, schema } => {
             let mut rows: Vec<(String, Vec<Expr>)> = Vec::new();
-            if matches(SCHEMA, schema) {
+            let name = Pattern::new(name);
+            if Pattern::new(schema).matches(SCHEMA) {
                 for r in relations(snapshot) {
                     let (kind, table) = match &r {
                         Relation::Table(_) if *tables => ("table", None),
@@ -309,7 +318,7 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
                         Relation::Sequence(..) if *sequences => ("sequence", None),
                         _ => continue,
                     };
-                    if !matches(r.name(), name) {
+                    if !name.matches(r.name()) {
                         continue;
                     }
                     let mut row = vec![lit(text(SCHEMA)), lit(text(r.name())), lit(text(kind))];
@@ -329,8 +338,9 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
         }
         Describe::Lookup { name, schema } => {
             let mut rows: Vec<(String, Vec<Value>)> = Vec::new();
-            if matches(SCHEMA, schema) {
-                for r in relations(snapshot).iter().filter(|r| matches(r.name(), name)) {
+            let name = Pattern::new(name);
+            if Pattern::new(schema).matches(SCHEMA) {
+                for r in relations(snapshot).iter().filter(|r| name.matches(r.name())) {
                     let row = vec![text(&r.oid().to_string()), text(SCHEMA), text(r.name())];
                     rows.push((r.name().to_string(), row));
                 }
