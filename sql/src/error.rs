@@ -130,6 +130,8 @@ pub enum Error {
     ObjectNotInPrerequisiteState { message: String },
     /// `55P02`: parameter "x" cannot be changed.
     CantChangeRuntimeParam { name: String },
+    /// `42P20`: a window function where none is allowed.
+    Windowing { message: String },
     /// `42712`: a name given twice where it must be unique (WITH query names).
     DuplicateAlias { message: String },
     /// `42P01`: sequence "x" does not exist (DROP SEQUENCE).
@@ -249,6 +251,7 @@ impl Error {
             Error::GeneratedAlways { .. } => "428C9",
             Error::UndefinedSequence { .. } => "42P01",
             Error::DuplicateAlias { .. } => "42712",
+            Error::Windowing { .. } => "42P20",
             Error::CantChangeRuntimeParam { .. } => "55P02",
             Error::UnsupportedMessage { .. } => "0A000",
             Error::ForeignKeyViolation { .. } => "23503",
@@ -482,7 +485,9 @@ impl fmt::Display for Error {
             Error::UnsupportedMessage { message } => write!(f, "{message}"),
             Error::ObjectNotInPrerequisiteState { message } => write!(f, "{message}"),
             Error::UndefinedSequence { name } => write!(f, "sequence \"{name}\" does not exist"),
-            Error::DuplicateAlias { message } => write!(f, "{message}"),
+            Error::DuplicateAlias { message } | Error::Windowing { message } => {
+                write!(f, "{message}")
+            }
             Error::GeneratedAlways { column, update: false, .. } => {
                 write!(f, "cannot insert a non-DEFAULT value into column \"{column}\"")
             }

@@ -210,6 +210,16 @@ impl Ctx<'_> {
                 }
                 Ok(out)
             }
+            Plan::Window { input, calls } => {
+                let mut rows = self.run(input)?;
+                for call in calls {
+                    let values = self.window(&rows, call)?;
+                    for (row, v) in rows.iter_mut().zip(values) {
+                        row.push(v);
+                    }
+                }
+                Ok(rows)
+            }
             Plan::SetOp { left, right, op, all } => {
                 let left = self.run(left)?;
                 let right = self.run(right)?;
@@ -581,6 +591,114 @@ impl Ctx<'_> {
         Ok(out)
     }
 
+    /// One window call's value for each of `rows` (in their order): the rows are put in
+    /// partition and window order, and each partition is walked once, peer group by peer
+    /// group (rows equal on the ORDER BY keys share a rank and, for aggregates, a frame).
+    fn window(
+        &mut self,
+        rows: &[Vec<Value>],
+        call: &crate::plan::WindowCall,
+    ) -> Result<Vec<Value>> {
+        use crate::plan::WindowFunc as W;
+        let mut keyed = Vec::with_capacity(rows.len());
+        let mut defaults = Vec::new();
+        for (i, r) in rows.iter().enumerate() {
+            let part: Vec<Value> =
+                call.partition_by.iter().map(|e| self.eval(e, r)).collect::<Result<_>>()?;
+            let mut pk = Vec::new();
+            types::encode_key(&part, &mut pk);
+            let order: Vec<Value> =
+                call.order_by.iter().map(|k| self.eval(&k.expr, r)).collect::<Result<_>>()?;
+            let arg = match &call.func {
+                // lag / lead: the row's value; its default in case no row is that far.
+                W::Shift { value, default, .. } => {
+                    defaults.push(self.eval(default, r)?);
+                    Some(self.eval(value, r)?)
+                }
+                W::Aggregate(a) => {
+                    let included = match &a.filter {
+                        Some(f) => self.eval(f, r)? == Value::Bool(true),
+                        None => true,
+                    };
+                    let v = match &a.arg {
+                        None => Value::Bool(true),
+                        Some(e) => self.eval(e, r)?,
+                    };
+                    included.then_some(v)
+                }
+                _ => None,
+            };
+            keyed.push((pk, order, i, arg));
+        }
+        keyed.sort_by(|a, b| {
+            a.0.cmp(&b.0).then_with(|| compare_keys(&call.order_by, &a.1, &b.1)).then(a.2.cmp(&b.2))
+        });
+        let mut out = vec![Value::Null; rows.len()];
+        let mut start = 0;
+        while start < keyed.len() {
+            let end = start + keyed[start..].iter().take_while(|k| k.0 == keyed[start].0).count();
+            let partition = &keyed[start..end];
+            let mut acc = match &call.func {
+                W::Aggregate(a) => Some(Acc::new(a)),
+                _ => None,
+            };
+            let mut whole = None;
+            if let (W::Aggregate(a), true) = (&call.func, call.order_by.is_empty()) {
+                // No ORDER BY: every row's frame is the whole partition.
+                let mut all = Acc::new(a);
+                for k in partition {
+                    if let Some(v) = &k.3 {
+                        all.add(a, v.clone())?;
+                    }
+                }
+                whole = Some(all.finish(a)?);
+            }
+            let (mut peer_start, mut dense) = (0, 0);
+            while peer_start < partition.len() {
+                let peer_end = peer_start
+                    + partition[peer_start..]
+                        .iter()
+                        .take_while(|k| {
+                            compare_keys(&call.order_by, &k.1, &partition[peer_start].1)
+                                == Ordering::Equal
+                        })
+                        .count();
+                dense += 1;
+                let frame_value = match (&call.func, &mut acc) {
+                    (W::Aggregate(a), Some(acc)) if whole.is_none() => {
+                        for k in &partition[peer_start..peer_end] {
+                            if let Some(v) = &k.3 {
+                                acc.add(a, v.clone())?;
+                            }
+                        }
+                        // The running value: finish a copy, the accumulator goes on.
+                        Some(acc.clone().finish(a)?)
+                    }
+                    _ => whole.clone(),
+                };
+                for (j, k) in partition[peer_start..peer_end].iter().enumerate() {
+                    out[k.2] = match &call.func {
+                        W::RowNumber => Value::Int64((peer_start + j + 1) as i64),
+                        W::Rank => Value::Int64(peer_start as i64 + 1),
+                        W::DenseRank => Value::Int64(dense),
+                        W::Shift { lead, offset, .. } => {
+                            let here = (peer_start + j) as i64;
+                            let there = if *lead { here + offset } else { here - offset };
+                            match usize::try_from(there).ok().and_then(|t| partition.get(t)) {
+                                Some(other) => other.3.clone().unwrap_or(Value::Null),
+                                None => defaults[k.2].clone(),
+                            }
+                        }
+                        W::Aggregate(_) => frame_value.clone().unwrap_or(Value::Null),
+                    };
+                }
+                peer_start = peer_end;
+            }
+            start = end;
+        }
+        Ok(out)
+    }
+
     fn sort(&mut self, rows: Vec<Vec<Value>>, keys: &[SortKey]) -> Result<Vec<Vec<Value>>> {
         let mut keyed: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(rows.len());
         for r in rows {
@@ -588,40 +706,7 @@ impl Ctx<'_> {
                 keys.iter().map(|k| self.eval(&k.expr, &r)).collect::<Result<_>>()?;
             keyed.push((k, r));
         }
-        keyed.sort_by(|(a, _), (b, _)| {
-            for (i, key) in keys.iter().enumerate() {
-                let (x, y) = (&a[i], &b[i]);
-                let ord = match (x.is_null(), y.is_null()) {
-                    (true, true) => Ordering::Equal,
-                    (true, false) => {
-                        if key.nulls_first {
-                            Ordering::Less
-                        } else {
-                            Ordering::Greater
-                        }
-                    }
-                    (false, true) => {
-                        if key.nulls_first {
-                            Ordering::Greater
-                        } else {
-                            Ordering::Less
-                        }
-                    }
-                    (false, false) => {
-                        let o = types::sort_cmp(x, y);
-                        if key.desc {
-                            o.reverse()
-                        } else {
-                            o
-                        }
-                    }
-                };
-                if ord != Ordering::Equal {
-                    return ord;
-                }
-            }
-            Ordering::Equal
-        });
+        keyed.sort_by(|(a, _), (b, _)| compare_keys(keys, a, b));
         Ok(keyed.into_iter().map(|(_, r)| r).collect())
     }
 
@@ -1228,6 +1313,7 @@ fn func(
 }
 
 /// An aggregate's running state.
+#[derive(Clone)]
 enum Acc {
     Count(i64, Option<HashSet<Vec<u8>>>),
     Sum(Value, i64, Option<HashSet<Vec<u8>>>),
@@ -1401,4 +1487,40 @@ fn projection(types: Vec<DataType>, cols: Vec<usize>) -> txn::Projection {
         }
         Err(_) => row.to_vec(),
     })
+}
+
+/// The order of two rows' sort-key values under `keys` (direction, NULLS FIRST / LAST).
+fn compare_keys(keys: &[SortKey], a: &[Value], b: &[Value]) -> Ordering {
+    for (i, key) in keys.iter().enumerate() {
+        let (x, y) = (&a[i], &b[i]);
+        let ord = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => {
+                if key.nulls_first {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (false, true) => {
+                if key.nulls_first {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
+            (false, false) => {
+                let o = types::sort_cmp(x, y);
+                if key.desc {
+                    o.reverse()
+                } else {
+                    o
+                }
+            }
+        };
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    Ordering::Equal
 }

@@ -80,6 +80,7 @@ fn plan_is_short(plan: &crate::plan::Plan) -> bool {
         | Plan::Sort { input, .. }
         | Plan::Distinct { input }
         | Plan::Limit { input, .. }
+        | Plan::Window { input, .. }
         | Plan::Truncate { input, .. } => plan_is_short(input),
     }
 }

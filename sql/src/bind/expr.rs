@@ -8,7 +8,7 @@ use sqlparser::ast::{
 
 use super::{ident, Binder, Scope};
 use crate::error::{Error, Result};
-use crate::plan::{AggCall, AggFunc, CmpOp, Expr, Func};
+use crate::plan::{AggCall, AggFunc, CmpOp, Expr, Func, SortKey};
 use crate::types::{self, ArithOp, CastKind, Value};
 
 /// A bound expression with its type. `unknown` marks an untyped string literal, a bare NULL or
@@ -892,6 +892,135 @@ impl Binder<'_> {
         Ok(Typed::known(Expr::Func(func, out), DataType::Int64))
     }
 
+    /// `name(args) OVER (PARTITION BY … ORDER BY …)` in a SELECT list or its ORDER BY: collected
+    /// into `self.windows`, and read as the column the window node adds.
+    fn bind_window(
+        &mut self,
+        name: &str,
+        f: &ast::Function,
+        over: &ast::WindowType,
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        let Some((base, _)) = &self.windows else {
+            return Err(Error::Windowing {
+                message: "window functions are not allowed here".into(),
+            });
+        };
+        let base = *base;
+        let spec = match over {
+            ast::WindowType::WindowSpec(spec) if spec.window_name.is_none() => spec,
+            _ => return Err(Error::unsupported("named windows")),
+        };
+        if spec.window_frame.is_some() {
+            return Err(Error::unsupported("window frames (ROWS / RANGE / GROUPS)"));
+        }
+        let (distinct, star, args): (bool, bool, Vec<&AstExpr>) = match &f.args {
+            ast::FunctionArguments::None => (false, false, vec![]),
+            ast::FunctionArguments::List(list) if list.clauses.is_empty() => {
+                let mut star = false;
+                let mut args = Vec::new();
+                for a in &list.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(x),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                        _ => return Err(Error::unsupported(format!("argument form in {name}()"))),
+                    }
+                }
+                let distinct =
+                    matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+                (distinct, star, args)
+            }
+            _ => return Err(Error::unsupported(format!("{name} with these arguments"))),
+        };
+        if distinct {
+            return Err(Error::unsupported_msg("DISTINCT is not implemented for window functions"));
+        }
+        // The call's own expressions are row expressions: no aggregates, no nested windows.
+        let saved_aggs = self.aggs.take();
+        let saved_windows = self.windows.take();
+        let bound = (|| -> Result<(crate::plan::WindowFunc, DataType, Vec<Expr>, Vec<SortKey>)> {
+            use crate::plan::WindowFunc as W;
+            let (func, ty) = match (name, args.len(), star) {
+                ("lag" | "lead", 1..=3, false) => {
+                    let value = self.bind_expr(args[0], scope)?;
+                    let ty = if value.unknown { DataType::Text } else { value.ty };
+                    let value = self.coerce(value, ty, CastKind::Implicit, e)?;
+                    let offset = match args.get(1) {
+                        None => 1,
+                        Some(a) => match self.bind_expr_as(
+                            a,
+                            scope,
+                            DataType::Int64,
+                            CastKind::Implicit,
+                        )? {
+                            Expr::Literal(Value::Int64(n)) => n,
+                            _ => {
+                                return Err(Error::unsupported(format!(
+                                    "{name} with an offset that is not a constant"
+                                )))
+                            }
+                        },
+                    };
+                    let default = match args.get(2) {
+                        None => Expr::Literal(Value::Null),
+                        Some(a) => {
+                            let d = self.bind_expr(a, scope)?;
+                            self.coerce(d, ty, CastKind::Implicit, a)?
+                        }
+                    };
+                    (W::Shift { lead: name == "lead", value, offset, default }, ty)
+                }
+                ("row_number", 0, false) => (W::RowNumber, DataType::Int64),
+                ("rank", 0, false) => (W::Rank, DataType::Int64),
+                ("dense_rank", 0, false) => (W::DenseRank, DataType::Int64),
+                ("count" | "sum" | "avg" | "min" | "max", _, _) => {
+                    let agg = match (name, star) {
+                        ("count", true) => AggFunc::CountStar,
+                        ("count", false) => AggFunc::Count,
+                        ("sum", _) => AggFunc::Sum,
+                        ("avg", _) => AggFunc::Avg,
+                        ("min", _) => AggFunc::Min,
+                        _ => AggFunc::Max,
+                    };
+                    self.aggs = Some(Vec::new());
+                    let filter = f.filter.as_deref();
+                    let call = self.bind_aggregate(agg, false, &args, filter, scope, e, name);
+                    let call = call.and_then(|_| {
+                        self.aggs
+                            .take()
+                            .and_then(|mut a| a.pop())
+                            .ok_or_else(|| Error::internal("window aggregate not collected"))
+                    })?;
+                    let ty = call.data_type;
+                    (W::Aggregate(call), ty)
+                }
+                _ => {
+                    return Err(Error::unsupported(format!("window function {name}")));
+                }
+            };
+            let partition_by = spec
+                .partition_by
+                .iter()
+                .map(|p| self.bind_expr(p, scope).map(|t| t.expr))
+                .collect::<Result<Vec<_>>>()?;
+            let mut order_by = Vec::new();
+            for ob in &spec.order_by {
+                let desc = matches!(ob.options.sort, Some(ast::OrderBySort::Desc));
+                let nulls_first = ob.options.nulls_first.unwrap_or(desc);
+                let expr = self.bind_expr(&ob.expr, scope)?.expr;
+                order_by.push(SortKey { expr, desc, nulls_first });
+            }
+            Ok((func, ty, partition_by, order_by))
+        })();
+        self.aggs = saved_aggs;
+        self.windows = saved_windows;
+        let (func, ty, partition_by, order_by) = bound?;
+        let calls = &mut self.windows.as_mut().expect("checked above").1;
+        calls.push(crate::plan::WindowCall { func, partition_by, order_by });
+        Ok(Typed::known(Expr::Column(base + calls.len() - 1), ty))
+    }
+
     /// The date or timestamp argument of EXTRACT / date_part / date_trunc (an untyped literal
     /// is read as a timestamp), with its type.
     fn datetime_arg(&mut self, t: Typed, func: &str, e: &AstExpr) -> Result<(Expr, DataType)> {
@@ -910,11 +1039,8 @@ impl Binder<'_> {
 
     fn bind_function(&mut self, f: &ast::Function, scope: &Scope, e: &AstExpr) -> Result<Typed> {
         let (_, name) = self.object_name(&f.name)?;
-        if f.over.is_some() {
-            return Err(Error::Unsupported {
-                feature: format!("{name} with OVER (window functions)"),
-                span: self.span_of(e),
-            });
+        if let Some(over) = &f.over {
+            return self.bind_window(&name, f, over, scope, e);
         }
         if !f.within_group.is_empty() {
             return Err(Error::Unsupported {

@@ -128,6 +128,10 @@ pub struct Binder<'a> {
     pub(crate) aggs: Option<Vec<crate::plan::AggCall>>,
     /// The WITH queries in scope, innermost last (see `Binder::bind_query`).
     pub(crate) ctes: Vec<Cte>,
+    /// Window calls collected while binding a SELECT list and its ORDER BY: the width of the
+    /// rows they extend, and the calls (each adds a column after those). `None` where window
+    /// functions are not allowed.
+    pub(crate) windows: Option<(usize, Vec<crate::plan::WindowCall>)>,
 }
 
 /// A WITH query (non-recursive): bound afresh where it is referenced, as a derived table
@@ -154,7 +158,15 @@ pub(crate) fn ident(id: &Ident) -> String {
 impl<'a> Binder<'a> {
     /// A binder for `sql` with the client's declared parameter types (None = infer).
     pub fn new(snapshot: &'a Snapshot, sql: &'a str, params: Vec<Option<DataType>>) -> Self {
-        Binder { snapshot, sql, params, outer: Vec::new(), aggs: None, ctes: Vec::new() }
+        Binder {
+            snapshot,
+            sql,
+            params,
+            outer: Vec::new(),
+            aggs: None,
+            ctes: Vec::new(),
+            windows: None,
+        }
     }
 
     /// Binds one statement.

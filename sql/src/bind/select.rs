@@ -589,6 +589,8 @@ impl Binder<'_> {
             ast::GroupByExpr::All(_) => return Err(Error::unsupported("GROUP BY ALL")),
         };
         self.aggs = Some(Vec::new());
+        // Window calls in the select list and ORDER BY extend the FROM row.
+        let outer_windows = self.windows.replace((scope.columns.len(), Vec::new()));
         // Bind the select list (aggregates are collected into self.aggs).
         let mut exprs = Vec::new();
         let mut columns = Vec::new();
@@ -597,19 +599,24 @@ impl Binder<'_> {
             Ok(b) => b,
             Err(e) => {
                 self.aggs = None;
+                self.windows = outer_windows;
                 return Err(e);
             }
         };
+        // HAVING sees no window functions.
+        let windows_so_far = std::mem::take(&mut self.windows);
         let having = match &select.having {
             Some(h) => match self.bind_condition(h, &scope, "HAVING") {
                 Ok(c) => Some(c),
                 Err(e) => {
                     self.aggs = None;
+                    self.windows = outer_windows;
                     return Err(e);
                 }
             },
             None => None,
         };
+        self.windows = windows_so_far;
         // ORDER BY expressions are bound now too, so that aggregates in them are collected.
         let mut order_keys: Vec<(OrderTarget, bool, bool)> = Vec::new();
         for ob in order_by {
@@ -619,6 +626,7 @@ impl Binder<'_> {
                 Ok(t) => t,
                 Err(e) => {
                     self.aggs = None;
+                    self.windows = outer_windows;
                     return Err(e);
                 }
             };
@@ -626,6 +634,20 @@ impl Binder<'_> {
         }
         let aggs = self.aggs.take().unwrap_or_default();
         let grouped = !group_exprs.is_empty() || !aggs.is_empty() || having.is_some();
+        let windows = std::mem::replace(&mut self.windows, outer_windows)
+            .map(|(_, calls)| calls)
+            .unwrap_or_default();
+        if !windows.is_empty() {
+            if grouped {
+                return Err(Error::unsupported("window functions with GROUP BY or aggregates"));
+            }
+            if for_update {
+                return Err(Error::unsupported_msg(
+                    "FOR UPDATE is not allowed with window functions",
+                ));
+            }
+            plan = Plan::Window { input: Box::new(plan), calls: windows.clone() };
+        }
 
         let mut group_by = Vec::new();
         for g in &group_exprs {
@@ -742,6 +764,7 @@ impl Binder<'_> {
         }
         let ordered_by_index = !grouped
             && !distinct
+            && windows.is_empty()
             && try_order_by_index(&mut plan, &exprs, &keys, limit.as_ref(), offset.as_ref());
         plan = Plan::Project { input: Box::new(plan), exprs };
         if distinct {
@@ -843,7 +866,7 @@ impl Binder<'_> {
                 SelectItem::UnnamedExpr(e) => {
                     let t = self.bind_expr(e, scope)?;
                     let source = match &t.expr {
-                        Expr::Column(i) => scope.columns[*i].source,
+                        Expr::Column(i) => scope.columns.get(*i).and_then(|c| c.source),
                         _ => None,
                     };
                     let name = column_name(e);
@@ -857,7 +880,7 @@ impl Binder<'_> {
                 SelectItem::ExprWithAlias { expr, alias } => {
                     let t = self.bind_expr(expr, scope)?;
                     let source = match &t.expr {
-                        Expr::Column(i) => scope.columns[*i].source,
+                        Expr::Column(i) => scope.columns.get(*i).and_then(|c| c.source),
                         _ => None,
                     };
                     let e = if t.unknown {
@@ -1524,6 +1547,16 @@ fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
             visit_plan_exprs(left, f);
             visit_plan_exprs(right, f);
         }
+        Plan::Window { input, calls } => {
+            for call in calls {
+                call.partition_by.iter().for_each(&mut *f);
+                call.order_by.iter().for_each(|k| f(&k.expr));
+                if let crate::plan::WindowFunc::Aggregate(a) = &call.func {
+                    a.arg.iter().chain(&a.filter).for_each(&mut *f);
+                }
+            }
+            visit_plan_exprs(input, f);
+        }
     }
 }
 
@@ -1538,6 +1571,7 @@ pub(crate) fn width_of(p: &Plan) -> usize {
         | Plan::Distinct { input }
         | Plan::Limit { input, .. } => width_of(input),
         Plan::SetOp { left, .. } => width_of(left),
+        Plan::Window { input, calls } => width_of(input) + calls.len(),
         Plan::Project { exprs, .. } => exprs.len(),
         Plan::NestedLoop { left, right_width, .. } => width_of(left) + right_width,
         Plan::Aggregate { group_by, aggs, .. } => group_by.len() + aggs.len(),

@@ -230,6 +230,23 @@ impl Plan {
                 writeln!(f, "{arrow}Unique")?;
                 input.fmt_tree(f, depth + 1)
             }
+            Plan::Window { input, calls } => {
+                for call in calls {
+                    let func = match &call.func {
+                        super::WindowFunc::Aggregate(a) => format!("{:?}", a.func).to_lowercase(),
+                        other => format!("{other:?}").to_lowercase(),
+                    };
+                    let mut over = Vec::new();
+                    if !call.partition_by.is_empty() {
+                        over.push(format!("PARTITION BY {}", exprs(&call.partition_by)));
+                    }
+                    if !call.order_by.is_empty() {
+                        over.push(format!("ORDER BY {}", sort_keys(&call.order_by)));
+                    }
+                    writeln!(f, "{arrow}Window: {func} OVER ({})", over.join(" "))?;
+                }
+                input.fmt_tree(f, depth + 1)
+            }
             Plan::SetOp { left, right, op, all } => {
                 writeln!(f, "{arrow}{op:?}{}", if *all { " All" } else { "" })?;
                 left.fmt_tree(f, depth + 1)?;

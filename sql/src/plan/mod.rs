@@ -378,6 +378,14 @@ pub enum Plan {
         /// Input.
         input: Box<Plan>,
     },
+    /// Window functions: each input row gets one more column per call, computed over the rows
+    /// of its partition (in the call's order).
+    Window {
+        /// Input.
+        input: Box<Plan>,
+        /// The calls, in the order of their columns.
+        calls: Vec<WindowCall>,
+    },
     /// UNION / INTERSECT / EXCEPT [ALL] of two inputs of the same width and column types.
     SetOp {
         /// Left input.
@@ -456,6 +464,43 @@ pub struct ConflictUpdate {
     pub sets: Vec<(usize, Expr)>,
     /// Only rows for which this holds are updated.
     pub filter: Option<Expr>,
+}
+
+/// A window function call: `func(…) OVER (PARTITION BY … ORDER BY …)` with the default frame
+/// (the partition up to the current row's last peer when ordered, else the whole partition).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowCall {
+    /// The function.
+    pub func: WindowFunc,
+    /// PARTITION BY expressions over the input row.
+    pub partition_by: Vec<Expr>,
+    /// ORDER BY keys over the input row.
+    pub order_by: Vec<SortKey>,
+}
+
+/// What a window call computes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WindowFunc {
+    /// row_number(): the row's position in its partition, from 1.
+    RowNumber,
+    /// rank(): 1 + the rows before its peers.
+    Rank,
+    /// dense_rank(): the number of peer groups up to its own.
+    DenseRank,
+    /// An aggregate over the frame.
+    Aggregate(AggCall),
+    /// lag(value, offset, default) (`lead`: false) or lead(…): `value` of the row `offset`
+    /// rows before (after) in the partition, else `default` of the current row.
+    Shift {
+        /// lead rather than lag.
+        lead: bool,
+        /// The value, over the input row.
+        value: Expr,
+        /// How many rows away (a constant).
+        offset: i64,
+        /// The value when there is no such row, over the current row.
+        default: Expr,
+    },
 }
 
 /// The set operations.
