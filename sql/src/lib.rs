@@ -1,4 +1,18 @@
 //! sql: the life of a statement (parse → bind → plan → execute). See `session`.
+//!
+//! - [`parse`] turns text into sqlparser statements, after the few rewrites sqlparser needs
+//!   (`TABLE t`, sequence options in any order) and recognising what it cannot parse
+//!   (COPY, VACUUM, CHECKPOINT) or what is answered without parsing: the catalog queries of
+//!   pgjdbc ([`metadata`]) and psql's `\d` family ([`describe`]).
+//! - [`bind`] resolves names against one catalog snapshot and types every expression
+//!   (PostgreSQL's rules), producing a [`plan`]: a tree of enums that prints as EXPLAIN shows.
+//! - [`exec`] runs a plan in one `txn::Transaction`; sequences, which are not transactional,
+//!   are called through the session ([`exec::Sequences`]).
+//! - [`session`] owns the transaction state machine (blocks, implicit transactions, 25P02),
+//!   the plan cache, transactional DDL through the catalog, and the commit, which orders
+//!   schema changes against writers.
+//! - [`types`] holds values and PostgreSQL's input, output, cast and comparison rules;
+//!   [`error`] decides every SQLSTATE in one place.
 
 pub mod bind;
 pub mod copy;
