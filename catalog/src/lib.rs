@@ -65,7 +65,7 @@
 //! | `meta/next_table_id`   | next [`TableId`] to assign, decimal            |
 //! | `meta/next_index_id`   | next [`IndexId`] to assign, decimal            |
 //! | `table/<id:010>`       | the [`Table`] as JSON (serde), e.g. `table/0000000003` |
-//! | `sequence/<id:010>/<column:05>` | the largest value the column's sequence may have handed out, decimal |
+//! | `sequence/<id:010>/<column:05>` | the largest value the sequence may have given, decimal |
 //!
 //! A sequence's key is not part of DDL batches: [`Catalog::nextval`] writes it on its own,
 //! synced, before it hands out values beyond the last one written (in chunks, so that most

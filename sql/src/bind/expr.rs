@@ -892,8 +892,8 @@ impl Binder<'_> {
         Ok(Typed::known(Expr::Func(func, out), DataType::Int64))
     }
 
-    /// `name(args) OVER (PARTITION BY … ORDER BY …)` in a SELECT list or its ORDER BY: collected
-    /// into `self.windows`, and read as the column the window node adds.
+    /// `name(args) OVER (PARTITION BY … ORDER BY …)` in a SELECT list or its ORDER BY:
+    /// collected into `self.windows`, and read as the column the window node adds.
     fn bind_window(
         &mut self,
         name: &str,

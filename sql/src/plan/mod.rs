@@ -386,7 +386,8 @@ pub enum Plan {
         /// The calls, in the order of their columns.
         calls: Vec<WindowCall>,
     },
-    /// UNION / INTERSECT / EXCEPT, with or without ALL, of two inputs of the same width and column types.
+    /// UNION / INTERSECT / EXCEPT, with or without ALL, of two inputs of the same width and
+    /// column types.
     SetOp {
         /// Left input.
         left: Box<Plan>,
