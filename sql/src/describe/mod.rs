@@ -1,5 +1,5 @@
-//! psql's describe commands (`\d`, `\dt`, `\di`, `\d NAME`, `\d+ NAME`, `\dn`, `\l`), answered
-//! from the catalog.
+//! psql's describe commands (`\d`, `\dt`, `\di`, `\ds`, `\d NAME`, `\d+ NAME`, `\dn`, `\du`,
+//! `\l`), answered from the catalog.
 //!
 //! psql implements its backslash commands as `pg_catalog` queries, which Aspen does not have
 //! (see [`crate::metadata`] for pgjdbc's). As there, the queries are recognised by their text
@@ -66,6 +66,9 @@ pub enum Describe {
     Schemas,
     /// `\l`.
     Databases,
+    /// `\du`: the one role a session has, its user (Aspen has no roles; every user may do
+    /// everything).
+    Roles,
 }
 
 /// The per-relation queries of `\d NAME`, named as in `queries.tsv`.
@@ -131,6 +134,7 @@ fn detail_named(name: &str) -> Option<Describe> {
         "partitions" => Detail::Empty(4),
         "schemas" => return Some(Describe::Schemas),
         "databases" => return Some(Describe::Databases),
+        "roles" => return Some(Describe::Roles),
         _ => return None,
     };
     Some(Describe::Detail { query, oid: 0 })
@@ -357,6 +361,37 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
             vec![("Name", DataType::Text), ("Owner", DataType::Text)],
             vec![vec![text(SCHEMA), text("pg_database_owner")]],
         ),
+        Describe::Roles => {
+            let b = |v: bool| lit(Value::Bool(v));
+            let row = vec![
+                current_user(),
+                b(true),
+                b(true),
+                b(true),
+                b(true),
+                b(true),
+                lit(Value::Int32(-1)),
+                lit(Value::Null),
+                lit(text("{}")),
+                b(true),
+                b(true),
+            ];
+            let t = DataType::Text;
+            let cols = vec![
+                ("rolname", t),
+                ("rolsuper", DataType::Bool),
+                ("rolinherit", DataType::Bool),
+                ("rolcreaterole", DataType::Bool),
+                ("rolcreatedb", DataType::Bool),
+                ("rolcanlogin", DataType::Bool),
+                ("rolconnlimit", DataType::Int32),
+                ("rolvaliduntil", t),
+                ("memberof", t),
+                ("rolreplication", DataType::Bool),
+                ("rolbypassrls", DataType::Bool),
+            ];
+            query(cols, vec![row])
+        }
         Describe::Databases => {
             let row = vec![
                 Expr::Func(Func::CurrentDatabase, vec![]),
@@ -807,7 +842,7 @@ mod tests {
             assert!(detail_named(name).is_some(), "unknown template {name}");
             n += 1;
         }
-        assert_eq!(n, 20);
+        assert_eq!(n, 21);
     }
 
     #[test]

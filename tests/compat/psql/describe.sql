@@ -41,3 +41,4 @@ create table orders (o_id serial primary key, o_ref bigint generated always as i
 create sequence order_ids as integer start with 1000 increment by 50 maxvalue 100000;
 \ds
 \d order_ids
+\du
