@@ -2191,6 +2191,47 @@ impl Session {
                 }
                 Ok(Output::tag(Tag::new("CREATE TABLE")))
             }
+            Command::CreateTableAs { create, query } => {
+                let snapshot = self.snapshot();
+                if snapshot.relation_exists(&create.def.name) && create.if_not_exists {
+                    return Ok(Output::tag(Tag::new("CREATE TABLE AS")).with_notice(
+                        "NOTICE",
+                        "42P07",
+                        format!("relation \"{}\" already exists, skipping", create.def.name),
+                    ));
+                }
+                let id = self
+                    .stage(catalog::Ddl::CreateTable(create.def.clone()))?
+                    .table
+                    .expect("created");
+                let table = self.snapshot().table_by_id(id).expect("staged").clone();
+                engine.create_table(exec::tid(&table), index_specs(&table));
+                self.pending_ddl().created.push(EngineObject::Table(id));
+                let (user, database) = (self.user.clone(), self.database.clone());
+                let n = self.with_txn(|_, t| {
+                    let mut ctx = Ctx {
+                        txn: t,
+                        engine,
+                        params: &[],
+                        outer: vec![],
+                        now: now(),
+                        user: &user,
+                        database: &database,
+                        sequences: None,
+                    };
+                    let rows = ctx.run(&query.plan)?;
+                    let n = rows.len();
+                    for row in rows {
+                        let row = check_row(&table, row)?;
+                        let key = exec::primary_key(&table, &row, engine);
+                        let mut bytes = Vec::with_capacity(64);
+                        types::encode_row(&row, &mut bytes);
+                        exec::insert_row(ctx.txn, &table, key, bytes).map_err(exec::txn_error)?;
+                    }
+                    Ok(n)
+                })?;
+                Ok(Output::tag(Tag::rows("SELECT", n)))
+            }
             Command::CreateSequence(ct) => {
                 let snapshot = self.snapshot();
                 if snapshot.relation_exists(&ct.def.name) && ct.if_not_exists {

@@ -68,6 +68,13 @@ pub enum Command {
     Reset(Option<String>),
     /// CREATE TABLE.
     CreateTable(CreateTable),
+    /// CREATE TABLE … AS query: a table of the query's columns (no keys), filled with its rows.
+    CreateTableAs {
+        /// The table.
+        create: CreateTable,
+        /// The query, bound before the table exists.
+        query: Box<crate::plan::Query>,
+    },
     /// CREATE SEQUENCE: a sequence of its own, kept as a table of one column without rows
     /// ([`catalog::Table::is_sequence`]).
     CreateSequence(CreateTable),
@@ -175,6 +182,7 @@ impl Binder<'_> {
                 }
                 _ => return Err(Error::unsupported("RESET SESSION AUTHORIZATION")),
             },
+            S::CreateTable(ct) if ct.query.is_some() => self.bind_create_table_as(ct)?,
             S::CreateTable(ct) => Command::CreateTable(self.bind_create_table(ct)?),
             S::Drop { object_type, if_exists, names, cascade, .. } => {
                 let names = names
@@ -387,6 +395,33 @@ impl Binder<'_> {
             }
             other => return Err(Error::unsupported(format!("type {other}"))),
         })
+    }
+
+    /// `CREATE TABLE name AS query`: the columns are the query's, named and typed as its
+    /// result (a name given twice is 42701); no constraints.
+    fn bind_create_table_as(&mut self, ct: &ast::CreateTable) -> Result<Command> {
+        let Some(q) = &ct.query else { return Err(Error::internal("no query")) };
+        if !ct.columns.is_empty() || !ct.constraints.is_empty() {
+            return Err(Error::unsupported("CREATE TABLE … AS with a column list"));
+        }
+        let mut plain = ct.clone();
+        plain.query = None;
+        let mut create = self.bind_create_table(&plain)?;
+        let query = self.bind_query(q)?;
+        for (position, c) in query.columns.iter().enumerate() {
+            if create.def.columns.iter().any(|x| x.name == c.name) {
+                return Err(Error::DuplicateColumn { name: c.name.clone() });
+            }
+            create.def.columns.push(Column {
+                name: c.name.clone(),
+                position: position as u16,
+                data_type: c.data_type,
+                not_null: false,
+                default: None,
+                sequence: None,
+            });
+        }
+        Ok(Command::CreateTableAs { create, query: Box::new(query) })
     }
 
     fn bind_create_table(&mut self, ct: &ast::CreateTable) -> Result<CreateTable> {
