@@ -419,7 +419,14 @@ impl Binder<'_> {
                 self.bind_position(needle, hay, e)
             }
             AstExpr::SimilarTo { .. } => Err(Error::unsupported("SIMILAR TO")),
-            AstExpr::AnyOp { .. } | AstExpr::AllOp { .. } => Err(Error::unsupported("ANY/ALL")),
+            AstExpr::AnyOp { left, compare_op, right, .. } => {
+                let rewritten = any_all(left, compare_op, right, true)?;
+                self.bind_expr(&rewritten, scope)
+            }
+            AstExpr::AllOp { left, compare_op, right } => {
+                let rewritten = any_all(left, compare_op, right, false)?;
+                self.bind_expr(&rewritten, scope)
+            }
             AstExpr::Interval(_) => Err(Error::unsupported("interval")),
             AstExpr::Array(_) => Err(Error::unsupported("arrays")),
             other => Err(Error::Unsupported {
@@ -1406,6 +1413,55 @@ impl Binder<'_> {
             }
         };
         Ok(Typed::known(Expr::Agg(index), data_type))
+    }
+}
+
+/// `left op ANY (…)` (`any`) or `left op ALL (…)` as an expression Aspen binds: over a
+/// subquery, `= ANY` is IN and `<> ALL` is NOT IN; over an `ARRAY[…]` constructor, the
+/// comparisons joined by OR (ANY) or AND (ALL), which give PostgreSQL's three-valued answer
+/// (an empty array: false for ANY, true for ALL). An array value (a parameter, a column) is
+/// not supported: Aspen has no array type.
+fn any_all(left: &AstExpr, op: &BinaryOperator, right: &AstExpr, any: bool) -> Result<AstExpr> {
+    let word = if any { "ANY" } else { "ALL" };
+    let mut right = right;
+    while let AstExpr::Nested(inner) = right {
+        right = inner;
+    }
+    match right {
+        AstExpr::Subquery(q) => match (op, any) {
+            (BinaryOperator::Eq, true) | (BinaryOperator::NotEq, false) => {
+                Ok(AstExpr::InSubquery {
+                    expr: Box::new(left.clone()),
+                    subquery: q.clone(),
+                    negated: !any,
+                })
+            }
+            _ => Err(Error::unsupported(format!("{op} {word} (subquery)"))),
+        },
+        AstExpr::Array(array) => {
+            let (join, empty) =
+                if any { (BinaryOperator::Or, false) } else { (BinaryOperator::And, true) };
+            let mut out: Option<AstExpr> = None;
+            for elem in &array.elem {
+                let cmp = AstExpr::BinaryOp {
+                    left: Box::new(left.clone()),
+                    op: op.clone(),
+                    right: Box::new(elem.clone()),
+                };
+                out = Some(match out {
+                    None => cmp,
+                    Some(acc) => AstExpr::BinaryOp {
+                        left: Box::new(acc),
+                        op: join.clone(),
+                        right: Box::new(cmp),
+                    },
+                });
+            }
+            Ok(AstExpr::Nested(Box::new(
+                out.unwrap_or_else(|| AstExpr::Value(ast::Value::Boolean(empty).into())),
+            )))
+        }
+        _ => Err(Error::unsupported(format!("{word} of an array value (arrays)"))),
     }
 }
 
