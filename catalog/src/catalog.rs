@@ -344,13 +344,7 @@ impl Catalog {
         // A restarted sequence continues after the last value it may have handed out.
         let mut sequences = std::collections::HashMap::new();
         for ((table, position), covered) in covered {
-            let Some(seq) = snapshot
-                .table_by_id(table)
-                .and_then(|t| t.columns.get(usize::from(position)))
-                .and_then(|c| c.sequence.as_ref())
-            else {
-                continue;
-            };
+            let Some(seq) = snapshot.column_sequence(table, position) else { continue };
             let counter = SequenceCounter {
                 next: i128::from(covered) + i128::from(seq.increment),
                 covered: Some(covered.into()),
@@ -452,13 +446,7 @@ impl Catalog {
         let mut settled = Vec::new();
         for ((table, position), counter) in counters {
             let c = counter.lock();
-            let Some(seq) = snapshot
-                .table_by_id(table)
-                .and_then(|t| t.columns.get(usize::from(position)))
-                .and_then(|c| c.sequence.as_ref())
-            else {
-                continue;
-            };
+            let Some(seq) = snapshot.column_sequence(table, position) else { continue };
             let last = c.next - i128::from(seq.increment);
             if c.covered.is_some_and(|covered| covered != last) {
                 let Ok(value) = i64::try_from(last) else { continue };

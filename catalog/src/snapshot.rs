@@ -92,6 +92,11 @@ impl Snapshot {
         }
     }
 
+    /// The sequence of column `position` of table `table`, if it has one.
+    pub fn column_sequence(&self, table: TableId, position: u16) -> Option<&crate::Sequence> {
+        self.tables.get(&table)?.columns.get(usize::from(position))?.sequence.as_ref()
+    }
+
     /// The sequence named `name`: the table and the column that own it.
     pub fn sequence(&self, name: &str) -> Option<(&Arc<Table>, &crate::Column)> {
         match self.relations.get(name)? {

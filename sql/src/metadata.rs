@@ -415,8 +415,13 @@ pub(crate) fn text(s: &str) -> Value {
 
 /// A constant query: `rows` under the named, typed columns.
 pub(crate) fn constant(columns: Vec<(&str, DataType)>, rows: Vec<Vec<Value>>) -> Query {
-    let width = columns.len();
     let rows = rows.into_iter().map(|r| r.into_iter().map(Expr::Literal).collect()).collect();
+    rows_query(columns, rows)
+}
+
+/// A query of rows that may hold expressions (the current user, the database).
+pub(crate) fn rows_query(columns: Vec<(&str, DataType)>, rows: Vec<Vec<Expr>>) -> Query {
+    let width = columns.len();
     Query {
         plan: Plan::Values { rows, width },
         columns: columns

@@ -848,6 +848,26 @@ impl crate::exec::Sequences for Session {
 }
 
 impl Session {
+    /// CREATE … IF NOT EXISTS of a name a relation has: PostgreSQL's notice under `tag`.
+    fn exists_skip(&self, name: &str, if_not_exists: bool, tag: &str) -> Option<Output> {
+        (if_not_exists && self.snapshot().relation_exists(name)).then(|| {
+            Output::tag(Tag::new(tag)).with_notice(
+                "NOTICE",
+                "42P07",
+                format!("relation \"{name}\" already exists, skipping"),
+            )
+        })
+    }
+
+    /// Stages the creation of table `def` and creates its (empty) engine table.
+    fn create_staged(&mut self, def: catalog::TableDef) -> Result<Arc<Table>> {
+        let id = self.stage(catalog::Ddl::CreateTable(def))?.table.expect("created");
+        let table = self.snapshot().table_by_id(id).expect("staged").clone();
+        self.db.engine.create_table(exec::tid(&table), index_specs(&table));
+        self.pending_ddl().created.push(EngineObject::Table(id));
+        Ok(table)
+    }
+
     /// The columns whose default calls a sequence function on the standalone sequence `seq`.
     fn defaults_using(&self, snapshot: &Snapshot, seq: TableId) -> Result<Vec<(Arc<Table>, u16)>> {
         let mut out = Vec::new();
@@ -882,10 +902,8 @@ impl Session {
         table: u32,
         position: u16,
     ) -> Result<(catalog::TableId, catalog::Sequence)> {
-        let snapshot = self.snapshot();
         let id = catalog::TableId(table);
-        let column = snapshot.table_by_id(id).and_then(|t| t.columns.get(usize::from(position)));
-        match column.and_then(|c| c.sequence.clone()) {
+        match self.snapshot().column_sequence(id, position).cloned() {
             Some(seq) => Ok((id, seq)),
             None => {
                 Err(Error::UndefinedTable { name: format!("with OID {}", id.oid()), span: None })
@@ -2165,13 +2183,9 @@ impl Session {
         let engine = &db.engine;
         match cmd {
             Command::CreateTable(ct) => {
-                let snapshot = self.snapshot();
-                if snapshot.table(&ct.def.name).is_some() && ct.if_not_exists {
-                    return Ok(Output::tag(Tag::new("CREATE TABLE")).with_notice(
-                        "NOTICE",
-                        "42P07",
-                        format!("relation \"{}\" already exists, skipping", ct.def.name),
-                    ));
+                if let Some(skip) = self.exists_skip(&ct.def.name, ct.if_not_exists, "CREATE TABLE")
+                {
+                    return Ok(skip);
                 }
                 let mut def = ct.def.clone();
                 let self_refs: Vec<catalog::ForeignKey> = def
@@ -2181,10 +2195,7 @@ impl Session {
                     .cloned()
                     .collect();
                 def.foreign_keys.retain(|f| f.ref_table != TableId(u32::MAX));
-                let id = self.stage(catalog::Ddl::CreateTable(def))?.table.expect("created");
-                let table = self.snapshot().table_by_id(id).expect("staged").clone();
-                engine.create_table(exec::tid(&table), index_specs(&table));
-                self.pending_ddl().created.push(EngineObject::Table(id));
+                let id = self.create_staged(def)?.id;
                 for mut fk in self_refs {
                     fk.ref_table = id;
                     self.stage(catalog::Ddl::AddForeignKey { table: id, fk })?;
@@ -2192,21 +2203,11 @@ impl Session {
                 Ok(Output::tag(Tag::new("CREATE TABLE")))
             }
             Command::CreateTableAs { create, query } => {
-                let snapshot = self.snapshot();
-                if snapshot.relation_exists(&create.def.name) && create.if_not_exists {
-                    return Ok(Output::tag(Tag::new("CREATE TABLE AS")).with_notice(
-                        "NOTICE",
-                        "42P07",
-                        format!("relation \"{}\" already exists, skipping", create.def.name),
-                    ));
+                let (name, if_not_exists) = (&create.def.name, create.if_not_exists);
+                if let Some(skip) = self.exists_skip(name, if_not_exists, "CREATE TABLE AS") {
+                    return Ok(skip);
                 }
-                let id = self
-                    .stage(catalog::Ddl::CreateTable(create.def.clone()))?
-                    .table
-                    .expect("created");
-                let table = self.snapshot().table_by_id(id).expect("staged").clone();
-                engine.create_table(exec::tid(&table), index_specs(&table));
-                self.pending_ddl().created.push(EngineObject::Table(id));
+                let table = self.create_staged(create.def.clone())?;
                 let (user, database) = (self.user.clone(), self.database.clone());
                 let n = self.with_txn(|_, t| {
                     let mut ctx = Ctx {
@@ -2233,19 +2234,12 @@ impl Session {
                 Ok(Output::tag(Tag::rows("SELECT", n)))
             }
             Command::CreateSequence(ct) => {
-                let snapshot = self.snapshot();
-                if snapshot.relation_exists(&ct.def.name) && ct.if_not_exists {
-                    return Ok(Output::tag(Tag::new("CREATE SEQUENCE")).with_notice(
-                        "NOTICE",
-                        "42P07",
-                        format!("relation \"{}\" already exists, skipping", ct.def.name),
-                    ));
+                if let Some(skip) =
+                    self.exists_skip(&ct.def.name, ct.if_not_exists, "CREATE SEQUENCE")
+                {
+                    return Ok(skip);
                 }
-                let id =
-                    self.stage(catalog::Ddl::CreateTable(ct.def.clone()))?.table.expect("created");
-                let table = self.snapshot().table_by_id(id).expect("staged").clone();
-                engine.create_table(exec::tid(&table), index_specs(&table));
-                self.pending_ddl().created.push(EngineObject::Table(id));
+                self.create_staged(ct.def.clone())?;
                 Ok(Output::tag(Tag::new("CREATE SEQUENCE")))
             }
             Command::DropSequence { names, if_exists, cascade } => {

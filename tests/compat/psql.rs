@@ -164,6 +164,38 @@ async fn describe_commands_print_as_postgresql() {
     }
 }
 
+/// Errors as psql shows them with their DETAIL and HINT lines (PostgreSQL 15's text): a DROP
+/// that other objects depend on, a value for a GENERATED ALWAYS column, an unknown function.
+#[tokio::test]
+async fn errors_carry_detail_and_hint() {
+    if !psql_available() {
+        return;
+    }
+    let Some(b) = Backend::from_env() else { return };
+    let mut cmd = psql(&b);
+    cmd.arg("-q")
+        .args(["-c", "CREATE TABLE hp (id int PRIMARY KEY)"])
+        .args(["-c", "CREATE TABLE hc (p int REFERENCES hp (id))"])
+        .args(["-c", "DROP TABLE hp"])
+        .args(["-c", "CREATE TABLE hg (id int GENERATED ALWAYS AS IDENTITY)"])
+        .args(["-c", "INSERT INTO hg VALUES (1)"])
+        .args(["-c", "SELECT nosuchfn(1)"]);
+    let out = run(cmd, None).await;
+    let expected = "\
+ERROR:  cannot drop table hp because other objects depend on it
+DETAIL:  constraint hc_p_fkey on table hc depends on table hp
+HINT:  Use DROP ... CASCADE to drop the dependent objects too.
+ERROR:  cannot insert a non-DEFAULT value into column \"id\"
+DETAIL:  Column \"id\" is an identity column defined as GENERATED ALWAYS.
+HINT:  Use OVERRIDING SYSTEM VALUE to override.
+ERROR:  function nosuchfn(integer) does not exist
+LINE 1: SELECT nosuchfn(1)
+               ^
+HINT:  No function matches the given name and argument types. You might need to add explicit type casts.
+";
+    assert_eq!(out.stderr, expected, "on {}", b.name());
+}
+
 /// Constraint errors as psql shows them, DETAIL lines included: the row that failed NOT
 /// NULL (coerced to the columns' types, long values cut at 64 bytes), and the message for a
 /// NOT NULL column or primary key added over NULLs.

@@ -922,24 +922,7 @@ impl Binder<'_> {
         if spec.window_frame.is_some() {
             return Err(Error::unsupported("window frames (ROWS / RANGE / GROUPS)"));
         }
-        let (distinct, star, args): (bool, bool, Vec<&AstExpr>) = match &f.args {
-            ast::FunctionArguments::None => (false, false, vec![]),
-            ast::FunctionArguments::List(list) if list.clauses.is_empty() => {
-                let mut star = false;
-                let mut args = Vec::new();
-                for a in &list.args {
-                    match a {
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(x),
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
-                        _ => return Err(Error::unsupported(format!("argument form in {name}()"))),
-                    }
-                }
-                let distinct =
-                    matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
-                (distinct, star, args)
-            }
-            _ => return Err(Error::unsupported(format!("{name} with these arguments"))),
-        };
+        let (distinct, star, args) = call_args(f, name)?;
         if distinct {
             return Err(Error::unsupported_msg("DISTINCT is not implemented for window functions"));
         }
@@ -1055,31 +1038,7 @@ impl Binder<'_> {
                 span: self.span_of(e),
             });
         }
-        let (distinct, star, arg_exprs): (bool, bool, Vec<&AstExpr>) = match &f.args {
-            ast::FunctionArguments::None => (false, false, vec![]),
-            ast::FunctionArguments::Subquery(_) => {
-                return Err(Error::unsupported("subquery as function argument"))
-            }
-            ast::FunctionArguments::List(list) => {
-                if !list.clauses.is_empty() {
-                    return Err(Error::unsupported(format!(
-                        "{name} with ORDER BY or other clauses"
-                    )));
-                }
-                let distinct =
-                    matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
-                let mut star = false;
-                let mut args = Vec::new();
-                for a in &list.args {
-                    match a {
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(x),
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
-                        _ => return Err(Error::unsupported(format!("argument form in {name}()"))),
-                    }
-                }
-                (distinct, star, args)
-            }
-        };
+        let (distinct, star, arg_exprs) = call_args(f, &name)?;
         if name == "position" && f.name.0.len() == 1 {
             // PostgreSQL's grammar knows only `position(a IN b)`: the call form is a syntax
             // error at the token after its first argument (`,`), or at `)` when it has none.
@@ -1413,6 +1372,34 @@ impl Binder<'_> {
             }
         };
         Ok(Typed::known(Expr::Agg(index), data_type))
+    }
+}
+
+/// A function call's arguments: (DISTINCT, `*`, the argument expressions). Named arguments,
+/// a subquery in place of the list and ORDER BY inside it are not supported.
+fn call_args<'a>(f: &'a ast::Function, name: &str) -> Result<(bool, bool, Vec<&'a AstExpr>)> {
+    match &f.args {
+        ast::FunctionArguments::None => Ok((false, false, vec![])),
+        ast::FunctionArguments::Subquery(_) => {
+            Err(Error::unsupported("subquery as function argument"))
+        }
+        ast::FunctionArguments::List(list) => {
+            if !list.clauses.is_empty() {
+                return Err(Error::unsupported(format!("{name} with ORDER BY or other clauses")));
+            }
+            let distinct =
+                matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+            let mut star = false;
+            let mut args = Vec::new();
+            for a in &list.args {
+                match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => args.push(x),
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                    _ => return Err(Error::unsupported(format!("argument form in {name}()"))),
+                }
+            }
+            Ok((distinct, star, args))
+        }
     }
 }
 

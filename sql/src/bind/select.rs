@@ -130,17 +130,7 @@ impl Binder<'_> {
                     return Err(Error::unsupported("FOR UPDATE on VALUES"));
                 }
                 let (plan, columns) = self.bind_values(values, None)?;
-                let scope = Scope {
-                    columns: columns
-                        .iter()
-                        .map(|c| ScopeColumn {
-                            relation: None,
-                            name: c.name.clone(),
-                            data_type: c.data_type,
-                            source: None,
-                        })
-                        .collect(),
-                };
+                let scope = output_scope(&columns, None);
                 self.finish_query(plan, columns, scope, &order_by, limit, offset)
             }
             SetExpr::Query(inner) => {
@@ -177,17 +167,7 @@ impl Binder<'_> {
                 }
                 let (plan, columns) = self.bind_set_expr(q.body.as_ref())?;
                 // ORDER BY names the output columns (or their positions).
-                let scope = Scope {
-                    columns: columns
-                        .iter()
-                        .map(|c| ScopeColumn {
-                            relation: None,
-                            name: c.name.clone(),
-                            data_type: c.data_type,
-                            source: None,
-                        })
-                        .collect(),
-                };
+                let scope = output_scope(&columns, None);
                 self.finish_query(plan, columns, scope, &order_by, limit, offset)
             }
             other => Err(Error::unsupported(format!("query body {other}"))),
@@ -1594,8 +1574,21 @@ pub(crate) fn scan_with(table: Arc<Table>, preds: Vec<Expr>) -> Plan {
 
 /// A bound subquery as a FROM item named `rel`, its columns renamed by the alias's list.
 fn derived(q: Query, rel: Option<String>, alias: Option<&ast::TableAlias>) -> (Plan, Scope) {
-    let mut columns: Vec<ScopeColumn> = q
-        .columns
+    let mut scope = output_scope(&q.columns, rel);
+    if let Some(a) = alias {
+        for (i, c) in a.columns.iter().enumerate() {
+            if let Some(col) = scope.columns.get_mut(i) {
+                col.name = ident(&c.name);
+            }
+        }
+    }
+    (q.plan, scope)
+}
+
+/// A query's output columns as a scope (of relation `rel`, if named), as ORDER BY above a
+/// VALUES list or a set operation, or a subquery in FROM, sees them.
+fn output_scope(columns: &[OutColumn], rel: Option<String>) -> Scope {
+    let columns = columns
         .iter()
         .map(|c| ScopeColumn {
             relation: rel.clone(),
@@ -1604,12 +1597,5 @@ fn derived(q: Query, rel: Option<String>, alias: Option<&ast::TableAlias>) -> (P
             source: None,
         })
         .collect();
-    if let Some(a) = alias {
-        for (i, c) in a.columns.iter().enumerate() {
-            if let Some(col) = columns.get_mut(i) {
-                col.name = ident(&c.name);
-            }
-        }
-    }
-    (q.plan, Scope { columns })
+    Scope { columns }
 }

@@ -26,8 +26,8 @@
 use catalog::{DataType, FkAction, Generated, Index, Snapshot, Table};
 
 use crate::bind::display_ident;
-use crate::metadata::{constant, literal, text};
-use crate::plan::{Expr, Func, OutColumn, Plan, Query};
+use crate::metadata::{constant, literal, rows_query as query, text};
+use crate::plan::{Expr, Func, Query};
 use crate::types::Value;
 
 /// A recognised psql describe query.
@@ -816,18 +816,6 @@ fn current_user() -> Expr {
 /// The rows of `(key, row)` pairs, keys dropped.
 fn strip<K, R>(rows: Vec<(K, R)>) -> Vec<R> {
     rows.into_iter().map(|(_, r)| r).collect()
-}
-
-/// A query of rows that may hold expressions (the current user, the database).
-fn query(columns: Vec<(&str, DataType)>, rows: Vec<Vec<Expr>>) -> Query {
-    let width = columns.len();
-    Query {
-        plan: Plan::Values { rows, width },
-        columns: columns
-            .into_iter()
-            .map(|(name, data_type)| OutColumn { name: name.to_string(), data_type, source: None })
-            .collect(),
-    }
 }
 
 #[cfg(test)]
