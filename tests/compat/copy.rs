@@ -98,7 +98,9 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
         return;
     }
     let Some(b) = Backend::from_env() else { return };
-    // No ON_ERROR_STOP: every statement runs; errors go to stderr.
+    // No ON_ERROR_STOP: every statement runs; errors go to stderr. A COPY FROM STDIN that
+    // fails before its data is still followed by `\.`: psql 15.20 skips the lines up to it
+    // (older versions run them, and `\.` alone is then an invalid command on stderr).
     let script = "DROP TABLE IF EXISTS f;\n\
         CREATE TABLE f (id int PRIMARY KEY, v int);\n\
         COPY f FROM STDIN;\n1\t1\n2\tx\n\\.\n\
@@ -122,7 +124,7 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
         VACUUM f;\n\
         ANALYZE;\n\
         VACUUM nosuch;\n\
-        COPY f (id, nosuch) FROM STDIN;\n\
+        COPY f (id, nosuch) FROM STDIN;\n\\.\n\
         COPY nosuch TO STDOUT;\n\
         COPY f FROM STDIN (FREEZE);\n9\t9\n\\.\n\
         BEGIN;\n\
