@@ -34,6 +34,10 @@ pub enum DataType {
     Timestamp,
     /// `bytea` (OID 17)
     Bytea,
+    /// `timestamp with time zone` (OID 1184): a UTC instant, microsecond precision.
+    TimestampTz,
+    /// `interval` (OID 1186): months, days and microseconds.
+    Interval,
 }
 
 impl DataType {
@@ -53,12 +57,14 @@ impl DataType {
             DataType::Date => 1082,
             DataType::Timestamp => 1114,
             DataType::Bytea => 17,
+            DataType::TimestampTz => 1184,
+            DataType::Interval => 1186,
         }
     }
 
     /// The unconstrained type of a type OID a client declares for a parameter, if Aspen has
     /// it. `bpchar` has no unconstrained form, so it maps to `text` (the column's own type then
-    /// applies length and padding); `timestamptz` is read as `timestamp`.
+    /// applies length and padding).
     pub fn from_oid(oid: u32) -> Option<DataType> {
         Some(match oid {
             16 => DataType::Bool,
@@ -71,7 +77,9 @@ impl DataType {
             1043 => DataType::Varchar(None),
             1042 | 25 => DataType::Text,
             1082 => DataType::Date,
-            1114 | 1184 => DataType::Timestamp,
+            1114 => DataType::Timestamp,
+            1184 => DataType::TimestampTz,
+            1186 => DataType::Interval,
             17 => DataType::Bytea,
             _ => return None,
         })
@@ -93,7 +101,8 @@ impl DataType {
             DataType::Bool => 1,
             DataType::Int16 => 2,
             DataType::Int32 | DataType::Float32 | DataType::Date => 4,
-            DataType::Int64 | DataType::Float64 | DataType::Timestamp => 8,
+            DataType::Int64 | DataType::Float64 | DataType::Timestamp | DataType::TimestampTz => 8,
+            DataType::Interval => 16,
             _ => -1,
         }
     }
@@ -127,6 +136,8 @@ impl DataType {
             DataType::Date => "date".into(),
             DataType::Timestamp => "timestamp without time zone".into(),
             DataType::Bytea => "bytea".into(),
+            DataType::TimestampTz => "timestamp with time zone".into(),
+            DataType::Interval => "interval".into(),
         }
     }
 }

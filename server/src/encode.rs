@@ -13,7 +13,7 @@ use pgwire::api::Type;
 use pgwire::messages::data::{DataRow, FieldDescription, RowDescription};
 use sql::{ColumnInfo, Value};
 
-use sql::types::{decode_binary_as, encode_binary, format_text_into, parse_text};
+use sql::types::{decode_binary_as, encode_binary, format_text_zoned_into, parse_text_zoned, Zone};
 
 /// The pgwire `Type` for a SQL type (every `DataType` is a built-in PostgreSQL type).
 pub fn pg_type(data_type: &DataType) -> Type {
@@ -69,14 +69,17 @@ pub struct RowEncoder<'a> {
     formats: &'a [FieldFormat],
     binary: Vec<u8>,
     text: String,
+    zone: Zone,
 }
 
 impl<'a> RowEncoder<'a> {
     /// An encoder for rows of `columns`, column `i` in `formats[i]` (text where missing).
-    pub fn new(columns: &'a [ColumnInfo], formats: &'a [FieldFormat]) -> Self {
+    /// `zone`: the session's time zone, in which `timestamptz` values print as text.
+    pub fn new(columns: &'a [ColumnInfo], formats: &'a [FieldFormat], zone: Zone) -> Self {
         RowEncoder {
             columns,
             formats,
+            zone,
             binary: Vec::with_capacity(64),
             text: String::with_capacity(64),
         }
@@ -98,7 +101,12 @@ impl<'a> RowEncoder<'a> {
                         }
                         FieldFormat::Text => {
                             self.text.clear();
-                            format_text_into(value, &column.data_type, &mut self.text);
+                            format_text_zoned_into(
+                                value,
+                                &column.data_type,
+                                self.zone,
+                                &mut self.text,
+                            );
                             self.text.as_bytes()
                         }
                     };
@@ -114,16 +122,17 @@ impl<'a> RowEncoder<'a> {
 /// Decodes one Bind parameter into a value of the statement's parameter type `target`. `None`
 /// is SQL NULL. Binary values are in the format of the type the client declared at Parse
 /// (`sent`, e.g. int8 from JDBC `setLong` for an `integer` parameter) and are cast to `target`;
-/// text values go through `target`'s input function.
+/// text values go through `target`'s input function. `zone` is the session's time zone.
 pub fn decode_param(
     bytes: Option<&[u8]>,
     binary: bool,
     sent: Option<&DataType>,
     target: &DataType,
+    zone: Zone,
 ) -> Result<Value, sql::Error> {
     let Some(bytes) = bytes else { return Ok(Value::Null) };
     if binary {
-        return decode_binary_as(bytes, sent.unwrap_or(target), target);
+        return decode_binary_as(bytes, sent.unwrap_or(target), target, zone);
     }
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let bad = &bytes[e.valid_up_to()..];
@@ -133,7 +142,7 @@ pub fn decode_param(
             message: format!("invalid byte sequence for encoding \"UTF8\": {}", shown.join(" ")),
         }
     })?;
-    parse_text(text, target)
+    parse_text_zoned(text, target, zone)
 }
 
 #[cfg(test)]
@@ -173,7 +182,7 @@ mod tests {
             column("c", DataType::Text),
         ];
         let formats = [FieldFormat::Text, FieldFormat::Binary, FieldFormat::Text];
-        let mut enc = RowEncoder::new(&cols, &formats);
+        let mut enc = RowEncoder::new(&cols, &formats, Zone::UTC);
         let row = enc.encode(&[Value::Int32(42), Value::Int32(7), Value::Null]);
         assert_eq!(row.field_count, 3);
         let expected: Vec<u8> = [
@@ -189,29 +198,46 @@ mod tests {
 
     #[test]
     fn params_decode_text_binary_null_and_reject_bad_utf8() {
-        assert_eq!(decode_param(None, true, None, &DataType::Int32).unwrap(), Value::Null);
         assert_eq!(
-            decode_param(Some(b"17"), false, None, &DataType::Int64).unwrap(),
+            decode_param(None, true, None, &DataType::Int32, Zone::UTC).unwrap(),
+            Value::Null
+        );
+        assert_eq!(
+            decode_param(Some(b"17"), false, None, &DataType::Int64, Zone::UTC).unwrap(),
             Value::Int64(17)
         );
         assert_eq!(
-            decode_param(Some(&3001i32.to_be_bytes()), true, None, &DataType::Int32).unwrap(),
+            decode_param(Some(&3001i32.to_be_bytes()), true, None, &DataType::Int32, Zone::UTC)
+                .unwrap(),
             Value::Int32(3001)
         );
         // JDBC setLong for an integer parameter: int8 bytes, assignment-cast to int4.
         let sent = DataType::from_oid(20);
         assert_eq!(
-            decode_param(Some(&7i64.to_be_bytes()), true, sent.as_ref(), &DataType::Int32).unwrap(),
+            decode_param(
+                Some(&7i64.to_be_bytes()),
+                true,
+                sent.as_ref(),
+                &DataType::Int32,
+                Zone::UTC
+            )
+            .unwrap(),
             Value::Int32(7)
         );
-        let err =
-            decode_param(Some(&(1i64 << 40).to_be_bytes()), true, sent.as_ref(), &DataType::Int32)
-                .unwrap_err();
+        let err = decode_param(
+            Some(&(1i64 << 40).to_be_bytes()),
+            true,
+            sent.as_ref(),
+            &DataType::Int32,
+            Zone::UTC,
+        )
+        .unwrap_err();
         assert_eq!(err.sqlstate(), "22003");
-        let err = decode_param(Some(b"a\xff"), false, None, &DataType::Text).unwrap_err();
+        let err =
+            decode_param(Some(b"a\xff"), false, None, &DataType::Text, Zone::UTC).unwrap_err();
         assert_eq!(err.sqlstate(), "22021");
         assert_eq!(err.to_string(), "invalid byte sequence for encoding \"UTF8\": 0xff");
-        let err = decode_param(Some(b"x"), false, None, &DataType::Int32).unwrap_err();
+        let err = decode_param(Some(b"x"), false, None, &DataType::Int32, Zone::UTC).unwrap_err();
         assert_eq!(err.sqlstate(), "22P02");
     }
 

@@ -292,7 +292,11 @@ pub fn startup_parameters(
     client: &std::collections::BTreeMap<String, String>,
 ) -> Vec<(String, String)> {
     let user = client.get("user").cloned().unwrap_or_default();
-    let time_zone = client.get("TimeZone").cloned().unwrap_or_else(|| "UTC".to_owned());
+    // What the session will use: the client's zone if Aspen can read it, else the default.
+    let time_zone = client
+        .get("TimeZone")
+        .and_then(|tz| sql::types::Zone::from_setting(tz))
+        .map_or_else(|| "UTC".to_owned(), |(_, canonical)| canonical);
     let application_name = client.get("application_name").cloned().unwrap_or_default();
     [
         ("application_name", application_name),
@@ -566,7 +570,8 @@ impl SimpleQueryHandler for Handler {
                                 columns, &formats,
                             )))
                             .await?;
-                        let mut encoder = RowEncoder::new(columns, &formats);
+                        let zone = self.conn.with_session(|s| s.zone())?;
+                        let mut encoder = RowEncoder::new(columns, &formats, zone);
                         for row in &out.rows {
                             client.feed(PgWireBackendMessage::DataRow(encoder.encode(row))).await?;
                         }
@@ -734,6 +739,7 @@ impl ExtendedQueryHandler for Handler {
                     codes => Format::Individual(codes.to_vec()),
                 };
                 let mut params = Vec::with_capacity(message.parameters.len());
+                let zone = self.conn.with_session(|s| s.zone())?;
                 for (i, (bytes, target)) in
                     message.parameters.iter().zip(&prepared.param_types).enumerate()
                 {
@@ -744,7 +750,7 @@ impl ExtendedQueryHandler for Handler {
                         .and_then(Option::as_ref)
                         .and_then(|t| catalog::DataType::from_oid(t.oid()));
                     let value =
-                        encode::decode_param(bytes.as_deref(), binary, sent.as_ref(), target)
+                        encode::decode_param(bytes.as_deref(), binary, sent.as_ref(), target, zone)
                             .map_err(|e| sql_error(e, &prepared.sql))?;
                     params.push(value);
                 }
@@ -914,7 +920,8 @@ impl ExtendedQueryHandler for Handler {
                     Some(columns) => {
                         let formats =
                             encode::column_formats(&portal.result_column_format, columns.len());
-                        let mut encoder = RowEncoder::new(columns, &formats);
+                        let zone = self.conn.with_session(|s| s.zone())?;
+                        let mut encoder = RowEncoder::new(columns, &formats, zone);
                         let mut rows = out.rows.iter();
                         let first = if max_rows == 0 { out.rows.len() } else { max_rows };
                         for row in rows.by_ref().take(first) {

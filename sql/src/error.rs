@@ -103,6 +103,8 @@ pub enum Error {
     InvalidDatetimeFormat { message: String },
     /// `22008`: date/time field value out of range.
     DatetimeFieldOverflow { message: String },
+    /// `22015`: an interval field out of range in interval input.
+    IntervalFieldOverflow { message: String },
     /// `22023`: invalid parameter value (e.g. unknown SET value).
     InvalidParameterValue { message: String },
     /// `22021`: invalid byte sequence for encoding "UTF8".
@@ -234,6 +236,7 @@ impl Error {
             Error::StringDataRightTruncation { .. } => "22001",
             Error::InvalidDatetimeFormat { .. } => "22007",
             Error::DatetimeFieldOverflow { .. } => "22008",
+            Error::IntervalFieldOverflow { .. } => "22015",
             Error::InvalidParameterValue { .. } => "22023",
             Error::CharacterNotInRepertoire { .. } => "22021",
             Error::InvalidRowCount { sqlstate, .. } => sqlstate,
@@ -461,7 +464,9 @@ impl fmt::Display for Error {
             Error::InvalidBinaryRepresentation { message } => write!(f, "{message}"),
             Error::StringDataRightTruncation { message } => write!(f, "{message}"),
             Error::InvalidDatetimeFormat { message } => write!(f, "{message}"),
-            Error::DatetimeFieldOverflow { message } => write!(f, "{message}"),
+            Error::DatetimeFieldOverflow { message } | Error::IntervalFieldOverflow { message } => {
+                write!(f, "{message}")
+            }
             Error::InvalidParameterValue { message } => write!(f, "{message}"),
             Error::CharacterNotInRepertoire { message } => write!(f, "{message}"),
             Error::InvalidRowCount { message, .. } => write!(f, "{message}"),

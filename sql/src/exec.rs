@@ -27,15 +27,25 @@ pub struct Ctx<'a> {
     pub params: &'a [Value],
     /// Enclosing rows, innermost last.
     pub outer: Vec<Vec<Value>>,
-    /// Transaction timestamp (now()).
+    /// The session's clock, names and time zone.
+    pub env: Env<'a>,
+    /// The session's sequences (`nextval`, `currval`, `setval`); `None` where a plan cannot
+    /// call them.
+    pub sequences: Option<&'a dyn Sequences>,
+}
+
+/// What expressions read from the session rather than the rows: the transaction's timestamp,
+/// the user and database names, and the `TimeZone` setting.
+#[derive(Clone, Copy, Debug)]
+pub struct Env<'a> {
+    /// Transaction timestamp (now()), UTC.
     pub now: NaiveDateTime,
     /// current_user.
     pub user: &'a str,
     /// current_database().
     pub database: &'a str,
-    /// The session's sequences (`nextval`, `currval`, `setval`); `None` where a plan cannot
-    /// call them.
-    pub sequences: Option<&'a dyn Sequences>,
+    /// The session's time zone (`timestamptz` input, output and arithmetic).
+    pub zone: types::Zone,
 }
 
 /// The sequence functions, which are not transactional and keep per-session state
@@ -115,6 +125,8 @@ pub fn value_type(v: &Value) -> DataType {
         Value::Date(_) => DataType::Date,
         Value::Timestamp(_) => DataType::Timestamp,
         Value::Bytea(_) => DataType::Bytea,
+        Value::TimestampTz(_) => DataType::TimestampTz,
+        Value::Interval(_) => DataType::Interval,
     }
 }
 
@@ -388,8 +400,7 @@ impl Ctx<'_> {
                 // filter is evaluated with a restricted evaluator that needs no txn.
                 let params = self.params;
                 let outer = &self.outer;
-                let now = self.now;
-                let (user, database) = (self.user, self.database);
+                let env = self.env;
                 let mut pending_filter_rows: Vec<(Vec<u8>, Vec<Value>)> = Vec::new();
                 let needs_txn_filter = filter.map(needs_txn).unwrap_or(false);
                 self.txn
@@ -407,8 +418,7 @@ impl Ctx<'_> {
                         }
                         let keep = match filter {
                             None => true,
-                            Some(f) => match eval_pure(f, &row, params, outer, now, user, database)
-                            {
+                            Some(f) => match eval_pure(f, &row, params, outer, &env) {
                                 Ok(v) => v == Value::Bool(true),
                                 Err(e) => {
                                     err = Some(e);
@@ -473,7 +483,7 @@ impl Ctx<'_> {
             {
                 v
             } else {
-                match types::cast(v, &from, &ty, CastKind::Explicit) {
+                match types::cast_zoned(v, &from, &ty, CastKind::Explicit, self.env.zone) {
                     Ok(v) => v,
                     Err(_) => return Ok(None),
                 }
@@ -758,7 +768,7 @@ impl Ctx<'_> {
                     // A subquery nested inside: evaluate children through self.
                     return self.eval_composite(other, row);
                 }
-                eval_pure(other, row, self.params, &self.outer, self.now, self.user, self.database)
+                eval_pure(other, row, self.params, &self.outer, &self.env)
             }
         }
     }
@@ -855,19 +865,9 @@ impl Ctx<'_> {
             Expr::Func(f, list) => {
                 Expr::Func(*f, list.iter().map(|x| sub(x, self)).collect::<Result<Vec<_>>>()?)
             }
-            other => {
-                return eval_pure(
-                    other,
-                    row,
-                    self.params,
-                    &self.outer,
-                    self.now,
-                    self.user,
-                    self.database,
-                )
-            }
+            other => return eval_pure(other, row, self.params, &self.outer, &self.env),
         };
-        eval_pure(&lowered, row, self.params, &self.outer, self.now, self.user, self.database)
+        eval_pure(&lowered, row, self.params, &self.outer, &self.env)
     }
 }
 
@@ -987,11 +987,9 @@ pub(crate) fn eval_pure(
     row: &[Value],
     params: &[Value],
     outer: &[Vec<Value>],
-    now: NaiveDateTime,
-    user: &str,
-    database: &str,
+    env: &Env<'_>,
 ) -> Result<Value> {
-    let ev = |x: &Expr| eval_pure(x, row, params, outer, now, user, database);
+    let ev = |x: &Expr| eval_pure(x, row, params, outer, env);
     Ok(match e {
         Expr::Literal(v) => v.clone(),
         Expr::Column(i) => row
@@ -1011,7 +1009,7 @@ pub(crate) fn eval_pure(
         })?,
         Expr::Arith(op, a, b) => {
             let (l, r) = (ev(a)?, ev(b)?);
-            arith(*op, &l, &r)?
+            types::arith_zoned(*op, &l, &r, env.zone)?
         }
         Expr::Neg(a) => types::negate(&ev(a)?)?,
         Expr::Cmp(op, a, b) => {
@@ -1113,7 +1111,7 @@ pub(crate) fn eval_pure(
                 return Ok(Value::Null);
             }
             let from = value_type(&v);
-            types::cast(v, &from, to, *kind)?
+            types::cast_zoned(v, &from, to, *kind, env.zone)?
         }
         Expr::Concat(a, b) => match (ev(a)?, ev(b)?) {
             (Value::Text(mut l), Value::Text(r)) => {
@@ -1124,7 +1122,7 @@ pub(crate) fn eval_pure(
         },
         Expr::Func(f, args) => {
             let vals = args.iter().map(ev).collect::<Result<Vec<_>>>()?;
-            func(*f, vals, now, user, database)?
+            func(*f, vals, env)?
         }
         Expr::Agg(_) => return Err(Error::internal("aggregate reference outside aggregation")),
         Expr::Subquery(_) | Expr::Exists(..) | Expr::InSubquery(..) => {
@@ -1133,39 +1131,10 @@ pub(crate) fn eval_pure(
     })
 }
 
-/// Arithmetic including the date cases (date ± integer, date − date).
-fn arith(op: ArithOp, l: &Value, r: &Value) -> Result<Value> {
-    if l.is_null() || r.is_null() {
-        return Ok(Value::Null);
-    }
-    let days = |v: &Value| -> Option<i64> {
-        match v {
-            Value::Int16(i) => Some(*i as i64),
-            Value::Int32(i) => Some(*i as i64),
-            Value::Int64(i) => Some(*i),
-            _ => None,
-        }
-    };
-    match (op, l, r) {
-        (ArithOp::Add, Value::Date(d), n) | (ArithOp::Add, n, Value::Date(d))
-            if days(n).is_some() =>
-        {
-            let n = days(n).expect("checked");
-            d.checked_add_signed(chrono::Duration::days(n))
-                .map(Value::Date)
-                .ok_or_else(|| Error::DatetimeFieldOverflow { message: "date out of range".into() })
-        }
-        (ArithOp::Sub, Value::Date(d), n) if days(n).is_some() => {
-            let n = days(n).expect("checked");
-            d.checked_sub_signed(chrono::Duration::days(n))
-                .map(Value::Date)
-                .ok_or_else(|| Error::DatetimeFieldOverflow { message: "date out of range".into() })
-        }
-        (ArithOp::Sub, Value::Date(a), Value::Date(b)) => {
-            Ok(Value::Int32((*a - *b).num_days() as i32))
-        }
-        _ => types::arith(op, l, r),
-    }
+/// The local time in `zone` of the UTC instant `utc`.
+fn local_time(utc: NaiveDateTime, zone: types::Zone) -> Result<NaiveDateTime> {
+    zone.to_local(utc)
+        .ok_or_else(|| Error::DatetimeFieldOverflow { message: "timestamp out of range".into() })
 }
 
 fn text_arg(v: &Value) -> Option<&str> {
@@ -1191,17 +1160,12 @@ pub const VERSION: &str = concat!(
     ") on x86_64-pc-linux-gnu, compiled by rustc, 64-bit"
 );
 
-fn func(
-    f: Func,
-    args: Vec<Value>,
-    now: NaiveDateTime,
-    user: &str,
-    database: &str,
-) -> Result<Value> {
+fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
     let strict = !matches!(
         f,
         Func::Concat
             | Func::Now
+            | Func::LocalTimestamp
             | Func::CurrentDate
             | Func::Version
             | Func::CurrentSchema
@@ -1261,7 +1225,7 @@ fn func(
                 if let Value::Text(s) = a {
                     out.push_str(s);
                 } else if !a.is_null() {
-                    out.push_str(&types::format_text(a, &value_type(a)));
+                    out.push_str(&types::format_text_zoned(a, &value_type(a), env.zone));
                 }
             }
             Value::Text(out)
@@ -1302,12 +1266,32 @@ fn func(
             other => return Err(Error::internal(format!("ceil({other:?})"))),
         },
         Func::Mod => types::arith(ArithOp::Mod, &args[0], &args[1])?,
-        Func::Now => Value::Timestamp(now),
-        Func::CurrentDate => Value::Date(now.date()),
+        Func::Now => Value::TimestampTz(env.now),
+        Func::LocalTimestamp => Value::Timestamp(local_time(env.now, env.zone)?),
+        Func::CurrentDate => Value::Date(local_time(env.now, env.zone)?.date()),
         Func::Version => Value::Text(VERSION.into()),
         Func::CurrentSchema => Value::Text("public".into()),
-        Func::CurrentDatabase => Value::Text(database.into()),
-        Func::CurrentUser => Value::Text(user.into()),
+        Func::CurrentDatabase => Value::Text(env.database.into()),
+        Func::CurrentUser => Value::Text(env.user.into()),
+        // The fields of a timestamptz are those of its local time in the session's zone.
+        Func::Extract | Func::DatePart | Func::DateTrunc
+            if matches!(args[1], Value::TimestampTz(_)) =>
+        {
+            let Value::TimestampTz(t) = args[1] else { unreachable!("matched") };
+            if f != Func::DateTrunc
+                && text_arg(&args[0]).is_some_and(|u| u.eq_ignore_ascii_case("epoch"))
+            {
+                // The epoch counts from 1970-01-01 UTC, whatever the zone.
+                return builtin::call(f, &[args[0].clone(), Value::Timestamp(t)]);
+            }
+            let local = Value::Timestamp(local_time(t, env.zone)?);
+            match builtin::call(f, &[args[0].clone(), local])? {
+                Value::Timestamp(t) => Value::TimestampTz(
+                    env.zone.to_utc(t).ok_or_else(|| Error::internal("date_trunc out of range"))?,
+                ),
+                other => other,
+            }
+        }
         other => builtin::call(other, &args)?,
     })
 }

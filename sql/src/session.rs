@@ -27,7 +27,7 @@ use parking_lot::RwLock;
 
 use crate::bind::{Binder, Bound, Command, SetValue};
 use crate::error::{Error, Result};
-use crate::exec::{self, Ctx};
+use crate::exec::{self, Ctx, Env};
 use crate::parse::Parsed;
 use crate::plan::{Access, Expr, InsertValue, OutColumn, Plan, Statement};
 use crate::types::{self, Value};
@@ -378,6 +378,8 @@ pub struct CopyOut {
     /// The header line's fields, if asked for.
     header: Option<Vec<Option<String>>>,
     types: Vec<DataType>,
+    /// The session's time zone (timestamptz values print in it).
+    zone: types::Zone,
     /// The rows not encoded yet.
     pending: std::vec::IntoIter<Vec<Value>>,
 }
@@ -395,13 +397,14 @@ impl CopyOut {
             crate::copy::encode_row(&self.format, &names, &mut chunk);
         }
         let mut fields = Vec::with_capacity(self.types.len());
+        let zone = self.zone;
         while chunk.len() < COPY_OUT_CHUNK {
             let Some(row) = self.pending.next() else { break };
             fields.clear();
             fields.extend(
                 row.iter()
                     .zip(&self.types)
-                    .map(|(v, ty)| (!v.is_null()).then(|| types::format_text(v, ty))),
+                    .map(|(v, ty)| (!v.is_null()).then(|| types::format_text_zoned(v, ty, zone))),
             );
             crate::copy::encode_row(&self.format, &fields, &mut chunk);
         }
@@ -799,6 +802,8 @@ pub struct Session {
     /// Shared with deferred updates' functions (which may evaluate `current_user`).
     user: Arc<str>,
     database: Arc<str>,
+    /// The `TimeZone` setting, resolved.
+    zone: types::Zone,
     log_buffer: usize,
     /// Durability waits of commits whose results are still held (see [`Session::take_acks`]).
     pending_acks: Vec<wal::Ticket>,
@@ -966,6 +971,7 @@ impl Session {
             settings: BTreeMap::new(),
             user: "postgres".into(),
             database: "postgres".into(),
+            zone: types::Zone::UTC,
             log_buffer,
             pending_acks: Vec::new(),
             defer_acks: false,
@@ -979,18 +985,41 @@ impl Session {
                 "database" => s.database = v.as_str().into(),
                 _ => {
                     if let Some(g) = guc(k) {
-                        if !READ_ONLY_GUCS.contains(&g.name) {
-                            s.settings.insert(g.name, v.clone());
+                        // A time zone Aspen cannot read is left at the default.
+                        let v = if g.name == "TimeZone" {
+                            time_zone_setting(v)
+                        } else {
+                            Some(v.clone())
+                        };
+                        if let (false, Some(v)) = (READ_ONLY_GUCS.contains(&g.name), v) {
+                            s.settings.insert(g.name, v);
                         }
                     }
                 }
             }
         }
+        s.refresh_zone();
         if !params.iter().any(|(k, _)| k == "database") {
             s.database = s.user.clone();
         }
         s.settings.insert("session_authorization", s.user.to_string());
         s
+    }
+
+    /// Resolves the `TimeZone` setting again (after any change to the settings).
+    fn refresh_zone(&mut self) {
+        let setting = self.setting("TimeZone").unwrap_or_default();
+        self.zone = types::Zone::from_setting(&setting).map_or(types::Zone::UTC, |(z, _)| z);
+    }
+
+    /// The session's time zone.
+    pub fn zone(&self) -> types::Zone {
+        self.zone
+    }
+
+    /// What expressions read from the session, for a statement at `now`.
+    fn env(&self, now: NaiveDateTime) -> exec::Env<'_> {
+        exec::Env { now, user: &self.user, database: &self.database, zone: self.zone }
     }
 
     /// The value of a server parameter for this session: the session's own value, else the
@@ -1318,6 +1347,7 @@ impl Session {
         }
         if let Some(saved) = open.saved_settings {
             self.settings = saved;
+            self.refresh_zone();
         }
         drop(open.txn);
     }
@@ -1390,6 +1420,7 @@ impl Session {
             format: format.clone(),
             header: format.header.then(|| columns.iter().map(|c| Some(c.name.clone())).collect()),
             types: columns.iter().map(|c| c.data_type).collect(),
+            zone: self.zone,
             pending: out.rows.into_iter(),
         }))
     }
@@ -1517,7 +1548,7 @@ impl Session {
             .zip(columns)
             .map(|((f, ty), column)| match f {
                 None => Ok(Value::Null),
-                Some(text) => crate::types::parse_text(text, ty).map_err(|e| {
+                Some(text) => crate::types::parse_text_zoned(text, ty, self.zone).map_err(|e| {
                     e.with_context(|| {
                         let value = crate::copy::printout(text);
                         format!("COPY {relation}, line {line}, column {column}: \"{value}\"")
@@ -1757,9 +1788,7 @@ impl Session {
             engine: &self.db.engine,
             params,
             outer: vec![],
-            now,
-            user: &self.user,
-            database: &self.database,
+            env: self.env(now),
             sequences: Some(self),
         };
         match stmt {
@@ -2012,6 +2041,7 @@ impl Session {
                     let user = self.user.to_string();
                     self.settings.clear();
                     self.settings.insert("session_authorization", user);
+                    self.refresh_zone();
                     Ok(Output::tag(Tag::new("RESET")))
                 }
                 Some(n) => {
@@ -2136,6 +2166,7 @@ impl Session {
                 self.settings.insert(g.name, v);
             }
         }
+        self.refresh_zone();
         let mut out = Output::tag(Tag::new("SET"));
         if g.report {
             out.parameter_status
@@ -2208,16 +2239,14 @@ impl Session {
                     return Ok(skip);
                 }
                 let table = self.create_staged(create.def.clone())?;
-                let (user, database) = (self.user.clone(), self.database.clone());
+                let (user, database, zone) = (self.user.clone(), self.database.clone(), self.zone);
                 let n = self.with_txn(|_, t| {
                     let mut ctx = Ctx {
                         txn: t,
                         engine,
                         params: &[],
                         outer: vec![],
-                        now: now(),
-                        user: &user,
-                        database: &database,
+                        env: Env { now: now(), user: &user, database: &database, zone },
                         sequences: None,
                     };
                     let rows = ctx.run(&query.plan)?;
@@ -2511,7 +2540,7 @@ impl Session {
                 self.stage(catalog::Ddl::AddForeignKey { table: table.id, fk: fk.clone() })?;
                 let snapshot = self.snapshot();
                 let engine = self.db.engine.clone();
-                let (user, database) = (self.user.clone(), self.database.clone());
+                let (user, database, zone) = (self.user.clone(), self.database.clone(), self.zone);
                 self.with_txn(|_, t| {
                     let types = exec::column_types(table);
                     let rows = exec::all_rows(t, table)?;
@@ -2520,9 +2549,7 @@ impl Session {
                         engine: &engine,
                         params: &[],
                         outer: vec![],
-                        now: now(),
-                        user: &user,
-                        database: &database,
+                        env: Env { now: now(), user: &user, database: &database, zone },
                         sequences: None,
                     };
                     for (_, bytes) in rows {
@@ -2562,14 +2589,12 @@ impl Session {
                 engine: &self.db.engine,
                 params: &[],
                 outer: vec![],
-                now: now(),
-                user: &self.user,
-                database: &self.database,
+                env: self.env(now()),
                 sequences: None,
             };
             ctx.eval(e, &[])?
         };
-        let (user, database) = (self.user.clone(), self.database.clone());
+        let (user, database, zone) = (self.user.clone(), self.database.clone(), self.zone);
         self.with_txn(|_, t| {
             let types = exec::column_types(table);
             let rows = exec::all_rows(t, table)?;
@@ -2579,11 +2604,11 @@ impl Session {
                     table: table.name.clone(),
                 });
             }
-            let at = now();
+            let env = Env { now: now(), user: &user, database: &database, zone };
             for (k, bytes) in rows {
                 let mut row = types::decode_row(&bytes, &types)?;
                 row.push(if volatile {
-                    exec::eval_pure(&default, &[], &[], &[], at, &user, &database)?
+                    exec::eval_pure(&default, &[], &[], &[], &env)?
                 } else {
                     fill.clone()
                 });
@@ -2774,8 +2799,28 @@ fn oid_type(oid: u32) -> Result<Option<DataType>> {
 }
 
 /// Validates a SET value for the parameters whose values change Aspen's behaviour.
+/// A `TimeZone` value as `SHOW` gives it back, or `None` if it names no zone. A number (`SET
+/// TIME ZONE 5`) is hours east of Greenwich, spelled as PostgreSQL spells it (`<+05>-05`).
+fn time_zone_setting(v: &str) -> Option<String> {
+    if let Ok(hours) = v.trim().parse::<f64>() {
+        if !hours.is_finite() || hours.abs() > 15.0 {
+            return None;
+        }
+        let minutes = (hours.abs() * 60.0).round() as i64;
+        let (h, m) = (minutes / 60, minutes % 60);
+        let east = if hours < 0.0 { '-' } else { '+' };
+        let west = if hours < 0.0 { '+' } else { '-' };
+        let hm = if m == 0 { format!("{h:02}") } else { format!("{h:02}:{m:02}") };
+        return Some(format!("<{east}{hm}>{west}{hm}"));
+    }
+    types::Zone::from_setting(v).map(|(_, canonical)| canonical)
+}
+
 fn validate_setting(name: &str, v: &str) -> Result<String> {
     match name {
+        "TimeZone" => time_zone_setting(v).ok_or_else(|| Error::InvalidParameterValue {
+            message: format!("invalid value for parameter \"TimeZone\": \"{v}\""),
+        }),
         "client_encoding" => {
             let norm = v.to_uppercase().replace(['-', '_'], "");
             if norm == "UTF8" || norm == "UNICODE" {
@@ -2842,7 +2887,7 @@ fn deferred_update(
     let mut k = Vec::with_capacity(16);
     types::encode_key(&key, &mut k);
     let (table_, sets) = (table.clone(), sets.clone());
-    let (params, now) = (ctx.params.to_vec(), ctx.now);
+    let (params, now, zone) = (ctx.params.to_vec(), ctx.env.now, ctx.env.zone);
     let (user, database) = (session.user.clone(), session.database.clone());
     let engine = session.db.engine.clone();
     let types = exec::column_types(table);
@@ -2855,9 +2900,7 @@ fn deferred_update(
             engine: &engine,
             params: &params,
             outer: vec![],
-            now,
-            user: &user,
-            database: &database,
+            env: Env { now, user: &user, database: &database, zone },
             sequences: None,
         };
         let mut new = old.clone();

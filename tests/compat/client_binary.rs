@@ -462,3 +462,99 @@ async fn numeric_binary_round_trip_beyond_decimal() {
     let err = timed("inf", c.query_one(&stmt, &[&inf])).await.expect_err("inf");
     assert_eq!(tests::sqlstate(&err), Some("22003"), "{err:?}");
 }
+
+/// An interval in PostgreSQL's binary format (microseconds, days, months), which
+/// tokio-postgres has no type for.
+#[derive(Debug, Clone, PartialEq)]
+struct RawInterval(Vec<u8>);
+
+impl<'a> FromSql<'a> for RawInterval {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawInterval(raw.to_vec()))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::INTERVAL
+    }
+}
+
+impl ToSql for RawInterval {
+    fn to_sql(
+        &self,
+        _: &Type,
+        out: &mut tokio_postgres::types::private::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        out.extend_from_slice(&self.0);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::INTERVAL
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+fn raw_interval(micros: i64, days: i32, months: i32) -> RawInterval {
+    let mut b = micros.to_be_bytes().to_vec();
+    b.extend_from_slice(&days.to_be_bytes());
+    b.extend_from_slice(&months.to_be_bytes());
+    RawInterval(b)
+}
+
+/// timestamptz and interval over the binary protocol: parameters and results are UTC instants
+/// and (microseconds, days, months), whatever the session's zone; the same values in text
+/// print in the session's zone; a binary `timestamp` parameter for a `timestamptz` column is
+/// read as local time in that zone.
+#[tokio::test]
+async fn timestamptz_and_interval_in_binary() {
+    use chrono::{DateTime, Utc};
+    let Some(b) = Backend::from_env() else { return };
+    let c = b.connect().await;
+    let setup = "SET TIME ZONE 'Asia/Kolkata'; \
+                 CREATE TABLE times (id int PRIMARY KEY, at timestamptz, took interval)";
+    timed("create", c.batch_execute(setup)).await.expect("create");
+    let insert = timed("prepare", c.prepare("INSERT INTO times VALUES ($1, $2, $3)"))
+        .await
+        .expect("prepare insert");
+    assert_eq!(insert.params(), [Type::INT4, Type::TIMESTAMPTZ, Type::INTERVAL]);
+    let at: DateTime<Utc> = "2024-07-01T06:30:00.25Z".parse().expect("instant");
+    let took = raw_interval(-1_500_000, 3, 14);
+    timed("insert", c.execute(&insert, &[&1i32, &at, &took])).await.expect("insert");
+    let row = timed("select", c.query_one("SELECT at, took FROM times WHERE id = $1", &[&1i32]))
+        .await
+        .expect("select");
+    assert_eq!(row.get::<_, DateTime<Utc>>(0), at);
+    assert_eq!(row.get::<_, RawInterval>(1), took);
+
+    // A timestamp parameter for the timestamptz column: local time in the session's zone.
+    let typed = timed(
+        "prepare typed",
+        c.prepare_typed("INSERT INTO times VALUES ($1, $2)", &[Type::INT4, Type::TIMESTAMP]),
+    )
+    .await
+    .expect("prepare typed");
+    timed("insert local", c.execute(&typed, &[&2i32, &ts("2024-07-01 12:00:00.25")]))
+        .await
+        .expect("insert local");
+
+    let text = timed("simple", c.simple_query("SELECT id, at, took FROM times ORDER BY id"))
+        .await
+        .expect("simple query");
+    let rows: Vec<Vec<String>> = text
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).unwrap_or("NULL").to_string()).collect())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ["1", "2024-07-01 12:00:00.25+05:30", "1 year 2 mons 3 days -00:00:01.5"],
+            ["2", "2024-07-01 12:00:00.25+05:30", "NULL"],
+        ]
+    );
+}

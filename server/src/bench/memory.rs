@@ -221,7 +221,12 @@ fn raw_size(values: &[Value]) -> u64 {
             Value::Bool(_) => 1,
             Value::Int16(_) => 2,
             Value::Int32(_) | Value::Float32(_) | Value::Date(_) => 4,
-            Value::Int64(_) | Value::Float64(_) | Value::Numeric(_) | Value::Timestamp(_) => 8,
+            Value::Int64(_)
+            | Value::Float64(_)
+            | Value::Numeric(_)
+            | Value::Timestamp(_)
+            | Value::TimestampTz(_) => 8,
+            Value::Interval(_) => 16,
             Value::Text(s) => s.len() as u64,
             Value::Bytea(b) => b.len() as u64,
         })

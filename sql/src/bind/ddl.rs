@@ -306,7 +306,17 @@ impl Binder<'_> {
             }
             St::SetTimeZone { value, .. } => Command::Set {
                 name: "timezone".into(),
-                value: SetValue::Value(set_value_text(value)),
+                value: match value {
+                    ast::Expr::Identifier(id)
+                        if id.quote_style.is_none()
+                            && ["local", "default"]
+                                .iter()
+                                .any(|w| id.value.eq_ignore_ascii_case(w)) =>
+                    {
+                        SetValue::Default
+                    }
+                    other => SetValue::Value(set_value_text(other)),
+                },
             },
             St::SetNames { charset_name, .. } => Command::Set {
                 name: "client_encoding".into(),
@@ -367,8 +377,12 @@ impl Binder<'_> {
             D::Date => DataType::Date,
             D::Timestamp(_, tz) => match tz {
                 ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone => DataType::Timestamp,
-                _ => return Err(Error::unsupported("timestamp with time zone")),
+                ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampTz,
             },
+            D::Interval { fields: None, precision: None } => DataType::Interval,
+            D::Interval { .. } => {
+                return Err(Error::unsupported("interval with fields or a precision"))
+            }
             D::Bytea => DataType::Bytea,
             D::Custom(name, mods) if mods.is_empty() => {
                 let (_, n) = self.object_name(name)?;

@@ -73,6 +73,11 @@ impl Binder<'_> {
     ) -> Result<Expr> {
         if t.unknown {
             return match t.expr {
+                // Read in the session's time zone when the statement runs: the plan is shared
+                // by sessions in different zones.
+                Expr::Literal(Value::Text(s)) if to == DataType::TimestampTz => {
+                    Ok(Expr::Cast(Box::new(Expr::Literal(Value::Text(s))), to, CastKind::Explicit))
+                }
                 // An explicit cast of a literal truncates (`'abcd'::varchar(2)`): parse as the
                 // unconstrained type, then cast.
                 Expr::Literal(Value::Text(s)) if kind == CastKind::Explicit => {
@@ -177,7 +182,12 @@ impl Binder<'_> {
                     AstValue::SingleQuotedString(s) => s.clone(),
                     other => other.to_string(),
                 };
-                Ok(Typed::known(Expr::Literal(types::parse_text(&text, &ty)?), ty))
+                let literal = Typed {
+                    expr: Expr::Literal(Value::Text(text)),
+                    ty: DataType::Text,
+                    unknown: true,
+                };
+                Ok(Typed::known(self.coerce(literal, ty, CastKind::Explicit, e)?, ty))
             }
             AstExpr::Cast { kind, expr, data_type, format } => {
                 if format.is_some()
@@ -211,6 +221,9 @@ impl Binder<'_> {
                     } else {
                         t
                     };
+                    if t.ty == DataType::Interval {
+                        return Ok(Typed::known(Expr::Neg(Box::new(t.expr)), t.ty));
+                    }
                     if !is_numeric(&t.ty) {
                         return Err(Error::UndefinedFunction {
                             name: format!("operator - {}", t.ty.base_name()),
@@ -427,7 +440,7 @@ impl Binder<'_> {
                 let rewritten = any_all(left, compare_op, right, false)?;
                 self.bind_expr(&rewritten, scope)
             }
-            AstExpr::Interval(_) => Err(Error::unsupported("interval")),
+            AstExpr::Interval(i) => self.bind_interval(i, e),
             AstExpr::Array(_) => Err(Error::unsupported("arrays")),
             other => Err(Error::Unsupported {
                 feature: format!("expression {other}"),
@@ -575,7 +588,8 @@ impl Binder<'_> {
             "current_user" | "session_user" | "user" => Some((Func::CurrentUser, DataType::Text)),
             "current_catalog" => Some((Func::CurrentDatabase, DataType::Text)),
             "current_date" => Some((Func::CurrentDate, DataType::Date)),
-            "current_timestamp" | "localtimestamp" => Some((Func::Now, DataType::Timestamp)),
+            "current_timestamp" => Some((Func::Now, DataType::TimestampTz)),
+            "localtimestamp" => Some((Func::LocalTimestamp, DataType::Timestamp)),
             _ => None,
         };
         if let (Some((f, ty)), None) = (func, rel) {
@@ -679,15 +693,28 @@ impl Binder<'_> {
                 (l, r)
             }
             (true, false) => {
-                let ty = if matches!(r.ty, DataType::Date) { DataType::Int32 } else { r.ty };
+                let ty = unknown_operand_type(op, &r.ty, false);
                 (Typed::known(self.coerce(l, ty, CastKind::Implicit, e)?, ty), r)
             }
             (false, true) => {
-                let ty = if matches!(l.ty, DataType::Date) { DataType::Int32 } else { l.ty };
+                let ty = unknown_operand_type(op, &l.ty, true);
                 let r2 = Typed::known(self.coerce(r, ty, CastKind::Implicit, e)?, ty);
                 (l, r2)
             }
             (false, false) => (l, r),
+        };
+        // A timestamp with a timestamptz (or a date with a timestamp): the common type first.
+        let (l, r) = match (op, types::common_type(&l.ty, &r.ty)) {
+            (ArithOp::Sub, Some(ty))
+                if l.ty != r.ty
+                    && matches!(ty, DataType::Timestamp | DataType::TimestampTz)
+                    && l.ty != DataType::Interval =>
+            {
+                let le = fold_cast(l.expr, l.ty, ty, CastKind::Implicit)?;
+                let re = fold_cast(r.expr, r.ty, ty, CastKind::Implicit)?;
+                (Typed::known(le, ty), Typed::known(re, ty))
+            }
+            _ => (l, r),
         };
         let Some(result) = types::arith_result_type(op, &l.ty, &r.ty) else {
             return Err(Error::UndefinedFunction {
@@ -695,12 +722,8 @@ impl Binder<'_> {
                 span: self.span_of(e),
             });
         };
-        // Bring both operands to the operation type (dates keep their own representation).
-        let op_ty = if matches!(l.ty, DataType::Date) || matches!(r.ty, DataType::Date) {
-            None
-        } else {
-            Some(result)
-        };
+        // Bring both operands to the operation type (date and time operands keep theirs).
+        let op_ty = if types::is_datetime_op(&l.ty, &r.ty) { None } else { Some(result) };
         let (le, re) = match op_ty {
             Some(t) => (
                 if l.ty == t { l.expr } else { fold_cast(l.expr, l.ty, t, CastKind::Implicit)? },
@@ -1011,6 +1034,52 @@ impl Binder<'_> {
         Ok(Typed::known(Expr::Column(base + calls.len() - 1), ty))
     }
 
+    /// `INTERVAL '…'`, or `INTERVAL 'n' unit` (a number of that unit).
+    fn bind_interval(&mut self, i: &ast::Interval, e: &AstExpr) -> Result<Typed> {
+        let text = match i.value.as_ref() {
+            AstExpr::Value(v) => match &v.value {
+                AstValue::SingleQuotedString(s) => s.clone(),
+                AstValue::Number(n, _) => n.to_string(),
+                _ => return Err(Error::unsupported(format!("{e}"))),
+            },
+            _ => return Err(Error::unsupported(format!("{e}"))),
+        };
+        if i.leading_precision.is_some()
+            || i.last_field.is_some()
+            || i.fractional_seconds_precision.is_some()
+        {
+            return Err(Error::Unsupported {
+                feature: "interval with fields or a precision".into(),
+                span: self.span_of(e),
+            });
+        }
+        let text = match &i.leading_field {
+            None => text,
+            Some(field) => {
+                let unit = match field {
+                    ast::DateTimeField::Year | ast::DateTimeField::Years => "year",
+                    ast::DateTimeField::Month | ast::DateTimeField::Months => "month",
+                    ast::DateTimeField::Day | ast::DateTimeField::Days => "day",
+                    ast::DateTimeField::Hour | ast::DateTimeField::Hours => "hour",
+                    ast::DateTimeField::Minute | ast::DateTimeField::Minutes => "minute",
+                    ast::DateTimeField::Second | ast::DateTimeField::Seconds => "second",
+                    _ => return Err(Error::unsupported(format!("{e}"))),
+                };
+                // `INTERVAL '2' DAY` is two days; a value with its own units keeps them.
+                if text.trim().parse::<f64>().is_ok() {
+                    format!("{text} {unit}")
+                } else {
+                    return Err(Error::Unsupported {
+                        feature: "interval with fields or a precision".into(),
+                        span: self.span_of(e),
+                    });
+                }
+            }
+        };
+        let v = types::parse_text(&text, &DataType::Interval)?;
+        Ok(Typed::known(Expr::Literal(v), DataType::Interval))
+    }
+
     /// The date or timestamp argument of EXTRACT / date_part / date_trunc (an untyped literal
     /// is read as a timestamp), with its type.
     fn datetime_arg(&mut self, t: Typed, func: &str, e: &AstExpr) -> Result<(Expr, DataType)> {
@@ -1019,7 +1088,8 @@ impl Binder<'_> {
             return Ok((expr, DataType::Timestamp));
         }
         match t.ty {
-            DataType::Date | DataType::Timestamp => Ok((t.expr, t.ty)),
+            DataType::Date | DataType::Timestamp | DataType::TimestampTz => Ok((t.expr, t.ty)),
+            DataType::Interval if func != "date_trunc" => Ok((t.expr, t.ty)),
             other => Err(Error::UndefinedFunction {
                 name: format!("function {func}(unknown, {})", other.base_name()),
                 span: self.span_of(e),
@@ -1178,14 +1248,22 @@ impl Binder<'_> {
                 let b = self.coerce(b, ty, CastKind::Implicit, e)?;
                 Ok(Typed::known(Expr::NullIf(Box::new(a), Box::new(b)), ty))
             }
-            (
-                "now"
-                | "current_timestamp"
-                | "localtimestamp"
-                | "transaction_timestamp"
-                | "statement_timestamp",
-                0,
-            ) => Ok(Typed::known(Expr::Func(Func::Now, vec![]), DataType::Timestamp)),
+            ("now" | "current_timestamp" | "transaction_timestamp" | "statement_timestamp", 0) => {
+                Ok(Typed::known(Expr::Func(Func::Now, vec![]), DataType::TimestampTz))
+            }
+            ("localtimestamp", 0) => {
+                Ok(Typed::known(Expr::Func(Func::LocalTimestamp, vec![]), DataType::Timestamp))
+            }
+            ("justify_days" | "justify_hours" | "justify_interval", 1) => {
+                let arg = args.into_iter().next().expect("one arg");
+                let arg = self.coerce(arg, DataType::Interval, CastKind::Implicit, e)?;
+                let f = match name.as_str() {
+                    "justify_days" => Func::JustifyDays,
+                    "justify_hours" => Func::JustifyHours,
+                    _ => Func::JustifyInterval,
+                };
+                Ok(Typed::known(Expr::Func(f, vec![arg]), DataType::Interval))
+            }
             ("date_part" | "date_trunc", 2) => {
                 let mut it = args.into_iter();
                 let field = it.next().expect("two args");
@@ -1194,20 +1272,14 @@ impl Binder<'_> {
                 Ok(if name == "date_part" {
                     Typed::known(Expr::Func(Func::DatePart, vec![field, value]), DataType::Float64)
                 } else {
-                    // PostgreSQL truncates a date as a timestamp with time zone, which Aspen
-                    // does not have.
-                    if ty == DataType::Date {
-                        return Err(Error::Unsupported {
-                            feature: "date_trunc of a date (its result is a timestamp with time \
-                                      zone)"
-                                .into(),
-                            span: self.span_of(e),
-                        });
-                    }
-                    Typed::known(
-                        Expr::Func(Func::DateTrunc, vec![field, value]),
-                        DataType::Timestamp,
-                    )
+                    // PostgreSQL truncates a date as a timestamp with time zone.
+                    let (value, ty) = if ty == DataType::Date {
+                        let tz = DataType::TimestampTz;
+                        (fold_cast(value, ty, tz, CastKind::Implicit)?, tz)
+                    } else {
+                        (value, ty)
+                    };
+                    Typed::known(Expr::Func(Func::DateTrunc, vec![field, value]), ty)
                 })
             }
             ("current_date", 0) => {
@@ -1312,6 +1384,7 @@ impl Binder<'_> {
                         DataType::Int64 | DataType::Numeric(_) => DataType::Numeric(None),
                         DataType::Float32 => DataType::Float32,
                         DataType::Float64 => DataType::Float64,
+                        DataType::Interval => DataType::Interval,
                         other => {
                             return Err(Error::UndefinedFunction {
                                 name: format!("function sum({})", other.base_name()),
@@ -1325,6 +1398,7 @@ impl Binder<'_> {
                         | DataType::Int64
                         | DataType::Numeric(_) => DataType::Numeric(None),
                         DataType::Float32 | DataType::Float64 => DataType::Float64,
+                        DataType::Interval => DataType::Interval,
                         other => {
                             return Err(Error::UndefinedFunction {
                                 name: format!("function avg({})", other.base_name()),
@@ -1501,10 +1575,27 @@ fn func_name(f: Func) -> &'static str {
     }
 }
 
-/// A cast, evaluated right away when the operand is a constant.
+/// The type an untyped operand of `op` takes when the other operand has type `other`
+/// (`left_known`: the other operand is on the left), as PostgreSQL's operator resolution
+/// picks it: the other operand's own type, except that a date takes an integer, a timestamp
+/// plus something takes an interval, and an interval times something takes a number.
+fn unknown_operand_type(op: ArithOp, other: &DataType, left_known: bool) -> DataType {
+    match (op, other) {
+        (ArithOp::Add | ArithOp::Sub, DataType::Date) => DataType::Int32,
+        (ArithOp::Add, DataType::Timestamp | DataType::TimestampTz) => DataType::Interval,
+        (ArithOp::Mul, DataType::Interval) => DataType::Float64,
+        (ArithOp::Div, DataType::Interval) if left_known => DataType::Float64,
+        _ => *other,
+    }
+}
+
+/// A cast, evaluated right away when the operand is a constant (unless its result depends on
+/// the session's time zone, see [`types::zone_dependent`]).
 pub(crate) fn fold_cast(e: Expr, from: DataType, to: DataType, kind: CastKind) -> Result<Expr> {
     match e {
-        Expr::Literal(v) => Ok(Expr::Literal(types::cast(v, &from, &to, kind)?)),
+        Expr::Literal(v) if !types::zone_dependent(&from, &to) => {
+            Ok(Expr::Literal(types::cast(v, &from, &to, kind)?))
+        }
         other => Ok(Expr::Cast(Box::new(other), to, kind)),
     }
 }
@@ -1526,10 +1617,19 @@ pub(crate) fn column_name(e: &AstExpr) -> String {
                 _ => "?column?".to_string(),
             })
             .unwrap_or_else(|| "?column?".into()),
-        AstExpr::Cast { expr, data_type, .. } => match column_name(expr).as_str() {
-            "?column?" => cast_type_name(data_type),
-            name => name.to_string(),
+        // A cast takes its operand's name, unless the operand only has a type's name (a cast
+        // or a typed literal itself): then the outer type names it (PostgreSQL's
+        // FigureColname strengths).
+        AstExpr::Cast { expr, data_type, .. } => match expr.as_ref() {
+            AstExpr::Cast { .. } | AstExpr::TypedString(_) | AstExpr::Interval(_) => {
+                cast_type_name(data_type)
+            }
+            _ => match column_name(expr).as_str() {
+                "?column?" => cast_type_name(data_type),
+                name => name.to_string(),
+            },
         },
+        AstExpr::Interval(_) => "interval".into(),
         AstExpr::Case { .. } => "case".into(),
         AstExpr::Exists { .. } => "exists".into(),
         AstExpr::Extract { .. } => "extract".into(),
@@ -1566,7 +1666,11 @@ fn cast_type_name(t: &ast::DataType) -> String {
         D::Text => "text".into(),
         D::Bool | D::Boolean => "bool".into(),
         D::Date => "date".into(),
+        D::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz) => {
+            "timestamptz".into()
+        }
         D::Timestamp(..) => "timestamp".into(),
+        D::Interval { .. } => "interval".into(),
         D::Bytea => "bytea".into(),
         other => other.to_string().to_lowercase(),
     }

@@ -70,6 +70,16 @@ pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
         Func::Extract => datetime::extract(text(&args[0])?, &args[1], false)?,
         Func::DatePart => datetime::extract(text(&args[0])?, &args[1], true)?,
         Func::DateTrunc => datetime::trunc(text(&args[0])?, &args[1])?,
+        Func::JustifyDays | Func::JustifyHours | Func::JustifyInterval => {
+            let Value::Interval(i) = &args[0] else {
+                return Err(Error::internal(format!("{f:?} of {:?}", args[0])));
+            };
+            Value::Interval(match f {
+                Func::JustifyDays => i.justify_days()?,
+                Func::JustifyHours => i.justify_hours()?,
+                _ => i.justify_interval()?,
+            })
+        }
         Func::Repeat => repeat(text(&args[0])?, int(&args[1])?)?,
         Func::Replace => {
             let (s, from, to) = (text(&args[0])?, text(&args[1])?, text(&args[2])?);
@@ -596,7 +606,7 @@ mod datetime {
     use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
 
     use crate::error::{Error, Result};
-    use crate::types::{Numeric, Value};
+    use crate::types::{Interval, Numeric, Value};
 
     /// The units PostgreSQL knows, by any of their spellings.
     fn unit(name: &str) -> Option<&'static str> {
@@ -645,6 +655,9 @@ mod datetime {
     /// EXTRACT (numeric) or date_part (`float`: double precision) of `field` from a date or
     /// timestamp.
     pub(super) fn extract(field: &str, v: &Value, float: bool) -> Result<Value> {
+        if let Value::Interval(i) = v {
+            return extract_interval(field, i, float);
+        }
         let (t, date) = match v {
             Value::Timestamp(t) => (*t, false),
             Value::Date(d) => (d.and_hms_opt(0, 0, 0).expect("midnight exists"), true),
@@ -702,6 +715,62 @@ mod datetime {
                 }
             }
             _ => unreachable!("every unit is handled"),
+        };
+        Ok(if float {
+            Value::Float64(value.to_string().parse().expect("a numeric's text is a float"))
+        } else {
+            Value::Numeric(value)
+        })
+    }
+
+    /// EXTRACT / date_part of `field` from an interval (PostgreSQL 15's `interval_part`): the
+    /// fields of its months (years and months), days and time; the epoch counts a year as
+    /// 365.25 days and a month as 30.
+    fn extract_interval(field: &str, i: &Interval, float: bool) -> Result<Value> {
+        let name = unit(field).ok_or_else(|| Error::InvalidParameterValue {
+            message: format!(
+                "unit \"{}\" not recognized for type interval",
+                field.to_ascii_lowercase()
+            ),
+        })?;
+        let whole = |n: i64| numeric(n.to_string());
+        let months = i64::from(i.months);
+        let year = months / 12;
+        let micros_of_minute = i.micros % 60_000_000;
+        let value = match name {
+            "microseconds" => whole(micros_of_minute)?,
+            "milliseconds" => {
+                let sign = if micros_of_minute < 0 { "-" } else { "" };
+                let abs = micros_of_minute.unsigned_abs();
+                numeric(format!("{sign}{}.{:03}", abs / 1000, abs % 1000))?
+            }
+            "second" => with_micros(micros_of_minute)?,
+            "minute" => whole(i.micros / 60_000_000 % 60)?,
+            "hour" => whole(i.micros / 3_600_000_000)?,
+            "day" => whole(i64::from(i.days))?,
+            "month" => whole(months % 12)?,
+            "quarter" => whole((months % 12) / 3 + 1)?,
+            "year" => whole(year)?,
+            "decade" => whole(year / 10)?,
+            "century" => whole(year / 100)?,
+            "millennium" => whole(year / 1000)?,
+            "epoch" => {
+                // In microseconds, exactly: 365.25 days is 31,557,600 s.
+                let secs_of_months = (months / 12) * 31_557_600 + (months % 12) * 30 * 86_400;
+                let total = i128::from(i.micros)
+                    + i128::from(secs_of_months + i64::from(i.days) * 86_400) * 1_000_000;
+                let sign = if total < 0 { "-" } else { "" };
+                let abs = total.unsigned_abs();
+                numeric(format!("{sign}{}.{:06}", abs / 1_000_000, abs % 1_000_000))?
+            }
+            _ => {
+                return Err(Error::UnsupportedMessage {
+                    message: format!(
+                        "unit \"{}\" not supported for type interval",
+                        field.to_ascii_lowercase()
+                    ),
+                })
+            }
         };
         Ok(if float {
             Value::Float64(value.to_string().parse().expect("a numeric's text is a float"))

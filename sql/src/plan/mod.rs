@@ -60,8 +60,16 @@ pub enum Func {
     Ceil,
     /// mod(a, b)
     Mod,
-    /// now() / current_timestamp (transaction timestamp)
+    /// now() / current_timestamp (transaction timestamp, a timestamptz)
     Now,
+    /// localtimestamp (the transaction timestamp in the session's zone, a timestamp)
+    LocalTimestamp,
+    /// justify_days(interval)
+    JustifyDays,
+    /// justify_hours(interval)
+    JustifyHours,
+    /// justify_interval(interval)
+    JustifyInterval,
     /// current_date
     CurrentDate,
     /// version()

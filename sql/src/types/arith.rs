@@ -2,6 +2,8 @@
 //! overflow, division and scale rules.
 
 use super::cast::narrow_int;
+use super::datetime::Zone;
+use super::interval::Interval;
 use super::numeric::Numeric;
 use super::value::Value;
 use crate::error::{Error, Result};
@@ -49,12 +51,18 @@ fn int_width(ty: &DataType) -> Option<u8> {
 /// such operator exists (the binder reports `42883`). Both operands are then cast implicitly to
 /// the operand type that goes with it: integers to the wider integer, integer with numeric to
 /// `numeric`, anything with a float to `float8` (but `float4 op float4` is `float4`);
-/// `date ± integer` is `date`, `date - date` is `integer`. Floats have no `%`.
+/// `date ± integer` is `date`, `date - date` is `integer`. Floats have no `%`. The date and
+/// time operators: `timestamp[tz] ± interval` and `date ± interval` (a `timestamp`),
+/// `timestamp[tz] - timestamp[tz]` (an `interval`), `interval ± interval`, `interval * number`
+/// and `interval / number`.
 ///
-/// The operand type to cast to is the result type, except for the date operators (keep the
-/// operands as they are, with the integer as `integer`).
+/// The operand type to cast to is the result type, except for the date and time operators
+/// ([`is_datetime_op`]: keep the operands as they are, with an integer as `integer`).
 pub fn arith_result_type(op: ArithOp, a: &DataType, b: &DataType) -> Option<DataType> {
     use DataType as T;
+    if is_datetime_op(a, b) {
+        return datetime_result_type(op, a, b);
+    }
     if let (Some(wa), Some(wb)) = (int_width(a), int_width(b)) {
         return Some(if wa >= wb { *a } else { *b });
     }
@@ -77,6 +85,127 @@ pub fn arith_result_type(op: ArithOp, a: &DataType, b: &DataType) -> Option<Data
         (ArithOp::Sub, T::Date, T::Date) => Some(T::Int32),
         _ => None,
     }
+}
+
+/// Whether `a op b` is one of the date and time operators, whose operands keep their types.
+pub fn is_datetime_op(a: &DataType, b: &DataType) -> bool {
+    use DataType as T;
+    [a, b].iter().any(|t| matches!(t, T::Date | T::Timestamp | T::TimestampTz | T::Interval))
+}
+
+fn datetime_result_type(op: ArithOp, a: &DataType, b: &DataType) -> Option<DataType> {
+    use ArithOp::*;
+    use DataType as T;
+    let is_number = |t: &DataType| {
+        int_width(t).is_some() || matches!(t, T::Numeric(_) | T::Float32 | T::Float64)
+    };
+    Some(match (op, a, b) {
+        (Add, T::Date, t) | (Add, t, T::Date) if int_width(t).is_some() => T::Date,
+        (Sub, T::Date, t) if int_width(t).is_some() => T::Date,
+        (Sub, T::Date, T::Date) => T::Int32,
+        (Add, T::Date | T::Timestamp, T::Interval)
+        | (Add, T::Interval, T::Date | T::Timestamp)
+        | (Sub, T::Date | T::Timestamp, T::Interval) => T::Timestamp,
+        (Add, T::TimestampTz, T::Interval)
+        | (Add, T::Interval, T::TimestampTz)
+        | (Sub, T::TimestampTz, T::Interval) => T::TimestampTz,
+        (Sub, T::Timestamp | T::TimestampTz | T::Date, T::Timestamp | T::TimestampTz | T::Date) => {
+            T::Interval
+        }
+        (Add | Sub, T::Interval, T::Interval) => T::Interval,
+        (Mul, T::Interval, t) | (Mul, t, T::Interval) if is_number(t) => T::Interval,
+        (Div, T::Interval, t) if is_number(t) => T::Interval,
+        _ => return None,
+    })
+}
+
+fn timestamp_range() -> Error {
+    Error::DatetimeFieldOverflow { message: "timestamp out of range".into() }
+}
+
+/// `t + i` for a local (zone-free) timestamp, as PostgreSQL's `timestamp_pl_interval`: months
+/// first (the day clamped to the month's end: Jan 31 + 1 mon = Feb 29), then days, then time.
+fn local_plus(t: chrono::NaiveDateTime, i: Interval) -> Result<chrono::NaiveDateTime> {
+    let t = local_plus_calendar(t, i)?;
+    t.checked_add_signed(TimeDelta::microseconds(i.micros)).ok_or_else(timestamp_range)
+}
+
+/// The months and days of `i` added to `t`.
+fn local_plus_calendar(t: chrono::NaiveDateTime, i: Interval) -> Result<chrono::NaiveDateTime> {
+    let months = chrono::Months::new(i.months.unsigned_abs());
+    let t = if i.months >= 0 { t.checked_add_months(months) } else { t.checked_sub_months(months) }
+        .ok_or_else(timestamp_range)?;
+    t.checked_add_signed(TimeDelta::days(i64::from(i.days))).ok_or_else(timestamp_range)
+}
+
+/// `t + i` for a `timestamptz`: months and days are added to the local time in `zone` (so
+/// `+ 1 day` across a daylight-saving change keeps the wall-clock time), then the time part.
+fn zoned_plus(
+    utc: chrono::NaiveDateTime,
+    i: Interval,
+    zone: Zone,
+) -> Result<chrono::NaiveDateTime> {
+    let utc = if i.months != 0 || i.days != 0 {
+        let local = zone.to_local(utc).ok_or_else(timestamp_range)?;
+        zone.to_utc(local_plus_calendar(local, i)?).ok_or_else(timestamp_range)?
+    } else {
+        utc
+    };
+    utc.checked_add_signed(TimeDelta::microseconds(i.micros)).ok_or_else(timestamp_range)
+}
+
+/// `a - b` of two timestamps as an interval (`timestamp_mi`): the difference in time, whole
+/// days moved out of it (`justify_hours`).
+fn timestamp_diff(a: chrono::NaiveDateTime, b: chrono::NaiveDateTime) -> Result<Interval> {
+    let micros = (a - b)
+        .num_microseconds()
+        .ok_or_else(|| Error::DatetimeFieldOverflow { message: "interval out of range".into() })?;
+    Interval { months: 0, days: 0, micros }.justify_hours()
+}
+
+/// The date and time operators (see [`arith_result_type`]); `None` if `l op r` is not one.
+fn datetime_arith(op: ArithOp, l: &Value, r: &Value, zone: Zone) -> Option<Result<Value>> {
+    use ArithOp::*;
+    use Value as V;
+    let midnight = |d: &chrono::NaiveDate| d.and_time(chrono::NaiveTime::MIN);
+    let factor = |v: &Value| -> Option<f64> {
+        Some(match v {
+            V::Int16(i) => f64::from(*i),
+            V::Int32(i) => f64::from(*i),
+            V::Int64(i) => *i as f64,
+            V::Float32(f) => f64::from(*f),
+            V::Float64(f) => *f,
+            V::Numeric(n) => n.to_f64_lossy(),
+            _ => return None,
+        })
+    };
+    Some(match (op, l, r) {
+        (Add, V::Timestamp(t), V::Interval(i)) | (Add, V::Interval(i), V::Timestamp(t)) => {
+            local_plus(*t, *i).map(V::Timestamp)
+        }
+        (Add, V::Date(d), V::Interval(i)) | (Add, V::Interval(i), V::Date(d)) => {
+            local_plus(midnight(d), *i).map(V::Timestamp)
+        }
+        (Sub, V::Timestamp(_) | V::Date(_) | V::TimestampTz(_), V::Interval(i)) => {
+            return match i.checked_neg() {
+                Ok(neg) => datetime_arith(Add, l, &V::Interval(neg), zone),
+                Err(e) => Some(Err(e)),
+            }
+        }
+        (Add, V::TimestampTz(t), V::Interval(i)) | (Add, V::Interval(i), V::TimestampTz(t)) => {
+            zoned_plus(*t, *i, zone).map(V::TimestampTz)
+        }
+        (Sub, V::Timestamp(a), V::Timestamp(b)) | (Sub, V::TimestampTz(a), V::TimestampTz(b)) => {
+            timestamp_diff(*a, *b).map(V::Interval)
+        }
+        (Add, V::Interval(a), V::Interval(b)) => a.checked_add(*b).map(V::Interval),
+        (Sub, V::Interval(a), V::Interval(b)) => a.checked_sub(*b).map(V::Interval),
+        (Mul, V::Interval(i), n) | (Mul, n, V::Interval(i)) => {
+            i.mul_f64(factor(n)?).map(V::Interval)
+        }
+        (Div, V::Interval(i), n) => i.div_f64(factor(n)?).map(V::Interval),
+        _ => return None,
+    })
 }
 
 fn int_overflow(v: &Value) -> Error {
@@ -148,9 +277,17 @@ fn no_operator(op: ArithOp, l: &Value, r: &Value) -> Error {
 /// PostgreSQL's `select_div_scale` (`1/3` = 0.33333333333333333333); numeric `NaN` and
 /// infinities follow PostgreSQL (see [`Numeric`]).
 pub fn arith(op: ArithOp, l: &Value, r: &Value) -> Result<Value> {
+    arith_zoned(op, l, r, Zone::UTC)
+}
+
+/// [`arith`] in the session time zone `zone` (which only `timestamptz ± interval` looks at).
+pub fn arith_zoned(op: ArithOp, l: &Value, r: &Value, zone: Zone) -> Result<Value> {
     use Value as V;
     if l.is_null() || r.is_null() {
         return Ok(V::Null);
+    }
+    if let Some(result) = datetime_arith(op, l, r, zone) {
+        return result;
     }
     match (l, r) {
         (V::Int16(a), V::Int16(b)) => {
@@ -320,6 +457,7 @@ pub fn negate(v: &Value) -> Result<Value> {
         V::Float32(f) => V::Float32(-f),
         V::Float64(f) => V::Float64(-f),
         V::Numeric(d) => V::Numeric(d.neg()),
+        V::Interval(i) => V::Interval(i.checked_neg()?),
         other => {
             return Err(Error::UndefinedFunction {
                 name: format!("operator - {}", other.type_name()),
@@ -458,7 +596,13 @@ mod tests {
             (Sub, T::Date, T::Date, Some(T::Int32)),
             (Add, T::Date, T::Date, None),
             (Add, T::Text, T::Int32, None),
-            (Sub, T::Timestamp, T::Timestamp, None),
+            (Sub, T::Timestamp, T::Timestamp, Some(T::Interval)),
+            (Add, T::Timestamp, T::Timestamp, None),
+            (Add, T::Date, T::Interval, Some(T::Timestamp)),
+            (Sub, T::TimestampTz, T::Interval, Some(T::TimestampTz)),
+            (Sub, T::Interval, T::TimestampTz, None),
+            (Mul, T::Numeric(None), T::Interval, Some(T::Interval)),
+            (Div, T::Int32, T::Interval, None),
         ] {
             assert_eq!(arith_result_type(op, &a, &b), want, "{a:?} {op:?} {b:?}");
         }

@@ -16,8 +16,9 @@
 //! have no digits and weight and dscale 0); `dscale` is the display scale. Leading and trailing
 //! zero digits are not sent; zero is `ndigits = 0, weight = 0`.
 
-use super::cast::{cast, CastKind};
-use super::datetime;
+use super::cast::{cast_zoned, CastKind};
+use super::datetime::{self, Zone};
+use super::interval::Interval;
 use super::numeric::{Mag, Numeric, Parts};
 use super::text::fit_string;
 use super::value::Value;
@@ -68,18 +69,26 @@ pub fn decode_binary(b: &[u8], ty: &DataType) -> Result<Value> {
             })?)
         }
         DataType::Bytea => Value::Bytea(b.to_vec()),
+        DataType::TimestampTz => {
+            let us = i64::from_be_bytes(fixed(b)?);
+            Value::TimestampTz(datetime::pg_micros_to_timestamp(us).ok_or_else(|| {
+                Error::DatetimeFieldOverflow { message: "timestamp out of range".into() }
+            })?)
+        }
+        DataType::Interval => Value::Interval(Interval::from_be_bytes(fixed(b)?)),
     })
 }
 
 /// Decodes a binary value sent as type `sent` into a value of type `target`, applying an
 /// assignment cast (e.g. JDBC `setLong` sends int8 for an `integer` column: `22003` if it does
 /// not fit). Equivalent to `decode_binary` followed by `cast(.., CastKind::Assignment)`.
-pub fn decode_binary_as(b: &[u8], sent: &DataType, target: &DataType) -> Result<Value> {
+/// `zone` is the session's, for a `timestamp` sent for a `timestamptz` or the other way round.
+pub fn decode_binary_as(b: &[u8], sent: &DataType, target: &DataType, zone: Zone) -> Result<Value> {
     let v = decode_binary(b, sent)?;
     if sent == target {
         return Ok(v);
     }
-    cast(v, sent, target, CastKind::Assignment)
+    cast_zoned(v, sent, target, CastKind::Assignment, zone)
 }
 
 fn invalid_utf8(b: &[u8], e: std::str::Utf8Error) -> Error {
@@ -187,9 +196,10 @@ pub fn encode_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
         (Value::Numeric(d), _) => encode_numeric(d, out),
         (Value::Text(s), _) => out.extend_from_slice(s.as_bytes()),
         (Value::Date(d), _) => out.extend_from_slice(&datetime::date_to_pg_days(*d).to_be_bytes()),
-        (Value::Timestamp(t), _) => {
+        (Value::Timestamp(t) | Value::TimestampTz(t), _) => {
             out.extend_from_slice(&datetime::timestamp_to_pg_micros(*t).to_be_bytes())
         }
+        (Value::Interval(i), _) => out.extend_from_slice(&i.to_be_bytes()),
         (Value::Bytea(b), _) => out.extend_from_slice(b),
     }
 }
@@ -377,14 +387,16 @@ mod tests {
     fn decode_as_applies_assignment_cast() {
         let b = 5i64.to_be_bytes();
         assert_eq!(
-            decode_binary_as(&b, &DataType::Int64, &DataType::Int32).unwrap(),
+            decode_binary_as(&b, &DataType::Int64, &DataType::Int32, Zone::UTC).unwrap(),
             Value::Int32(5)
         );
         let b = 3_000_000_000i64.to_be_bytes();
-        let e = decode_binary_as(&b, &DataType::Int64, &DataType::Int32).unwrap_err();
+        let e = decode_binary_as(&b, &DataType::Int64, &DataType::Int32, Zone::UTC).unwrap_err();
         assert_eq!(e.to_string(), "integer out of range");
         let b = 303.6600036621094f64.to_be_bytes();
-        let v = decode_binary_as(&b, &DataType::Float64, &DataType::Numeric(Some((6, 2)))).unwrap();
+        let v =
+            decode_binary_as(&b, &DataType::Float64, &DataType::Numeric(Some((6, 2))), Zone::UTC)
+                .unwrap();
         assert_eq!(format_text(&v, &DataType::Text), "303.66");
     }
 }

@@ -2,8 +2,9 @@
 //! context) and its cast functions (rounding and range rules), plus type resolution for
 //! UNION/CASE (`common_type`).
 
+use super::datetime::Zone;
 use super::numeric::Numeric;
-use super::text::{fit_string, format_text, parse_text};
+use super::text::{fit_string, format_text_zoned, parse_text_zoned};
 use super::value::Value;
 use crate::error::{Error, Result};
 use catalog::DataType;
@@ -58,8 +59,10 @@ fn cast_context(from: &DataType, to: &DataType) -> Option<CastKind> {
         return Some(if a < b { Implicit } else { Assignment });
     }
     match (from, to) {
-        (T::Date, T::Timestamp) => Some(Implicit),
-        (T::Timestamp, T::Date) => Some(Assignment),
+        (T::Date, T::Timestamp | T::TimestampTz) | (T::Timestamp, T::TimestampTz) => Some(Implicit),
+        (T::Timestamp | T::TimestampTz, T::Date) | (T::TimestampTz, T::Timestamp) => {
+            Some(Assignment)
+        }
         (T::Bool, T::Int32) | (T::Int32, T::Bool) => Some(Explicit),
         (_, to) if is_string(to) => Some(Assignment),
         (from, _) if is_string(from) => Some(Explicit),
@@ -97,7 +100,35 @@ fn cannot_cast(from: &DataType, to: &DataType) -> Error {
 /// PostgreSQL's `float8_numeric` does, and maps NaN and infinities to themselves; numeric →
 /// float fails with `22003` beyond the float's range; `char(n)` → other
 /// string types drops trailing spaces; string → other types parses the text.
+///
+/// A cast that involves `timestamptz` and a type without a zone uses UTC: where a session's
+/// `TimeZone` applies, use [`cast_zoned`] (and see [`zone_dependent`]).
 pub fn cast(v: Value, from: &DataType, to: &DataType, kind: CastKind) -> Result<Value> {
+    cast_zoned(v, from, to, kind, Zone::UTC)
+}
+
+/// Whether the result of casting `from` to `to` depends on the session's time zone (PostgreSQL
+/// marks these casts stable, not immutable): such a cast of a constant is not folded at bind
+/// time, as the plan is shared by sessions in different zones.
+pub fn zone_dependent(from: &DataType, to: &DataType) -> bool {
+    use DataType as T;
+    from != to
+        && match (from, to) {
+            (T::TimestampTz, other) | (other, T::TimestampTz) => {
+                matches!(other, T::Date | T::Timestamp) || is_string(other)
+            }
+            _ => false,
+        }
+}
+
+/// [`cast`] in the session time zone `zone`.
+pub fn cast_zoned(
+    v: Value,
+    from: &DataType,
+    to: &DataType,
+    kind: CastKind,
+    zone: Zone,
+) -> Result<Value> {
     if v.is_null() {
         return Ok(Value::Null);
     }
@@ -116,13 +147,14 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, kind: CastKind) -> Result<
             },
             // PostgreSQL's bool → text cast spells the word out.
             Value::Bool(b) => if b { "true" } else { "false" }.to_owned(),
-            other => format_text(&other, from),
+            other => format_text_zoned(&other, from, zone),
         };
         return Ok(Value::Text(fit_string(s, to, kind == CastKind::Explicit)?));
     }
     if let Value::Text(s) = &v {
-        return parse_text(s, to);
+        return parse_text_zoned(s, to, zone);
     }
+    let range = || Error::DatetimeFieldOverflow { message: "timestamp out of range".into() };
     Ok(match to {
         DataType::Bool => match v {
             Value::Bool(b) => Value::Bool(b),
@@ -157,11 +189,25 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, kind: CastKind) -> Result<
         DataType::Date => match v {
             Value::Date(d) => Value::Date(d),
             Value::Timestamp(t) => Value::Date(t.date()),
+            Value::TimestampTz(t) => Value::Date(zone.to_local(t).ok_or_else(range)?.date()),
             _ => return Err(cannot_cast(from, to)),
         },
         DataType::Timestamp => match v {
             Value::Timestamp(t) => Value::Timestamp(t),
             Value::Date(d) => Value::Timestamp(d.and_time(chrono::NaiveTime::MIN)),
+            Value::TimestampTz(t) => Value::Timestamp(zone.to_local(t).ok_or_else(range)?),
+            _ => return Err(cannot_cast(from, to)),
+        },
+        DataType::TimestampTz => match v {
+            Value::TimestampTz(t) => Value::TimestampTz(t),
+            Value::Timestamp(t) => Value::TimestampTz(zone.to_utc(t).ok_or_else(range)?),
+            Value::Date(d) => Value::TimestampTz(
+                zone.to_utc(d.and_time(chrono::NaiveTime::MIN)).ok_or_else(range)?,
+            ),
+            _ => return Err(cannot_cast(from, to)),
+        },
+        DataType::Interval => match v {
+            Value::Interval(i) => Value::Interval(i),
             _ => return Err(cannot_cast(from, to)),
         },
         DataType::Bytea => match v {
@@ -273,6 +319,9 @@ pub fn common_type(a: &DataType, b: &DataType) -> Option<DataType> {
     }
     match (a, b) {
         (T::Date, T::Timestamp) | (T::Timestamp, T::Date) => Some(T::Timestamp),
+        (T::Date | T::Timestamp, T::TimestampTz) | (T::TimestampTz, T::Date | T::Timestamp) => {
+            Some(T::TimestampTz)
+        }
         _ => None,
     }
 }
@@ -280,7 +329,7 @@ pub fn common_type(a: &DataType, b: &DataType) -> Option<DataType> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::text::format_text;
+    use crate::types::text::{format_text, parse_text};
     use CastKind::*;
     use DataType as T;
 

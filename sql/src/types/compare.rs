@@ -57,6 +57,8 @@ pub fn compare(l: &Value, r: &Value) -> Option<Ordering> {
         (V::Date(a), V::Timestamp(b)) => a.and_time(chrono::NaiveTime::MIN).cmp(b),
         (V::Timestamp(a), V::Date(b)) => a.cmp(&b.and_time(chrono::NaiveTime::MIN)),
         (V::Bytea(a), V::Bytea(b)) => a.cmp(b),
+        (V::TimestampTz(a), V::TimestampTz(b)) => a.cmp(b),
+        (V::Interval(a), V::Interval(b)) => a.cmp_span(b),
         (V::Numeric(a), other) if as_i64(other).is_some() => {
             a.cmp(&Numeric::from(as_i64(other).expect("checked")))
         }
@@ -99,7 +101,9 @@ fn kind_rank(v: &Value) -> u8 {
         Value::Text(_) => 2,
         Value::Date(_) | Value::Timestamp(_) => 3,
         Value::Bytea(_) => 4,
-        Value::Null => 5,
+        Value::TimestampTz(_) => 5,
+        Value::Interval(_) => 6,
+        Value::Null => 7,
     }
 }
 

@@ -1,13 +1,20 @@
-//! `date` and `timestamp` (without time zone): ISO text input and output, and the PostgreSQL
-//! epoch (2000-01-01) used by the binary format.
+//! `date`, `timestamp` and `timestamp with time zone`: ISO text input and output, time zones,
+//! and the PostgreSQL epoch (2000-01-01) used by the binary format.
 //!
 //! Accepted input (after trimming whitespace): `YYYY-MM-DD`, optionally followed by `T` or
 //! spaces and `HH:MM[:SS[.fraction]]`, optionally followed by a time zone (`Z`, `UTC`, `GMT`,
-//! `±HH`, `±HHMM`, `±HH:MM`, `±HH:MM:SS`) that is ignored, as PostgreSQL ignores it for
-//! `timestamp without time zone`. Fractions beyond microseconds round to the nearest
-//! microsecond; `24:00:00` is the next midnight. A trailing ` BC` is honoured.
+//! `±HH`, `±HHMM`, `±HH:MM`, `±HH:MM:SS`, or a tz database name such as `Europe/Paris`).
+//! `timestamp without time zone` ignores the zone, as PostgreSQL does; `timestamp with time
+//! zone` converts to UTC with it, or with the session's [`Zone`] when there is none. Fractions
+//! beyond microseconds round to the nearest microsecond; `24:00:00` is the next midnight. A
+//! trailing ` BC` is honoured.
+//!
+//! A `timestamptz` value is the UTC instant (a `NaiveDateTime` in UTC); the session's `TimeZone`
+//! setting ([`Zone`]) only decides how it is read and printed.
 
-use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta, Timelike};
+use chrono::{
+    Datelike, NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeDelta, TimeZone, Timelike,
+};
 
 use crate::error::{Error, Result};
 
@@ -44,6 +51,7 @@ pub(crate) fn pg_micros_to_timestamp(us: i64) -> Option<NaiveDateTime> {
 pub(crate) enum Kind {
     Date,
     Timestamp,
+    TimestampTz,
 }
 
 impl Kind {
@@ -51,8 +59,125 @@ impl Kind {
         match self {
             Kind::Date => "date",
             Kind::Timestamp => "timestamp",
+            Kind::TimestampTz => "timestamp with time zone",
         }
     }
+}
+
+/// A session's time zone (the `TimeZone` setting): a tz database zone, or a fixed offset.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Zone {
+    /// Seconds east of UTC.
+    Fixed(i32),
+    /// A tz database zone (offsets change with the date: daylight saving, history).
+    Named(chrono_tz::Tz),
+}
+
+impl Zone {
+    /// Coordinated Universal Time.
+    pub const UTC: Zone = Zone::Fixed(0);
+
+    /// A `TimeZone` setting as PostgreSQL reads it, with the spelling `SHOW` gives back: a tz
+    /// database name (any case; `SHOW` gives its own spelling), or a POSIX-style offset
+    /// (`+05:30`, `UTC+3`, `<+05>-05`), which counts hours *west* of Greenwich. `None` if it
+    /// is neither.
+    pub fn from_setting(setting: &str) -> Option<(Zone, String)> {
+        let s = setting.trim();
+        if let Some(tz) = named_zone(s) {
+            return Some((Zone::Named(tz), tz.name().to_string()));
+        }
+        // An optional abbreviation (letters, or anything in <>), then the POSIX offset.
+        let rest = if let Some(r) = s.strip_prefix('<') {
+            &r[r.find('>')? + 1..]
+        } else {
+            s.trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        };
+        if rest.len() < s.len()
+            && s.starts_with(|c: char| c.is_ascii_alphabetic())
+            && s.len() - rest.len() < 3
+        {
+            return None;
+        }
+        let mut c = Cursor { b: rest.as_bytes(), i: 0 };
+        let west = parse_offset(&mut c, false)?;
+        if !c.at_end() || west.abs() > 15 * 3600 {
+            return None;
+        }
+        Some((Zone::Fixed(-west), s.to_string()))
+    }
+
+    /// The zone's offset from UTC (seconds east) at the UTC instant `utc`.
+    pub fn offset_at(self, utc: NaiveDateTime) -> i32 {
+        match self {
+            Zone::Fixed(secs) => secs,
+            Zone::Named(tz) => tz.offset_from_utc_datetime(&utc).fix().local_minus_utc(),
+        }
+    }
+
+    /// The local time of the UTC instant `utc`.
+    pub fn to_local(self, utc: NaiveDateTime) -> Option<NaiveDateTime> {
+        utc.checked_add_signed(TimeDelta::seconds(i64::from(self.offset_at(utc))))
+    }
+
+    /// The UTC instant of the local time `local`. A local time that happens twice (when the
+    /// clocks go back) takes the later offset, standard time; one that never happens (when
+    /// they go forward) takes the offset from before the change, as PostgreSQL does.
+    pub fn to_utc(self, local: NaiveDateTime) -> Option<NaiveDateTime> {
+        let offset = match self {
+            Zone::Fixed(secs) => secs,
+            Zone::Named(tz) => match tz.offset_from_local_datetime(&local) {
+                chrono::LocalResult::Single(o) => o.fix().local_minus_utc(),
+                chrono::LocalResult::Ambiguous(_, later) => later.fix().local_minus_utc(),
+                chrono::LocalResult::None => {
+                    let before = local.checked_sub_signed(TimeDelta::hours(3))?;
+                    tz.offset_from_local_datetime(&before).earliest()?.fix().local_minus_utc()
+                }
+            },
+        };
+        local.checked_sub_signed(TimeDelta::seconds(i64::from(offset)))
+    }
+}
+
+/// A tz database zone by name, in any case.
+fn named_zone(name: &str) -> Option<chrono_tz::Tz> {
+    if name.is_empty() || !name.is_ascii() {
+        return None;
+    }
+    name.parse::<chrono_tz::Tz>().ok().or_else(|| {
+        chrono_tz::TZ_VARIANTS.iter().copied().find(|tz| tz.name().eq_ignore_ascii_case(name))
+    })
+}
+
+/// `[+-]HH[[:]MM[[:]SS]]` as seconds (east as written); `sign_required` for a zone after a
+/// time, where the sign is what marks it.
+fn parse_offset(c: &mut Cursor<'_>, sign_required: bool) -> Option<i32> {
+    let negative = match c.peek() {
+        Some(b'+') => {
+            c.i += 1;
+            false
+        }
+        Some(b'-') => {
+            c.i += 1;
+            true
+        }
+        _ if sign_required => return None,
+        _ => false,
+    };
+    let (h, n) = c.digits(2)?;
+    let mut secs = h * 3600;
+    if c.eat(b':') {
+        secs += c.digits(2)?.0 * 60;
+        if c.eat(b':') {
+            secs += c.digits(2)?.0;
+        }
+    } else if n == 2 && c.peek().is_some_and(|x| x.is_ascii_digit()) {
+        secs += c.digits(2)?.0 * 60;
+        if c.peek().is_some_and(|x| x.is_ascii_digit()) {
+            secs += c.digits(2)?.0;
+        }
+    }
+    let secs = secs as i32;
+    Some(if negative { -secs } else { secs })
 }
 
 /// A tiny cursor over ASCII input.
@@ -104,6 +229,20 @@ impl Cursor<'_> {
 
 /// Parses a date or timestamp; a date input ignores any time part, as PostgreSQL does.
 pub(crate) fn parse_datetime(input: &str, kind: Kind) -> Result<NaiveDateTime> {
+    parse_datetime_zoned(input, kind).map(|(t, _)| t)
+}
+
+/// Parses a `timestamp with time zone`: the UTC instant, read with the input's own zone or
+/// else `zone`.
+pub(crate) fn parse_timestamptz(input: &str, zone: Zone) -> Result<NaiveDateTime> {
+    let (local, own) = parse_datetime_zoned(input, Kind::TimestampTz)?;
+    own.unwrap_or(zone).to_utc(local).ok_or_else(|| Error::DatetimeFieldOverflow {
+        message: format!("timestamp out of range: \"{input}\""),
+    })
+}
+
+/// Parses a date or timestamp and the zone written after it, if any.
+fn parse_datetime_zoned(input: &str, kind: Kind) -> Result<(NaiveDateTime, Option<Zone>)> {
     let invalid = || Error::InvalidDatetimeFormat {
         message: format!("invalid input syntax for type {}: \"{input}\"", kind.name()),
     };
@@ -128,6 +267,7 @@ pub(crate) fn parse_datetime(input: &str, kind: Kind) -> Result<NaiveDateTime> {
     }
     let (day, _) = c.digits(2).ok_or_else(invalid)?;
     let mut micros_of_day = 0i64;
+    let mut zone = None;
     if !c.at_end() {
         if !c.eat(b'T') && !c.eat(b't') {
             if !matches!(c.peek(), Some(b' ' | b'\t')) {
@@ -171,7 +311,7 @@ pub(crate) fn parse_datetime(input: &str, kind: Kind) -> Result<NaiveDateTime> {
             micros_of_day = ((h * 60 + m) * 60 + sec) * 1_000_000 + frac_us;
             c.skip_spaces();
         }
-        parse_zone(&mut c).ok_or_else(invalid)?;
+        zone = parse_zone(&mut c).ok_or_else(invalid)?;
     }
     if !c.at_end() {
         return Err(invalid());
@@ -185,38 +325,25 @@ pub(crate) fn parse_datetime(input: &str, kind: Kind) -> Result<NaiveDateTime> {
         .and_then(|y| NaiveDate::from_ymd_opt(y, month as u32, day as u32))
         .ok_or_else(range)?;
     let t = date.and_time(NaiveTime::MIN);
-    t.checked_add_signed(TimeDelta::microseconds(micros_of_day)).ok_or_else(range)
+    let t = t.checked_add_signed(TimeDelta::microseconds(micros_of_day)).ok_or_else(range)?;
+    Ok((t, zone))
 }
 
-/// Skips an optional time zone suffix; `None` if it is malformed.
-fn parse_zone(c: &mut Cursor<'_>) -> Option<()> {
+/// Reads an optional time zone suffix: `Some(None)` if there is none, `None` if it is
+/// malformed.
+fn parse_zone(c: &mut Cursor<'_>) -> Option<Option<Zone>> {
     match c.peek() {
-        None => Some(()),
-        Some(b'Z' | b'z') => {
+        None => Some(None),
+        Some(b'Z' | b'z') if c.b.len() == c.i + 1 => {
             c.i += 1;
-            Some(())
+            Some(Some(Zone::UTC))
         }
-        Some(b'+' | b'-') => {
-            c.i += 1;
-            c.digits(2)?;
-            if c.eat(b':') {
-                c.digits(2)?;
-                if c.eat(b':') {
-                    c.digits(2)?;
-                }
-            } else if c.peek().is_some_and(|x| x.is_ascii_digit()) {
-                c.digits(2)?;
-            }
-            Some(())
-        }
+        Some(b'+' | b'-') => parse_offset(c, true).map(|secs| Some(Zone::Fixed(secs))),
         _ => {
-            let rest = &c.b[c.i..];
-            if rest.eq_ignore_ascii_case(b"UTC") || rest.eq_ignore_ascii_case(b"GMT") {
-                c.i = c.b.len();
-                Some(())
-            } else {
-                None
-            }
+            let rest = std::str::from_utf8(&c.b[c.i..]).ok()?;
+            let tz = named_zone(rest)?;
+            c.i = c.b.len();
+            Some(Some(Zone::Named(tz)))
         }
     }
 }
@@ -234,6 +361,20 @@ pub(crate) fn write_date(d: NaiveDate, out: &mut String) {
 
 /// Appends `YYYY-MM-DD HH:MM:SS[.ffffff]` with trailing fraction zeros trimmed.
 pub(crate) fn write_timestamp(t: NaiveDateTime, out: &mut String) {
+    write_timestamp_offset(t, None, out)
+}
+
+/// Appends the UTC instant `utc` as local time in `zone` with its offset
+/// (`2024-07-01 12:00:00+05:30`).
+pub(crate) fn write_timestamptz(utc: NaiveDateTime, zone: Zone, out: &mut String) {
+    let offset = zone.offset_at(utc);
+    match zone.to_local(utc) {
+        Some(local) => write_timestamp_offset(local, Some(offset), out),
+        None => write_timestamp_offset(utc, Some(0), out),
+    }
+}
+
+fn write_timestamp_offset(t: NaiveDateTime, offset: Option<i32>, out: &mut String) {
     use std::fmt::Write;
     let d = t.date();
     let y = d.year();
@@ -252,6 +393,17 @@ pub(crate) fn write_timestamp(t: NaiveDateTime, out: &mut String) {
         let s = format!("{us:06}");
         out.push('.');
         out.push_str(s.trim_end_matches('0'));
+    }
+    if let Some(secs) = offset {
+        let sign = if secs < 0 { '-' } else { '+' };
+        let abs = secs.unsigned_abs();
+        let _ = write!(out, "{sign}{:02}", abs / 3600);
+        if abs % 3600 != 0 {
+            let _ = write!(out, ":{:02}", abs / 60 % 60);
+            if abs % 60 != 0 {
+                let _ = write!(out, ":{:02}", abs % 60);
+            }
+        }
     }
     if bc {
         out.push_str(" BC");
@@ -301,6 +453,33 @@ mod tests {
         assert_eq!(e.to_string(), "date/time field value out of range: \"2024-02-30\"");
         let e = parse_datetime("abc", Kind::Date).unwrap_err();
         assert_eq!(e.to_string(), "invalid input syntax for type date: \"abc\"");
+    }
+
+    #[test]
+    fn time_zones_read_and_print_as_postgres() {
+        // Expected values are PostgreSQL 15's.
+        let tz = |setting: &str, input: &str| {
+            let (zone, _) = Zone::from_setting(setting).unwrap();
+            let mut out = String::new();
+            write_timestamptz(parse_timestamptz(input, zone).unwrap(), zone, &mut out);
+            out
+        };
+        let ny = "america/new_york";
+        assert_eq!(Zone::from_setting(ny).unwrap().1, "America/New_York");
+        assert_eq!(tz(ny, "2024-11-03 01:30"), "2024-11-03 01:30:00-05");
+        assert_eq!(tz(ny, "2024-03-10 02:30"), "2024-03-10 03:30:00-04");
+        assert_eq!(tz(ny, "2024-07-01 12:00"), "2024-07-01 12:00:00-04");
+        assert_eq!(tz(ny, "1850-01-01 12:00"), "1850-01-01 12:00:00-04:56:02");
+        assert_eq!(tz("+05:30", "2024-07-01 12:00"), "2024-07-01 12:00:00-05:30");
+        assert_eq!(tz("<+05>-05", "2024-07-01 12:00"), "2024-07-01 12:00:00+05");
+        assert_eq!(tz("UTC+3", "2024-07-01 12:00"), "2024-07-01 12:00:00-03");
+        assert_eq!(tz("Asia/Kolkata", "2024-07-01 12:00+02"), "2024-07-01 15:30:00+05:30");
+        assert_eq!(tz("UTC", "2024-01-01 10:00:00.5-03:30"), "2024-01-01 13:30:00.5+00");
+        assert_eq!(tz("UTC", "2024-01-01 10:00 Europe/Paris"), "2024-01-01 09:00:00+00");
+        assert!(Zone::from_setting("Foo/Bar").is_none());
+        assert!(Zone::from_setting("").is_none());
+        let e = parse_timestamptz("2024-01-01 10:00 Nowhere", Zone::UTC).unwrap_err();
+        assert_eq!(e.sqlstate(), "22007");
     }
 
     #[test]

@@ -17,7 +17,8 @@
 //! | numeric | a head byte `h`, see below |
 //! | text / varchar / char / bytea | LEB128 length, then the bytes |
 //! | date | 4 bytes little-endian, days since 2000-01-01 |
-//! | timestamp | 8 bytes little-endian, microseconds since 2000-01-01 |
+//! | timestamp, timestamptz | 8 bytes little-endian, microseconds since 2000-01-01 (UTC for timestamptz) |
+//! | interval | 8 bytes microseconds, 4 bytes days, 4 bytes months, little-endian |
 //!
 //! A numeric `±m × 10^-scale` whose head byte has bit 6 clear is `sign << 7 | scale` for
 //! scale 0..=62 (`sign << 7 | 63` then a varint scale for larger ones), followed by `m` as a
@@ -48,12 +49,15 @@
 //! | `0x06` | date | 4 bytes big-endian, sign bit flipped, days since 2000-01-01 |
 //! | `0x07` | timestamp | 8 bytes big-endian, sign bit flipped, microseconds since 2000-01-01 |
 //! | `0x08` | bytea | as text |
+//! | `0x09` | timestamptz | as timestamp (the UTC instant) |
+//! | `0x0A` | interval | its comparison span (months as 30 days, days as 24 hours) in microseconds: 16 bytes big-endian, sign bit flipped — so `'1 mon'` and `'30 days'` are one key, as they are equal |
 //!
 //! Byte order of encoded keys equals [`sort_cmp`](super::sort_cmp) order column by column, and
 //! every component is self-delimiting, so a key prefix is a valid range-scan bound.
 
 use super::compare::bpchar_trim;
 use super::datetime;
+use super::interval::Interval;
 use super::numeric::{Mag, Numeric, Parts};
 use super::value::Value;
 use crate::error::{Error, Result};
@@ -69,6 +73,8 @@ const KEY_TEXT: u8 = 0x05;
 const KEY_DATE: u8 = 0x06;
 const KEY_TIMESTAMP: u8 = 0x07;
 const KEY_BYTEA: u8 = 0x08;
+const KEY_TIMESTAMPTZ: u8 = 0x09;
+const KEY_INTERVAL: u8 = 0x0A;
 
 fn put_varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
@@ -110,8 +116,13 @@ pub fn encode_row(values: &[Value], out: &mut Vec<u8>) {
                 out.extend_from_slice(b);
             }
             Value::Date(d) => out.extend_from_slice(&datetime::date_to_pg_days(*d).to_le_bytes()),
-            Value::Timestamp(t) => {
+            Value::Timestamp(t) | Value::TimestampTz(t) => {
                 out.extend_from_slice(&datetime::timestamp_to_pg_micros(*t).to_le_bytes())
+            }
+            Value::Interval(i) => {
+                out.extend_from_slice(&i.micros.to_le_bytes());
+                out.extend_from_slice(&i.days.to_le_bytes());
+                out.extend_from_slice(&i.months.to_le_bytes());
             }
         }
     }
@@ -292,6 +303,18 @@ impl<'a> Reader<'a> {
                     datetime::pg_micros_to_timestamp(us).ok_or_else(|| corrupt("timestamp"))?,
                 )
             }
+            DataType::TimestampTz => {
+                let us = i64::from_le_bytes(self.array()?);
+                Value::TimestampTz(
+                    datetime::pg_micros_to_timestamp(us).ok_or_else(|| corrupt("timestamptz"))?,
+                )
+            }
+            DataType::Interval => {
+                let micros = i64::from_le_bytes(self.array()?);
+                let days = i32::from_le_bytes(self.array()?);
+                let months = i32::from_le_bytes(self.array()?);
+                Value::Interval(Interval { months, days, micros })
+            }
         })
     }
 
@@ -301,7 +324,10 @@ impl<'a> Reader<'a> {
             DataType::Bool => self.take(1).map(drop),
             DataType::Int16 | DataType::Int32 | DataType::Int64 => self.varint().map(drop),
             DataType::Float32 | DataType::Date => self.take(4).map(drop),
-            DataType::Float64 | DataType::Timestamp => self.take(8).map(drop),
+            DataType::Float64 | DataType::Timestamp | DataType::TimestampTz => {
+                self.take(8).map(drop)
+            }
+            DataType::Interval => self.take(16).map(drop),
             DataType::Numeric(_) => self.numeric().map(drop),
             DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea => {
                 let n = self.len()?;
@@ -398,10 +424,19 @@ fn encode_key_value(v: &Value, bpchar: bool, out: &mut Vec<u8>) {
             let days = datetime::date_to_pg_days(*d) as u32 ^ (1 << 31);
             out.extend_from_slice(&days.to_be_bytes());
         }
-        Value::Timestamp(t) => {
-            out.push(KEY_TIMESTAMP);
+        Value::Timestamp(t) | Value::TimestampTz(t) => {
+            out.push(if matches!(v, Value::Timestamp(_)) {
+                KEY_TIMESTAMP
+            } else {
+                KEY_TIMESTAMPTZ
+            });
             let us = datetime::timestamp_to_pg_micros(*t) as u64 ^ (1 << 63);
             out.extend_from_slice(&us.to_be_bytes());
+        }
+        Value::Interval(i) => {
+            out.push(KEY_INTERVAL);
+            let span = i.span() as u128 ^ (1 << 127);
+            out.extend_from_slice(&span.to_be_bytes());
         }
     }
 }
@@ -515,6 +550,8 @@ mod tests {
         DataType::Date,
         DataType::Timestamp,
         DataType::Bytea,
+        DataType::TimestampTz,
+        DataType::Interval,
     ];
 
     /// A random value of type `ty`, biased towards edge cases; NULL one time in ten.
@@ -585,9 +622,25 @@ mod tests {
                 let days = rng.below(2_000_000) as i32 - 1_000_000;
                 Value::Date(datetime::pg_days_to_date(days).unwrap())
             }
-            DataType::Timestamp => {
+            DataType::Timestamp | DataType::TimestampTz => {
                 let us = (rng.next() as i64) % (1i64 << 55);
-                Value::Timestamp(datetime::pg_micros_to_timestamp(us).unwrap())
+                let t = datetime::pg_micros_to_timestamp(us).unwrap();
+                if *ty == DataType::Timestamp {
+                    Value::Timestamp(t)
+                } else {
+                    Value::TimestampTz(t)
+                }
+            }
+            DataType::Interval => {
+                let mut field = |extreme: i64| match rng.below(3) {
+                    0 => small(rng),
+                    1 => [extreme, -extreme, 0, 1, -1, 30][rng.below(6) as usize],
+                    _ => rng.next() as i64 % extreme,
+                };
+                let months = field(i64::from(i32::MAX)) as i32;
+                let days = field(i64::from(i32::MAX)) as i32;
+                let micros = field(i64::MAX);
+                Value::Interval(Interval { months, days, micros })
             }
             DataType::Bytea => {
                 let n = rng.below(4);

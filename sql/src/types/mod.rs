@@ -20,6 +20,7 @@ mod cast;
 mod compare;
 mod datetime;
 mod encoding;
+mod interval;
 mod like;
 mod numeric;
 #[cfg(test)]
@@ -27,14 +28,19 @@ pub(crate) mod test_rng;
 mod text;
 mod value;
 
-pub use arith::{arith, arith_result_type, negate, ArithOp};
+pub use arith::{arith, arith_result_type, arith_zoned, is_datetime_op, negate, ArithOp};
 pub use binary::{decode_binary, decode_binary_as, encode_binary};
-pub use cast::{cast, cast_allowed, common_type, CastKind};
+pub use cast::{cast, cast_allowed, cast_zoned, common_type, zone_dependent, CastKind};
 pub use compare::{compare, compare_as, sort_cmp, sort_cmp_as};
+pub use datetime::Zone;
 pub use encoding::{
     decode_column, decode_row, decode_row_id_key, encode_key, encode_key_as, encode_row, KEY_NULL,
 };
+pub use interval::Interval;
 pub use like::like;
 pub use numeric::Numeric;
-pub use text::{format_text, format_text_into, parse_text};
+pub use text::{
+    format_text, format_text_into, format_text_zoned, format_text_zoned_into, parse_text,
+    parse_text_zoned,
+};
 pub use value::Value;

@@ -4,7 +4,8 @@
 
 use catalog::DataType;
 
-use super::datetime::{self, Kind};
+use super::datetime::{self, Kind, Zone};
+use super::interval::{parse_interval, write_interval};
 use super::numeric::Numeric;
 use super::value::Value;
 use crate::error::{Error, Result};
@@ -18,7 +19,15 @@ use crate::error::{Error, Result};
 ///
 /// Errors: `22P02` invalid input syntax, `22003` out of range, `22007`/`22008` for dates and
 /// timestamps, `22001` string too long.
+///
+/// A `timestamptz` without its own zone is read in UTC: where a session's `TimeZone` applies,
+/// use [`parse_text_zoned`].
 pub fn parse_text(s: &str, ty: &DataType) -> Result<Value> {
+    parse_text_zoned(s, ty, Zone::UTC)
+}
+
+/// [`parse_text`] in the session time zone `zone` (which only `timestamptz` looks at).
+pub fn parse_text_zoned(s: &str, ty: &DataType, zone: Zone) -> Result<Value> {
     Ok(match ty {
         DataType::Bool => Value::Bool(parse_bool(s)?),
         DataType::Int16 => Value::Int16(
@@ -44,6 +53,8 @@ pub fn parse_text(s: &str, ty: &DataType) -> Result<Value> {
         DataType::Date => Value::Date(datetime::parse_datetime(s, Kind::Date)?.date()),
         DataType::Timestamp => Value::Timestamp(datetime::parse_datetime(s, Kind::Timestamp)?),
         DataType::Bytea => Value::Bytea(parse_bytea(s)?),
+        DataType::TimestampTz => Value::TimestampTz(datetime::parse_timestamptz(s, zone)?),
+        DataType::Interval => Value::Interval(parse_interval(s)?),
     })
 }
 
@@ -56,8 +67,21 @@ pub fn format_text(v: &Value, ty: &DataType) -> String {
     out
 }
 
-/// [`format_text`] appending to `out`, to reuse one buffer per result row.
+/// [`format_text`] appending to `out`, to reuse one buffer per result row. A `timestamptz`
+/// prints in UTC: where a session's `TimeZone` applies, use [`format_text_zoned_into`].
 pub fn format_text_into(v: &Value, ty: &DataType, out: &mut String) {
+    format_text_zoned_into(v, ty, Zone::UTC, out)
+}
+
+/// [`format_text`] in the session time zone `zone` (which only `timestamptz` looks at).
+pub fn format_text_zoned(v: &Value, ty: &DataType, zone: Zone) -> String {
+    let mut out = String::new();
+    format_text_zoned_into(v, ty, zone, &mut out);
+    out
+}
+
+/// [`format_text_zoned`] appending to `out`.
+pub fn format_text_zoned_into(v: &Value, ty: &DataType, zone: Zone, out: &mut String) {
     use std::fmt::Write;
     let _ = ty;
     match v {
@@ -78,6 +102,8 @@ pub fn format_text_into(v: &Value, ty: &DataType, out: &mut String) {
         Value::Text(s) => out.push_str(s),
         Value::Date(d) => datetime::write_date(*d, out),
         Value::Timestamp(t) => datetime::write_timestamp(*t, out),
+        Value::TimestampTz(t) => datetime::write_timestamptz(*t, zone, out),
+        Value::Interval(i) => write_interval(*i, out),
         Value::Bytea(b) => {
             out.push_str("\\x");
             for byte in b {

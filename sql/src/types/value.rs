@@ -1,5 +1,6 @@
 //! `Value`: one SQL datum in memory.
 
+use super::interval::Interval;
 use super::numeric::Numeric;
 use catalog::DataType;
 use chrono::{NaiveDate, NaiveDateTime};
@@ -33,6 +34,10 @@ pub enum Value {
     Timestamp(NaiveDateTime),
     /// bytea
     Bytea(Vec<u8>),
+    /// timestamp with time zone: the UTC instant (microsecond precision)
+    TimestampTz(NaiveDateTime),
+    /// interval
+    Interval(Interval),
 }
 
 impl Value {
@@ -57,6 +62,8 @@ impl Value {
             Value::Date(_) => "date",
             Value::Timestamp(_) => "timestamp without time zone",
             Value::Bytea(_) => "bytea",
+            Value::TimestampTz(_) => "timestamp with time zone",
+            Value::Interval(_) => "interval",
         }
     }
 
@@ -76,6 +83,8 @@ impl Value {
             Value::Date(_) => DataType::Date,
             Value::Timestamp(_) => DataType::Timestamp,
             Value::Bytea(_) => DataType::Bytea,
+            Value::TimestampTz(_) => DataType::TimestampTz,
+            Value::Interval(_) => DataType::Interval,
         })
     }
 }

@@ -2,7 +2,8 @@
 // given port. Autocommit DDL, a rewritten batch INSERT (reWriteBatchedInserts) with int, varchar,
 // numeric (binary) and timestamp (text, OID 0) parameters, server-side prepared statements after
 // the 5th use, SERIALIZABLE transactions and an exact UPDATE count; getGeneratedKeys of serial
-// and identity columns, and how DatabaseMetaData describes them. Prints lines the test checks.
+// and identity columns, and how DatabaseMetaData describes them; a timestamptz bound from an
+// OffsetDateTime, an interval, and timestamptz + interval read back. Prints lines the test checks.
 import java.sql.*;
 import java.math.BigDecimal;
 public class JdbcSmoke {
@@ -50,6 +51,18 @@ public class JdbcSmoke {
       c.commit();
       try (ResultSet r = c.getMetaData().getColumns(null, "public", "g", null)) {
         while (r.next()) System.out.println("column " + r.getString("COLUMN_NAME") + " " + r.getString("TYPE_NAME") + " autoincrement=" + r.getString("IS_AUTOINCREMENT") + " default=" + r.getString("COLUMN_DEF"));
+      }
+      c.commit();
+      try (Statement s = c.createStatement()) {
+        s.execute("CREATE TABLE tz (id int PRIMARY KEY, at timestamptz, took interval)");
+      }
+      c.commit();
+      try (PreparedStatement p = c.prepareStatement("INSERT INTO tz VALUES (?, ?, ?::interval)")) {
+        p.setInt(1, 1); p.setObject(2, java.time.OffsetDateTime.parse("2024-07-01T12:00:00.25+05:30")); p.setString(3, "1 day 02:00:00"); p.executeUpdate();
+      }
+      c.commit();
+      try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT at, took, at + took FROM tz")) {
+        r.next(); System.out.println("tz " + r.getObject(1, java.time.OffsetDateTime.class) + " " + r.getString(2) + " " + r.getObject(3, java.time.OffsetDateTime.class));
       }
       c.commit();
     }
