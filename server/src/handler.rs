@@ -570,8 +570,7 @@ impl SimpleQueryHandler for Handler {
                                 columns, &formats,
                             )))
                             .await?;
-                        let zone = self.conn.with_session(|s| s.zone())?;
-                        let mut encoder = RowEncoder::new(columns, &formats, zone);
+                        let mut encoder = RowEncoder::new(columns, &formats, out.zone);
                         for row in &out.rows {
                             client.feed(PgWireBackendMessage::DataRow(encoder.encode(row))).await?;
                         }
@@ -739,7 +738,15 @@ impl ExtendedQueryHandler for Handler {
                     codes => Format::Individual(codes.to_vec()),
                 };
                 let mut params = Vec::with_capacity(message.parameters.len());
-                let zone = self.conn.with_session(|s| s.zone())?;
+                // The session's zone reads a timestamptz parameter (or converts one).
+                let tz = catalog::DataType::TimestampTz;
+                let zoned = prepared.param_types.contains(&tz)
+                    || stored.parameter_types.iter().flatten().any(|t| t.oid() == tz.oid());
+                let zone = if zoned {
+                    self.conn.with_session(|s| s.zone())?
+                } else {
+                    sql::types::Zone::UTC
+                };
                 for (i, (bytes, target)) in
                     message.parameters.iter().zip(&prepared.param_types).enumerate()
                 {
@@ -920,8 +927,7 @@ impl ExtendedQueryHandler for Handler {
                     Some(columns) => {
                         let formats =
                             encode::column_formats(&portal.result_column_format, columns.len());
-                        let zone = self.conn.with_session(|s| s.zone())?;
-                        let mut encoder = RowEncoder::new(columns, &formats, zone);
+                        let mut encoder = RowEncoder::new(columns, &formats, out.zone);
                         let mut rows = out.rows.iter();
                         let first = if max_rows == 0 { out.rows.len() } else { max_rows };
                         for row in rows.by_ref().take(first) {

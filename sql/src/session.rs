@@ -356,6 +356,9 @@ pub struct Output {
     pub notices: Vec<Notice>,
     /// ParameterStatus messages to send (after SET of a reported parameter).
     pub parameter_status: Vec<(String, String)>,
+    /// The session's time zone when the statement finished: its timestamptz values print in
+    /// it (a later statement of the same Query may change it).
+    pub zone: types::Zone,
 }
 
 /// What [`Session::start_copy`] started.
@@ -438,7 +441,14 @@ impl CopyIn {
 
 impl Output {
     fn tag(tag: Tag) -> Output {
-        Output { tag, columns: None, rows: vec![], notices: vec![], parameter_status: vec![] }
+        Output {
+            tag,
+            columns: None,
+            rows: vec![],
+            notices: vec![],
+            parameter_status: vec![],
+            zone: types::Zone::UTC,
+        }
     }
 
     fn with_notice(
@@ -1126,7 +1136,7 @@ impl Session {
         self.pipelined = implicit;
         let mut out = Vec::with_capacity(stmts.len());
         for stmt in &stmts {
-            let result = self.run_ast(sql, stmt, &[], &[]);
+            let result = self.run_ast(sql, stmt, &[], &[]).map(|o| self.stamp_zone(o));
             let failed = result.is_err();
             out.push(result.map_err(|e| self.fail(e)));
             if failed {
@@ -1217,8 +1227,13 @@ impl Session {
                 Err(e) => return Err(self.fail(e)),
             }
         };
-        let result = self.run_bound(&cached, &params);
+        let result = self.run_bound(&cached, &params).map(|o| self.stamp_zone(o));
         result.map_err(|e| self.fail(e))
+    }
+
+    /// Records in `out` the zone its timestamptz values print in (the session's, now).
+    fn stamp_zone(&self, out: Output) -> Output {
+        Output { zone: self.zone, ..out }
     }
 
     /// Extended protocol: whether more messages follow before the next Sync. If so, the next
@@ -1800,6 +1815,7 @@ impl Session {
                     rows,
                     notices: vec![],
                     parameter_status: vec![],
+                    zone: self.zone,
                 })
             }
             Statement::Insert { table, source, targets, returning, on_conflict } => {
@@ -2064,6 +2080,7 @@ impl Session {
                     rows: vec![vec![Value::Text(value)]],
                     notices: vec![],
                     parameter_status: vec![],
+                    zone: self.zone,
                 })
             }
             Command::ShowAll => {
@@ -2091,6 +2108,7 @@ impl Session {
                     rows,
                     notices: vec![],
                     parameter_status: vec![],
+                    zone: self.zone,
                 })
             }
             Command::NoOp(tag) => Ok(Output::tag(Tag::new(tag))),
@@ -2767,6 +2785,7 @@ fn dml_output(
         rows,
         notices: vec![],
         parameter_status: vec![],
+        zone: types::Zone::UTC,
     }
 }
 

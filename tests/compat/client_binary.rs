@@ -505,7 +505,8 @@ fn raw_interval(micros: i64, days: i32, months: i32) -> RawInterval {
 /// timestamptz and interval over the binary protocol: parameters and results are UTC instants
 /// and (microseconds, days, months), whatever the session's zone; the same values in text
 /// print in the session's zone; a binary `timestamp` parameter for a `timestamptz` column is
-/// read as local time in that zone.
+/// read as local time in that zone; each statement of a multi-statement Query prints in the
+/// zone it ran in.
 #[tokio::test]
 async fn timestamptz_and_interval_in_binary() {
     use chrono::{DateTime, Utc};
@@ -557,4 +558,17 @@ async fn timestamptz_and_interval_in_binary() {
             ["2", "2024-07-01 12:00:00.25+05:30", "NULL"],
         ]
     );
+
+    // Each statement of one Query prints in the zone it ran in.
+    let batch = "SET TIME ZONE 'UTC'; SELECT at FROM times WHERE id = 1; \
+                 SET TIME ZONE 'America/New_York'; SELECT at FROM times WHERE id = 1";
+    let text = timed("batch", c.simple_query(batch)).await.expect("batch");
+    let printed: Vec<&str> = text
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(printed, ["2024-07-01 06:30:00.25+00", "2024-07-01 02:30:00.25-04"]);
 }
