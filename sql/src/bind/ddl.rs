@@ -375,6 +375,13 @@ impl Binder<'_> {
             D::Text => DataType::Text,
             D::Bool | D::Boolean => DataType::Bool,
             D::Date => DataType::Date,
+            // A precision below 6 rounds every value PostgreSQL stores; Aspen keeps no type
+            // modifier for timestamps, so only the default (6) is accepted.
+            D::Timestamp(Some(p), _) if *p != 6 => {
+                return Err(Error::unsupported(format!(
+                    "timestamp({p}) (only the default precision, 6)"
+                )))
+            }
             D::Timestamp(_, tz) => match tz {
                 ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone => DataType::Timestamp,
                 ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampTz,
