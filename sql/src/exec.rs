@@ -506,6 +506,9 @@ impl Ctx<'_> {
         let zero = match ty {
             DataType::Int64 => Value::Int64(0),
             DataType::Numeric(_) => Value::Numeric(0.into()),
+            DataType::Timestamp | DataType::TimestampTz => {
+                Value::Interval(types::Interval::default())
+            }
             _ => Value::Int32(0),
         };
         let sign = types::compare(&step, &zero).unwrap_or(Ordering::Equal);
@@ -531,7 +534,7 @@ impl Ctx<'_> {
                 });
             }
             out.push(vec![cur.clone()]);
-            cur = match types::arith(ArithOp::Add, &cur, &step) {
+            cur = match types::arith_zoned(ArithOp::Add, &cur, &step, self.env.zone) {
                 Ok(v) => v,
                 Err(_) => break,
             };
@@ -1273,6 +1276,15 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
         Func::CurrentSchema => Value::Text("public".into()),
         Func::CurrentDatabase => Value::Text(env.database.into()),
         Func::CurrentUser => Value::Text(env.user.into()),
+        // age of timestamptz values compares their local times in the session's zone.
+        Func::Age => {
+            let local = |v: &Value| match v {
+                Value::Timestamp(t) => Ok(*t),
+                Value::TimestampTz(t) => local_time(*t, env.zone),
+                other => Err(Error::internal(format!("age of {other:?}"))),
+            };
+            Value::Interval(types::age(local(&args[0])?, local(&args[1])?)?)
+        }
         // The fields of a timestamptz are those of its local time in the session's zone.
         Func::Extract | Func::DatePart | Func::DateTrunc
             if matches!(args[1], Value::TimestampTz(_)) =>

@@ -1254,6 +1254,35 @@ impl Binder<'_> {
             ("localtimestamp", 0) => {
                 Ok(Typed::known(Expr::Func(Func::LocalTimestamp, vec![]), DataType::Timestamp))
             }
+            ("age", 1 | 2) => {
+                // Over timestamps if every argument is one (or untyped), else timestamptz; one
+                // argument is measured from today's midnight.
+                let ty = if args.iter().all(|t| t.unknown || t.ty == DataType::Timestamp) {
+                    DataType::Timestamp
+                } else {
+                    DataType::TimestampTz
+                };
+                let mut bound = Vec::with_capacity(2);
+                if args.len() == 1 {
+                    let today = Expr::Func(Func::CurrentDate, vec![]);
+                    bound.push(fold_cast(today, DataType::Date, ty, CastKind::Implicit)?);
+                }
+                for t in args {
+                    if !t.unknown
+                        && !matches!(
+                            t.ty,
+                            DataType::Date | DataType::Timestamp | DataType::TimestampTz
+                        )
+                    {
+                        return Err(Error::UndefinedFunction {
+                            name: format!("function age({})", t.ty.base_name()),
+                            span: self.span_of(e),
+                        });
+                    }
+                    bound.push(self.coerce(t, ty, CastKind::Implicit, e)?);
+                }
+                Ok(Typed::known(Expr::Func(Func::Age, bound), DataType::Interval))
+            }
             ("justify_days" | "justify_hours" | "justify_interval", 1) => {
                 let arg = args.into_iter().next().expect("one arg");
                 let arg = self.coerce(arg, DataType::Interval, CastKind::Implicit, e)?;

@@ -489,6 +489,32 @@ impl Binder<'_> {
                 _ => return Err(Error::unsupported("named arguments")),
             }
         }
+        // generate_series(start, stop, step interval) over timestamps: a date or an untyped
+        // literal start makes it the timestamptz form, as in PostgreSQL.
+        let time_series = typed[..2].iter().find(|(t, _)| {
+            !t.unknown
+                && matches!(t.ty, DataType::Date | DataType::Timestamp | DataType::TimestampTz)
+        });
+        if time_series.is_some() {
+            let all_timestamp =
+                typed[..2].iter().all(|(t, _)| t.unknown || t.ty == DataType::Timestamp);
+            let ty = if all_timestamp { DataType::Timestamp } else { DataType::TimestampTz };
+            if typed.len() != 3 {
+                return Err(Error::UndefinedFunction {
+                    name: format!("function generate_series({}, …) without a step", ty.base_name()),
+                    span: None,
+                });
+            }
+            let mut it = typed.into_iter();
+            let mut args = Vec::with_capacity(3);
+            for _ in 0..2 {
+                let (t, e) = it.next().expect("three args");
+                args.push(self.coerce(t, ty, CastKind::Implicit, e)?);
+            }
+            let (t, e) = it.next().expect("three args");
+            args.push(self.coerce(t, DataType::Interval, CastKind::Implicit, e)?);
+            return Ok(self.series_plan(args, ty, alias));
+        }
         let mut ty = DataType::Int32;
         for (t, _) in &typed {
             if !t.unknown {
@@ -512,6 +538,16 @@ impl Binder<'_> {
             .into_iter()
             .map(|(t, e)| self.coerce(t, ty, CastKind::Implicit, e))
             .collect::<Result<Vec<_>>>()?;
+        Ok(self.series_plan(args, ty, alias))
+    }
+
+    /// The plan and scope of a generate_series of type `ty`.
+    fn series_plan(
+        &mut self,
+        args: Vec<Expr>,
+        ty: DataType,
+        alias: Option<&ast::TableAlias>,
+    ) -> (Plan, Scope) {
         let rel = alias.map(|a| ident(&a.name)).unwrap_or_else(|| "generate_series".into());
         let col = alias
             .and_then(|a| a.columns.first())
@@ -525,7 +561,7 @@ impl Binder<'_> {
                 source: None,
             }],
         };
-        Ok((Plan::GenerateSeries { args, data_type: ty }, scope))
+        (Plan::GenerateSeries { args, data_type: ty }, scope)
     }
 
     fn bind_select(

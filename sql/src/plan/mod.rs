@@ -64,6 +64,9 @@ pub enum Func {
     Now,
     /// localtimestamp (the transaction timestamp in the session's zone, a timestamp)
     LocalTimestamp,
+    /// age(a, b) of two timestamps or two timestamptz (the one-argument form binds today's
+    /// midnight as `a`)
+    Age,
     /// justify_days(interval)
     JustifyDays,
     /// justify_hours(interval)

@@ -188,6 +188,70 @@ impl Interval {
     }
 }
 
+/// `age(a, b)` (PostgreSQL's `timestamp_age`): the difference as years, months, days and time,
+/// symbolically — each field subtracted, borrowing from the next larger one (a day borrows the
+/// length of the month before the later date's month, as PostgreSQL counts it).
+pub fn age(a: chrono::NaiveDateTime, b: chrono::NaiveDateTime) -> Result<Interval> {
+    use chrono::{Datelike, Timelike};
+    let neg = a < b;
+    let f = |t: &chrono::NaiveDateTime| {
+        [
+            i64::from(t.year()),
+            i64::from(t.month()),
+            i64::from(t.day()),
+            i64::from(t.hour()),
+            i64::from(t.minute()),
+            i64::from(t.second()),
+            i64::from(t.nanosecond() / 1000),
+        ]
+    };
+    let (fa, fb) = (f(&a), f(&b));
+    let mut d: Vec<i64> = fa.iter().zip(&fb).map(|(x, y)| x - y).collect();
+    if neg {
+        d.iter_mut().for_each(|x| *x = -*x);
+    }
+    let [year, mon, mday, hour, min, sec, usec] = &mut d[..] else { unreachable!("seven fields") };
+    while *usec < 0 {
+        *usec += USECS_PER_SEC;
+        *sec -= 1;
+    }
+    while *sec < 0 {
+        *sec += 60;
+        *min -= 1;
+    }
+    while *min < 0 {
+        *min += 60;
+        *hour -= 1;
+    }
+    while *hour < 0 {
+        *hour += 24;
+        *mday -= 1;
+    }
+    // The month whose length a negative day count borrows: that of the earlier timestamp's
+    // month when a < b, else the later's (PostgreSQL's day_tab lookups).
+    let (y, m) = if neg { (fa[0], fa[1]) } else { (fb[0], fb[1]) };
+    let days_in = |y: i64, m: i64| -> i64 {
+        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][(m - 1) as usize]
+    };
+    while *mday < 0 {
+        *mday += days_in(y, m);
+        *mon -= 1;
+    }
+    while *mon < 0 {
+        *mon += 12;
+        *year -= 1;
+    }
+    let sign = if neg { -1 } else { 1 };
+    let months = sign * (*year * 12 + *mon);
+    let micros = sign * (((*hour * 60 + *min) * 60 + *sec) * USECS_PER_SEC + *usec);
+    Ok(Interval {
+        months: i32::try_from(months).map_err(|_| out_of_range())?,
+        days: i32::try_from(sign * *mday).map_err(|_| out_of_range())?,
+        micros,
+    })
+}
+
 /// Appends the value as PostgreSQL prints it with `IntervalStyle = postgres`
 /// (`1 year 2 mons -3 days +04:05:06.5`, `00:00:00` for zero).
 pub(crate) fn write_interval(v: Interval, out: &mut String) {
@@ -581,5 +645,21 @@ mod tests {
         assert_eq!(s(i("1 mon -1 hour").justify_interval().unwrap()), "29 days 23:00:00");
         let v = i("1 year 2 days 00:00:01.5");
         assert_eq!(Interval::from_be_bytes(v.to_be_bytes()), v);
+        let t = |x: &str| {
+            crate::types::datetime::parse_datetime(x, crate::types::datetime::Kind::Timestamp)
+                .unwrap()
+        };
+        for (a, b, want) in [
+            // PostgreSQL 15's answers.
+            ("2024-03-01", "2023-01-15", "1 year 1 mon 17 days"),
+            ("2023-01-15", "2024-03-01", "-1 years -1 mons -17 days"),
+            ("2024-03-01", "2024-01-31", "1 mon 1 day"),
+            ("2024-01-31", "2024-03-01", "-1 mons -1 days"),
+            ("2024-03-01 00:00", "2024-02-28 12:30", "1 day 11:30:00"),
+            ("2024-01-31", "2023-12-31", "1 mon"),
+            ("2024-03-30", "2024-02-29", "1 mon 1 day"),
+        ] {
+            assert_eq!(s(age(t(a), t(b)).unwrap()), want, "age({a}, {b})");
+        }
     }
 }

@@ -36,7 +36,7 @@ pub use datetime::Zone;
 pub use encoding::{
     decode_column, decode_row, decode_row_id_key, encode_key, encode_key_as, encode_row, KEY_NULL,
 };
-pub use interval::Interval;
+pub use interval::{age, Interval};
 pub use like::like;
 pub use numeric::Numeric;
 pub use text::{
