@@ -1032,6 +1032,11 @@ impl Session {
         exec::Env { now, user: &self.user, database: &self.database, zone: self.zone }
     }
 
+    /// The session's part of an [`Env`], owned, for work that borrows the session mutably.
+    fn owned_env(&self) -> OwnedEnv {
+        OwnedEnv { user: self.user.clone(), database: self.database.clone(), zone: self.zone }
+    }
+
     /// The value of a server parameter for this session: the session's own value, else the
     /// server's, else the built-in default.
     pub fn setting(&self, name: &str) -> Option<String> {
@@ -2257,14 +2262,14 @@ impl Session {
                     return Ok(skip);
                 }
                 let table = self.create_staged(create.def.clone())?;
-                let (user, database, zone) = (self.user.clone(), self.database.clone(), self.zone);
+                let owned = self.owned_env();
                 let n = self.with_txn(|_, t| {
                     let mut ctx = Ctx {
                         txn: t,
                         engine,
                         params: &[],
                         outer: vec![],
-                        env: Env { now: now(), user: &user, database: &database, zone },
+                        env: owned.env(now()),
                         sequences: None,
                     };
                     let rows = ctx.run(&query.plan)?;
@@ -2558,7 +2563,7 @@ impl Session {
                 self.stage(catalog::Ddl::AddForeignKey { table: table.id, fk: fk.clone() })?;
                 let snapshot = self.snapshot();
                 let engine = self.db.engine.clone();
-                let (user, database, zone) = (self.user.clone(), self.database.clone(), self.zone);
+                let owned = self.owned_env();
                 self.with_txn(|_, t| {
                     let types = exec::column_types(table);
                     let rows = exec::all_rows(t, table)?;
@@ -2567,7 +2572,7 @@ impl Session {
                         engine: &engine,
                         params: &[],
                         outer: vec![],
-                        env: Env { now: now(), user: &user, database: &database, zone },
+                        env: owned.env(now()),
                         sequences: None,
                     };
                     for (_, bytes) in rows {
@@ -2612,7 +2617,7 @@ impl Session {
             };
             ctx.eval(e, &[])?
         };
-        let (user, database, zone) = (self.user.clone(), self.database.clone(), self.zone);
+        let owned = self.owned_env();
         self.with_txn(|_, t| {
             let types = exec::column_types(table);
             let rows = exec::all_rows(t, table)?;
@@ -2622,7 +2627,7 @@ impl Session {
                     table: table.name.clone(),
                 });
             }
-            let env = Env { now: now(), user: &user, database: &database, zone };
+            let env = owned.env(now());
             for (k, bytes) in rows {
                 let mut row = types::decode_row(&bytes, &types)?;
                 row.push(if volatile {
@@ -2818,6 +2823,19 @@ fn oid_type(oid: u32) -> Result<Option<DataType>> {
 }
 
 /// Validates a SET value for the parameters whose values change Aspen's behaviour.
+/// The session's names and time zone, owned (see [`Session::owned_env`]).
+struct OwnedEnv {
+    user: Arc<str>,
+    database: Arc<str>,
+    zone: types::Zone,
+}
+
+impl OwnedEnv {
+    fn env(&self, now: NaiveDateTime) -> Env<'_> {
+        Env { now, user: &self.user, database: &self.database, zone: self.zone }
+    }
+}
+
 /// A `TimeZone` value as `SHOW` gives it back, or `None` if it names no zone. A number (`SET
 /// TIME ZONE 5`) is hours east of Greenwich, spelled as PostgreSQL spells it (`<+05>-05`).
 fn time_zone_setting(v: &str) -> Option<String> {
@@ -2906,8 +2924,8 @@ fn deferred_update(
     let mut k = Vec::with_capacity(16);
     types::encode_key(&key, &mut k);
     let (table_, sets) = (table.clone(), sets.clone());
-    let (params, now, zone) = (ctx.params.to_vec(), ctx.env.now, ctx.env.zone);
-    let (user, database) = (session.user.clone(), session.database.clone());
+    let (params, now) = (ctx.params.to_vec(), ctx.env.now);
+    let owned = session.owned_env();
     let engine = session.db.engine.clone();
     let types = exec::column_types(table);
     let f = move |old: &[u8]| -> Result<Vec<u8>> {
@@ -2919,7 +2937,7 @@ fn deferred_update(
             engine: &engine,
             params: &params,
             outer: vec![],
-            env: Env { now, user: &user, database: &database, zone },
+            env: owned.env(now),
             sequences: None,
         };
         let mut new = old.clone();

@@ -86,18 +86,17 @@ impl Zone {
         if let Some(tz) = named_zone(s) {
             return Some((Zone::Named(tz), tz.name().to_string()));
         }
-        // An optional abbreviation (letters, or anything in <>), then the POSIX offset.
+        // An optional abbreviation (three letters or more, or anything in <>), then the POSIX
+        // offset.
         let rest = if let Some(r) = s.strip_prefix('<') {
             &r[r.find('>')? + 1..]
         } else {
-            s.trim_start_matches(|c: char| c.is_ascii_alphabetic())
+            let letters = s.len() - s.trim_start_matches(|c: char| c.is_ascii_alphabetic()).len();
+            if letters > 0 && letters < 3 {
+                return None;
+            }
+            &s[letters..]
         };
-        if rest.len() < s.len()
-            && s.starts_with(|c: char| c.is_ascii_alphabetic())
-            && s.len() - rest.len() < 3
-        {
-            return None;
-        }
         let mut c = Cursor { b: rest.as_bytes(), i: 0 };
         let west = parse_offset(&mut c, false)?;
         if !c.at_end() || west.abs() > 15 * 3600 {
