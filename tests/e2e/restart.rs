@@ -4,7 +4,8 @@
 //! off`: their log records are written lazily (after `--wal-writer-delay-ms`, or with the next
 //! record somebody waits for), so once a synchronous reader has seen them they survive a
 //! crash. A transaction too large for one log record spills its writes to a file of its log
-//! device and survives a crash like any other. Aspen only (there is nothing to compare with
+//! device and survives a crash like any other; so do timestamptz and interval values and their
+//! indexes. Aspen only (there is nothing to compare with
 //! PostgreSQL).
 
 use std::ffi::OsString;
@@ -310,4 +311,60 @@ async fn serial_values_survive_crashes_and_are_never_given_twice() {
             .await
             .expect("delete");
     }
+}
+
+/// timestamptz and interval values come back from a checkpoint and from the log after a
+/// SIGKILL, with their indexes: the rows written before the CHECKPOINT are loaded from it, the
+/// later ones replayed.
+#[tokio::test]
+async fn timestamptz_and_interval_values_survive_a_crash() {
+    if tests::against_pg() {
+        println!("Aspen-only, skipping under TEST_AGAINST_PG=1");
+        return;
+    }
+    let mut server = AspenServer::start();
+    let c = timed("connect", connect(server.port())).await.expect("connect");
+    let setup = "SET TIME ZONE 'Asia/Kolkata';
+         CREATE TABLE times (id int PRIMARY KEY, at timestamptz NOT NULL, took interval);
+         CREATE UNIQUE INDEX times_took ON times (took);
+         CREATE INDEX times_at ON times (at);
+         INSERT INTO times VALUES (1, '2024-07-01 12:00:00.25', '1 mon'),
+                                  (2, '2024-03-10 02:30 America/New_York', '-1 day +02:00:00');
+         CHECKPOINT;
+         INSERT INTO times VALUES (3, '1850-01-01 00:00+00', '1 year 2 mons 3 days 04:05:06.5');
+         UPDATE times SET took = '12:00:00' WHERE id = 2;";
+    timed("setup", c.batch_execute(setup)).await.expect("setup");
+    drop(c);
+    server.restart();
+    let c = timed("reconnect", connect(server.port())).await.expect("connect after restart");
+    timed("zone", c.batch_execute("SET TIME ZONE 'UTC'")).await.expect("set");
+    let rows = timed("select", c.simple_query("SELECT id, at, took FROM times ORDER BY at"))
+        .await
+        .expect("select");
+    let rows: Vec<String> = rows
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..3).map(|i| r.get(i).unwrap_or("NULL")).collect::<Vec<_>>().join(" | "))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "3 | 1850-01-01 00:00:00+00 | 1 year 2 mons 3 days 04:05:06.5",
+            "2 | 2024-03-10 07:30:00+00 | 12:00:00",
+            "1 | 2024-07-01 06:30:00.25+00 | 1 mon",
+        ]
+    );
+    // The interval index survived, keyed by span: '30 days' is '1 mon'.
+    let row = timed("by span", c.query_one("SELECT id FROM times WHERE took = '30 days'", &[]))
+        .await
+        .expect("lookup");
+    assert_eq!(row.get::<_, i32>(0), 1);
+    let err = timed("dup", c.batch_execute("INSERT INTO times VALUES (4, now(), '720 hours')"))
+        .await
+        .expect_err("the unique index survived");
+    assert_eq!(sqlstate(&err), Some("23505"));
 }
