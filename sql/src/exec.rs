@@ -2,6 +2,7 @@
 //! results are small and OCC reads everything before commit anyway).
 
 mod builtin;
+mod to_char;
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
@@ -1276,6 +1277,22 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
         Func::CurrentSchema => Value::Text("public".into()),
         Func::CurrentDatabase => Value::Text(env.database.into()),
         Func::CurrentUser => Value::Text(env.user.into()),
+        Func::ToChar => {
+            let Value::Text(template) = &args[1] else {
+                return Err(Error::internal(format!("to_char template {:?}", args[1])));
+            };
+            Value::Text(match &args[0] {
+                Value::Timestamp(t) => to_char::to_char(*t, None, template),
+                Value::TimestampTz(utc) => {
+                    let zone = to_char::ZoneInfo {
+                        offset: env.zone.offset_at(*utc),
+                        abbreviation: env.zone.abbreviation_at(*utc),
+                    };
+                    to_char::to_char(local_time(*utc, env.zone)?, Some(&zone), template)
+                }
+                other => return Err(Error::internal(format!("to_char of {other:?}"))),
+            })
+        }
         // age of timestamptz values compares their local times in the session's zone.
         Func::Age => {
             let local = |v: &Value| match v {

@@ -1254,6 +1254,33 @@ impl Binder<'_> {
             ("localtimestamp", 0) => {
                 Ok(Typed::known(Expr::Func(Func::LocalTimestamp, vec![]), DataType::Timestamp))
             }
+            ("to_char", 2) => {
+                let mut it = args.into_iter();
+                let value = it.next().expect("two args");
+                let template = it.next().expect("two args");
+                let template = self.coerce(template, DataType::Text, CastKind::Implicit, e)?;
+                // A date (or an untyped literal) is formatted as a timestamptz, PostgreSQL's
+                // preferred datetime type.
+                let value = match value.ty {
+                    DataType::Timestamp | DataType::TimestampTz if !value.unknown => value.expr,
+                    DataType::Date if !value.unknown => fold_cast(
+                        value.expr,
+                        DataType::Date,
+                        DataType::TimestampTz,
+                        CastKind::Implicit,
+                    )?,
+                    _ if value.unknown => {
+                        self.coerce(value, DataType::TimestampTz, CastKind::Implicit, e)?
+                    }
+                    other => {
+                        return Err(Error::Unsupported {
+                            feature: format!("to_char of {}", other.base_name()),
+                            span: self.span_of(e),
+                        })
+                    }
+                };
+                Ok(Typed::known(Expr::Func(Func::ToChar, vec![value, template]), DataType::Text))
+            }
             ("age", 1 | 2) => {
                 // Over timestamps if every argument is one (or untyped), else timestamptz; one
                 // argument is measured from today's midnight.

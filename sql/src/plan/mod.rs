@@ -67,6 +67,8 @@ pub enum Func {
     /// age(a, b) of two timestamps or two timestamptz (the one-argument form binds today's
     /// midnight as `a`)
     Age,
+    /// to_char(timestamp | timestamptz, text)
+    ToChar,
     /// justify_days(interval)
     JustifyDays,
     /// justify_hours(interval)

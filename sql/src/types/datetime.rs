@@ -113,6 +113,18 @@ impl Zone {
         }
     }
 
+    /// The zone's abbreviation at the UTC instant `utc` (`CEST`, `EST`); empty for a fixed
+    /// offset.
+    pub fn abbreviation_at(self, utc: NaiveDateTime) -> String {
+        use chrono_tz::OffsetName;
+        match self {
+            Zone::Fixed(_) => String::new(),
+            Zone::Named(tz) => {
+                tz.offset_from_utc_datetime(&utc).abbreviation().unwrap_or_default().to_string()
+            }
+        }
+    }
+
     /// The local time of the UTC instant `utc`.
     pub fn to_local(self, utc: NaiveDateTime) -> Option<NaiveDateTime> {
         utc.checked_add_signed(TimeDelta::seconds(i64::from(self.offset_at(utc))))
