@@ -1277,6 +1277,57 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
         Func::CurrentSchema => Value::Text("public".into()),
         Func::CurrentDatabase => Value::Text(env.database.into()),
         Func::CurrentUser => Value::Text(env.user.into()),
+        Func::AtTimeZone => {
+            let zone =
+                match &args[1] {
+                    Value::Text(name) => types::Zone::from_setting(name)
+                        .map(|(z, _)| z)
+                        .ok_or_else(|| Error::InvalidParameterValue {
+                            message: format!("time zone \"{name}\" not recognized"),
+                        })?,
+                    Value::Interval(i) if i.months == 0 && i.days == 0 => {
+                        types::Zone::Fixed(i32::try_from(i.micros / 1_000_000).map_err(|_| {
+                            Error::InvalidParameterValue {
+                                message: "interval time zone out of range".into(),
+                            }
+                        })?)
+                    }
+                    Value::Interval(_) => {
+                        let text = types::format_text(&args[1], &DataType::Interval);
+                        return Err(Error::InvalidParameterValue {
+                            message: format!(
+                                "interval time zone \"{text}\" must not include months or days"
+                            ),
+                        });
+                    }
+                    other => return Err(Error::internal(format!("time zone {other:?}"))),
+                };
+            let range =
+                || Error::DatetimeFieldOverflow { message: "timestamp out of range".into() };
+            match &args[0] {
+                Value::Timestamp(t) => Value::TimestampTz(zone.to_utc(*t).ok_or_else(range)?),
+                Value::TimestampTz(t) => Value::Timestamp(zone.to_local(*t).ok_or_else(range)?),
+                other => return Err(Error::internal(format!("AT TIME ZONE of {other:?}"))),
+            }
+        }
+        Func::ToTimestamp => {
+            let Value::Float64(secs) = args[0] else {
+                return Err(Error::internal(format!("to_timestamp of {:?}", args[0])));
+            };
+            if secs.is_nan() {
+                return Err(Error::DatetimeFieldOverflow {
+                    message: "timestamp cannot be NaN".into(),
+                });
+            }
+            let micros = (secs * 1e6).round_ties_even();
+            let t = (micros.abs() < 9.2e18)
+                .then(|| chrono::DateTime::from_timestamp_micros(micros as i64))
+                .flatten()
+                .ok_or_else(|| Error::DatetimeFieldOverflow {
+                    message: format!("timestamp out of range: \"{secs}\""),
+                })?;
+            Value::TimestampTz(t.naive_utc())
+        }
         Func::ToChar => {
             let Value::Text(template) = &args[1] else {
                 return Err(Error::internal(format!("to_char template {:?}", args[1])));

@@ -419,7 +419,11 @@ impl Binder<'_> {
             }
             AstExpr::Tuple(_) => Err(Error::unsupported("row constructors")),
             AstExpr::Collate { .. } => Err(Error::unsupported("COLLATE")),
-            AstExpr::AtTimeZone { .. } => Err(Error::unsupported("AT TIME ZONE")),
+            AstExpr::AtTimeZone { timestamp, time_zone } => {
+                let t = self.bind_expr(timestamp, scope)?;
+                let zone = self.bind_expr(time_zone, scope)?;
+                self.at_time_zone(t, zone, e)
+            }
             AstExpr::Extract { field, expr, .. } => {
                 let t = self.bind_expr(expr, scope)?;
                 let (t, _) = self.datetime_arg(t, "extract", e)?;
@@ -1034,6 +1038,46 @@ impl Binder<'_> {
         Ok(Typed::known(Expr::Column(base + calls.len() - 1), ty))
     }
 
+    /// `value AT TIME ZONE zone` / `timezone(zone, value)`: a timestamp read as local time in
+    /// `zone` gives a timestamptz; a timestamptz gives its local time there. `zone` is a zone
+    /// name or POSIX offset (text), or an interval (hours east).
+    fn at_time_zone(&mut self, value: Typed, zone: Typed, e: &AstExpr) -> Result<Typed> {
+        let zone = if zone.unknown
+            || matches!(zone.ty, DataType::Text | DataType::Varchar(_) | DataType::Char(_))
+        {
+            self.text_expr(zone, e)?
+        } else if zone.ty == DataType::Interval {
+            zone.expr
+        } else {
+            return Err(Error::UndefinedFunction {
+                name: format!("function timezone({}, …)", zone.ty.base_name()),
+                span: self.span_of(e),
+            });
+        };
+        let (value, result) = match value.ty {
+            DataType::Timestamp if !value.unknown => (value.expr, DataType::TimestampTz),
+            DataType::TimestampTz if !value.unknown => (value.expr, DataType::Timestamp),
+            DataType::Date if !value.unknown => {
+                let tz = DataType::TimestampTz;
+                (
+                    fold_cast(value.expr, DataType::Date, tz, CastKind::Implicit)?,
+                    DataType::Timestamp,
+                )
+            }
+            _ if value.unknown => (
+                self.coerce(value, DataType::TimestampTz, CastKind::Implicit, e)?,
+                DataType::Timestamp,
+            ),
+            other => {
+                return Err(Error::UndefinedFunction {
+                    name: format!("function timezone(…, {})", other.base_name()),
+                    span: self.span_of(e),
+                })
+            }
+        };
+        Ok(Typed::known(Expr::Func(Func::AtTimeZone, vec![value, zone]), result))
+    }
+
     /// `INTERVAL '…'`, or `INTERVAL 'n' unit` (a number of that unit).
     fn bind_interval(&mut self, i: &ast::Interval, e: &AstExpr) -> Result<Typed> {
         let text = match i.value.as_ref() {
@@ -1253,6 +1297,17 @@ impl Binder<'_> {
             }
             ("localtimestamp", 0) => {
                 Ok(Typed::known(Expr::Func(Func::LocalTimestamp, vec![]), DataType::Timestamp))
+            }
+            ("timezone", 2) => {
+                let mut it = args.into_iter();
+                let zone = it.next().expect("two args");
+                let value = it.next().expect("two args");
+                self.at_time_zone(value, zone, e)
+            }
+            ("to_timestamp", 1) => {
+                let arg = args.into_iter().next().expect("one arg");
+                let arg = self.coerce(arg, DataType::Float64, CastKind::Implicit, e)?;
+                Ok(Typed::known(Expr::Func(Func::ToTimestamp, vec![arg]), DataType::TimestampTz))
             }
             ("to_char", 2) => {
                 let mut it = args.into_iter();
@@ -1686,6 +1741,7 @@ pub(crate) fn column_name(e: &AstExpr) -> String {
             },
         },
         AstExpr::Interval(_) => "interval".into(),
+        AstExpr::AtTimeZone { .. } => "timezone".into(),
         AstExpr::Case { .. } => "case".into(),
         AstExpr::Exists { .. } => "exists".into(),
         AstExpr::Extract { .. } => "extract".into(),

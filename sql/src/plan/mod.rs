@@ -69,6 +69,10 @@ pub enum Func {
     Age,
     /// to_char(timestamp | timestamptz, text)
     ToChar,
+    /// `value AT TIME ZONE zone` (zone: text or interval)
+    AtTimeZone,
+    /// to_timestamp(double precision): seconds since 1970-01-01 UTC
+    ToTimestamp,
     /// justify_days(interval)
     JustifyDays,
     /// justify_hours(interval)
