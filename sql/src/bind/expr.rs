@@ -1038,6 +1038,23 @@ impl Binder<'_> {
         Ok(Typed::known(Expr::Column(base + calls.len() - 1), ty))
     }
 
+    /// A timestamp or timestamptz argument of a datetime function, with its type: a date, or an
+    /// untyped literal, becomes a timestamptz (PostgreSQL's preferred datetime type). `None`
+    /// for any other type.
+    fn timestamp_arg(&mut self, t: Typed, e: &AstExpr) -> Result<Option<(Expr, DataType)>> {
+        let tz = DataType::TimestampTz;
+        if t.unknown {
+            return Ok(Some((self.coerce(t, tz, CastKind::Implicit, e)?, tz)));
+        }
+        Ok(match t.ty {
+            DataType::Timestamp | DataType::TimestampTz => Some((t.expr, t.ty)),
+            DataType::Date => {
+                Some((fold_cast(t.expr, DataType::Date, tz, CastKind::Implicit)?, tz))
+            }
+            _ => None,
+        })
+    }
+
     /// `value AT TIME ZONE zone` / `timezone(zone, value)`: a timestamp read as local time in
     /// `zone` gives a timestamptz; a timestamptz gives its local time there. `zone` is a zone
     /// name or POSIX offset (text), or an interval (hours east).
@@ -1054,27 +1071,16 @@ impl Binder<'_> {
                 span: self.span_of(e),
             });
         };
-        let (value, result) = match value.ty {
-            DataType::Timestamp if !value.unknown => (value.expr, DataType::TimestampTz),
-            DataType::TimestampTz if !value.unknown => (value.expr, DataType::Timestamp),
-            DataType::Date if !value.unknown => {
-                let tz = DataType::TimestampTz;
-                (
-                    fold_cast(value.expr, DataType::Date, tz, CastKind::Implicit)?,
-                    DataType::Timestamp,
-                )
-            }
-            _ if value.unknown => (
-                self.coerce(value, DataType::TimestampTz, CastKind::Implicit, e)?,
-                DataType::Timestamp,
-            ),
-            other => {
-                return Err(Error::UndefinedFunction {
-                    name: format!("function timezone(…, {})", other.base_name()),
-                    span: self.span_of(e),
-                })
-            }
+        let ty = value.ty;
+        let Some((value, ty)) = self.timestamp_arg(value, e)? else {
+            return Err(Error::UndefinedFunction {
+                name: format!("function timezone(…, {})", ty.base_name()),
+                span: self.span_of(e),
+            });
         };
+        // A timestamp gives a timestamptz and the other way round.
+        let result =
+            if ty == DataType::Timestamp { DataType::TimestampTz } else { DataType::Timestamp };
         Ok(Typed::known(Expr::Func(Func::AtTimeZone, vec![value, zone]), result))
     }
 
@@ -1088,14 +1094,15 @@ impl Binder<'_> {
             },
             _ => return Err(Error::unsupported(format!("{e}"))),
         };
+        let fields = |b: &Self| Error::Unsupported {
+            feature: "interval with fields or a precision".into(),
+            span: b.span_of(e),
+        };
         if i.leading_precision.is_some()
             || i.last_field.is_some()
             || i.fractional_seconds_precision.is_some()
         {
-            return Err(Error::Unsupported {
-                feature: "interval with fields or a precision".into(),
-                span: self.span_of(e),
-            });
+            return Err(fields(self));
         }
         let text = match &i.leading_field {
             None => text,
@@ -1110,14 +1117,10 @@ impl Binder<'_> {
                     _ => return Err(Error::unsupported(format!("{e}"))),
                 };
                 // `INTERVAL '2' DAY` is two days; a value with its own units keeps them.
-                if text.trim().parse::<f64>().is_ok() {
-                    format!("{text} {unit}")
-                } else {
-                    return Err(Error::Unsupported {
-                        feature: "interval with fields or a precision".into(),
-                        span: self.span_of(e),
-                    });
+                if text.trim().parse::<f64>().is_err() {
+                    return Err(fields(self));
                 }
+                format!("{text} {unit}")
             }
         };
         let v = types::parse_text(&text, &DataType::Interval)?;
@@ -1314,25 +1317,12 @@ impl Binder<'_> {
                 let value = it.next().expect("two args");
                 let template = it.next().expect("two args");
                 let template = self.coerce(template, DataType::Text, CastKind::Implicit, e)?;
-                // A date (or an untyped literal) is formatted as a timestamptz, PostgreSQL's
-                // preferred datetime type.
-                let value = match value.ty {
-                    DataType::Timestamp | DataType::TimestampTz if !value.unknown => value.expr,
-                    DataType::Date if !value.unknown => fold_cast(
-                        value.expr,
-                        DataType::Date,
-                        DataType::TimestampTz,
-                        CastKind::Implicit,
-                    )?,
-                    _ if value.unknown => {
-                        self.coerce(value, DataType::TimestampTz, CastKind::Implicit, e)?
-                    }
-                    other => {
-                        return Err(Error::Unsupported {
-                            feature: format!("to_char of {}", other.base_name()),
-                            span: self.span_of(e),
-                        })
-                    }
+                let ty = value.ty;
+                let Some((value, _)) = self.timestamp_arg(value, e)? else {
+                    return Err(Error::Unsupported {
+                        feature: format!("to_char of {}", ty.base_name()),
+                        span: self.span_of(e),
+                    });
                 };
                 Ok(Typed::known(Expr::Func(Func::ToChar, vec![value, template]), DataType::Text))
             }
