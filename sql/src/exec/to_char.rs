@@ -318,3 +318,39 @@ fn field(
         _ => unreachable!("every pattern is handled"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::test_rng::Rng;
+    use crate::types::{parse_text_zoned, Zone};
+    use catalog::DataType;
+
+    /// Random input never panics the datetime parsers and formatters: interval and timestamptz
+    /// text, time zone settings and to_char templates, over an alphabet of the characters they
+    /// look at (digits, signs, separators, unit letters, quotes, a multi-byte character).
+    #[test]
+    fn random_input_never_panics() {
+        let alphabet: Vec<char> =
+            "0123456789+-.:, @PTYMWDHSdayhourmintesc<>\"\\/éZIJQRFXOf AB".chars().collect();
+        let mut rng = Rng(0x5EED_1234_ABCD_0001);
+        let t = chrono::NaiveDate::from_ymd_opt(2024, 2, 29)
+            .and_then(|d| d.and_hms_micro_opt(23, 59, 59, 999_999))
+            .expect("a valid timestamp");
+        let zone = ZoneInfo { offset: -16_200, abbreviation: "X".into() };
+        for _ in 0..20_000 {
+            let n = rng.below(14) as usize;
+            let s: String =
+                (0..n).map(|_| alphabet[rng.below(alphabet.len() as u64) as usize]).collect();
+            let _ = parse_text_zoned(&s, &DataType::Interval, Zone::UTC);
+            let _ = parse_text_zoned(
+                &format!("2024-01-01 10:00{s}"),
+                &DataType::TimestampTz,
+                Zone::UTC,
+            );
+            let _ = Zone::from_setting(&s);
+            let _ = to_char(t, Some(&zone), &s);
+            let _ = to_char(t, None, &s);
+        }
+    }
+}
