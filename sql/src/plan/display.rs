@@ -8,6 +8,7 @@ use std::fmt::{self, Write as _};
 
 use super::{Access, CmpOp, Expr, JoinKind, Plan, SortKey, Statement};
 use crate::types::ArithOp;
+use catalog::DataType;
 
 /// Renders `e`, naming input column `i` by `names(i)`.
 fn expr(e: &Expr, names: &dyn Fn(usize) -> String) -> String {
@@ -18,6 +19,17 @@ fn expr(e: &Expr, names: &dyn Fn(usize) -> String) -> String {
             crate::types::Value::Null => "NULL".into(),
             crate::types::Value::Text(s) => format!("'{}'", s.replace('\'', "''")),
             other => match other.data_type() {
+                // Numbers and booleans as they are; other constants as PostgreSQL shows them,
+                // quoted with their type (`'1 day'::interval`).
+                Some(
+                    t @ (DataType::Date
+                    | DataType::Timestamp
+                    | DataType::TimestampTz
+                    | DataType::Interval
+                    | DataType::Bytea),
+                ) => {
+                    format!("'{}'::{}", crate::types::format_text(other, &t), t.sql_name())
+                }
                 Some(t) => crate::types::format_text(other, &t),
                 None => format!("{other:?}"),
             },
