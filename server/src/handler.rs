@@ -287,16 +287,20 @@ where
     Ok(())
 }
 
+/// The `TimeZone` startup parameter, by any spelling (libpq sends `PGTZ` as `timezone`).
+fn time_zone_parameter(params: &std::collections::BTreeMap<String, String>) -> Option<&str> {
+    params.iter().find(|(k, _)| k.eq_ignore_ascii_case("TimeZone")).map(|(_, v)| v.as_str())
+}
+
 /// The startup parameters reported to every client, in PostgreSQL's order.
 pub fn startup_parameters(
     client: &std::collections::BTreeMap<String, String>,
 ) -> Vec<(String, String)> {
     let user = client.get("user").cloned().unwrap_or_default();
-    // What the session will use: the client's zone if Aspen can read it, else the default.
-    let time_zone = client
-        .get("TimeZone")
-        .and_then(|tz| sql::types::Zone::from_setting(tz))
-        .map_or_else(|| "UTC".to_owned(), |(_, canonical)| canonical);
+    // The session's zone as `SHOW` spells it (startup refuses one it cannot read).
+    let time_zone = time_zone_parameter(client)
+        .and_then(sql::session::time_zone_setting)
+        .unwrap_or_else(|| "UTC".to_owned());
     let application_name = client.get("application_name").cloned().unwrap_or_default();
     [
         ("application_name", application_name),
@@ -339,6 +343,19 @@ impl StartupHandler for Handler {
         save_startup_parameters_to_metadata(client, &startup);
         if startup.parameters.get("user").is_none_or(|u| u.is_empty()) {
             return Err(PgWireError::UserNameRequired);
+        }
+        // As PostgreSQL: a time zone the server cannot read refuses the connection (the
+        // session would otherwise read and print timestamps in another zone than the client's).
+        if let Some(tz) = time_zone_parameter(&startup.parameters) {
+            if sql::session::time_zone_setting(tz).is_none() {
+                let mut info = ErrorInfo::new(
+                    "FATAL".to_owned(),
+                    "22023".to_owned(),
+                    format!("invalid value for parameter \"TimeZone\": \"{tz}\""),
+                );
+                info.severity_nonlocalized = Some("FATAL".to_owned());
+                return Err(PgWireError::UserError(Box::new(info)));
+            }
         }
 
         let (pid, secret_key) = self.shared.keys.generate(&*client);

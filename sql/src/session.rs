@@ -2838,7 +2838,7 @@ impl OwnedEnv {
 
 /// A `TimeZone` value as `SHOW` gives it back, or `None` if it names no zone. A number (`SET
 /// TIME ZONE 5`) is hours east of Greenwich, spelled as PostgreSQL spells it (`<+05>-05`).
-fn time_zone_setting(v: &str) -> Option<String> {
+pub fn time_zone_setting(v: &str) -> Option<String> {
     if let Ok(hours) = v.trim().parse::<f64>() {
         if !hours.is_finite() || hours.abs() > 15.0 {
             return None;

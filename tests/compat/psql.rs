@@ -406,3 +406,41 @@ fn a_unix_socket_path_in_use_is_refused() {
     assert!(!out.status.success(), "aspen serve replaced a file that is not a socket");
     assert_eq!(std::fs::read(&path).expect("the file is still there"), b"not a socket");
 }
+
+/// psql sends `PGTZ` as the startup parameter `timezone`: the session reads and prints
+/// timestamptz values in that zone and `SHOW TimeZone` spells it canonically; a zone the
+/// server cannot read refuses the connection (FATAL 22023), as PostgreSQL does, and the server
+/// goes on serving others.
+#[tokio::test]
+async fn pgtz_sets_the_session_time_zone() {
+    if !psql_available() {
+        return;
+    }
+    let Some(b) = Backend::from_env() else { return };
+    let mut cmd = psql(&b);
+    cmd.env("PGTZ", "europe/berlin").args([
+        "-At",
+        "-c",
+        "SHOW TimeZone",
+        "-c",
+        "SELECT '2024-07-01 12:00'::timestamptz",
+    ]);
+    let out = run(cmd, None).await;
+    assert!(out.success, "psql failed: {}", out.stderr);
+    assert_eq!(out.stdout, "Europe/Berlin\n2024-07-01 12:00:00+02\n");
+
+    let mut cmd = psql(&b);
+    cmd.env("PGTZ", "Nowhere/Zone").args(["-c", "SELECT 1"]);
+    let out = run(cmd, None).await;
+    assert!(!out.success, "connected with an unknown zone: {}", out.stdout);
+    assert!(
+        out.stderr.contains("FATAL:  invalid value for parameter \"TimeZone\": \"Nowhere/Zone\""),
+        "stderr: {}",
+        out.stderr
+    );
+
+    let mut cmd = psql(&b);
+    cmd.args(["-At", "-c", "SELECT 1"]);
+    let out = run(cmd, None).await;
+    assert_eq!((out.success, out.stdout.as_str()), (true, "1\n"), "stderr: {}", out.stderr);
+}
