@@ -7,12 +7,15 @@
 //! - [`bind`] resolves names against one catalog snapshot and types every expression
 //!   (PostgreSQL's rules), producing a [`plan`]: a tree of enums that prints as EXPLAIN shows.
 //! - [`exec`] runs a plan in one `txn::Transaction`; sequences, which are not transactional,
-//!   are called through the session ([`exec::Sequences`]).
+//!   are called through the session ([`exec::Sequences`]), and what expressions read from the
+//!   session (clock, names, `TimeZone`) comes in an [`exec::Env`].
 //! - [`session`] owns the transaction state machine (blocks, implicit transactions, 25P02),
 //!   the plan cache, transactional DDL through the catalog, and the commit, which orders
 //!   schema changes against writers.
-//! - [`types`] holds values and PostgreSQL's input, output, cast and comparison rules;
-//!   [`error`] decides every SQLSTATE in one place.
+//! - [`types`] holds values and PostgreSQL's input, output, cast and comparison rules; a
+//!   conversion that depends on the session's time zone is never folded into a plan, which
+//!   sessions in different zones share ([`types::zone_dependent`]); [`error`] decides every
+//!   SQLSTATE in one place.
 
 pub mod bind;
 pub mod copy;
