@@ -190,7 +190,7 @@ impl DirStore {
                 .create(true)
                 .truncate(true)
                 .open(&path)?;
-            zero_fill_file(&file, 0, size)?;
+            zero_fill_paced(&file, size)?;
             file.sync_all()?;
             Ok(path)
         });
@@ -208,6 +208,35 @@ impl DirStore {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// Zero-fills `[0, size)` of the spare, writing each MiB back before the next is written
+/// (`sync_file_range` with both waits): the disk then never holds more than a MiB of the
+/// spare's writeback in front of the log's own `fdatasync`. Written all at once and synced at
+/// the end, 64 MiB of zeros stalled the commits behind them for tens of milliseconds. Where
+/// `sync_file_range` fails (not Linux, or a file system without it), the rest goes unpaced.
+fn zero_fill_paced(file: &fs::File, size: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    const STEP: u64 = 1 << 20;
+    let mut at = 0;
+    let mut paced = true;
+    while at < size {
+        let end = (at + STEP).min(size);
+        zero_fill_file(file, at, end)?;
+        if paced {
+            let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+                | libc::SYNC_FILE_RANGE_WRITE
+                | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+            // SAFETY: a valid open descriptor and a range inside the file; the call only
+            // starts and waits for writeback of that range.
+            let rc = unsafe {
+                libc::sync_file_range(file.as_raw_fd(), at as i64, (end - at) as i64, flags)
+            };
+            paced = rc == 0;
+        }
+        at = end;
+    }
+    Ok(())
 }
 
 /// Whether `dir` is on a file system that lives in memory (tmpfs), where `fdatasync`
