@@ -2840,7 +2840,8 @@ impl OwnedEnv {
 /// TIME ZONE 5`) is hours east of Greenwich, spelled as PostgreSQL spells it (`<+05>-05`).
 pub fn time_zone_setting(v: &str) -> Option<String> {
     if let Ok(hours) = v.trim().parse::<f64>() {
-        if !hours.is_finite() || hours.abs() > 15.0 {
+        // PostgreSQL's limit: less than a week.
+        if !hours.is_finite() || hours.abs() >= 168.0 {
             return None;
         }
         let minutes = (hours.abs() * 60.0).round() as i64;

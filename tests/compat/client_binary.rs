@@ -368,37 +368,57 @@ async fn insert_with_2000_parameters() {
     assert_eq!(row.get::<_, i64>(0), 1000);
 }
 
-/// A numeric in PostgreSQL's binary format, passed through untouched (for values `Decimal`
-/// cannot hold).
-#[derive(Debug, Clone, PartialEq)]
-struct RawNumeric(Vec<u8>);
+/// A type's binary format passed through untouched, as a `Vec<u8>` newtype accepted for one
+/// PostgreSQL type.
+macro_rules! raw_type {
+    ($(#[$doc:meta])* $name:ident, $ty:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq)]
+        struct $name(Vec<u8>);
 
-impl<'a> FromSql<'a> for RawNumeric {
-    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        Ok(RawNumeric(raw.to_vec()))
-    }
+        impl<'a> FromSql<'a> for $name {
+            fn from_sql(
+                _: &Type,
+                raw: &'a [u8],
+            ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+                Ok($name(raw.to_vec()))
+            }
 
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::NUMERIC
-    }
+            fn accepts(ty: &Type) -> bool {
+                *ty == Type::$ty
+            }
+        }
+
+        impl ToSql for $name {
+            fn to_sql(
+                &self,
+                _: &Type,
+                out: &mut tokio_postgres::types::private::BytesMut,
+            ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+                out.extend_from_slice(&self.0);
+                Ok(IsNull::No)
+            }
+
+            fn accepts(ty: &Type) -> bool {
+                *ty == Type::$ty
+            }
+
+            tokio_postgres::types::to_sql_checked!();
+        }
+    };
 }
 
-impl ToSql for RawNumeric {
-    fn to_sql(
-        &self,
-        _: &Type,
-        out: &mut tokio_postgres::types::private::BytesMut,
-    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        out.extend_from_slice(&self.0);
-        Ok(IsNull::No)
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::NUMERIC
-    }
-
-    tokio_postgres::types::to_sql_checked!();
-}
+raw_type!(
+    /// A numeric in PostgreSQL's binary format (for values `Decimal` cannot hold).
+    RawNumeric,
+    NUMERIC
+);
+raw_type!(
+    /// An interval in PostgreSQL's binary format (microseconds, days, months), which
+    /// tokio-postgres has no type for.
+    RawInterval,
+    INTERVAL
+);
 
 /// Big, tiny and special numerics: text → server → binary result → binary parameter → server →
 /// text gives back the same text and the same bytes; the special values have PostgreSQL's bytes.
@@ -461,38 +481,6 @@ async fn numeric_binary_round_trip_beyond_decimal() {
     let inf = RawNumeric(vec![0, 0, 0, 0, 0xD0, 0, 0, 0]);
     let err = timed("inf", c.query_one(&stmt, &[&inf])).await.expect_err("inf");
     assert_eq!(tests::sqlstate(&err), Some("22003"), "{err:?}");
-}
-
-/// An interval in PostgreSQL's binary format (microseconds, days, months), which
-/// tokio-postgres has no type for.
-#[derive(Debug, Clone, PartialEq)]
-struct RawInterval(Vec<u8>);
-
-impl<'a> FromSql<'a> for RawInterval {
-    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        Ok(RawInterval(raw.to_vec()))
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::INTERVAL
-    }
-}
-
-impl ToSql for RawInterval {
-    fn to_sql(
-        &self,
-        _: &Type,
-        out: &mut tokio_postgres::types::private::BytesMut,
-    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        out.extend_from_slice(&self.0);
-        Ok(IsNull::No)
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::INTERVAL
-    }
-
-    tokio_postgres::types::to_sql_checked!();
 }
 
 fn raw_interval(micros: i64, days: i32, months: i32) -> RawInterval {

@@ -75,7 +75,7 @@ impl Binder<'_> {
             return match t.expr {
                 // Read in the session's time zone when the statement runs: the plan is shared
                 // by sessions in different zones.
-                Expr::Literal(Value::Text(s)) if to == DataType::TimestampTz => {
+                Expr::Literal(Value::Text(s)) if types::zone_dependent(&DataType::Text, &to) => {
                     Ok(Expr::Cast(Box::new(Expr::Literal(Value::Text(s))), to, CastKind::Explicit))
                 }
                 // An explicit cast of a literal truncates (`'abcd'::varchar(2)`): parse as the

@@ -606,32 +606,7 @@ mod datetime {
     use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
 
     use crate::error::{Error, Result};
-    use crate::types::{Interval, Numeric, Value};
-
-    /// The units PostgreSQL knows, by any of their spellings.
-    fn unit(name: &str) -> Option<&'static str> {
-        Some(match name.to_ascii_lowercase().as_str() {
-            "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "useconds" => "microseconds",
-            "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "mseconds" => "milliseconds",
-            "second" | "seconds" | "s" | "sec" | "secs" => "second",
-            "minute" | "minutes" | "m" | "min" | "mins" => "minute",
-            "hour" | "hours" | "h" | "hr" | "hrs" => "hour",
-            "day" | "days" | "d" => "day",
-            "week" | "weeks" | "w" => "week",
-            "month" | "months" | "mon" | "mons" => "month",
-            "quarter" | "qtr" => "quarter",
-            "year" | "years" | "y" | "yr" | "yrs" => "year",
-            "decade" | "decades" | "dec" | "decs" => "decade",
-            "century" | "centuries" | "c" | "cent" => "century",
-            "millennium" | "millennia" | "mil" | "mils" => "millennium",
-            "dow" => "dow",
-            "isodow" => "isodow",
-            "doy" => "doy",
-            "isoyear" => "isoyear",
-            "epoch" => "epoch",
-            _ => return None,
-        })
-    }
+    use crate::types::{datetime_unit as unit, Interval, Numeric, Value};
 
     fn unknown_unit(name: &str, date: bool) -> Error {
         let ty = if date { "date" } else { "timestamp without time zone" };

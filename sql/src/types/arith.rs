@@ -179,7 +179,21 @@ fn datetime_arith(op: ArithOp, l: &Value, r: &Value, zone: Zone) -> Option<Resul
             _ => return None,
         })
     };
+    let days = |v: &Value| match v {
+        V::Int16(i) => Some(i64::from(*i)),
+        V::Int32(i) => Some(i64::from(*i)),
+        V::Int64(i) => Some(*i),
+        _ => None,
+    };
     Some(match (op, l, r) {
+        (Add | Sub, V::Date(d), n) | (Add, n, V::Date(d)) if days(n).is_some() => {
+            let n = days(n).expect("checked");
+            let n = if op == Sub { -n } else { n };
+            let out = TimeDelta::try_days(n).and_then(|delta| d.checked_add_signed(delta));
+            out.map(V::Date)
+                .ok_or_else(|| Error::DatetimeFieldOverflow { message: "date out of range".into() })
+        }
+        (Sub, V::Date(a), V::Date(b)) => Ok(V::Int32((*a - *b).num_days() as i32)),
         (Add, V::Timestamp(t), V::Interval(i)) | (Add, V::Interval(i), V::Timestamp(t)) => {
             local_plus(*t, *i).map(V::Timestamp)
         }
@@ -286,9 +300,6 @@ pub fn arith_zoned(op: ArithOp, l: &Value, r: &Value, zone: Zone) -> Result<Valu
     if l.is_null() || r.is_null() {
         return Ok(V::Null);
     }
-    if let Some(result) = datetime_arith(op, l, r, zone) {
-        return result;
-    }
     match (l, r) {
         (V::Int16(a), V::Int16(b)) => {
             return int_op(op, *a as i64, *b as i64)
@@ -325,28 +336,13 @@ pub fn arith_zoned(op: ArithOp, l: &Value, r: &Value, zone: Zone) -> Result<Valu
             let a = Numeric::from(int_value(l));
             return numeric_op(op, &a, b).map(V::Numeric);
         }
-        (V::Date(d), V::Int16(_) | V::Int32(_) | V::Int64(_))
-            if matches!(op, ArithOp::Add | ArithOp::Sub) =>
-        {
-            let n = match r {
-                V::Int16(i) => *i as i64,
-                V::Int32(i) => *i as i64,
-                V::Int64(i) => *i,
-                _ => unreachable!("matched an integer"),
-            };
-            let n = if op == ArithOp::Sub { -n } else { n };
-            let out = TimeDelta::try_days(n).and_then(|delta| d.checked_add_signed(delta));
-            return out.map(V::Date).ok_or_else(|| Error::DatetimeFieldOverflow {
-                message: "date out of range".into(),
-            });
+        // The date and time operators, after the numbers (which every row of most
+        // arithmetic is).
+        _ => {
+            if let Some(result) = datetime_arith(op, l, r, zone) {
+                return result;
+            }
         }
-        (V::Int16(_) | V::Int32(_) | V::Int64(_), V::Date(_)) if op == ArithOp::Add => {
-            return arith(op, r, l);
-        }
-        (V::Date(a), V::Date(b)) if op == ArithOp::Sub => {
-            return Ok(V::Int32((*a - *b).num_days() as i32));
-        }
-        _ => {}
     }
     match (promote_rank(l), promote_rank(r)) {
         (Some(a), Some(b)) if a != b => {

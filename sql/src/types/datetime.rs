@@ -98,8 +98,8 @@ impl Zone {
             &s[letters..]
         };
         let mut c = Cursor { b: rest.as_bytes(), i: 0 };
-        let west = parse_offset(&mut c, false)?;
-        if !c.at_end() || west.abs() > 15 * 3600 {
+        let west = parse_offset(&mut c, OffsetForm::Posix)?;
+        if !c.at_end() {
             return None;
         }
         Some((Zone::Fixed(-west), s.to_string()))
@@ -159,9 +159,18 @@ fn named_zone(name: &str) -> Option<chrono_tz::Tz> {
     })
 }
 
-/// `[+-]HH[[:]MM[[:]SS]]` as seconds (east as written); `sign_required` for a zone after a
-/// time, where the sign is what marks it.
-fn parse_offset(c: &mut Cursor<'_>, sign_required: bool) -> Option<i32> {
+/// How an offset is written: after a time in a timestamp's text (`DecodeTimezone`: a sign,
+/// then `H[H]`, `HHMM` run together, or `H:MM[:SS]`, at most 15 hours), or as a POSIX
+/// `TimeZone` setting (an optional sign, hours up to 167, `[:MM[:SS]]`).
+#[derive(Clone, Copy, PartialEq)]
+enum OffsetForm {
+    Input,
+    Posix,
+}
+
+/// An offset as seconds (east as written, so west for a POSIX setting); `None` if malformed
+/// or out of range.
+fn parse_offset(c: &mut Cursor<'_>, form: OffsetForm) -> Option<i32> {
     let negative = match c.peek() {
         Some(b'+') => {
             c.i += 1;
@@ -171,24 +180,51 @@ fn parse_offset(c: &mut Cursor<'_>, sign_required: bool) -> Option<i32> {
             c.i += 1;
             true
         }
-        _ if sign_required => return None,
+        _ if form == OffsetForm::Input => return None,
         _ => false,
     };
-    let (h, n) = c.digits(2)?;
-    let mut secs = h * 3600;
+    let (mut h, n) = c.digits(6)?;
+    let (mut m, mut sec) = (0, 0);
     if c.eat(b':') {
-        secs += c.digits(2)?.0 * 60;
+        m = c.digits(2)?.0;
         if c.eat(b':') {
-            secs += c.digits(2)?.0;
+            sec = c.digits(2)?.0;
         }
-    } else if n == 2 && c.peek().is_some_and(|x| x.is_ascii_digit()) {
-        secs += c.digits(2)?.0 * 60;
-        if c.peek().is_some_and(|x| x.is_ascii_digit()) {
-            secs += c.digits(2)?.0;
-        }
+    } else if form == OffsetForm::Input && n > 2 {
+        (h, m) = (h / 100, h % 100);
     }
-    let secs = secs as i32;
+    let max_hours = if form == OffsetForm::Input { 15 } else { 167 };
+    if h > max_hours || m > 59 || sec > 59 {
+        return None;
+    }
+    let secs = (h * 3600 + m * 60 + sec) as i32;
     Some(if negative { -secs } else { secs })
+}
+
+/// The date and time units PostgreSQL knows, by any of their spellings (EXTRACT, date_trunc,
+/// interval input), as one canonical name each.
+pub fn datetime_unit(name: &str) -> Option<&'static str> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "useconds" => "microseconds",
+        "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "mseconds" => "milliseconds",
+        "second" | "seconds" | "s" | "sec" | "secs" => "second",
+        "minute" | "minutes" | "m" | "min" | "mins" => "minute",
+        "hour" | "hours" | "h" | "hr" | "hrs" => "hour",
+        "day" | "days" | "d" => "day",
+        "week" | "weeks" | "w" => "week",
+        "month" | "months" | "mon" | "mons" => "month",
+        "quarter" | "qtr" => "quarter",
+        "year" | "years" | "y" | "yr" | "yrs" => "year",
+        "decade" | "decades" | "dec" | "decs" => "decade",
+        "century" | "centuries" | "c" | "cent" => "century",
+        "millennium" | "millennia" | "mil" | "mils" => "millennium",
+        "dow" => "dow",
+        "isodow" => "isodow",
+        "doy" => "doy",
+        "isoyear" => "isoyear",
+        "epoch" => "epoch",
+        _ => return None,
+    })
 }
 
 /// A tiny cursor over ASCII input.
@@ -349,7 +385,7 @@ fn parse_zone(c: &mut Cursor<'_>) -> Option<Option<Zone>> {
             c.i += 1;
             Some(Some(Zone::UTC))
         }
-        Some(b'+' | b'-') => parse_offset(c, true).map(|secs| Some(Zone::Fixed(secs))),
+        Some(b'+' | b'-') => parse_offset(c, OffsetForm::Input).map(|secs| Some(Zone::Fixed(secs))),
         _ => {
             let rest = std::str::from_utf8(&c.b[c.i..]).ok()?;
             let tz = named_zone(rest)?;
@@ -484,6 +520,11 @@ mod tests {
         assert_eq!(tz("+05:30", "2024-07-01 12:00"), "2024-07-01 12:00:00-05:30");
         assert_eq!(tz("<+05>-05", "2024-07-01 12:00"), "2024-07-01 12:00:00+05");
         assert_eq!(tz("UTC+3", "2024-07-01 12:00"), "2024-07-01 12:00:00-03");
+        assert_eq!(tz("UTC+100", "2024-07-01 12:00"), "2024-07-01 12:00:00-100");
+        assert_eq!(tz("UTC", "2024-07-01 12:00+530"), "2024-07-01 06:30:00+00");
+        assert_eq!(tz("UTC", "2024-07-01 12:00-100"), "2024-07-01 13:00:00+00");
+        assert!(parse_timestamptz("2024-07-01 12:00+16", Zone::UTC).is_err());
+        assert!(Zone::from_setting("UTC+168").is_none());
         assert_eq!(tz("Asia/Kolkata", "2024-07-01 12:00+02"), "2024-07-01 15:30:00+05:30");
         assert_eq!(tz("UTC", "2024-01-01 10:00:00.5-03:30"), "2024-01-01 13:30:00.5+00");
         assert_eq!(tz("UTC", "2024-01-01 10:00 Europe/Paris"), "2024-01-01 09:00:00+00");

@@ -320,19 +320,20 @@ enum Unit {
 }
 
 fn unit(word: &str) -> Option<Unit> {
-    Some(match word.to_ascii_lowercase().as_str() {
-        "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "useconds" => Unit::Micro,
-        "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "mseconds" => Unit::Milli,
-        "second" | "seconds" | "s" | "sec" | "secs" => Unit::Second,
-        "minute" | "minutes" | "m" | "min" | "mins" => Unit::Minute,
-        "hour" | "hours" | "h" | "hr" | "hrs" => Unit::Hour,
-        "day" | "days" | "d" => Unit::Day,
-        "week" | "weeks" | "w" => Unit::Week,
-        "month" | "months" | "mon" | "mons" => Unit::Month,
-        "year" | "years" | "y" | "yr" | "yrs" => Unit::Year,
-        "decade" | "decades" | "dec" | "decs" => Unit::Decade,
-        "century" | "centuries" | "c" | "cent" => Unit::Century,
-        "millennium" | "millennia" | "mil" | "mils" => Unit::Millennium,
+    Some(match super::datetime::datetime_unit(word)? {
+        "microseconds" => Unit::Micro,
+        "milliseconds" => Unit::Milli,
+        "second" => Unit::Second,
+        "minute" => Unit::Minute,
+        "hour" => Unit::Hour,
+        "day" => Unit::Day,
+        "week" => Unit::Week,
+        "month" => Unit::Month,
+        "year" => Unit::Year,
+        "decade" => Unit::Decade,
+        "century" => Unit::Century,
+        "millennium" => Unit::Millennium,
+        // quarter, dow, epoch, …: fields, not interval units.
         _ => return None,
     })
 }
