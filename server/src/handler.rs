@@ -366,7 +366,11 @@ impl StartupHandler for Handler {
 
         let params: Vec<(String, String)> =
             startup.parameters.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        let mut session = Session::new(self.shared.db.clone(), &params);
+        let db = self.shared.db.clone();
+        let mut session = match crate::listener::session_log_buffer() {
+            Some(n) => Session::on_log_buffer(db, &params, n),
+            None => Session::new(db, &params),
+        };
         session.set_deferred_acks(true);
         *self.conn.session.lock() = Some(session);
 

@@ -26,6 +26,7 @@
 //! statement never spans an `.await`, so each session is dropped between messages, and dropping
 //! it closes the session (an open transaction is aborted, never half-applied).
 
+use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -61,8 +62,27 @@ struct ConnectionThread {
 /// binding and evaluation recurse once per operator.
 const STACK_SIZE: usize = 64 << 20;
 
+thread_local! {
+    /// On a connection thread: its index, the number of connection threads, and how many
+    /// sessions started on it so far (see [`session_log_buffer`]).
+    static PLACE: Cell<Option<(usize, usize, usize)>> = const { Cell::new(None) };
+}
+
+/// The log buffer number for a new session on this thread (`None` off the connection threads):
+/// session `k` of connection thread `i` of `t` takes `i + k·t` (the buffer is that modulo the
+/// log's buffers). With as many buffers as threads, each thread's sessions share one buffer
+/// and no two threads share one; with more, a thread's sessions cover its share of them in
+/// turn (every buffer gets sessions, so no device idles while another works).
+pub(crate) fn session_log_buffer() -> Option<usize> {
+    PLACE.with(|p| {
+        let (i, threads, k) = p.get()?;
+        p.set(Some((i, threads, k + 1)));
+        Some(i + k * threads)
+    })
+}
+
 impl ConnectionThread {
-    fn start(i: usize, busy_poll: Duration) -> io::Result<ConnectionThread> {
+    fn start(i: usize, threads: usize, busy_poll: Duration) -> io::Result<ConnectionThread> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .thread_stack_size(STACK_SIZE)
@@ -82,6 +102,7 @@ impl ConnectionThread {
             .spawn(move || {
             crate::ack::requests_at_park();
             crate::busy_poll::set_budget(busy_poll);
+            PLACE.with(|p| p.set(Some((i, threads, 0))));
             runtime.block_on(async {
                 let _ = stopped.await;
             });
@@ -130,9 +151,9 @@ impl Server {
             cancel: Arc::new(ConnectionManager::new()),
             keys: RandomPidSecretKeyGenerator::default(),
         });
-        let threads = (0..threads.max(1))
-            .map(|i| ConnectionThread::start(i, busy_poll))
-            .collect::<io::Result<_>>()?;
+        let n = threads.max(1);
+        let threads =
+            (0..n).map(|i| ConnectionThread::start(i, n, busy_poll)).collect::<io::Result<_>>()?;
         Ok(Server { listener, unix: None, shared, threads })
     }
 
@@ -303,4 +324,18 @@ async fn accept_unix(unix: &Option<(UnixListener, PathBuf)>) -> io::Result<tokio
 async fn accept_failed(e: io::Error) {
     tracing::warn!(error = %e, "accept failed");
     tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_of_a_connection_thread_take_its_share_of_the_log_buffers() {
+        assert_eq!(session_log_buffer(), None, "not a connection thread");
+        // Thread 1 of 2: its sessions take 1, 3, 5, … (buffer 1 of 2; 1 and 3 of 4).
+        PLACE.with(|p| p.set(Some((1, 2, 0))));
+        let got: Vec<_> = (0..4).map(|_| session_log_buffer().unwrap()).collect();
+        assert_eq!(got, [1, 3, 5, 7]);
+    }
 }

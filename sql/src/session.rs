@@ -972,9 +972,18 @@ impl Session {
     }
 
     /// A new session on `db`. `params` are the startup parameters (user, database,
-    /// application_name, …).
+    /// application_name, …). Its commits take their SSNs from the log buffers in turn with the
+    /// other sessions of `db` (see [`Session::on_log_buffer`]).
     pub fn new(db: Arc<Database>, params: &[(String, String)]) -> Session {
-        let log_buffer = db.next_buffer.fetch_add(1, Ordering::Relaxed) % db.log_buffers;
+        let n = db.next_buffer.fetch_add(1, Ordering::Relaxed);
+        Session::on_log_buffer(db, params, n)
+    }
+
+    /// [`Session::new`], whose commits take their SSNs from log buffer `n % buffers`. A server
+    /// that runs sessions on a few threads chooses `n` so that sessions on different threads
+    /// use different buffers where it can: two cores that share a buffer share its latch.
+    pub fn on_log_buffer(db: Arc<Database>, params: &[(String, String)], n: usize) -> Session {
+        let log_buffer = n % db.log_buffers;
         let mut s = Session {
             db,
             txn: None,

@@ -18,9 +18,10 @@
 //! ```
 //!
 //! The **install gate** ([`InstallGate`]) is a striped counter of committers between "about to
-//! reserve an SSN" and "installed", one stripe per log buffer (a committer uses its
-//! transaction's buffer's stripe, so the counter shares the traffic pattern of that buffer's
-//! latch and adds no new contention). A committer increments its stripe and then checks the
+//! reserve an SSN" and "installed", one stripe per committer thread ([`thread_stripe`]; threads
+//! take the [`GATE_STRIPES`] stripes in turn), so that committers on different cores never write
+//! the same counter. (Striping by log buffer, as before, made two cores that share a buffer
+//! write the same counter twice per commit, on top of the buffer's latch.) A committer increments its stripe and then checks the
 //! `closed` flag; the checkpoint sets `closed` and then waits for every stripe to drain. Both
 //! sides use `SeqCst` (a Dekker store-load pair, like the fence in `commit`): either the
 //! checkpoint sees the committer's increment and waits for it, or the committer sees `closed`,
@@ -81,6 +82,20 @@ use std::ops::Bound;
 use std::sync::Arc;
 use wal::Ssn;
 
+/// Stripes of the [`InstallGate`]: more than the committer threads of a usual machine, so that
+/// two of them rarely share one.
+pub(crate) const GATE_STRIPES: usize = 64;
+
+/// This thread's stripe of the [`InstallGate`]: threads are numbered in the order they first
+/// commit.
+pub(crate) fn thread_stripe() -> usize {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    STRIPE.with(|s| *s)
+}
+
 /// One stripe of the [`InstallGate`], on its own cache lines.
 #[repr(align(128))]
 struct Stripe(AtomicU64);
@@ -129,8 +144,8 @@ impl InstallGate {
         }
     }
 
-    /// Enters the gate on `stripe` (the committer's log buffer), waiting while a checkpoint
-    /// takes its cut.
+    /// Enters the gate on `stripe` (the committer's [`thread_stripe`]), waiting while a
+    /// checkpoint takes its cut.
     pub(crate) fn enter(&self, stripe: usize) -> GateGuard<'_> {
         let s = &self.stripes[stripe % self.stripes.len()];
         loop {
@@ -201,9 +216,9 @@ pub(crate) struct CheckpointState {
 }
 
 impl CheckpointState {
-    pub(crate) fn new(stripes: usize) -> CheckpointState {
+    pub(crate) fn new() -> CheckpointState {
         CheckpointState {
-            gate: InstallGate::new(stripes),
+            gate: InstallGate::new(GATE_STRIPES),
             cut: AtomicU64::new(0),
             preserved: ArcSwapOption::empty(),
             active: AtomicBool::new(false),

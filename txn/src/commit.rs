@@ -13,7 +13,7 @@
 //!
 //! On a failure in 1 or 2, [`Locked::rollback`] unlocks and unlinks what 1 published.
 
-use crate::checkpoint::Cow;
+use crate::checkpoint::{thread_stripe, Cow};
 use crate::engine::{Secondary, Table};
 use crate::error::Error;
 use crate::index::Insert;
@@ -561,7 +561,7 @@ impl Transaction {
         // From before the SSN is reserved until the install is done, this committer is inside
         // the install gate: a checkpoint's cut waits for it, so every SSN <= S is installed
         // when the cut is taken (module `checkpoint`).
-        let gate = self.inner.checkpoint.gate.enter(self.buffer);
+        let gate = self.inner.checkpoint.gate.enter(thread_stripe());
         let reservation = match self.inner.log.try_reserve(self.buffer, Ssn(base), len) {
             Ok(r) => r,
             Err(e) => {

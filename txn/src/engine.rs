@@ -233,7 +233,7 @@ pub struct Engine {
 impl Engine {
     /// An engine with no tables that allocates SSNs from `log`.
     pub fn new(log: Arc<wal::Log>) -> Engine {
-        let checkpoint = CheckpointState::new(log.n_buffers());
+        let checkpoint = CheckpointState::new();
         Engine {
             inner: Arc::new(Inner {
                 log,

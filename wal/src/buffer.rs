@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::record::{Record, RecordKind, HEADER_LEN, LEN_OFFSET, SSN_OFFSET};
 use crate::segment_index::{OpenSegment, SegmentIndex};
 use crate::ssn::Ssn;
-use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, Ordering, Parker};
+use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, Ordering, Padded, Parker};
 
 /// The smallest reservation a log with devices accepts: one record header. Dropping a
 /// reservation unfilled writes an abort record of exactly the reserved size into it, and the
@@ -157,30 +157,34 @@ pub(crate) struct Buffer {
 
 /// What the logger threads and the public API share.
 #[derive(Debug)]
+///
+/// Every commit reads `buffers` and `devices`; loggers and waiters write `durable`,
+/// `durable_cv`, `cv_waiters`, `wanted` and `watchers` often. Those are [`Padded`] so that
+/// their writes do not take the read-mostly fields' cache line from the committers.
 pub(crate) struct Inner {
     pub(crate) buffers: Box<[Buffer]>,
     /// One per buffer for a log with devices; empty for an in-memory log.
     pub(crate) devices: Box<[crate::logger::DeviceState]>,
     /// Held while publishing a DSN or a failure, and by the first few blocked committers
     /// around their check-then-wait on `durable_cv` (`Inner::wait`).
-    pub(crate) durable: Mutex<()>,
+    pub(crate) durable: Padded<Mutex<()>>,
     pub(crate) durable_cv: Condvar,
     /// Committers blocked on `durable_cv` (`Inner::wait`).
-    pub(crate) cv_waiters: AtomicU64,
+    pub(crate) cv_waiters: Padded<AtomicU64>,
     /// The first failure; once set, never unset.
     pub(crate) failure: Mutex<Option<Failure>>,
     /// Whether `failure` is set. Once set, never unset.
     pub(crate) failed: AtomicBool,
     /// The largest SSN that a waiter needs CSN to reach: idle devices write markers up to it.
     /// Only grows.
-    pub(crate) wanted: AtomicU64,
+    pub(crate) wanted: Padded<AtomicU64>,
     /// Set by `Drop for Log`: loggers flush what is reserved, then exit. Never unset.
     pub(crate) shutdown: AtomicBool,
     /// The largest reservation: the ring size and the smallest segment size bound it.
     pub(crate) max_record: usize,
     /// Callbacks waiting for tickets to become durable ([`Log::when_durable`]), run by the
     /// thread that publishes the DSN that completes them (or fails the log).
-    pub(crate) watchers: Mutex<Vec<crate::durability::Watcher>>,
+    pub(crate) watchers: Padded<Mutex<Vec<crate::durability::Watcher>>>,
 }
 
 /// The set of log buffers, one per log device, with their logger threads. `Send + Sync`;
@@ -407,15 +411,15 @@ impl Log {
         let inner = Inner {
             buffers,
             devices,
-            durable: Mutex::new(()),
+            durable: Padded(Mutex::new(())),
             durable_cv: Condvar::new(),
-            cv_waiters: AtomicU64::new(0),
+            cv_waiters: Padded(AtomicU64::new(0)),
             failure: Mutex::new(None),
             failed: AtomicBool::new(false),
-            wanted: AtomicU64::new(0),
+            wanted: Padded(AtomicU64::new(0)),
             shutdown: AtomicBool::new(false),
             max_record,
-            watchers: Mutex::new(Vec::new()),
+            watchers: Padded(Mutex::new(Vec::new())),
         };
         Log { inner: Arc::new(inner), loggers: Vec::new() }
     }

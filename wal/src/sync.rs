@@ -157,6 +157,21 @@ impl Parker {
     }
 }
 
+/// A value on cache lines of its own (two 64-byte lines: adjacent-line prefetch pairs them).
+/// For the fields of a shared struct that some threads write often, so that the read-mostly
+/// fields next to them stay in every reader's cache.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;

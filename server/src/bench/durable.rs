@@ -639,6 +639,7 @@ fn committer(
     workload: Workload,
     commit: Commit,
     id: usize,
+    committers: usize,
     window: &Window,
     stop: &AtomicBool,
 ) -> Result<Counts, Box<dyn std::error::Error + Send + Sync>> {
@@ -666,8 +667,12 @@ fn committer(
             let mut n_unrequested = 0;
             let mut session = 0;
             'run: while !stop.load(Ordering::Relaxed) {
+                // Session `session` of this thread is the server's session number
+                // `id + session * committers`: the server hands out log buffers and connection
+                // threads to its sessions in turn, in the same order, so a thread's sessions
+                // share the buffers of its residue (with as many buffers as threads: one).
                 let (info, started, retried) =
-                    bed.run_one(workload, false, id * sessions + session, &mut rng, true)?;
+                    bed.run_one(workload, false, id + session * committers, &mut rng, true)?;
                 session = (session + 1) % sessions;
                 let ticket = info.ticket.expect("every bench transaction writes");
                 debug_assert!(!ticket.blind, "an insert records its uniqueness check as a read");
@@ -794,7 +799,7 @@ pub(super) fn drive(
                 .name(format!("committer-{id}"))
                 .stack_size(COMMITTER_STACK)
                 .spawn_scoped(s, move || {
-                    let result = committer(bed, workload, commit, id, w, stop);
+                    let result = committer(bed, workload, commit, id, committers, w, stop);
                     if result.is_err() {
                         stop.store(true, Ordering::Relaxed);
                     }
