@@ -960,8 +960,11 @@ pub(crate) fn successor(k: &[u8]) -> Option<Vec<u8>> {
 }
 
 fn in_list<'a>(v: &Value, items: impl Iterator<Item = &'a Value>, negated: bool) -> Value {
+    let mut items = items.peekable();
     if v.is_null() {
-        return Value::Null;
+        // `NULL IN (empty subquery)` is false and `NULL NOT IN (…)` true, as for any value:
+        // nothing was compared.
+        return if items.peek().is_none() { Value::Bool(negated) } else { Value::Null };
     }
     let mut saw_null = false;
     for i in items {

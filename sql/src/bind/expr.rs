@@ -200,7 +200,14 @@ impl Binder<'_> {
                 // literals beyond numeric's range (`1e300::float8`) work.
                 if matches!(ty, DataType::Float32 | DataType::Float64) {
                     if let Some(text) = number_literal(expr) {
-                        return Ok(Typed::known(Expr::Literal(types::parse_text(&text, &ty)?), ty));
+                        // A numeric literal has no negative zero: `(-0.0)::float8` is 0
+                        // (adding +0 turns -0 into +0 and leaves everything else alone).
+                        let v = match types::parse_text(&text, &ty)? {
+                            Value::Float64(f) => Value::Float64(f + 0.0),
+                            Value::Float32(f) => Value::Float32(f + 0.0),
+                            v => v,
+                        };
+                        return Ok(Typed::known(Expr::Literal(v), ty));
                     }
                 }
                 let t = self.bind_expr(expr, scope)?;
@@ -1468,12 +1475,13 @@ impl Binder<'_> {
                 let t = self.bind_expr(args[0], scope);
                 self.aggs = saved;
                 let t = t?;
+                // An untyped literal (or NULL) is text to count, min and max, as in
+                // PostgreSQL, whose sum and avg have no preferred candidate for it.
                 let t = if t.unknown {
-                    let ty = if func == AggFunc::Count {
-                        DataType::Text
-                    } else {
-                        DataType::Numeric(None)
-                    };
+                    if matches!(func, AggFunc::Sum | AggFunc::Avg) {
+                        return Err(self.ambiguous(name, &[t], e));
+                    }
+                    let ty = DataType::Text;
                     Typed::known(self.coerce(t, ty, CastKind::Implicit, e)?, ty)
                 } else {
                     t
@@ -1635,7 +1643,10 @@ fn number_literal(e: &AstExpr) -> Option<String> {
             _ => None,
         },
         AstExpr::UnaryOp { op: UnaryOperator::Minus, expr } => {
-            number_literal(expr).map(|n| format!("-{n}"))
+            number_literal(expr).map(|n| match n.strip_prefix('-') {
+                Some(positive) => positive.to_string(),
+                None => format!("-{n}"),
+            })
         }
         AstExpr::Nested(inner) => number_literal(inner),
         _ => None,
@@ -1703,54 +1714,62 @@ pub(crate) fn fold_cast(e: Expr, from: DataType, to: DataType, kind: CastKind) -
 
 /// The name PostgreSQL gives a result column for this expression.
 pub(crate) fn column_name(e: &AstExpr) -> String {
+    figure_colname(e).0.unwrap_or_else(|| "?column?".into())
+}
+
+/// PostgreSQL's `FigureColnameInternal`: a name and its strength — 2 for a column's or a
+/// function's name, 1 for a fallback (`case`, a cast's type name), 0 for none. A cast or a
+/// CASE keeps its operand's (its ELSE result's) name when that one is strong, and falls back
+/// to the type name (`case`) otherwise.
+fn figure_colname(e: &AstExpr) -> (Option<String>, u8) {
+    let strong = |name: &str| (Some(name.to_string()), 2);
     match e {
-        AstExpr::Identifier(id) => ident(id),
-        AstExpr::CompoundIdentifier(ids) => {
-            ids.last().map(ident).unwrap_or_else(|| "?column?".into())
-        }
-        AstExpr::Nested(inner) => column_name(inner),
-        AstExpr::Function(f) => f
-            .name
-            .0
-            .last()
-            .map(|p| match p {
-                ast::ObjectNamePart::Identifier(id) => ident(id),
-                _ => "?column?".to_string(),
-            })
-            .unwrap_or_else(|| "?column?".into()),
-        // A cast takes its operand's name, unless the operand only has a type's name (a cast
-        // or a typed literal itself): then the outer type names it (PostgreSQL's
-        // FigureColname strengths).
-        AstExpr::Cast { expr, data_type, .. } => match expr.as_ref() {
-            AstExpr::Cast { .. } | AstExpr::TypedString(_) | AstExpr::Interval(_) => {
-                cast_type_name(data_type)
-            }
-            _ => match column_name(expr).as_str() {
-                "?column?" => cast_type_name(data_type),
-                name => name.to_string(),
-            },
+        AstExpr::Identifier(id) => (Some(ident(id)), 2),
+        AstExpr::CompoundIdentifier(ids) => match ids.last() {
+            Some(id) => (Some(ident(id)), 2),
+            None => (None, 0),
         },
-        AstExpr::Interval(_) => "interval".into(),
-        AstExpr::AtTimeZone { .. } => "timezone".into(),
-        AstExpr::Case { .. } => "case".into(),
-        AstExpr::Exists { .. } => "exists".into(),
-        AstExpr::Extract { .. } => "extract".into(),
+        AstExpr::Nested(inner) => figure_colname(inner),
+        AstExpr::Function(f) => match f.name.0.last() {
+            Some(ast::ObjectNamePart::Identifier(id)) => (Some(ident(id)), 2),
+            _ => (None, 0),
+        },
+        AstExpr::Cast { expr, data_type, .. } => match figure_colname(expr) {
+            named @ (_, 2) => named,
+            _ => (Some(cast_type_name(data_type)), 1),
+        },
+        AstExpr::TypedString(ts) => (Some(cast_type_name(&ts.data_type)), 1),
+        AstExpr::Interval(_) => (Some("interval".into()), 1),
+        AstExpr::Case { else_result, .. } => match else_result.as_deref().map(figure_colname) {
+            Some(named @ (_, 2)) => named,
+            _ => (Some("case".into()), 1),
+        },
+        AstExpr::AtTimeZone { .. } => strong("timezone"),
+        // NOT EXISTS is an operator over EXISTS: no name.
+        AstExpr::Exists { negated: false, .. } => strong("exists"),
+        AstExpr::Extract { .. } => strong("extract"),
         // A scalar subquery is named after its (first) output column.
         AstExpr::Subquery(q) => match q.body.as_ref() {
             ast::SetExpr::Select(s) => match s.projection.first() {
-                Some(ast::SelectItem::UnnamedExpr(e)) => column_name(e),
-                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => ident(alias),
-                _ => "?column?".into(),
+                // The subquery's column always has a name, `?column?` at worst, and it is
+                // strong.
+                Some(ast::SelectItem::UnnamedExpr(e)) => (Some(column_name(e)), 2),
+                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => (Some(ident(alias)), 2),
+                _ => (None, 0),
             },
-            _ => "?column?".into(),
+            _ => (None, 0),
         },
-        AstExpr::Ceil { .. } => "ceil".into(),
-        AstExpr::Floor { .. } => "floor".into(),
-        AstExpr::Substring { .. } => "substring".into(),
-        AstExpr::Position { .. } => "position".into(),
-        AstExpr::Trim { .. } => "btrim".into(),
-        AstExpr::TypedString(ts) => cast_type_name(&ts.data_type),
-        _ => "?column?".into(),
+        AstExpr::Ceil { .. } => strong("ceil"),
+        AstExpr::Floor { .. } => strong("floor"),
+        AstExpr::Substring { shorthand: true, .. } => strong("substr"),
+        AstExpr::Substring { .. } => strong("substring"),
+        AstExpr::Position { .. } => strong("position"),
+        AstExpr::Trim { trim_where, .. } => match trim_where {
+            Some(ast::TrimWhereField::Leading) => strong("ltrim"),
+            Some(ast::TrimWhereField::Trailing) => strong("rtrim"),
+            _ => strong("btrim"),
+        },
+        _ => (None, 0),
     }
 }
 

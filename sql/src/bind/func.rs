@@ -50,7 +50,7 @@ impl Binder<'_> {
     }
 
     /// `42725` "function name(types) is not unique".
-    fn ambiguous(&self, name: &str, args: &[Typed], e: &AstExpr) -> Error {
+    pub(super) fn ambiguous(&self, name: &str, args: &[Typed], e: &AstExpr) -> Error {
         Error::AmbiguousFunction {
             name: format!("function {}", signature(name, args)),
             span: self.span_of(e),
