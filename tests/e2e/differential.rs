@@ -37,9 +37,28 @@ enum Ty {
     Bool,
     Date,
     Dbl,
+    /// char(4): blank-padded, compared and measured without its trailing blanks.
+    Char,
+    Small,
+    Real,
+    Ts,
+    Interval,
 }
 
-const SCALARS: [Ty; 7] = [Ty::Int, Ty::Big, Ty::Num, Ty::Text, Ty::Bool, Ty::Date, Ty::Dbl];
+const SCALARS: [Ty; 12] = [
+    Ty::Int,
+    Ty::Big,
+    Ty::Num,
+    Ty::Text,
+    Ty::Bool,
+    Ty::Date,
+    Ty::Dbl,
+    Ty::Char,
+    Ty::Small,
+    Ty::Real,
+    Ty::Ts,
+    Ty::Interval,
+];
 
 /// A column in scope: its qualified name and type.
 #[derive(Clone, Copy)]
@@ -48,7 +67,7 @@ struct Col {
     ty: Ty,
 }
 
-const T_COLS: [Col; 9] = [
+const T_COLS: [Col; 13] = [
     Col { name: "t.id", ty: Ty::Int },
     Col { name: "t.a", ty: Ty::Int },
     Col { name: "t.b", ty: Ty::Big },
@@ -58,6 +77,10 @@ const T_COLS: [Col; 9] = [
     Col { name: "t.f", ty: Ty::Bool },
     Col { name: "t.d", ty: Ty::Date },
     Col { name: "t.x", ty: Ty::Dbl },
+    Col { name: "t.c", ty: Ty::Char },
+    Col { name: "t.i2", ty: Ty::Small },
+    Col { name: "t.r", ty: Ty::Real },
+    Col { name: "t.ts", ty: Ty::Ts },
 ];
 
 const U_COLS: [Col; 4] = [
@@ -72,7 +95,8 @@ const PATTERNS: [&str; 9] = ["a%", "%b%", "_", "A%", "%", "", "%c", "a_c", "%\\%
 
 const SCHEMA: &str = "
 CREATE TABLE t (id int PRIMARY KEY, a int, b bigint, n numeric(10,2), s text, v varchar(10),
-                f boolean, d date, x double precision);
+                f boolean, d date, x double precision, c char(4), i2 smallint, r real,
+                ts timestamp);
 CREATE TABLE u (id int PRIMARY KEY, t_id int, a int, s text);
 CREATE INDEX t_a ON t (a);
 CREATE INDEX u_t_id ON u (t_id);
@@ -133,6 +157,28 @@ impl Gen {
                 self.rng.gen_range(1..=28)
             ),
             Ty::Dbl => self.pick(&["0.5", "2.25", "(-1.5)", "3e2", "0.1"]).to_string() + "::float8",
+            Ty::Char => format!("'{}'::char(4)", self.pick(&["ab", "ab  ", "", "x", "abcd", "A"])),
+            Ty::Small => format!("{}::smallint", self.rng.gen_range(0..=12)),
+            Ty::Real => self.pick(&["0.1", "2.5", "(-3.75)", "1e-3"]).to_string() + "::real",
+            Ty::Ts => format!(
+                "timestamp '2024-0{}-{:02} {:02}:{:02}:{:02}'",
+                self.rng.gen_range(1..=9),
+                self.rng.gen_range(1..=28),
+                self.rng.gen_range(0..24),
+                self.rng.gen_range(0..60),
+                self.rng.gen_range(0..60)
+            ),
+            Ty::Interval => format!(
+                "interval '{}'",
+                self.pick(&[
+                    "1 day",
+                    "2 hours 30 minutes",
+                    "-3 days 4 hours",
+                    "1 mon",
+                    "90 seconds",
+                    "1 year 2 mons"
+                ])
+            ),
         }
     }
 
@@ -176,7 +222,10 @@ impl Gen {
                 7 => self.case(Ty::Int, d),
                 8 => format!("coalesce({}, {})", self.expr(Ty::Int, d), self.expr(Ty::Int, d)),
                 9 => format!("nullif({}, {})", self.expr(Ty::Int, d), self.expr(Ty::Int, d)),
-                10 => format!("length({})", self.expr(Ty::Text, d)),
+                10 => {
+                    let ty = self.pick(&[Ty::Text, Ty::Char]);
+                    format!("length({})", self.expr(ty, d))
+                }
                 11 => {
                     let f = self.pick(&["greatest", "least"]);
                     format!("{f}({}, {})", self.expr(Ty::Int, d), self.expr(Ty::Int, d))
@@ -201,7 +250,19 @@ impl Gen {
                     let f = self.pick(&["floor", "ceil", "abs", "round"]);
                     format!("{f}({})", self.expr(Ty::Num, d))
                 }
-                7 => format!("{}::numeric", self.expr(Ty::Int, d)),
+                7 => match self.rng.gen_range(0..3) {
+                    0 => format!("{}::numeric", self.expr(Ty::Int, d)),
+                    1 => format!(
+                        "extract({} from {})",
+                        self.pick(&["hour", "day", "month", "dow", "epoch", "minute", "second"]),
+                        self.expr(Ty::Ts, d)
+                    ),
+                    _ => format!(
+                        "extract({} from {})",
+                        self.pick(&["hour", "day", "epoch", "minute"]),
+                        self.expr(Ty::Interval, d)
+                    ),
+                },
                 8 => self.case(Ty::Num, d),
                 9 => format!("coalesce({}, {})", self.expr(Ty::Num, d), self.expr(Ty::Num, d)),
                 _ => format!("({} % {})", self.expr(Ty::Num, d), self.nonzero()),
@@ -231,8 +292,16 @@ impl Gen {
                     format!("lpad({}, {}, '*')", self.expr(Ty::Text, d), self.rng.gen_range(0..=6))
                 }
                 10 => format!("{}::text", self.expr(Ty::Num, d)),
-                11 => format!("({} || {})", self.expr(Ty::Text, d), self.expr(Ty::Int, d)),
-                _ => format!("{}::text", self.expr(Ty::Date, d)),
+                11 => match self.rng.gen_range(0..4) {
+                    0 => format!("({} || {})", self.expr(Ty::Char, d), self.expr(Ty::Text, d)),
+                    1 => format!("upper({})", self.expr(Ty::Char, d)),
+                    2 => format!("{}::text", self.expr(Ty::Char, d)),
+                    _ => format!("({} || {})", self.expr(Ty::Text, d), self.expr(Ty::Int, d)),
+                },
+                _ => {
+                    let ty = self.pick(&[Ty::Date, Ty::Ts, Ty::Interval, Ty::Real, Ty::Small]);
+                    format!("{}::text", self.expr(ty, d))
+                }
             },
             Ty::Bool => self.predicate(d),
             Ty::Date => match self.rng.gen_range(0..3) {
@@ -246,6 +315,46 @@ impl Gen {
                 2 => format!("abs({})", self.expr(Ty::Dbl, d)),
                 3 => format!("{}::float8", self.expr(Ty::Int, d)),
                 _ => format!("({} / 4)", self.expr(Ty::Dbl, d)),
+            },
+            Ty::Char => match self.rng.gen_range(0..3) {
+                0 => self.case(Ty::Char, d),
+                1 => format!("coalesce({}, {})", self.expr(Ty::Char, d), self.leaf(Ty::Char)),
+                _ => format!("{}::char(4)", self.expr(Ty::Text, d)),
+            },
+            Ty::Small => match self.rng.gen_range(0..3) {
+                0 => format!("({} + {})", self.leaf(Ty::Small), self.leaf(Ty::Small)),
+                1 => format!("abs({})", self.expr(Ty::Small, d)),
+                _ => format!("({} - {})", self.leaf(Ty::Small), self.leaf(Ty::Small)),
+            },
+            Ty::Real => match self.rng.gen_range(0..3) {
+                0 => format!("({} * {})", self.leaf(Ty::Real), self.leaf(Ty::Real)),
+                1 => format!("({} + {})", self.expr(Ty::Real, d), self.leaf(Ty::Small)),
+                _ => format!("{}::real", self.expr(Ty::Int, d)),
+            },
+            Ty::Ts => match self.rng.gen_range(0..4) {
+                0 => format!("({} + {})", self.expr(Ty::Ts, d), self.expr(Ty::Interval, d)),
+                1 => format!(
+                    "date_trunc('{}', {})",
+                    self.pick(&["hour", "day", "month", "year", "minute", "week"]),
+                    self.expr(Ty::Ts, d)
+                ),
+                2 => format!("({} - {})", self.expr(Ty::Ts, d), self.expr(Ty::Interval, d)),
+                _ => format!("({} + {})", self.expr(Ty::Date, d), self.leaf(Ty::Interval)),
+            },
+            Ty::Interval => match self.rng.gen_range(0..5) {
+                0 => format!("({} - {})", self.expr(Ty::Ts, d), self.expr(Ty::Ts, d)),
+                1 => format!("({} + {})", self.expr(Ty::Interval, d), self.expr(Ty::Interval, d)),
+                2 => format!(
+                    "({} * {})",
+                    self.expr(Ty::Interval, d),
+                    self.pick(&["2", "0.5", "(-1)", "1.5"])
+                ),
+                3 => format!(
+                    "{}({})",
+                    self.pick(&["justify_hours", "justify_days", "justify_interval"]),
+                    self.expr(Ty::Interval, d)
+                ),
+                _ => format!("(- {})", self.expr(Ty::Interval, d)),
             },
         }
     }
@@ -272,7 +381,20 @@ impl Gen {
 
     /// A comparable type for a comparison.
     fn comparable(&mut self) -> Ty {
-        self.pick(&[Ty::Int, Ty::Int, Ty::Big, Ty::Num, Ty::Text, Ty::Date, Ty::Dbl])
+        self.pick(&[
+            Ty::Int,
+            Ty::Int,
+            Ty::Big,
+            Ty::Num,
+            Ty::Text,
+            Ty::Date,
+            Ty::Dbl,
+            Ty::Char,
+            Ty::Small,
+            Ty::Real,
+            Ty::Ts,
+            Ty::Interval,
+        ])
     }
 
     /// A boolean expression, parenthesized (PostgreSQL's IS and comparison operators do not
@@ -298,12 +420,12 @@ impl Gen {
                 format!("{} IS{not} NULL", self.expr(ty, d))
             }
             7 => {
-                let ty = self.pick(&[Ty::Int, Ty::Num, Ty::Date, Ty::Text]);
+                let ty = self.pick(&[Ty::Int, Ty::Num, Ty::Date, Ty::Text, Ty::Char, Ty::Ts]);
                 let not = if self.chance(0.3) { " NOT" } else { "" };
                 format!("{}{not} BETWEEN {} AND {}", self.expr(ty, d), self.leaf(ty), self.leaf(ty))
             }
             8 => {
-                let ty = self.pick(&[Ty::Int, Ty::Text, Ty::Num]);
+                let ty = self.pick(&[Ty::Int, Ty::Text, Ty::Num, Ty::Char, Ty::Small]);
                 let n = self.rng.gen_range(1..=4);
                 let list: Vec<_> = (0..n).map(|_| self.literal(ty)).collect();
                 let not = if self.chance(0.3) { " NOT" } else { "" };
@@ -345,6 +467,11 @@ impl Gen {
             Ty::Bool,
             Ty::Date,
             Ty::Dbl,
+            Ty::Char,
+            Ty::Small,
+            Ty::Real,
+            Ty::Ts,
+            Ty::Interval,
         ])
     }
 
@@ -514,8 +641,17 @@ impl Gen {
     }
 
     fn aggregate(&mut self) -> String {
-        match self.rng.gen_range(0..9) {
+        match self.rng.gen_range(0..11) {
             0 => "count(*)".to_string(),
+            9 => {
+                let f = self.pick(&["sum", "avg"]);
+                let ty = self.pick(&[Ty::Small, Ty::Interval, Ty::Big]);
+                format!("{f}({})", self.expr(ty, 1))
+            }
+            10 => {
+                let ty = self.pick(&[Ty::Char, Ty::Num, Ty::Small]);
+                format!("count(DISTINCT {})", self.expr(ty, 1))
+            }
             1 => {
                 let ty = self.scalar_type();
                 format!("count({})", self.expr(ty, 1))
@@ -526,7 +662,18 @@ impl Gen {
             5 => format!("avg({})", self.expr(Ty::Num, 1)),
             6 => {
                 let f = self.pick(&["min", "max"]);
-                let ty = self.pick(&[Ty::Int, Ty::Big, Ty::Num, Ty::Text, Ty::Date, Ty::Dbl]);
+                let ty = self.pick(&[
+                    Ty::Int,
+                    Ty::Big,
+                    Ty::Num,
+                    Ty::Text,
+                    Ty::Date,
+                    Ty::Dbl,
+                    Ty::Char,
+                    Ty::Real,
+                    Ty::Ts,
+                    Ty::Interval,
+                ]);
                 format!("{f}({})", self.expr(ty, 1))
             }
             7 => {
@@ -597,6 +744,11 @@ fn type_name(ty: Ty) -> &'static str {
         Ty::Bool => "boolean",
         Ty::Date => "date",
         Ty::Dbl => "float8",
+        Ty::Char => "char(4)",
+        Ty::Small => "smallint",
+        Ty::Real => "real",
+        Ty::Ts => "timestamp",
+        Ty::Interval => "interval",
     }
 }
 
@@ -627,7 +779,27 @@ fn data(rng: &mut StdRng) -> String {
         let x = maybe(rng, |r| {
             ["0.5", "-2.75", "1e3", "0.1", "3", "1.5e-3"][r.gen_range(0..6)].to_string()
         });
-        sql += &format!("INSERT INTO t VALUES ({id}, {a}, {b}, {n}, {s}, {v}, {f}, {d}, {x});\n");
+        let c = maybe(rng, |r| {
+            format!("'{}'", ["ab", "ab ", "", "x", "abcd", "A", " a"][r.gen_range(0..7)])
+        });
+        let i2 = maybe(rng, |r| r.gen_range(-5..=12).to_string());
+        let real = maybe(rng, |r| {
+            ["0.1", "2.5", "-3.75", "1e-3", "100", "0.3"][r.gen_range(0..6)].to_string()
+        });
+        let ts = maybe(rng, |r| {
+            format!(
+                "'2024-0{}-{:02} {:02}:{:02}:{:02}.{}'",
+                r.gen_range(1..=9),
+                r.gen_range(1..=28),
+                r.gen_range(0..24),
+                r.gen_range(0..60),
+                r.gen_range(0..60),
+                ["0", "5", "123456", "25"][r.gen_range(0..4)]
+            )
+        });
+        sql += &format!(
+            "INSERT INTO t VALUES ({id}, {a}, {b}, {n}, {s}, {v}, {f}, {d}, {x}, {c}, {i2}, {real}, {ts});\n"
+        );
     }
     for id in 1..=60 {
         let t_id = maybe(rng, |r| r.gen_range(1..=45).to_string());
@@ -682,17 +854,23 @@ async fn run(client: &Client, sql: &str) -> Outcome {
 /// Compares two outcomes: `Ok(true)` if equal, `Ok(false)` if Aspen refused with 0A000 where
 /// PostgreSQL answered, `Err` with a description otherwise.
 ///
-/// Ordered rows must come in the same sequence up to ties: values that compare equal but print
-/// differently (`1` and `1.00`) may come in either order, so the sequence is compared with
-/// numbers' trailing fractional zeros dropped, and the rows themselves as multisets.
+/// Unordered rows are compared as multisets. Ordered rows must come in the same sequence up to
+/// ties: values that compare equal but print differently (`0.5` and `0.50`, of two numeric
+/// scales) may come in either order, and a LIMIT may keep either, so ordered rows are compared
+/// with numbers' trailing fractional zeros dropped.
 fn compare(aspen: &mut Outcome, pg: &mut Outcome, ordered: bool) -> Result<bool, String> {
     if let (Outcome::Rows { rows: a, .. }, Outcome::Rows { rows: p, .. }) = (&mut *aspen, &mut *pg)
     {
-        if ordered && tie_insensitive(a) != tie_insensitive(p) {
-            return Err(format!("rows in another order\naspen:    {a:?}\npostgres: {p:?}"));
+        if ordered {
+            if tie_insensitive(a) != tie_insensitive(p) {
+                return Err(format!("rows in another order\naspen:    {a:?}\npostgres: {p:?}"));
+            }
+            *a = tie_insensitive(a);
+            *p = tie_insensitive(p);
+        } else {
+            a.sort();
+            p.sort();
         }
-        a.sort();
-        p.sort();
     }
     match (&*aspen, &*pg) {
         (a, p) if a == p => Ok(true),

@@ -1708,6 +1708,15 @@ pub(crate) fn fold_cast(e: Expr, from: DataType, to: DataType, kind: CastKind) -
         Expr::Literal(v) if !types::zone_dependent(&from, &to) => {
             Ok(Expr::Literal(types::cast(v, &from, &to, kind)?))
         }
+        // The evaluator sees a char(n) value as text: drop the blank padding here, as
+        // PostgreSQL's bpchar → text / varchar cast does.
+        other if matches!(from, DataType::Char(_)) && matches!(to, DataType::Text) => {
+            Ok(Expr::Func(Func::RTrim, vec![other]))
+        }
+        other if matches!(from, DataType::Char(_)) && matches!(to, DataType::Varchar(_)) => {
+            let trimmed = Expr::Func(Func::RTrim, vec![other]);
+            Ok(Expr::Cast(Box::new(trimmed), to, kind))
+        }
         other => Ok(Expr::Cast(Box::new(other), to, kind)),
     }
 }
