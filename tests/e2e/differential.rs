@@ -231,7 +231,12 @@ impl Gen {
                     format!("{f}({}, {})", self.expr(Ty::Int, d), self.expr(Ty::Int, d))
                 }
                 12 => format!("({} - {})", self.expr(Ty::Date, d), self.expr(Ty::Date, d)),
-                _ => format!("strpos({}, {})", self.expr(Ty::Text, d), self.leaf(Ty::Text)),
+                _ => match self.rng.gen_range(0..4) {
+                    0 => format!("strpos({}, {})", self.expr(Ty::Text, d), self.leaf(Ty::Text)),
+                    1 => format!("position({} in {})", self.leaf(Ty::Text), self.expr(Ty::Text, d)),
+                    2 => format!("sign({})", self.expr(Ty::Int, d)),
+                    _ => format!("mod({}, {})", self.expr(Ty::Int, d), self.nonzero()),
+                },
             },
             Ty::Big => match self.rng.gen_range(0..4) {
                 0 => format!("({} + {})", self.expr(Ty::Big, d), self.expr(Ty::Int, d)),
@@ -265,7 +270,17 @@ impl Gen {
                 },
                 8 => self.case(Ty::Num, d),
                 9 => format!("coalesce({}, {})", self.expr(Ty::Num, d), self.expr(Ty::Num, d)),
-                _ => format!("({} % {})", self.expr(Ty::Num, d), self.nonzero()),
+                _ => match self.rng.gen_range(0..5) {
+                    0 => format!("({} % {})", self.expr(Ty::Num, d), self.nonzero()),
+                    1 => format!("sqrt(abs({}))", self.expr(Ty::Num, d)),
+                    2 => format!("power({}, 2)", self.leaf(Ty::Num)),
+                    3 => format!("div({}, {})", self.expr(Ty::Num, d), self.nonzero()),
+                    _ => format!(
+                        "({} / {})",
+                        self.expr(Ty::Num, d),
+                        self.pick(&["3", "7.5", "(-0.3)", "11"])
+                    ),
+                },
             },
             Ty::Text => match self.rng.gen_range(0..13) {
                 0 => format!("({} || {})", self.expr(Ty::Text, d), self.expr(Ty::Text, d)),
@@ -288,9 +303,27 @@ impl Gen {
                     let f = self.pick(&["left", "right"]);
                     format!("{f}({}, {})", self.expr(Ty::Text, d), self.rng.gen_range(-2..=3))
                 }
-                9 => {
-                    format!("lpad({}, {}, '*')", self.expr(Ty::Text, d), self.rng.gen_range(0..=6))
-                }
+                9 => match self.rng.gen_range(0..4) {
+                    0 => format!(
+                        "lpad({}, {}, '*')",
+                        self.expr(Ty::Text, d),
+                        self.rng.gen_range(0..=6)
+                    ),
+                    1 => format!(
+                        "split_part({}, 'b', {})",
+                        self.expr(Ty::Text, d),
+                        self.rng.gen_range(1..=3)
+                    ),
+                    2 => {
+                        format!("repeat({}, {})", self.expr(Ty::Text, d), self.rng.gen_range(0..=3))
+                    }
+                    _ => format!(
+                        "{}({}, '{}')",
+                        self.pick(&["ltrim", "rtrim", "btrim"]),
+                        self.expr(Ty::Text, d),
+                        self.pick(&["a", " x", "ab"])
+                    ),
+                },
                 10 => format!("{}::text", self.expr(Ty::Num, d)),
                 11 => match self.rng.gen_range(0..4) {
                     0 => format!("({} || {})", self.expr(Ty::Char, d), self.expr(Ty::Text, d)),
@@ -519,7 +552,61 @@ impl Gen {
 
     /// A query and whether its row order is defined.
     fn query(&mut self) -> (String, bool) {
-        match self.rng.gen_range(0..10) {
+        match self.rng.gen_range(0..13) {
+            // Window functions: a total order (by id) where the answer depends on it; peers
+            // (ORDER BY a) only where they share their answer.
+            10 => {
+                self.set_scope(true, false);
+                let key_ty = self.pick(&[Ty::Int, Ty::Text, Ty::Bool, Ty::Char]);
+                let key = self.expr(key_ty, 1);
+                let part =
+                    if self.chance(0.6) { format!("PARTITION BY {key} ") } else { String::new() };
+                let window = match self.rng.gen_range(0..8) {
+                    0 => format!("row_number() OVER ({part}ORDER BY t.id)"),
+                    1 => format!("rank() OVER ({part}ORDER BY t.a)"),
+                    2 => format!("dense_rank() OVER ({part}ORDER BY t.a DESC)"),
+                    3 => format!("sum(t.a) OVER ({part}ORDER BY t.a)"),
+                    4 => format!("count(*) OVER ({part})"),
+                    5 => {
+                        let f = self.pick(&["lag", "lead"]);
+                        let ty = self.pick(&[Ty::Int, Ty::Text, Ty::Num]);
+                        format!("{f}({}) OVER ({part}ORDER BY t.id)", self.expr(ty, 1))
+                    }
+                    6 => format!("avg(t.n) OVER ({part}ORDER BY t.id)"),
+                    _ => {
+                        let f = self.pick(&["min", "max"]);
+                        format!("{f}(t.s) OVER ({part})")
+                    }
+                };
+                let list = self.select_list(1);
+                let filter = if self.chance(0.5) {
+                    format!(" WHERE {}", self.predicate(2))
+                } else {
+                    String::new()
+                };
+                (format!("SELECT t.id, {}, {window} FROM t{filter}", list[0]), false)
+            }
+            // A derived table or a CTE standing in for t (named t, so every expression over t
+            // still reads it).
+            11 | 12 => {
+                self.set_scope(true, false);
+                let inner = format!("SELECT * FROM t WHERE {}", self.predicate(2));
+                let n = self.rng.gen_range(1..=3);
+                let list = self.select_list(n);
+                let filter = self.predicate(2);
+                let (order, ordered) = self.order_limit(n);
+                let list = list.join(", ");
+                if self.chance(0.5) {
+                    (format!("SELECT {list} FROM ({inner}) AS t WHERE {filter}{order}"), ordered)
+                } else {
+                    (
+                        format!(
+                            "WITH w AS ({inner}) SELECT {list} FROM w AS t WHERE {filter}{order}"
+                        ),
+                        ordered,
+                    )
+                }
+            }
             // One table.
             0..=2 => {
                 self.set_scope(true, false);

@@ -968,7 +968,22 @@ impl Binder<'_> {
             let (func, ty) = match (name, args.len(), star) {
                 ("lag" | "lead", 1..=3, false) => {
                     let value = self.bind_expr(args[0], scope)?;
-                    let ty = if value.unknown { DataType::Text } else { value.ty };
+                    // The value (or else the default) decides the polymorphic type; an
+                    // untyped literal decides nothing, as in PostgreSQL.
+                    let default_type = match (value.unknown, args.get(2)) {
+                        (true, Some(d)) => Some(self.bind_expr(d, scope)?).filter(|d| !d.unknown),
+                        _ => None,
+                    };
+                    let ty = match (value.unknown, default_type) {
+                        (false, _) => value.ty,
+                        (true, Some(d)) => d.ty,
+                        (true, None) => {
+                            return Err(Error::DatatypeMismatch {
+                                message: "could not determine polymorphic type because input has type unknown".into(),
+                                span: self.span_of(e),
+                            })
+                        }
+                    };
                     let value = self.coerce(value, ty, CastKind::Implicit, e)?;
                     let offset = match args.get(1) {
                         None => 1,
@@ -1286,21 +1301,44 @@ impl Binder<'_> {
                     .collect::<Result<Vec<_>>>()?;
                 Ok(Typed::known(Expr::Coalesce(out), ty))
             }
+            // NULLIF(a, b) returns a, as the left operand of its `a = b`: where PostgreSQL
+            // has a cross-type `=` (integers of two widths, the two floats, date and
+            // timestamps) a keeps its type; otherwise it is promoted to the type both compare
+            // in (`nullif(1, 2.5)` is numeric, `nullif(int, float8)` float8).
             ("nullif", 2) => {
                 let mut it = args.into_iter();
                 let (a, b) = (it.next().expect("two args"), it.next().expect("two args"));
-                let ty = if a.unknown {
-                    if b.unknown {
-                        DataType::Text
-                    } else {
-                        b.ty
-                    }
+                if a.unknown || b.unknown || a.ty == b.ty {
+                    let ty = match (a.unknown, b.unknown) {
+                        (true, true) => DataType::Text,
+                        (true, false) => b.ty,
+                        _ => a.ty,
+                    };
+                    let a = self.coerce(a, ty, CastKind::Implicit, e)?;
+                    let b = self.coerce(b, ty, CastKind::Implicit, e)?;
+                    return Ok(Typed::known(Expr::NullIf(Box::new(a), Box::new(b)), ty));
+                }
+                use DataType as T;
+                let cross_type_eq = matches!(
+                    (a.ty, b.ty),
+                    (T::Int16 | T::Int32 | T::Int64, T::Int16 | T::Int32 | T::Int64)
+                        | (T::Float32 | T::Float64, T::Float32 | T::Float64)
+                        | (
+                            T::Date | T::Timestamp | T::TimestampTz,
+                            T::Date | T::Timestamp | T::TimestampTz
+                        )
+                );
+                let kept = cross_type_eq.then_some(a.ty);
+                let (a, b, common) = self.unify(a, b, e, "=")?;
+                let result = kept.unwrap_or(common);
+                let expr = Expr::NullIf(Box::new(a), Box::new(b));
+                // Back from the comparison type: a's own value, so the cast cannot fail.
+                let expr = if result == common {
+                    expr
                 } else {
-                    a.ty
+                    fold_cast(expr, common, result, CastKind::Implicit)?
                 };
-                let a = self.coerce(a, ty, CastKind::Implicit, e)?;
-                let b = self.coerce(b, ty, CastKind::Implicit, e)?;
-                Ok(Typed::known(Expr::NullIf(Box::new(a), Box::new(b)), ty))
+                Ok(Typed::known(expr, result))
             }
             ("now" | "current_timestamp" | "transaction_timestamp" | "statement_timestamp", 0) => {
                 Ok(Typed::known(Expr::Func(Func::Now, vec![]), DataType::TimestampTz))
