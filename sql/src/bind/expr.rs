@@ -89,6 +89,20 @@ impl Binder<'_> {
                         types::cast(v, &base, &to, kind)?
                     }))
                 }
+                // Compared with (or combined with) a varchar(n) or char(n) value, a literal
+                // takes the type without its length, as PostgreSQL resolves it: `v = 'abcdef'`
+                // is false, not 22001. Only assignment checks the length.
+                Expr::Literal(Value::Text(s)) if kind == CastKind::Implicit => match to {
+                    DataType::Varchar(_) => {
+                        Ok(Expr::Literal(types::parse_text(&s, &DataType::Varchar(None))?))
+                    }
+                    // Longer than n without its trailing blanks: kept whole (and unpadded), so
+                    // it compares unequal to every char(n) value, as in PostgreSQL.
+                    DataType::Char(n) if s.trim_end_matches(' ').chars().count() > n as usize => {
+                        Ok(Expr::Literal(Value::Text(s.trim_end_matches(' ').to_string())))
+                    }
+                    _ => Ok(Expr::Literal(types::parse_text(&s, &to)?)),
+                },
                 Expr::Literal(Value::Text(s)) => Ok(Expr::Literal(types::parse_text(&s, &to)?)),
                 Expr::Literal(Value::Null) => Ok(Expr::Literal(Value::Null)),
                 Expr::Param(i) => {
@@ -271,6 +285,14 @@ impl Binder<'_> {
                     _ => (false, true),
                 };
                 Ok(Typed::known(Expr::IsBool(Box::new(c), value, negated), DataType::Bool))
+            }
+            // IS [NOT] UNKNOWN: IS [NOT] NULL of a boolean.
+            AstExpr::IsUnknown(x) | AstExpr::IsNotUnknown(x) => {
+                let c = self.bind_condition(x, scope, "IS UNKNOWN")?;
+                Ok(Typed::known(
+                    Expr::IsNull(Box::new(c), matches!(e, AstExpr::IsNotUnknown(_))),
+                    DataType::Bool,
+                ))
             }
             AstExpr::IsDistinctFrom(a, b) | AstExpr::IsNotDistinctFrom(a, b) => {
                 let l = self.bind_expr(a, scope)?;
