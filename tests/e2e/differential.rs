@@ -283,7 +283,7 @@ impl Gen {
                     3 => match self.rng.gen_range(0..4) {
                         0 => format!("{}::numeric(6,1)", self.expr(Ty::Num, d)),
                         1 => format!("{}::numeric", self.expr(Ty::Dbl, d)),
-                        2 => format!("{}::numeric(5,2)", self.expr(Ty::Int, d)),
+                        2 => format!("(({}) % 100)::numeric(5,2)", self.expr(Ty::Int, d)),
                         _ => format!("div({}, {})", self.expr(Ty::Num, d), self.nonzero()),
                     },
                     _ => format!(
@@ -354,7 +354,7 @@ impl Gen {
             },
             Ty::Bool => self.predicate(d),
             Ty::Date => match self.rng.gen_range(0..3) {
-                0 => format!("({} + {})", self.expr(Ty::Date, d), self.expr(Ty::Int, d)),
+                0 => format!("({} + ({}) % 1000)", self.expr(Ty::Date, d), self.expr(Ty::Int, d)),
                 1 => format!("({} - {})", self.expr(Ty::Date, d), self.leaf(Ty::Int)),
                 _ => self.case(Ty::Date, d),
             },

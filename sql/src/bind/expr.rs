@@ -825,7 +825,10 @@ impl Binder<'_> {
     fn numeric_func(&mut self, func: Func, mut args: Vec<Typed>, e: &AstExpr) -> Result<Typed> {
         let first = args.remove(0);
         let first = if first.unknown {
-            let ty = if matches!(func, Func::Round | Func::Trunc | Func::Floor | Func::Ceil) {
+            let with_scale = matches!(func, Func::Round | Func::Trunc) && !args.is_empty();
+            let ty = if matches!(func, Func::Round | Func::Trunc | Func::Floor | Func::Ceil)
+                && !with_scale
+            {
                 DataType::Float64
             } else {
                 DataType::Numeric(None)
@@ -839,6 +842,16 @@ impl Binder<'_> {
                 name: format!("function {}({})", func_name(func), first.ty.base_name()),
                 span: self.span_of(e),
             });
+        }
+        // round / trunc with a scale exist for numeric only, which a float does not become
+        // implicitly (PostgreSQL: 42883).
+        if matches!(func, Func::Round | Func::Trunc)
+            && !args.is_empty()
+            && matches!(first.ty, DataType::Float32 | DataType::Float64)
+        {
+            let mut all = vec![first];
+            all.append(&mut args);
+            return Err(self.no_function(func_name(func), &all, e));
         }
         // floor/ceil/round of an integer go through numeric (PostgreSQL picks numeric or float8).
         let ty = match (func, first.ty) {

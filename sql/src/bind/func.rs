@@ -42,7 +42,7 @@ pub(super) fn signature(name: &str, args: &[Typed]) -> String {
 
 impl Binder<'_> {
     /// `42883` "function name(types) does not exist".
-    fn no_function(&self, name: &str, args: &[Typed], e: &AstExpr) -> Error {
+    pub(super) fn no_function(&self, name: &str, args: &[Typed], e: &AstExpr) -> Error {
         Error::UndefinedFunction {
             name: format!("function {}", signature(name, args)),
             span: self.span_of(e),
