@@ -147,12 +147,14 @@ impl Binder<'_> {
                 let r = self.coerce(r, DataType::Text, CastKind::Implicit, node)?;
                 Ok((l, r, DataType::Text))
             }
+            // An untyped operand takes the other's type, except that varchar has no operators
+            // of its own: PostgreSQL compares it as text, so the untyped side is text.
             (true, false) => {
-                let ty = r.ty;
+                let ty = if matches!(r.ty, DataType::Varchar(_)) { DataType::Text } else { r.ty };
                 Ok((self.coerce(l, ty, CastKind::Implicit, node)?, r.expr, ty))
             }
             (false, true) => {
-                let ty = l.ty;
+                let ty = if matches!(l.ty, DataType::Varchar(_)) { DataType::Text } else { l.ty };
                 Ok((l.expr, self.coerce(r, ty, CastKind::Implicit, node)?, ty))
             }
             (false, false) => {
@@ -338,7 +340,12 @@ impl Binder<'_> {
                 let x = self.bind_expr(expr, scope)?;
                 let lo = self.bind_expr(low, scope)?;
                 let hi = self.bind_expr(high, scope)?;
-                let (x1, lo, _) = self.unify(x.clone(), lo, e, ">=")?;
+                // `x >= lo AND x <= hi`, each comparison resolved on its own as PostgreSQL
+                // does; an untyped x (a parameter) takes its type in the first one, and has
+                // that type in the second.
+                let again = if x.unknown { None } else { Some(x.clone()) };
+                let (x1, lo, ty) = self.unify(x, lo, e, ">=")?;
+                let x = again.unwrap_or_else(|| Typed::known(x1.clone(), ty));
                 let (x2, hi, _) = self.unify(x, hi, e, "<=")?;
                 let both = Expr::And(
                     Box::new(Expr::Cmp(CmpOp::GtEq, Box::new(x1), Box::new(lo))),
@@ -791,7 +798,8 @@ impl Binder<'_> {
             results.push(self.bind_expr(&cw.result, scope)?);
         }
         let else_t = else_result.map(|x| self.bind_expr(x, scope)).transpose()?;
-        let all: Vec<&Typed> = results.iter().chain(else_t.iter()).collect();
+        // PostgreSQL resolves the ELSE result first, then the THEN results in order.
+        let all: Vec<&Typed> = else_t.iter().chain(results.iter()).collect();
         let ty = self.common_of(&all, e, "CASE")?;
         let mut arms = Vec::new();
         for (w, r) in whens.into_iter().zip(results) {
@@ -825,14 +833,10 @@ impl Binder<'_> {
     fn numeric_func(&mut self, func: Func, mut args: Vec<Typed>, e: &AstExpr) -> Result<Typed> {
         let first = args.remove(0);
         let first = if first.unknown {
+            // PostgreSQL's preferred numeric type for an untyped argument is float8; only
+            // round / trunc with a scale have no float variant.
             let with_scale = matches!(func, Func::Round | Func::Trunc) && !args.is_empty();
-            let ty = if matches!(func, Func::Round | Func::Trunc | Func::Floor | Func::Ceil)
-                && !with_scale
-            {
-                DataType::Float64
-            } else {
-                DataType::Numeric(None)
-            };
+            let ty = if with_scale { DataType::Numeric(None) } else { DataType::Float64 };
             Typed::known(self.coerce(first, ty, CastKind::Implicit, e)?, ty)
         } else {
             first
@@ -1193,7 +1197,7 @@ impl Binder<'_> {
         }
         match t.ty {
             DataType::Date | DataType::Timestamp | DataType::TimestampTz => Ok((t.expr, t.ty)),
-            DataType::Interval if func != "date_trunc" => Ok((t.expr, t.ty)),
+            DataType::Interval => Ok((t.expr, t.ty)),
             other => Err(Error::UndefinedFunction {
                 name: format!("function {func}(unknown, {})", other.base_name()),
                 span: self.span_of(e),
@@ -1595,7 +1599,8 @@ impl Binder<'_> {
                                 span: self.span_of(e),
                             })
                         }
-                        DataType::Char(_) | DataType::Varchar(_) => DataType::Text,
+                        // max(varchar) is max(text); char(n) has its own (bpchar).
+                        DataType::Varchar(_) => DataType::Text,
                         other => other,
                     },
                     AggFunc::CountStar => DataType::Int64,
@@ -1762,11 +1767,12 @@ fn func_name(f: Func) -> &'static str {
 
 /// The type an untyped operand of `op` takes when the other operand has type `other`
 /// (`left_known`: the other operand is on the left), as PostgreSQL's operator resolution
-/// picks it: the other operand's own type, except that a date takes an integer, a timestamp
-/// plus something takes an interval, and an interval times something takes a number.
+/// picks it: the other operand's own type (so `date - $1` is `date - date`, an integer),
+/// except that a date plus something takes an integer (PostgreSQL finds that ambiguous), a
+/// timestamp plus something takes an interval, and an interval times something takes a number.
 fn unknown_operand_type(op: ArithOp, other: &DataType, left_known: bool) -> DataType {
     match (op, other) {
-        (ArithOp::Add | ArithOp::Sub, DataType::Date) => DataType::Int32,
+        (ArithOp::Add, DataType::Date) => DataType::Int32,
         (ArithOp::Add, DataType::Timestamp | DataType::TimestampTz) => DataType::Interval,
         (ArithOp::Mul, DataType::Interval) => DataType::Float64,
         (ArithOp::Div, DataType::Interval) if left_known => DataType::Float64,

@@ -756,6 +756,9 @@ mod datetime {
 
     /// date_trunc: `v` with every field below `field` at its start.
     pub(super) fn trunc(field: &str, v: &Value) -> Result<Value> {
+        if let Value::Interval(i) = v {
+            return trunc_interval(field, i).map(Value::Interval);
+        }
         let Value::Timestamp(t) = v else {
             return Err(Error::internal(format!("date_trunc of {v:?}")));
         };
@@ -786,6 +789,52 @@ mod datetime {
             _ => return Err(unknown_unit(field, false)),
         };
         out.map(Value::Timestamp).ok_or_else(|| Error::internal("date_trunc out of range"))
+    }
+
+    /// date_trunc of an interval (PostgreSQL's `interval_trunc`): its fields as years,
+    /// months, days, hours, minutes, seconds and microseconds (each part keeping the sign of
+    /// its stored component), with every field below `field` zeroed.
+    fn trunc_interval(field: &str, i: &crate::types::Interval) -> Result<crate::types::Interval> {
+        let name = unit(field).ok_or_else(|| unknown_unit(field, false))?;
+        let (mut years, mut months) = (i.months / 12, i.months % 12);
+        let mut days = i.days;
+        const HOUR: i64 = 3_600_000_000;
+        const MINUTE: i64 = 60_000_000;
+        const SECOND: i64 = 1_000_000;
+        let (mut hours, mut minutes) = (i.micros / HOUR, i.micros % HOUR / MINUTE);
+        let mut micros = i.micros % MINUTE;
+        let keep = |n: i32, unit: i32| n / unit * unit;
+        match name {
+            "microseconds" => {}
+            "milliseconds" => micros = micros / 1000 * 1000,
+            "second" => micros = micros / SECOND * SECOND,
+            "minute" => micros = 0,
+            "hour" => (minutes, micros) = (0, 0),
+            "day" => (hours, minutes, micros) = (0, 0, 0),
+            "month" | "quarter" | "year" | "decade" | "century" | "millennium" => {
+                (days, hours, minutes, micros) = (0, 0, 0, 0);
+                match name {
+                    "quarter" => months = keep(months, 3),
+                    "year" => months = 0,
+                    "decade" => (years, months) = (keep(years, 10), 0),
+                    "century" => (years, months) = (keep(years, 100), 0),
+                    "millennium" => (years, months) = (keep(years, 1000), 0),
+                    _ => {}
+                }
+            }
+            "week" => {
+                // PostgreSQL adds the detail "Months usually have fractional weeks."
+                return Err(Error::unsupported_msg(format!(
+                    "unit \"{field}\" not supported for type interval"
+                )));
+            }
+            _ => return Err(unknown_unit(field, false)),
+        }
+        Ok(crate::types::Interval {
+            months: years * 12 + months,
+            days,
+            micros: hours * HOUR + minutes * MINUTE + micros,
+        })
     }
 }
 

@@ -290,8 +290,9 @@ fn f64_to_f32(f: f64) -> Result<f32> {
 
 /// The type PostgreSQL resolves for UNION / CASE / VALUES branches of types `a` and `b`:
 /// numbers promote along int2 < int4 < int8 < numeric < float4 < float8 (a `numeric` result
-/// keeps its modifier only if both sides agree); two `varchar`s give `varchar` (unconstrained
-/// unless equal), `char(n)` with itself gives `char(n)`, other string mixes give `text`;
+/// keeps its modifier only if both sides agree); a `varchar` first with a `varchar` or `text`
+/// gives `varchar` (unconstrained unless equal), `char(n)` with itself gives `char(n)`, other
+/// string mixes give `text`;
 /// date with timestamp gives timestamp; equal types give that type. `None`: no common type.
 pub fn common_type(a: &DataType, b: &DataType) -> Option<DataType> {
     use DataType as T;
@@ -312,8 +313,10 @@ pub fn common_type(a: &DataType, b: &DataType) -> Option<DataType> {
         });
     }
     if is_string(a) && is_string(b) {
+        // PostgreSQL keeps the first type of the string category (each casts implicitly to
+        // the other); Aspen has no char without a length, so a char(n) first gives text.
         return Some(match (a, b) {
-            (T::Varchar(_), T::Varchar(_)) => T::Varchar(None),
+            (T::Varchar(_), T::Varchar(_) | T::Text) => T::Varchar(None),
             _ => T::Text,
         });
     }
@@ -510,7 +513,6 @@ mod tests {
             (T::Numeric(None), T::Float32, Some(T::Float32)),
             (T::Float32, T::Float64, Some(T::Float64)),
             (T::Varchar(Some(3)), T::Varchar(Some(5)), Some(T::Varchar(None))),
-            (T::Varchar(Some(3)), T::Text, Some(T::Text)),
             (T::Char(2), T::Varchar(None), Some(T::Text)),
             (T::Char(2), T::Char(2), Some(T::Char(2))),
             (T::Date, T::Timestamp, Some(T::Timestamp)),
@@ -520,5 +522,8 @@ mod tests {
             assert_eq!(common_type(&a, &b), want, "{a:?} {b:?}");
             assert_eq!(common_type(&b, &a), want, "{b:?} {a:?}");
         }
+        // Among strings the first type wins.
+        assert_eq!(common_type(&T::Varchar(Some(3)), &T::Text), Some(T::Varchar(None)));
+        assert_eq!(common_type(&T::Text, &T::Varchar(Some(3))), Some(T::Text));
     }
 }
