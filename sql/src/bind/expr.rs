@@ -89,20 +89,6 @@ impl Binder<'_> {
                         types::cast(v, &base, &to, kind)?
                     }))
                 }
-                // Compared with (or combined with) a varchar(n) or char(n) value, a literal
-                // takes the type without its length, as PostgreSQL resolves it: `v = 'abcdef'`
-                // is false, not 22001. Only assignment checks the length.
-                Expr::Literal(Value::Text(s)) if kind == CastKind::Implicit => match to {
-                    DataType::Varchar(_) => {
-                        Ok(Expr::Literal(types::parse_text(&s, &DataType::Varchar(None))?))
-                    }
-                    // Longer than n without its trailing blanks: kept whole (and unpadded), so
-                    // it compares unequal to every char(n) value, as in PostgreSQL.
-                    DataType::Char(n) if s.trim_end_matches(' ').chars().count() > n as usize => {
-                        Ok(Expr::Literal(Value::Text(s.trim_end_matches(' ').to_string())))
-                    }
-                    _ => Ok(Expr::Literal(types::parse_text(&s, &to)?)),
-                },
                 Expr::Literal(Value::Text(s)) => Ok(Expr::Literal(types::parse_text(&s, &to)?)),
                 Expr::Literal(Value::Null) => Ok(Expr::Literal(Value::Null)),
                 Expr::Param(i) => {
@@ -134,6 +120,27 @@ impl Binder<'_> {
     }
 
     /// Brings two operands to a common type (unknowns take the other side's type).
+    /// [`Binder::coerce`] (implicit) of an operand compared with a value of type `to`. An
+    /// untyped literal compared with a varchar(n) or char(n) value is not held to the length,
+    /// as PostgreSQL resolves it to the type without one: `v = 'abcdef'` is false, not 22001.
+    /// A literal longer than a char(n) without its trailing blanks stays whole (unpadded), so
+    /// it compares unequal to every char(n) value. Only comparisons relax the length: a CASE or
+    /// COALESCE result keeps it, so what is stored is still checked.
+    fn coerce_compared(&mut self, t: Typed, to: DataType, node: &AstExpr) -> Result<Expr> {
+        if let (true, Expr::Literal(Value::Text(s))) = (t.unknown, &t.expr) {
+            match to {
+                DataType::Varchar(_) => {
+                    return Ok(Expr::Literal(types::parse_text(s, &DataType::Varchar(None))?))
+                }
+                DataType::Char(n) if s.trim_end_matches(' ').chars().count() > n as usize => {
+                    return Ok(Expr::Literal(Value::Text(s.trim_end_matches(' ').to_string())));
+                }
+                _ => {}
+            }
+        }
+        self.coerce(t, to, CastKind::Implicit, node)
+    }
+
     fn unify(
         &mut self,
         l: Typed,
@@ -151,11 +158,11 @@ impl Binder<'_> {
             // of its own: PostgreSQL compares it as text, so the untyped side is text.
             (true, false) => {
                 let ty = if matches!(r.ty, DataType::Varchar(_)) { DataType::Text } else { r.ty };
-                Ok((self.coerce(l, ty, CastKind::Implicit, node)?, r.expr, ty))
+                Ok((self.coerce_compared(l, ty, node)?, r.expr, ty))
             }
             (false, true) => {
                 let ty = if matches!(l.ty, DataType::Varchar(_)) { DataType::Text } else { l.ty };
-                Ok((l.expr, self.coerce(r, ty, CastKind::Implicit, node)?, ty))
+                Ok((l.expr, self.coerce_compared(r, ty, node)?, ty))
             }
             (false, false) => {
                 if l.ty == r.ty {
@@ -332,7 +339,7 @@ impl Binder<'_> {
                 t = Typed::known(self.coerce(t, ty, CastKind::Implicit, e)?, ty);
                 let items = items
                     .into_iter()
-                    .map(|i| self.coerce(i, ty, CastKind::Implicit, e))
+                    .map(|i| self.coerce_compared(i, ty, e))
                     .collect::<Result<Vec<_>>>()?;
                 Ok(Typed::known(Expr::InList(Box::new(t.expr), items, *negated), DataType::Bool))
             }
@@ -827,7 +834,7 @@ impl Binder<'_> {
                 }
             });
         }
-        Ok(ty.unwrap_or(DataType::Text))
+        Ok(ty.map_or(DataType::Text, |ty| without_literal_lengths(ty, items)))
     }
 
     fn numeric_func(&mut self, func: Func, mut args: Vec<Typed>, e: &AstExpr) -> Result<Typed> {
@@ -1728,6 +1735,27 @@ fn number_literal(e: &AstExpr) -> Option<String> {
         }
         AstExpr::Nested(inner) => number_literal(inner),
         _ => None,
+    }
+}
+
+/// The common type `ty` of `items` (CASE results, COALESCE arguments, VALUES rows), adjusted
+/// for untyped literals among them: a literal has no length, and as in PostgreSQL neither has
+/// the result then (varchar), so the literal is not cut or refused here; what is stored is
+/// checked when it is assigned. Aspen has no char without a length: a literal too long for
+/// char(n) makes the result text.
+pub(super) fn without_literal_lengths(ty: DataType, items: &[&Typed]) -> DataType {
+    let literal_len = |t: &Typed| match (t.unknown, &t.expr) {
+        (true, Expr::Literal(Value::Text(s))) => Some(s.trim_end_matches(' ').chars().count()),
+        _ => None,
+    };
+    match ty {
+        DataType::Varchar(Some(_)) if items.iter().any(|t| t.unknown) => DataType::Varchar(None),
+        DataType::Char(n)
+            if items.iter().filter_map(|t| literal_len(t)).any(|len| len > n as usize) =>
+        {
+            DataType::Text
+        }
+        ty => ty,
     }
 }
 

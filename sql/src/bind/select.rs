@@ -327,7 +327,9 @@ impl Binder<'_> {
                             }
                         }
                     }
-                    ty.unwrap_or(DataType::Text)
+                    let items: Vec<&super::expr::Typed> =
+                        typed_rows.iter().filter_map(|r| r[col].as_ref().map(|(t, _)| t)).collect();
+                    ty.map_or(DataType::Text, |ty| super::expr::without_literal_lengths(ty, &items))
                 }
             };
             types.push(ty);
