@@ -510,7 +510,18 @@ impl Gen {
             }
             12 if self.has_t => {
                 let not = if self.chance(0.3) { " NOT" } else { "" };
-                format!("t.a{not} IN (SELECT u.a FROM u WHERE u.s <> {})", self.literal(Ty::Text))
+                // (No scalar subquery that may return several rows: whether its 21000 is
+                // raised depends on which rows an engine evaluates it for.)
+                match self.rng.gen_range(0..2) {
+                    0 => format!(
+                        "t.a{not} IN (SELECT u.a FROM u WHERE u.a IS NOT NULL ORDER BY u.a DESC, u.id LIMIT {})",
+                        self.rng.gen_range(0..5)
+                    ),
+                    _ => format!(
+                        "t.a{not} IN (SELECT u.a FROM u WHERE u.s <> {})",
+                        self.literal(Ty::Text)
+                    ),
+                }
             }
             _ => self.leaf(Ty::Bool),
         }
@@ -659,13 +670,36 @@ impl Gen {
             // Joins.
             3 | 4 => {
                 self.set_scope(true, true);
-                let from = match self.rng.gen_range(0..3) {
-                    0 => "t JOIN u ON u.t_id = t.id",
-                    1 => "t LEFT JOIN u ON u.t_id = t.id",
-                    _ => "t, u",
+                let from = match self.rng.gen_range(0..6) {
+                    0 => "t JOIN u ON u.t_id = t.id".to_string(),
+                    1 => "t LEFT JOIN u ON u.t_id = t.id".to_string(),
+                    // An ON condition beyond the key: for a LEFT JOIN it filters u's rows, not
+                    // t's (a t row without a match still comes, with NULLs).
+                    2 | 3 => {
+                        let join = self.pick(&["JOIN", "LEFT JOIN"]);
+                        let on = self.predicate(1);
+                        format!("t {join} u ON u.t_id = t.id AND {on}")
+                    }
+                    // A derived table of u's aggregates, joined.
+                    4 => {
+                        let f = self.pick(&["count(*)", "max(u.a)", "sum(u.a)", "min(u.s)"]);
+                        format!(
+                            "t LEFT JOIN (SELECT u.t_id, {f} AS agg FROM u GROUP BY u.t_id) AS g ON g.t_id = t.id"
+                        )
+                    }
+                    _ => "t, u".to_string(),
                 };
+                if from.contains("AS g") {
+                    // u is not in scope, g is: its columns are not typed in the generator, so
+                    // it only appears in the projection.
+                    self.set_scope(true, false);
+                }
                 let n = self.rng.gen_range(1..=3);
-                let list = self.select_list(n);
+                let mut list = self.select_list(n);
+                if from.contains("AS g") {
+                    list.push("g.agg".to_string());
+                }
+                let n = list.len();
                 let mut filter = self.predicate(2);
                 if from == "t, u" {
                     filter = format!("t.a = u.a AND {filter}");
@@ -1029,7 +1063,7 @@ fn compare(aspen: &mut Outcome, pg: &mut Outcome, ordered: bool) -> Result<bool,
     match (&*aspen, &*pg) {
         (a, p) if a == p => Ok(true),
         (Outcome::Error { code: a, .. }, Outcome::Error { code: p, .. }) if a == p => Ok(true),
-        (Outcome::Error { code, .. }, Outcome::Rows { .. }) if code == "0A000" => Ok(false),
+        (Outcome::Error { code, .. }, _) if code == "0A000" => Ok(false),
         (a, p) => Err(format!("aspen:    {a:?}\npostgres: {p:?}")),
     }
 }
@@ -1144,7 +1178,8 @@ async fn random_queries_answer_as_postgresql_does() {
             // Aspen has no char without a length: where PostgreSQL's mix of char(n) with other
             // strings is bpchar, Aspen's is text (same values).
             (Ok((ap, ac)), Ok((pp, pc)))
-                if ap == pp
+                if ap.len() == pp.len()
+                    && ap.iter().zip(pp).all(|(a, p)| a == p || (*a == 25 && *p == 1042))
                     && ac.len() == pc.len()
                     && ac.iter().zip(pc).all(|((an, at), (pn, pt))| {
                         an == pn && (at == pt || (*at == 25 && *pt == 1042))
@@ -1152,7 +1187,7 @@ async fn random_queries_answer_as_postgresql_does() {
             {
                 lenient += 1
             }
-            (Err(code), Ok(_)) if code == "0A000" => unsupported.push(sql.clone()),
+            (Err(code), _) if code == "0A000" => unsupported.push(sql.clone()),
             // Aspen infers a type where PostgreSQL finds none (42P18) or several (42725, or
             // 42883 when that makes an operator unresolvable): more lenient, never a different
             // answer for a statement both accept.
