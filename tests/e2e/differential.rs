@@ -11,9 +11,15 @@
 //! INSERT … SELECT statements on both and compares their row counts and the tables after.
 //!
 //! What must agree: the column names, the rows (as text, PostgreSQL's output format; a multiset
-//! unless ORDER BY covers every column, then the sequence), the command tags, and the SQLSTATE
-//! when a statement fails. Aspen answering `0A000` (a construct it does not support) where
-//! PostgreSQL answers is allowed and listed, never a different answer.
+//! unless ORDER BY covers every column, then the sequence up to ties of equal values printed
+//! differently), the command tags, and the SQLSTATE when a statement fails. Aspen answering
+//! `0A000` (a construct it does not support) is allowed and listed, never a different answer;
+//! a change Aspen refuses is rolled back on both.
+//!
+//! Then a third as many queries with parameters in place of some values are prepared on both:
+//! Describe must report the same parameter types and result columns. Aspen typing a parameter
+//! that PostgreSQL cannot type (42P18, 42725) is counted as lenient, and so is text where
+//! PostgreSQL has a char without a length (Aspen has no such type).
 //!
 //! The generator keeps the answer well defined: values are small (no overflow whichever rows
 //! an engine evaluates first), divisors are non-zero constants, and LIMIT comes only with an
