@@ -8,7 +8,9 @@
 //! IS [NOT] DISTINCT FROM, EXISTS and IN subqueries, inner / left / comma joins, GROUP BY with
 //! aggregates (DISTINCT too) and HAVING, DISTINCT, UNION / INTERSECT / EXCEPT, ORDER BY with
 //! LIMIT / OFFSET — and runs each on both servers. It then runs random UPDATE / DELETE /
-//! INSERT … SELECT statements on both and compares their row counts and the tables after.
+//! INSERT … SELECT statements, RETURNING, upserts, correlated subqueries in SET and multi-row
+//! VALUES with DEFAULT on both and compares what they return, their row counts and the tables
+//! after.
 //!
 //! What must agree: the column names, the rows (as text, PostgreSQL's output format; a multiset
 //! unless ORDER BY covers every column, then the sequence up to ties of equal values printed
@@ -18,8 +20,9 @@
 //!
 //! Then a third as many queries with parameters in place of some values are prepared on both:
 //! Describe must report the same parameter types and result columns. Aspen typing a parameter
-//! that PostgreSQL cannot type (42P18, 42725) is counted as lenient, and so is text where
-//! PostgreSQL has a char without a length (Aspen has no such type).
+//! that PostgreSQL cannot type (42P18, 42725) is counted as lenient, as are two refusals with
+//! different class-42 codes, and text where PostgreSQL has a char without a length (Aspen has
+//! no such type).
 //!
 //! The generator keeps the answer well defined: values are small (no overflow whichever rows
 //! an engine evaluates first), divisors are non-zero constants, and LIMIT comes only with an
@@ -861,7 +864,48 @@ impl Gen {
 
     /// A data change, on the same rows for both servers.
     fn change(&mut self, next_id: &mut i32) -> String {
-        match self.rng.gen_range(0..4) {
+        match self.rng.gen_range(0..8) {
+            // RETURNING: the rows a change wrote, as it wrote them.
+            4 => {
+                self.set_scope(false, true);
+                let verb = self.pick(&["UPDATE u SET a = (u.a + 1) % 50", "DELETE FROM u"]);
+                format!("{verb} WHERE {} RETURNING u.id, u.a, u.s", self.predicate(2))
+            }
+            // Upserts: the key of an existing row (conflict) or a new one.
+            5 => {
+                self.set_scope(true, false);
+                let id = self.rng.gen_range(1..=45);
+                let a = self.rng.gen_range(-5..=30);
+                let action = if self.chance(0.5) {
+                    "DO NOTHING".to_string()
+                } else {
+                    "DO UPDATE SET a = (t.a + excluded.a) % 50, s = excluded.s || 'x'".to_string()
+                };
+                format!(
+                    "INSERT INTO t (id, a, s) VALUES ({id}, {a}, {}) ON CONFLICT (id) {action} RETURNING t.id, t.a, t.s",
+                    self.literal(Ty::Text)
+                )
+            }
+            // A correlated subquery in SET.
+            6 => {
+                self.set_scope(true, false);
+                let f = self.pick(&["max", "min", "count", "sum"]);
+                format!(
+                    "UPDATE t SET a = (SELECT {f}(u.a) FROM u WHERE u.t_id = t.id) % 50 WHERE {}",
+                    self.predicate(2)
+                )
+            }
+            // Multi-row VALUES with DEFAULT and expressions.
+            7 => {
+                let base = *next_id;
+                *next_id += 100;
+                format!(
+                    "INSERT INTO u VALUES ({base}, 1, DEFAULT, 'v'), ({}, NULL, ({}) % 50, {}) RETURNING *",
+                    base + 1,
+                    self.literal(Ty::Int),
+                    self.literal(Ty::Text)
+                )
+            }
             0 => {
                 self.set_scope(true, false);
                 // New numbers stay small (`% 50`): repeated updates would otherwise compound
@@ -1200,7 +1244,9 @@ async fn random_queries_answer_as_postgresql_does() {
             (Ok(_), Err(code)) if ["42P18", "42725", "42883"].contains(&code.as_str()) => {
                 lenient += 1
             }
-            (Err(_), Err(p)) if ["42P18", "42725", "42883"].contains(&p.as_str()) => lenient += 1,
+            // Both refuse to type the statement (class 42); which resolution step fails first
+            // with untyped parameters is not worth matching code for code.
+            (Err(a), Err(p)) if a.starts_with("42") && p.starts_with("42") => lenient += 1,
             (a, p) => failures
                 .push(format!("{sql}\ndescribed by aspen:    {a:?}\ndescribed by postgres: {p:?}")),
         }
