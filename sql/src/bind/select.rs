@@ -1162,9 +1162,11 @@ fn build_join_tree(items: Vec<FromItem>, conjuncts: Vec<Expr>, _scope: &Scope) -
                 preds.push(c);
             }
         }
-        if !on_top.is_empty() && item.kind == JoinKind::Left {
-            return Err(Error::unsupported("subqueries in LEFT JOIN … ON"));
-        }
+        // A LEFT JOIN's ON conditions with subqueries decide which right rows match (a left
+        // row without one still comes, with NULLs), so they are the nested loop's own
+        // condition, evaluated on the joined row; an inner join's may as well filter after it.
+        let on =
+            if item.kind == JoinKind::Left { and_all(std::mem::take(&mut on_top)) } else { None };
         let offset = offsets[i];
         // The first item runs at this query's own level; later items run as the inner side of a
         // nested loop, one level deeper.
@@ -1180,7 +1182,7 @@ fn build_join_tree(items: Vec<FromItem>, conjuncts: Vec<Expr>, _scope: &Scope) -
                 left: Box::new(left),
                 right: Box::new(right),
                 kind: item.kind,
-                on: None,
+                on,
                 right_width: item.width,
             },
         });
