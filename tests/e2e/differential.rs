@@ -7,7 +7,9 @@
 //! COALESCE / NULLIF, casts, date arithmetic), WHERE with AND / OR / NOT, IN, BETWEEN, LIKE,
 //! IS [NOT] DISTINCT FROM, EXISTS and IN subqueries, inner / left / comma joins, GROUP BY with
 //! aggregates (DISTINCT too) and HAVING, DISTINCT, UNION / INTERSECT / EXCEPT, ORDER BY with
-//! LIMIT / OFFSET — and runs each on both servers. It then runs random UPDATE / DELETE /
+//! LIMIT / OFFSET — and runs each on both servers. Timestamps with time zone are read and
+//! printed in a zone chosen per seed (New York, Paris, UTC, Kolkata: daylight saving changes
+//! fall inside the rows' dates). It then runs random UPDATE / DELETE /
 //! INSERT … SELECT statements, RETURNING, upserts, correlated subqueries in SET and multi-row
 //! VALUES with DEFAULT on both and compares what they return, their row counts and the tables
 //! after.
@@ -52,9 +54,11 @@ enum Ty {
     Real,
     Ts,
     Interval,
+    /// timestamp with time zone, read and printed in the session's zone (set per seed).
+    Tz,
 }
 
-const SCALARS: [Ty; 12] = [
+const SCALARS: [Ty; 13] = [
     Ty::Int,
     Ty::Big,
     Ty::Num,
@@ -67,6 +71,7 @@ const SCALARS: [Ty; 12] = [
     Ty::Real,
     Ty::Ts,
     Ty::Interval,
+    Ty::Tz,
 ];
 
 /// A column in scope: its qualified name and type.
@@ -179,6 +184,17 @@ impl Gen {
                 self.rng.gen_range(0..60),
                 self.rng.gen_range(0..60)
             ),
+            Ty::Tz => format!(
+                "timestamptz '{}'",
+                self.pick(&[
+                    "2024-03-10 02:30:00",
+                    "2024-03-31 02:30:00+02",
+                    "2024-11-03 01:30:00",
+                    "2024-06-15 12:00:00-07",
+                    "2024-01-01 00:00:00 UTC",
+                    "2024-10-27 02:59:59.5"
+                ])
+            ),
             Ty::Interval => format!(
                 "interval '{}'",
                 self.pick(&[
@@ -285,11 +301,14 @@ impl Gen {
                         self.pick(&["hour", "day", "month", "dow", "epoch", "minute", "second"]),
                         self.expr(Ty::Ts, d)
                     ),
-                    _ => format!(
-                        "extract({} from {})",
-                        self.pick(&["hour", "day", "epoch", "minute"]),
-                        self.expr(Ty::Interval, d)
-                    ),
+                    _ => {
+                        let ty = self.pick(&[Ty::Interval, Ty::Tz]);
+                        format!(
+                            "extract({} from {})",
+                            self.pick(&["hour", "day", "epoch", "minute"]),
+                            self.expr(ty, d)
+                        )
+                    }
                 },
                 8 => self.case(Ty::Num, d),
                 9 => format!("coalesce({}, {})", self.expr(Ty::Num, d), self.expr(Ty::Num, d)),
@@ -365,7 +384,14 @@ impl Gen {
                     _ => format!("({} || {})", self.expr(Ty::Text, d), self.expr(Ty::Int, d)),
                 },
                 _ => {
-                    let ty = self.pick(&[Ty::Date, Ty::Ts, Ty::Interval, Ty::Real, Ty::Small]);
+                    let ty =
+                        self.pick(&[Ty::Date, Ty::Ts, Ty::Interval, Ty::Real, Ty::Small, Ty::Tz]);
+                    if ty == Ty::Tz && self.chance(0.5) {
+                        return format!(
+                            "to_char({}, 'YYYY-MM-DD HH24:MI:SS Dy')",
+                            self.expr(Ty::Tz, d)
+                        );
+                    }
                     format!("{}::text", self.expr(ty, d))
                 }
             },
@@ -405,7 +431,22 @@ impl Gen {
                     self.expr(Ty::Ts, d)
                 ),
                 2 => format!("({} - {})", self.expr(Ty::Ts, d), self.expr(Ty::Interval, d)),
-                _ => format!("({} + {})", self.expr(Ty::Date, d), self.leaf(Ty::Interval)),
+                _ => match self.rng.gen_range(0..3) {
+                    0 => format!("{}::timestamp", self.expr(Ty::Tz, d)),
+                    1 => format!("({} AT TIME ZONE 'Asia/Kolkata')", self.expr(Ty::Tz, d)),
+                    _ => format!("({} + {})", self.expr(Ty::Date, d), self.leaf(Ty::Interval)),
+                },
+            },
+            Ty::Tz => match self.rng.gen_range(0..5) {
+                0 => format!("{}::timestamptz", self.expr(Ty::Ts, d)),
+                1 => format!("({} + {})", self.expr(Ty::Tz, d), self.expr(Ty::Interval, d)),
+                2 => format!(
+                    "date_trunc('{}', {})",
+                    self.pick(&["hour", "day", "month", "week"]),
+                    self.expr(Ty::Tz, d)
+                ),
+                3 => format!("({} - {})", self.expr(Ty::Tz, d), self.leaf(Ty::Interval)),
+                _ => format!("({} AT TIME ZONE 'UTC')", self.expr(Ty::Ts, d)),
             },
             Ty::Interval => match self.rng.gen_range(0..5) {
                 0 => format!("({} - {})", self.expr(Ty::Ts, d), self.expr(Ty::Ts, d)),
@@ -460,6 +501,7 @@ impl Gen {
             Ty::Real,
             Ty::Ts,
             Ty::Interval,
+            Ty::Tz,
         ])
     }
 
@@ -968,6 +1010,7 @@ fn type_name(ty: Ty) -> &'static str {
         Ty::Real => "real",
         Ty::Ts => "timestamp",
         Ty::Interval => "interval",
+        Ty::Tz => "timestamptz",
     }
 }
 
@@ -1148,7 +1191,10 @@ async fn random_queries_answer_as_postgresql_does() {
     let a = connect(aspen.port()).await.expect("connect to aspen");
     let p = connect(pg.port()).await.expect("connect to postgres");
     let mut rng = StdRng::seed_from_u64(seed);
-    let setup = format!("{SCHEMA}{}", data(&mut rng));
+    // The session's time zone, for timestamptz: one per seed, two of them with daylight saving
+    // changes inside the rows' dates.
+    let zone = ["America/New_York", "Europe/Paris", "UTC", "Asia/Kolkata"][(seed % 4) as usize];
+    let setup = format!("SET TIME ZONE '{zone}';\n{SCHEMA}{}", data(&mut rng));
     for client in [&a, &p] {
         client.batch_execute(&setup).await.expect("schema and rows");
     }
