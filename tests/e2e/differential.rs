@@ -1113,6 +1113,11 @@ async fn run(client: &Client, sql: &str) -> Outcome {
     }
 }
 
+/// The type OIDs Aspen has: bool, bytea, int8, int2, int4, text, float4, float8, bpchar,
+/// varchar, date, timestamp, timestamptz, interval, numeric.
+const ASPEN_TYPES: [u32; 15] =
+    [16, 17, 20, 21, 23, 25, 700, 701, 1042, 1043, 1082, 1114, 1184, 1186, 1700];
+
 /// What Describe says of a prepared statement: the parameters' type OIDs, and the result
 /// columns' names and type OIDs; or the SQLSTATE of the error.
 type Described = Result<(Vec<u32>, Vec<(String, u32)>), String>;
@@ -1284,6 +1289,13 @@ async fn random_queries_answer_as_postgresql_does() {
                 lenient += 1
             }
             (Err(code), _) if code == "0A000" => unsupported.push(sql.clone()),
+            // PostgreSQL typed it with a type Aspen does not have (`$1 - text` is jsonb - text
+            // there): Aspen cannot answer, nor answer differently.
+            (Err(_), Ok((pp, pc)))
+                if pp.iter().chain(pc.iter().map(|(_, t)| t)).any(|t| !ASPEN_TYPES.contains(t)) =>
+            {
+                unsupported.push(sql.clone())
+            }
             // Aspen infers a type where PostgreSQL finds none (42P18) or several (42725, or
             // 42883 when that makes an operator unresolvable): more lenient, never a different
             // answer for a statement both accept.
