@@ -127,6 +127,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     }
+    let shutdown = shutdown_signal();
     match server.local_addr() {
         Ok(addr) => {
             println!("aspen listening on {addr}");
@@ -137,7 +138,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    match server.run(shutdown_signal()).await {
+    match server.run(shutdown).await {
         Ok(()) => {
             // Every session is closed: a final checkpoint makes the next start fast.
             match tokio::task::block_in_place(|| db.checkpoint()) {
@@ -157,27 +158,32 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::warn!(error = %e, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
+/// Completes on SIGINT or SIGTERM. The handlers are installed when this is called, not when
+/// the future is first polled: a signal sent right after the listening line (as a supervisor or
+/// a test may send it) must shut the server down cleanly, not kill it with the default action.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let listen = |kind: SignalKind, name: &'static str| match signal(kind) {
+        Ok(stream) => Some(stream),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for {name}");
+            None
         }
     };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
+    let interrupt = listen(SignalKind::interrupt(), "SIGINT");
+    let terminate = listen(SignalKind::terminate(), "SIGTERM");
+    async move {
+        let wait = |stream: Option<tokio::signal::unix::Signal>| async move {
+            match stream {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
+        };
+        tokio::select! {
+            () = wait(interrupt) => tracing::info!("SIGINT received, shutting down"),
+            () = wait(terminate) => tracing::info!("SIGTERM received, shutting down"),
         }
-    };
-    tokio::select! {
-        () = interrupt => tracing::info!("SIGINT received, shutting down"),
-        () = terminate => tracing::info!("SIGTERM received, shutting down"),
     }
 }
