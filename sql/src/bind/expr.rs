@@ -1014,16 +1014,13 @@ impl Binder<'_> {
             let (func, ty) = match (name, args.len(), star) {
                 ("lag" | "lead", 1..=3, false) => {
                     let value = self.bind_expr(args[0], scope)?;
+                    let default = args.get(2).map(|a| self.bind_expr(a, scope)).transpose()?;
                     // The value (or else the default) decides the polymorphic type; an
                     // untyped literal decides nothing, as in PostgreSQL.
-                    let default_type = match (value.unknown, args.get(2)) {
-                        (true, Some(d)) => Some(self.bind_expr(d, scope)?).filter(|d| !d.unknown),
-                        _ => None,
-                    };
-                    let ty = match (value.unknown, default_type) {
+                    let ty = match (value.unknown, &default) {
                         (false, _) => value.ty,
-                        (true, Some(d)) => d.ty,
-                        (true, None) => {
+                        (true, Some(d)) if !d.unknown => d.ty,
+                        (true, _) => {
                             return Err(Error::DatatypeMismatch {
                                 message: "could not determine polymorphic type because input has type unknown".into(),
                                 span: self.span_of(e),
@@ -1047,12 +1044,9 @@ impl Binder<'_> {
                             }
                         },
                     };
-                    let default = match args.get(2) {
-                        None => Expr::Literal(Value::Null),
-                        Some(a) => {
-                            let d = self.bind_expr(a, scope)?;
-                            self.coerce(d, ty, CastKind::Implicit, a)?
-                        }
+                    let default = match (default, args.get(2)) {
+                        (Some(d), Some(a)) => self.coerce(d, ty, CastKind::Implicit, a)?,
+                        _ => Expr::Literal(Value::Null),
                     };
                     (W::Shift { lead: name == "lead", value, offset, default }, ty)
                 }

@@ -222,9 +222,11 @@ impl Binder<'_> {
                     })?;
                     types.push(t);
                 }
-                let cast = |plan: Plan, cols: &[OutColumn]| -> Plan {
+                // Through `fold_cast`, which knows what a cast means for the evaluator's
+                // values (a char(n) loses its padding as text).
+                let cast = |plan: Plan, cols: &[OutColumn]| -> Result<Plan> {
                     if cols.iter().zip(&types).all(|(c, t)| c.data_type == *t) {
-                        return plan;
+                        return Ok(plan);
                     }
                     let exprs = cols
                         .iter()
@@ -233,16 +235,16 @@ impl Binder<'_> {
                         .map(|(i, (c, t))| {
                             let column = Expr::Column(i);
                             if c.data_type == *t {
-                                column
+                                Ok(column)
                             } else {
-                                Expr::Cast(Box::new(column), *t, CastKind::Implicit)
+                                super::expr::fold_cast(column, c.data_type, *t, CastKind::Implicit)
                             }
                         })
-                        .collect();
-                    Plan::Project { input: Box::new(plan), exprs }
+                        .collect::<Result<_>>()?;
+                    Ok(Plan::Project { input: Box::new(plan), exprs })
                 };
-                let left = cast(lp, &lcols);
-                let right = cast(rp, &rcols);
+                let left = cast(lp, &lcols)?;
+                let right = cast(rp, &rcols)?;
                 let columns = lcols
                     .into_iter()
                     .zip(&types)
