@@ -757,6 +757,14 @@ impl Cell {
 
 /// CPU time (user + system) and context switches (voluntary + involuntary) of this process
 /// so far, all threads including finished ones (`getrusage(RUSAGE_SELF)`).
+/// `CLOCK_MONOTONIC` in seconds: the clock `perf record -k mono` stamps its samples with.
+fn monotonic_seconds() -> f64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a valid, writable timespec; clock_gettime only writes into it.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
 pub(super) fn process_usage() -> (Duration, u64) {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: `usage` is a valid, writable `rusage`; getrusage only writes into it.
@@ -810,7 +818,12 @@ pub(super) fn drive(
         sleep_until(w.start);
         let (bytes0, (pairs0, pair_bytes0, markers0), (cpu0, switches0)) =
             (bed.log.log_bytes(), bed.log.pair_counts(), process_usage());
+        let started = monotonic_seconds();
         sleep_until(w.end);
+        if std::env::var_os("ASPEN_BENCH_CELL_TIMES").is_some() {
+            // For `perf record -k mono` + `perf report --time START,END`: one cell's profile.
+            eprintln!("cell window (CLOCK_MONOTONIC): {started:.6},{:.6}", monotonic_seconds());
+        }
         let (bytes1, (pairs1, pair_bytes1, markers1), (cpu1, switches1)) =
             (bed.log.log_bytes(), bed.log.pair_counts(), process_usage());
         let log = &bed.log.log;

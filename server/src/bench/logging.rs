@@ -28,6 +28,10 @@
 //! Rounds interleave the configurations so that drift in the machine's load hits all of them.
 //! After each measurement the log's closed segments are deleted (as a checkpoint would allow)
 //! so that tmpfs does not fill up.
+//!
+//! To profile one cell: run under `perf record -k mono` with `ASPEN_BENCH_CELL_TIMES=1`, which
+//! prints each cell's window in `CLOCK_MONOTONIC` seconds, and give that window to
+//! `perf report --time START,END`.
 
 use std::collections::HashMap;
 
