@@ -210,13 +210,19 @@ impl Ctx<'_> {
                 let rows = self.run(input)?;
                 self.sort(rows, keys)
             }
-            Plan::Distinct { input } => {
+            Plan::Distinct { input, on } => {
                 let rows = self.run(input)?;
                 let mut seen = HashSet::new();
                 let mut out = Vec::new();
                 for r in rows {
                     let mut k = Vec::new();
-                    types::encode_key(&r, &mut k);
+                    if on.is_empty() {
+                        types::encode_key(&r, &mut k);
+                    } else {
+                        let values: Vec<Value> =
+                            on.iter().map(|e| self.eval(e, &r)).collect::<Result<_>>()?;
+                        types::encode_key(&values, &mut k);
+                    }
                     if seen.insert(k) {
                         out.push(r);
                     }

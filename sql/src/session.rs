@@ -78,7 +78,7 @@ fn plan_is_short(plan: &crate::plan::Plan) -> bool {
         | Plan::Project { input, .. }
         | Plan::Aggregate { input, .. }
         | Plan::Sort { input, .. }
-        | Plan::Distinct { input }
+        | Plan::Distinct { input, .. }
         | Plan::Limit { input, .. }
         | Plan::Window { input, .. }
         | Plan::Truncate { input, .. } => plan_is_short(input),

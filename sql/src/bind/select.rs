@@ -652,6 +652,20 @@ impl Binder<'_> {
             };
             order_keys.push((target, desc, nulls_first));
         }
+        // DISTINCT ON expressions are read like ORDER BY items (output names and positions).
+        let mut distinct_on: Vec<(OrderTarget, &AstExpr)> = Vec::new();
+        if let Some(ast::Distinct::On(on)) = &select.distinct {
+            for e in on {
+                match self.order_target(e, &bound_items, &scope) {
+                    Ok(t) => distinct_on.push((t, e)),
+                    Err(err) => {
+                        self.aggs = None;
+                        self.windows = outer_windows;
+                        return Err(err);
+                    }
+                }
+            }
+        }
         let aggs = self.aggs.take().unwrap_or_default();
         let grouped = !group_exprs.is_empty() || !aggs.is_empty() || having.is_some();
         let windows = std::mem::replace(&mut self.windows, outer_windows)
@@ -732,6 +746,11 @@ impl Binder<'_> {
                 ));
             }
             order_keys = new_keys;
+            for (t, _) in &mut distinct_on {
+                if let OrderTarget::Input(e) = t {
+                    *e = rewrite(e, self)?;
+                }
+            }
             plan = Plan::Aggregate { input: Box::new(plan), group_by: group_by.clone(), aggs };
             if let Some(h) = having {
                 plan = Plan::Filter { input: Box::new(plan), predicate: h };
@@ -753,21 +772,16 @@ impl Binder<'_> {
             mark_for_update(&mut plan)?;
         }
 
-        let distinct = match &select.distinct {
-            None => false,
-            Some(ast::Distinct::Distinct) => true,
-            Some(ast::Distinct::All) => false,
-            Some(ast::Distinct::On(_)) => return Err(Error::unsupported("DISTINCT ON")),
-        };
+        let distinct = matches!(select.distinct, Some(ast::Distinct::Distinct));
 
-        // Order-by expressions not in the select list become hidden trailing columns.
+        // Order-by (and DISTINCT ON) expressions not in the select list become hidden trailing
+        // columns.
         let width = exprs.len();
-        let mut keys = Vec::new();
-        for (t, desc, nulls_first) in order_keys {
-            let expr = match t {
-                OrderTarget::Output(i) => Expr::Column(i),
+        let column_of = |t: OrderTarget, exprs: &mut Vec<Expr>| -> Result<usize> {
+            Ok(match t {
+                OrderTarget::Output(i) => i,
                 OrderTarget::Input(e) => match exprs.iter().position(|x| *x == e) {
-                    Some(i) => Expr::Column(i),
+                    Some(i) => i,
                     None => {
                         if distinct {
                             return Err(Error::InvalidColumnReference {
@@ -776,28 +790,45 @@ impl Binder<'_> {
                             });
                         }
                         exprs.push(e);
-                        Expr::Column(exprs.len() - 1)
+                        exprs.len() - 1
                     }
                 },
-            };
+            })
+        };
+        let mut keys = Vec::new();
+        for (t, desc, nulls_first) in order_keys {
+            let expr = Expr::Column(column_of(t, &mut exprs)?);
             keys.push(SortKey { expr, desc, nulls_first });
+        }
+        let mut on = Vec::new();
+        for (t, e) in distinct_on {
+            on.push((column_of(t, &mut exprs)?, e));
+        }
+        if !on.is_empty() {
+            keys = self.distinct_on_keys(keys, &on)?;
         }
         let ordered_by_index = !grouped
             && !distinct
+            && on.is_empty()
             && windows.is_empty()
             && try_order_by_index(&mut plan, &exprs, &keys, limit.as_ref(), offset.as_ref());
         plan = Plan::Project { input: Box::new(plan), exprs };
         if distinct {
-            plan = Plan::Distinct { input: Box::new(plan) };
+            plan = Plan::Distinct { input: Box::new(plan), on: Vec::new() };
         }
         if !keys.is_empty() && !ordered_by_index {
             plan = Plan::Sort { input: Box::new(plan), keys };
+        }
+        if !on.is_empty() {
+            // The first row of each DISTINCT ON group, in the sort order.
+            let on = on.iter().map(|(i, _)| Expr::Column(*i)).collect();
+            plan = Plan::Distinct { input: Box::new(plan), on };
         }
         if limit.is_some() || offset.is_some() {
             plan = Plan::Limit { input: Box::new(plan), limit, offset };
         }
         let total = match &plan {
-            Plan::Limit { input, .. } | Plan::Sort { input, .. } | Plan::Distinct { input } => {
+            Plan::Limit { input, .. } | Plan::Sort { input, .. } | Plan::Distinct { input, .. } => {
                 width_of(input)
             }
             other => width_of(other),
@@ -806,6 +837,43 @@ impl Binder<'_> {
             plan = Plan::Truncate { input: Box::new(plan), width };
         }
         Ok(Query { plan, columns })
+    }
+
+    /// The sort keys of a `SELECT DISTINCT ON (on) … ORDER BY keys` (columns of the projected
+    /// row), as PostgreSQL forms them: the ORDER BY items that are DISTINCT ON expressions
+    /// must come first (any other item before one of them is `42P10`), and DISTINCT ON
+    /// expressions that ORDER BY lacks follow them, ascending, so that each group's rows are
+    /// together and its first row is the one ORDER BY puts first.
+    fn distinct_on_keys(
+        &self,
+        keys: Vec<SortKey>,
+        on: &[(usize, &AstExpr)],
+    ) -> Result<Vec<SortKey>> {
+        let is_on =
+            |k: &SortKey| matches!(k.expr, Expr::Column(i) if on.iter().any(|(c, _)| *c == i));
+        let leading = keys.iter().take_while(|k| is_on(k)).count();
+        let mismatch = |e: &AstExpr| Error::InvalidColumnReference {
+            message: "SELECT DISTINCT ON expressions must match initial ORDER BY expressions"
+                .into(),
+            span: self.span_of(e),
+        };
+        if let Some(k) = keys[leading..].iter().find(|k| is_on(k)) {
+            let e = on.iter().find(|(c, _)| matches!(k.expr, Expr::Column(i) if i == *c));
+            return Err(mismatch(e.map_or(on[0].1, |(_, e)| *e)));
+        }
+        let mut out = keys;
+        for (c, e) in on {
+            if out[..leading].iter().any(|k| k.expr == Expr::Column(*c)) {
+                continue;
+            }
+            if leading < out.len() {
+                return Err(mismatch(e));
+            }
+            if !out.iter().any(|k| k.expr == Expr::Column(*c)) {
+                out.push(SortKey { expr: Expr::Column(*c), desc: false, nulls_first: false });
+            }
+        }
+        Ok(out)
     }
 
     /// Applies ORDER BY / LIMIT / OFFSET to a plan whose output columns are `columns`.
@@ -1564,7 +1632,11 @@ fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
             limit.iter().chain(offset.iter()).for_each(&mut *f);
             visit_plan_exprs(input, f);
         }
-        Plan::Distinct { input } | Plan::Truncate { input, .. } => visit_plan_exprs(input, f),
+        Plan::Distinct { input, on } => {
+            on.iter().for_each(&mut *f);
+            visit_plan_exprs(input, f);
+        }
+        Plan::Truncate { input, .. } => visit_plan_exprs(input, f),
         Plan::SetOp { left, right, .. } => {
             visit_plan_exprs(left, f);
             visit_plan_exprs(right, f);
@@ -1590,7 +1662,7 @@ pub(crate) fn width_of(p: &Plan) -> usize {
         Plan::GenerateSeries { .. } => 1,
         Plan::Filter { input, .. }
         | Plan::Sort { input, .. }
-        | Plan::Distinct { input }
+        | Plan::Distinct { input, .. }
         | Plan::Limit { input, .. } => width_of(input),
         Plan::SetOp { left, .. } => width_of(left),
         Plan::Window { input, calls } => width_of(input) + calls.len(),

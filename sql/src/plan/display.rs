@@ -238,7 +238,7 @@ impl Plan {
                 writeln!(f, "{pad}      Sort Key: {}", sort_keys(keys))?;
                 input.fmt_tree(f, depth + 1)
             }
-            Plan::Distinct { input } => {
+            Plan::Distinct { input, .. } => {
                 writeln!(f, "{arrow}Unique")?;
                 input.fmt_tree(f, depth + 1)
             }

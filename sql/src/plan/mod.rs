@@ -390,10 +390,13 @@ pub enum Plan {
         /// Keys.
         keys: Vec<SortKey>,
     },
-    /// Remove duplicate rows.
+    /// Remove duplicate rows (`on` empty), or keep the first row of each group of rows equal
+    /// on the `on` expressions (DISTINCT ON; the input is sorted so that groups are together).
     Distinct {
         /// Input.
         input: Box<Plan>,
+        /// DISTINCT ON expressions over the input row; empty for DISTINCT.
+        on: Vec<Expr>,
     },
     /// Window functions: each input row gets one more column per call, computed over the rows
     /// of its partition (in the call's order).
