@@ -12,7 +12,10 @@ use catalog::{DataType, Table};
 use chrono::NaiveDateTime;
 
 use crate::error::{Error, Result};
-use crate::plan::{Access, AggCall, AggFunc, CmpOp, Expr, Func, JoinKind, Plan, SortKey};
+use crate::plan::{
+    Access, AggCall, AggFunc, CmpOp, Expr, Frame, FrameBound, FrameUnits, Func, JoinKind, Plan,
+    SortKey,
+};
 use crate::types::{self, ArithOp, CastKind, Value};
 
 /// Maximum rows a single generate_series may produce (keeps one statement's memory bounded).
@@ -613,15 +616,31 @@ impl Ctx<'_> {
 
     /// One window call's value for each of `rows` (in their order): the rows are put in
     /// partition and window order, and each partition is walked once, peer group by peer
-    /// group (rows equal on the ORDER BY keys share a rank and, for aggregates, a frame).
+    /// group (rows equal on the ORDER BY keys share a rank and, with the default frame, an
+    /// aggregate's value).
     fn window(
         &mut self,
         rows: &[Vec<Value>],
         call: &crate::plan::WindowCall,
     ) -> Result<Vec<Value>> {
         use crate::plan::WindowFunc as W;
+        if let (Some(frame), false) = (&call.frame, rows.is_empty()) {
+            for (b, what) in [(frame.start, "starting"), (frame.end, "ending")] {
+                if let FrameBound::Preceding(n) | FrameBound::Following(n) = b {
+                    if n < 0 {
+                        return Err(Error::DataException {
+                            message: format!("frame {what} offset must not be negative"),
+                            sqlstate: "22013",
+                        });
+                    }
+                }
+            }
+        }
+        // Per input row: the partition key, the ORDER BY values, its position, the value the
+        // call reads from it (None: excluded by an aggregate's FILTER), and a value the call
+        // needs at the current row (lag / lead's default, nth_value's n, ntile's n).
         let mut keyed = Vec::with_capacity(rows.len());
-        let mut defaults = Vec::new();
+        let mut current = Vec::new();
         for (i, r) in rows.iter().enumerate() {
             let part: Vec<Value> =
                 call.partition_by.iter().map(|e| self.eval(e, r)).collect::<Result<_>>()?;
@@ -630,11 +649,19 @@ impl Ctx<'_> {
             let order: Vec<Value> =
                 call.order_by.iter().map(|k| self.eval(&k.expr, r)).collect::<Result<_>>()?;
             let arg = match &call.func {
-                // lag / lead: the row's value; its default in case no row is that far.
                 W::Shift { value, default, .. } => {
-                    defaults.push(self.eval(default, r)?);
+                    current.push(self.eval(default, r)?);
                     Some(self.eval(value, r)?)
                 }
+                W::NthValue(value, n) => {
+                    current.push(self.eval(n, r)?);
+                    Some(self.eval(value, r)?)
+                }
+                W::NTile(n) => {
+                    current.push(self.eval(n, r)?);
+                    None
+                }
+                W::FirstValue(value) | W::LastValue(value) => Some(self.eval(value, r)?),
                 W::Aggregate(a) => {
                     let included = match &a.filter {
                         Some(f) => self.eval(f, r)? == Value::Bool(true),
@@ -646,7 +673,7 @@ impl Ctx<'_> {
                     };
                     included.then_some(v)
                 }
-                _ => None,
+                W::RowNumber | W::Rank | W::DenseRank | W::PercentRank | W::CumeDist => None,
             };
             keyed.push((pk, order, i, arg));
         }
@@ -658,61 +685,222 @@ impl Ctx<'_> {
         while start < keyed.len() {
             let end = start + keyed[start..].iter().take_while(|k| k.0 == keyed[start].0).count();
             let partition = &keyed[start..end];
-            let mut acc = match &call.func {
-                W::Aggregate(a) => Some(Acc::new(a)),
-                _ => None,
-            };
-            let mut whole = None;
-            if let (W::Aggregate(a), true) = (&call.func, call.order_by.is_empty()) {
-                // No ORDER BY: every row's frame is the whole partition.
-                let mut all = Acc::new(a);
-                for k in partition {
-                    if let Some(v) = &k.3 {
-                        all.add(a, v.clone())?;
-                    }
-                }
-                whole = Some(all.finish(a)?);
+            let n = partition.len();
+            // Each position's peer group [first, last) and its number from 1 (all rows are
+            // peers without ORDER BY); where each group starts, and `n` after the last.
+            let mut peers = Vec::with_capacity(n);
+            let mut group_starts = Vec::new();
+            let mut p = 0;
+            while p < n {
+                let q = p + partition[p..]
+                    .iter()
+                    .take_while(|k| {
+                        compare_keys(&call.order_by, &k.1, &partition[p].1) == Ordering::Equal
+                    })
+                    .count();
+                group_starts.push(p);
+                peers.extend(std::iter::repeat_n((p, q, group_starts.len() as i64), q - p));
+                p = q;
             }
-            let (mut peer_start, mut dense) = (0, 0);
-            while peer_start < partition.len() {
-                let peer_end = peer_start
-                    + partition[peer_start..]
-                        .iter()
-                        .take_while(|k| {
-                            compare_keys(&call.order_by, &k.1, &partition[peer_start].1)
-                                == Ordering::Equal
-                        })
-                        .count();
-                dense += 1;
-                let frame_value = match (&call.func, &mut acc) {
-                    (W::Aggregate(a), Some(acc)) if whole.is_none() => {
-                        for k in &partition[peer_start..peer_end] {
-                            if let Some(v) = &k.3 {
-                                acc.add(a, v.clone())?;
+            group_starts.push(n);
+            let groups = group_starts.len() - 1;
+            // The frame [lo, hi) of each position.
+            let frame_of = |p: usize| -> (usize, usize) {
+                let (first, last, group) = peers[p];
+                let frame = call.frame.unwrap_or(Frame {
+                    units: FrameUnits::Range,
+                    start: FrameBound::UnboundedPreceding,
+                    end: FrameBound::CurrentRow,
+                });
+                let offset = |n: i64| usize::try_from(n).unwrap_or(usize::MAX);
+                // GROUPS: group `g` (from 0) starts at group_starts[g] and ends before g + 1.
+                let g = (group - 1) as usize;
+                let group_start = |g: usize| group_starts[g.min(groups)];
+                let (lo, hi) = match frame.units {
+                    FrameUnits::Rows | FrameUnits::Range => {
+                        let rows = frame.units == FrameUnits::Rows;
+                        let lo = match frame.start {
+                            FrameBound::UnboundedPreceding => 0,
+                            FrameBound::Preceding(k) => p.saturating_sub(offset(k)),
+                            FrameBound::CurrentRow if rows => p,
+                            FrameBound::CurrentRow => first,
+                            FrameBound::Following(k) => p.saturating_add(offset(k)).min(n),
+                            FrameBound::UnboundedFollowing => n,
+                        };
+                        let hi = match frame.end {
+                            FrameBound::UnboundedPreceding => 0,
+                            FrameBound::Preceding(k) => (p + 1).saturating_sub(offset(k)),
+                            FrameBound::CurrentRow if rows => p + 1,
+                            FrameBound::CurrentRow => last,
+                            FrameBound::Following(k) => {
+                                p.saturating_add(offset(k)).saturating_add(1).min(n)
                             }
-                        }
-                        // The running value: finish a copy, the accumulator goes on.
-                        Some(acc.clone().finish(a)?)
+                            FrameBound::UnboundedFollowing => n,
+                        };
+                        (lo, hi)
                     }
-                    _ => whole.clone(),
+                    FrameUnits::Groups => {
+                        let lo = match frame.start {
+                            FrameBound::UnboundedPreceding => 0,
+                            FrameBound::Preceding(k) => group_start(g.saturating_sub(offset(k))),
+                            FrameBound::CurrentRow => first,
+                            FrameBound::Following(k) => group_start(g.saturating_add(offset(k))),
+                            FrameBound::UnboundedFollowing => n,
+                        };
+                        let hi = match frame.end {
+                            FrameBound::UnboundedPreceding => 0,
+                            FrameBound::Preceding(k) => match g.checked_sub(offset(k)) {
+                                Some(e) => group_start(e + 1),
+                                None => 0,
+                            },
+                            FrameBound::CurrentRow => last,
+                            FrameBound::Following(k) => {
+                                group_start(g.saturating_add(offset(k)).saturating_add(1))
+                            }
+                            FrameBound::UnboundedFollowing => n,
+                        };
+                        (lo, hi)
+                    }
                 };
-                for (j, k) in partition[peer_start..peer_end].iter().enumerate() {
-                    out[k.2] = match &call.func {
-                        W::RowNumber => Value::Int64((peer_start + j + 1) as i64),
-                        W::Rank => Value::Int64(peer_start as i64 + 1),
-                        W::DenseRank => Value::Int64(dense),
-                        W::Shift { lead, offset, .. } => {
-                            let here = (peer_start + j) as i64;
-                            let there = if *lead { here + offset } else { here - offset };
-                            match usize::try_from(there).ok().and_then(|t| partition.get(t)) {
-                                Some(other) => other.3.clone().unwrap_or(Value::Null),
-                                None => defaults[k.2].clone(),
+                (lo, hi.max(lo))
+            };
+            let value_at = |i: usize| partition[i].3.clone().unwrap_or(Value::Null);
+            match &call.func {
+                W::Aggregate(a) => {
+                    // A frame that starts at the partition's first row only grows: one running
+                    // accumulator. Any other frame is summed afresh for each row.
+                    let running =
+                        call.frame.is_none_or(|f| f.start == FrameBound::UnboundedPreceding);
+                    let mut acc = Acc::new(a);
+                    let mut added = 0;
+                    for p in 0..n {
+                        let (lo, hi) = frame_of(p);
+                        let value = if running {
+                            while added < hi {
+                                if let Some(v) = &partition[added].3 {
+                                    acc.add(a, v.clone())?;
+                                }
+                                added += 1;
+                            }
+                            // The running value: finish a copy, the accumulator goes on.
+                            acc.clone().finish(a)?
+                        } else {
+                            let mut fresh = Acc::new(a);
+                            for k in &partition[lo..hi] {
+                                if let Some(v) = &k.3 {
+                                    fresh.add(a, v.clone())?;
+                                }
+                            }
+                            fresh.finish(a)?
+                        };
+                        out[partition[p].2] = value;
+                    }
+                }
+                W::NTile(_) => {
+                    // PostgreSQL's window_ntile: the bucket count is read at the partition's
+                    // first row (a NULL gives NULL and is read again at the next row).
+                    let (mut bucket, mut in_bucket, mut boundary, mut remainder) = (0i64, 0, 0, 0);
+                    for k in partition {
+                        if bucket < 1 {
+                            let buckets = match &current[k.2] {
+                                Value::Null => {
+                                    out[k.2] = Value::Null;
+                                    continue;
+                                }
+                                Value::Int32(b) => i64::from(*b),
+                                other => {
+                                    return Err(Error::internal(format!("ntile of {other:?}")))
+                                }
+                            };
+                            if buckets <= 0 {
+                                return Err(Error::DataException {
+                                    message: "argument of ntile must be greater than zero".into(),
+                                    sqlstate: "22014",
+                                });
+                            }
+                            let total = n as i64;
+                            bucket = 1;
+                            in_bucket = 0;
+                            boundary = total / buckets;
+                            remainder = 0;
+                            if boundary <= 0 {
+                                boundary = 1;
+                            } else {
+                                remainder = total % buckets;
+                                if remainder != 0 {
+                                    boundary += 1;
+                                }
                             }
                         }
-                        W::Aggregate(_) => frame_value.clone().unwrap_or(Value::Null),
-                    };
+                        in_bucket += 1;
+                        if boundary < in_bucket {
+                            if remainder != 0 && bucket == remainder {
+                                remainder = 0;
+                                boundary -= 1;
+                            }
+                            bucket += 1;
+                            in_bucket = 1;
+                        }
+                        out[k.2] = Value::Int32(bucket as i32);
+                    }
                 }
-                peer_start = peer_end;
+                func => {
+                    for (p, k) in partition.iter().enumerate() {
+                        let (first, last, group) = peers[p];
+                        out[k.2] =
+                            match func {
+                                W::RowNumber => Value::Int64(p as i64 + 1),
+                                W::Rank => Value::Int64(first as i64 + 1),
+                                W::DenseRank => Value::Int64(group),
+                                W::PercentRank if n > 1 => {
+                                    Value::Float64(first as f64 / (n - 1) as f64)
+                                }
+                                W::PercentRank => Value::Float64(0.0),
+                                W::CumeDist => Value::Float64(last as f64 / n as f64),
+                                W::Shift { lead, offset, .. } => {
+                                    let there =
+                                        if *lead { p as i64 + offset } else { p as i64 - offset };
+                                    match usize::try_from(there).ok().filter(|t| *t < n) {
+                                        Some(t) => value_at(t),
+                                        None => current[k.2].clone(),
+                                    }
+                                }
+                                W::FirstValue(_) | W::LastValue(_) => {
+                                    let (lo, hi) = frame_of(p);
+                                    match (lo < hi, func) {
+                                        (false, _) => Value::Null,
+                                        (true, W::FirstValue(_)) => value_at(lo),
+                                        (true, _) => value_at(hi - 1),
+                                    }
+                                }
+                                W::NthValue(..) => {
+                                    let nth = match &current[k.2] {
+                                        Value::Int32(m) => Some(i64::from(*m)),
+                                        _ => None,
+                                    };
+                                    match nth {
+                                        None => Value::Null,
+                                        Some(m) if m <= 0 => return Err(Error::DataException {
+                                            message:
+                                                "argument of nth_value must be greater than zero"
+                                                    .into(),
+                                            sqlstate: "22016",
+                                        }),
+                                        Some(m) => {
+                                            let (lo, hi) = frame_of(p);
+                                            let at = lo.saturating_add((m - 1) as usize);
+                                            if at < hi {
+                                                value_at(at)
+                                            } else {
+                                                Value::Null
+                                            }
+                                        }
+                                    }
+                                }
+                                W::Aggregate(_) | W::NTile(_) => unreachable!("handled above"),
+                            };
+                    }
+                }
             }
             start = end;
         }

@@ -996,11 +996,20 @@ impl Binder<'_> {
         };
         let base = *base;
         let spec = match over {
-            ast::WindowType::WindowSpec(spec) if spec.window_name.is_none() => spec,
-            _ => return Err(Error::unsupported("named windows")),
+            ast::WindowType::WindowSpec(spec) => self.resolve_window(spec)?,
+            ast::WindowType::NamedWindow(w) => self.named_window(w)?.clone(),
         };
-        if spec.window_frame.is_some() {
-            return Err(Error::unsupported("window frames (ROWS / RANGE / GROUPS)"));
+        let spec = &spec;
+        let frame = match &spec.window_frame {
+            Some(f) => self.bind_frame(f)?,
+            None => None,
+        };
+        if frame.is_some_and(|f| f.units == crate::plan::FrameUnits::Groups)
+            && spec.order_by.is_empty()
+        {
+            return Err(Error::Windowing {
+                message: "GROUPS mode requires an ORDER BY clause".into(),
+            });
         }
         let (distinct, star, args) = call_args(f, name)?;
         if distinct {
@@ -1053,6 +1062,39 @@ impl Binder<'_> {
                 ("row_number", 0, false) => (W::RowNumber, DataType::Int64),
                 ("rank", 0, false) => (W::Rank, DataType::Int64),
                 ("dense_rank", 0, false) => (W::DenseRank, DataType::Int64),
+                ("percent_rank", 0, false) => (W::PercentRank, DataType::Float64),
+                ("cume_dist", 0, false) => (W::CumeDist, DataType::Float64),
+                ("ntile", 1, false) => {
+                    let n =
+                        self.bind_expr_as(args[0], scope, DataType::Int32, CastKind::Implicit)?;
+                    (W::NTile(n), DataType::Int32)
+                }
+                ("first_value" | "last_value" | "nth_value", 1 | 2, false)
+                    if (args.len() == 2) == (name == "nth_value") =>
+                {
+                    let value = self.bind_expr(args[0], scope)?;
+                    if value.unknown {
+                        return Err(Error::DatatypeMismatch {
+                            message: "could not determine polymorphic type because input has type unknown".into(),
+                            span: self.span_of(e),
+                        });
+                    }
+                    let ty = value.ty;
+                    let func = match name {
+                        "first_value" => W::FirstValue(value.expr),
+                        "last_value" => W::LastValue(value.expr),
+                        _ => {
+                            let n = self.bind_expr_as(
+                                args[1],
+                                scope,
+                                DataType::Int32,
+                                CastKind::Implicit,
+                            )?;
+                            W::NthValue(value.expr, n)
+                        }
+                    };
+                    (func, ty)
+                }
                 ("count" | "sum" | "avg" | "min" | "max", _, _) => {
                     let agg = match (name, star) {
                         ("count", true) => AggFunc::CountStar,
@@ -1096,8 +1138,98 @@ impl Binder<'_> {
         self.windows = saved_windows;
         let (func, ty, partition_by, order_by) = bound?;
         let calls = &mut self.windows.as_mut().expect("checked above").1;
-        calls.push(crate::plan::WindowCall { func, partition_by, order_by });
+        calls.push(crate::plan::WindowCall { func, partition_by, order_by, frame });
         Ok(Typed::known(Expr::Column(base + calls.len() - 1), ty))
+    }
+
+    /// The WINDOW clause's definition of `w` (`42704` if there is none).
+    fn named_window(&self, w: &ast::Ident) -> Result<&ast::WindowSpec> {
+        let name = super::ident(w);
+        self.named_windows.iter().rev().find(|(n, _)| *n == name).map(|(_, s)| s).ok_or_else(|| {
+            Error::UndefinedObject { message: format!("window \"{name}\" does not exist") }
+        })
+    }
+
+    /// A window specification with the named window it starts from (`OVER (w ORDER BY …)`)
+    /// folded in, by PostgreSQL's rules: the new one may add ORDER BY if `w` has none, and a
+    /// frame, but not PARTITION BY, and `w` must have no frame (`42P20` otherwise).
+    pub(super) fn resolve_window(&self, spec: &ast::WindowSpec) -> Result<ast::WindowSpec> {
+        let Some(w) = &spec.window_name else { return Ok(spec.clone()) };
+        let name = super::ident(w);
+        let base = self.named_window(w)?;
+        let refuse = |message: String| Err(Error::Windowing { message });
+        if !spec.partition_by.is_empty() {
+            return refuse(format!("cannot override PARTITION BY clause of window \"{name}\""));
+        }
+        if !spec.order_by.is_empty() && !base.order_by.is_empty() {
+            return refuse(format!("cannot override ORDER BY clause of window \"{name}\""));
+        }
+        if base.window_frame.is_some() {
+            return refuse(format!("cannot copy window \"{name}\" because it has a frame clause"));
+        }
+        let mut out = base.clone();
+        if !spec.order_by.is_empty() {
+            out.order_by = spec.order_by.clone();
+        }
+        out.window_frame = spec.window_frame.clone();
+        Ok(out)
+    }
+
+    /// A frame clause: ROWS and GROUPS with any bounds, RANGE with UNBOUNDED / CURRENT ROW
+    /// bounds; the bound combinations PostgreSQL's grammar refuses are `42P20`, and so is GROUPS
+    /// without ORDER BY (checked by the caller). The default frame is `None`.
+    fn bind_frame(&mut self, f: &ast::WindowFrame) -> Result<Option<crate::plan::Frame>> {
+        use crate::plan::{Frame, FrameBound as B, FrameUnits as U};
+        use ast::WindowFrameBound as A;
+        let units = match f.units {
+            ast::WindowFrameUnits::Rows => U::Rows,
+            ast::WindowFrameUnits::Range => U::Range,
+            ast::WindowFrameUnits::Groups => U::Groups,
+        };
+        let refuse = |message: &str| Err(Error::Windowing { message: message.into() });
+        let mut bound = |b: &A| -> Result<B> {
+            let offset = |b: &mut Self, e: &AstExpr| -> Result<i64> {
+                if units == U::Range {
+                    return Err(Error::unsupported("RANGE with offset PRECEDING/FOLLOWING"));
+                }
+                match b.bind_expr_as(e, &Scope::default(), DataType::Int64, CastKind::Implicit)? {
+                    Expr::Literal(Value::Int64(n)) => Ok(n),
+                    Expr::Literal(Value::Null) => Err(Error::DataException {
+                        message: "frame offset must not be null".into(),
+                        sqlstate: "22004",
+                    }),
+                    _ => Err(Error::unsupported("a frame offset that is not a constant")),
+                }
+            };
+            Ok(match b {
+                A::CurrentRow => B::CurrentRow,
+                A::Preceding(None) => B::UnboundedPreceding,
+                A::Following(None) => B::UnboundedFollowing,
+                A::Preceding(Some(e)) => B::Preceding(offset(self, e)?),
+                A::Following(Some(e)) => B::Following(offset(self, e)?),
+            })
+        };
+        let start = bound(&f.start_bound)?;
+        let end = f.end_bound.as_ref().map(&mut bound).transpose()?.unwrap_or(B::CurrentRow);
+        match (start, end) {
+            (B::UnboundedFollowing, _) => {
+                return refuse("frame start cannot be UNBOUNDED FOLLOWING")
+            }
+            (_, B::UnboundedPreceding) => return refuse("frame end cannot be UNBOUNDED PRECEDING"),
+            (B::CurrentRow, B::Preceding(_)) => {
+                return refuse("frame starting from current row cannot have preceding rows")
+            }
+            (B::Following(_), B::Preceding(_)) => {
+                return refuse("frame starting from following row cannot have preceding rows")
+            }
+            (B::Following(_), B::CurrentRow) => {
+                return refuse("frame starting from following row cannot end with current row")
+            }
+            _ => {}
+        }
+        let frame = Frame { units, start, end };
+        let default = Frame { units: U::Range, start: B::UnboundedPreceding, end: B::CurrentRow };
+        Ok((frame != default).then_some(frame))
     }
 
     /// A timestamp or timestamptz argument of a datetime function, with its type: a date, or an

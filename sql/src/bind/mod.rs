@@ -132,6 +132,9 @@ pub struct Binder<'a> {
     /// rows they extend, and the calls (each adds a column after those). `None` where window
     /// functions are not allowed.
     pub(crate) windows: Option<(usize, Vec<crate::plan::WindowCall>)>,
+    /// The WINDOW clause of the SELECT being bound (each definition resolved against the
+    /// earlier ones), innermost SELECT's last.
+    pub(crate) named_windows: Vec<(String, ast::WindowSpec)>,
 }
 
 /// A WITH query (non-recursive): bound afresh where it is referenced, as a derived table
@@ -166,6 +169,7 @@ impl<'a> Binder<'a> {
             aggs: None,
             ctes: Vec::new(),
             windows: None,
+            named_windows: Vec::new(),
         }
     }
 

@@ -568,7 +568,45 @@ impl Binder<'_> {
         (Plan::GenerateSeries { args, data_type: ty }, scope)
     }
 
+    /// [`Binder::bind_select_inner`] with the SELECT's WINDOW clause in scope while it runs.
     fn bind_select(
+        &mut self,
+        select: &ast::Select,
+        order_by: &[&ast::OrderByExpr],
+        limit: Option<Expr>,
+        offset: Option<Expr>,
+        for_update: bool,
+    ) -> Result<Query> {
+        let outer = self.named_windows.len();
+        let result = self
+            .define_windows(&select.named_window)
+            .and_then(|()| self.bind_select_inner(select, order_by, limit, offset, for_update));
+        self.named_windows.truncate(outer);
+        result
+    }
+
+    /// Adds the WINDOW clause's definitions, each resolved against the ones before it.
+    fn define_windows(&mut self, defs: &[ast::NamedWindowDefinition]) -> Result<()> {
+        let first = self.named_windows.len();
+        for ast::NamedWindowDefinition(name, def) in defs {
+            let name = ident(name);
+            if self.named_windows[first..].iter().any(|(n, _)| *n == name) {
+                return Err(Error::Windowing {
+                    message: format!("window \"{name}\" is already defined"),
+                });
+            }
+            let spec = match def {
+                ast::NamedWindowExpr::WindowSpec(spec) => self.resolve_window(spec)?,
+                ast::NamedWindowExpr::NamedWindow(_) => {
+                    return Err(Error::unsupported("WINDOW w AS other_window without parentheses"))
+                }
+            };
+            self.named_windows.push((name, spec));
+        }
+        Ok(())
+    }
+
+    fn bind_select_inner(
         &mut self,
         select: &ast::Select,
         order_by: &[&ast::OrderByExpr],
@@ -584,11 +622,8 @@ impl Binder<'_> {
         if select.into.is_some() {
             return Err(Error::unsupported("SELECT INTO"));
         }
-        if !select.lateral_views.is_empty()
-            || select.qualify.is_some()
-            || !select.named_window.is_empty()
-        {
-            return Err(Error::unsupported("window clauses"));
+        if !select.lateral_views.is_empty() || select.qualify.is_some() {
+            return Err(Error::unsupported("LATERAL VIEW / QUALIFY"));
         }
         let (items, scope) = self.bind_from(&select.from)?;
         let mut conjuncts = Vec::new();
@@ -1645,8 +1680,15 @@ fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
             for call in calls {
                 call.partition_by.iter().for_each(&mut *f);
                 call.order_by.iter().for_each(|k| f(&k.expr));
-                if let crate::plan::WindowFunc::Aggregate(a) = &call.func {
-                    a.arg.iter().chain(&a.filter).for_each(&mut *f);
+                use crate::plan::WindowFunc as W;
+                match &call.func {
+                    W::Aggregate(a) => a.arg.iter().chain(&a.filter).for_each(&mut *f),
+                    W::Shift { value, default, .. } => {
+                        [value, default].into_iter().for_each(&mut *f)
+                    }
+                    W::NTile(e) | W::FirstValue(e) | W::LastValue(e) => f(e),
+                    W::NthValue(a, b) => [a, b].into_iter().for_each(&mut *f),
+                    W::RowNumber | W::Rank | W::DenseRank | W::PercentRank | W::CumeDist => {}
                 }
             }
             visit_plan_exprs(input, f);

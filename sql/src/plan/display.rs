@@ -244,9 +244,20 @@ impl Plan {
             }
             Plan::Window { input, calls } => {
                 for call in calls {
+                    use super::WindowFunc as W;
                     let func = match &call.func {
-                        super::WindowFunc::Aggregate(a) => format!("{:?}", a.func).to_lowercase(),
-                        other => format!("{other:?}").to_lowercase(),
+                        W::Aggregate(a) => format!("{:?}", a.func).to_lowercase(),
+                        W::RowNumber => "row_number".into(),
+                        W::Rank => "rank".into(),
+                        W::DenseRank => "dense_rank".into(),
+                        W::PercentRank => "percent_rank".into(),
+                        W::CumeDist => "cume_dist".into(),
+                        W::NTile(_) => "ntile".into(),
+                        W::FirstValue(_) => "first_value".into(),
+                        W::LastValue(_) => "last_value".into(),
+                        W::NthValue(..) => "nth_value".into(),
+                        W::Shift { lead: true, .. } => "lead".into(),
+                        W::Shift { lead: false, .. } => "lag".into(),
                     };
                     let mut over = Vec::new();
                     if !call.partition_by.is_empty() {
@@ -254,6 +265,9 @@ impl Plan {
                     }
                     if !call.order_by.is_empty() {
                         over.push(format!("ORDER BY {}", sort_keys(&call.order_by)));
+                    }
+                    if let Some(frame) = &call.frame {
+                        over.push(frame_text(frame));
                     }
                     writeln!(f, "{arrow}Window: {func} OVER ({})", over.join(" "))?;
                 }
@@ -339,4 +353,22 @@ impl Statement {
 
 fn lines(text: &str) -> Vec<String> {
     text.lines().map(str::to_string).collect()
+}
+
+/// A frame as SQL: `ROWS BETWEEN 1 PRECEDING AND CURRENT ROW`.
+fn frame_text(frame: &super::Frame) -> String {
+    use super::FrameBound as B;
+    let bound = |b: B| match b {
+        B::UnboundedPreceding => "UNBOUNDED PRECEDING".to_string(),
+        B::Preceding(n) => format!("{n} PRECEDING"),
+        B::CurrentRow => "CURRENT ROW".to_string(),
+        B::Following(n) => format!("{n} FOLLOWING"),
+        B::UnboundedFollowing => "UNBOUNDED FOLLOWING".to_string(),
+    };
+    let units = match frame.units {
+        super::FrameUnits::Rows => "ROWS",
+        super::FrameUnits::Range => "RANGE",
+        super::FrameUnits::Groups => "GROUPS",
+    };
+    format!("{units} BETWEEN {} AND {}", bound(frame.start), bound(frame.end))
 }

@@ -487,8 +487,7 @@ pub struct ConflictUpdate {
     pub filter: Option<Expr>,
 }
 
-/// A window function call: `func(…) OVER (PARTITION BY … ORDER BY …)` with the default frame
-/// (the partition up to the current row's last peer when ordered, else the whole partition).
+/// A window function call: `func(…) OVER (PARTITION BY … ORDER BY … frame)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowCall {
     /// The function.
@@ -497,6 +496,47 @@ pub struct WindowCall {
     pub partition_by: Vec<Expr>,
     /// ORDER BY keys over the input row.
     pub order_by: Vec<SortKey>,
+    /// The frame of aggregates and first_value / last_value / nth_value; `None` is the default,
+    /// `RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW` (the partition up to the current
+    /// row's last peer when ordered, else the whole partition).
+    pub frame: Option<Frame>,
+}
+
+/// A window frame: the rows of the partition, around the current one, that a call sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// How bounds count.
+    pub units: FrameUnits,
+    /// Where the frame starts.
+    pub start: FrameBound,
+    /// Where it ends (inclusive).
+    pub end: FrameBound,
+}
+
+/// How a frame's bounds count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameUnits {
+    /// Rows.
+    Rows,
+    /// Values of the ORDER BY key: CURRENT ROW is the row's peer group (offsets: 0A000).
+    Range,
+    /// Peer groups.
+    Groups,
+}
+
+/// A frame bound. Offsets are checked when the window runs (negative: `22013`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameBound {
+    /// The partition's first row.
+    UnboundedPreceding,
+    /// `n PRECEDING` (ROWS and GROUPS).
+    Preceding(i64),
+    /// The current row (RANGE and GROUPS: its first peer as a start, its last as an end).
+    CurrentRow,
+    /// `n FOLLOWING` (ROWS and GROUPS).
+    Following(i64),
+    /// The partition's last row.
+    UnboundedFollowing,
 }
 
 /// What a window call computes.
@@ -508,6 +548,19 @@ pub enum WindowFunc {
     Rank,
     /// dense_rank(): the number of peer groups up to its own.
     DenseRank,
+    /// percent_rank(): (rank - 1) / (partition rows - 1), 0 for a single row.
+    PercentRank,
+    /// cume_dist(): the rows up to the current row's last peer / the partition's rows.
+    CumeDist,
+    /// ntile(n): the bucket (1..=n) of the row when the partition is cut into `n` buckets
+    /// as even as possible, the first ones one row larger; `n` over the partition's first row.
+    NTile(Expr),
+    /// first_value(value): `value` of the frame's first row.
+    FirstValue(Expr),
+    /// last_value(value): `value` of the frame's last row.
+    LastValue(Expr),
+    /// nth_value(value, n): `value` of the frame's n-th row (from 1), `n` over the current row.
+    NthValue(Expr, Expr),
     /// An aggregate over the frame.
     Aggregate(AggCall),
     /// lag(value, offset, default) (`lead`: false) or lead(…): `value` of the row `offset`
