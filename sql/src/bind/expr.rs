@@ -1950,6 +1950,10 @@ pub(crate) fn fold_cast(e: Expr, from: DataType, to: DataType, kind: CastKind) -
             let trimmed = Expr::Func(Func::RTrim, vec![other]);
             Ok(Expr::Cast(Box::new(trimmed), to, kind))
         }
+        // A varchar is a text value already: no node, so that `v = $1` binds to the same
+        // expression whether `$1` was typed before or by it (ORDER BY and DISTINCT ON items
+        // match by expression).
+        other if matches!(from, DataType::Varchar(_)) && to == DataType::Text => Ok(other),
         other => Ok(Expr::Cast(Box::new(other), to, kind)),
     }
 }

@@ -677,7 +677,7 @@ impl Binder<'_> {
         for ob in order_by {
             let desc = matches!(ob.options.sort, Some(ast::OrderBySort::Desc));
             let nulls_first = ob.options.nulls_first.unwrap_or(desc);
-            let target = match self.order_target(&ob.expr, &bound_items, &scope) {
+            let target = match self.order_target(&ob.expr, &bound_items, &scope, "ORDER BY") {
                 Ok(t) => t,
                 Err(e) => {
                     self.aggs = None;
@@ -691,7 +691,7 @@ impl Binder<'_> {
         let mut distinct_on: Vec<(OrderTarget, &AstExpr)> = Vec::new();
         if let Some(ast::Distinct::On(on)) = &select.distinct {
             for e in on {
-                match self.order_target(e, &bound_items, &scope) {
+                match self.order_target(e, &bound_items, &scope, "DISTINCT ON") {
                     Ok(t) => distinct_on.push((t, e)),
                     Err(err) => {
                         self.aggs = None;
@@ -721,17 +721,9 @@ impl Binder<'_> {
         let mut group_by = Vec::new();
         for g in &group_exprs {
             // GROUP BY 1 / GROUP BY alias / GROUP BY expression.
+            let position = self.select_list_position(g, "GROUP BY", bound_items.len())?;
             let bound = match g {
-                AstExpr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
-                    let n: usize = v.value.to_string().parse().unwrap_or(0);
-                    if n == 0 || n > bound_items.len() {
-                        return Err(Error::InvalidColumnReference {
-                            message: format!("GROUP BY position {n} is not in select list"),
-                            span: self.span_of(*g),
-                        });
-                    }
-                    bound_items[n - 1].0.clone()
-                }
+                _ if position.is_some() => bound_items[position.expect("checked") - 1].0.clone(),
                 AstExpr::Identifier(id)
                     if !scope.columns.iter().any(|c| c.name == ident(id))
                         && bound_items.iter().any(|(_, c)| c.name == ident(id)) =>
@@ -927,7 +919,7 @@ impl Binder<'_> {
             let nulls_first = ob.options.nulls_first.unwrap_or(desc);
             let items: Vec<(Expr, OutColumn)> =
                 columns.iter().enumerate().map(|(i, c)| (Expr::Column(i), c.clone())).collect();
-            let expr = match self.order_target(&ob.expr, &items, &scope)? {
+            let expr = match self.order_target(&ob.expr, &items, &scope, "ORDER BY")? {
                 OrderTarget::Output(i) => Expr::Column(i),
                 OrderTarget::Input(e) => e,
             };
@@ -942,23 +934,67 @@ impl Binder<'_> {
         Ok(Query { plan, columns })
     }
 
+    /// PostgreSQL's SQL-92 rule for an ORDER BY, GROUP BY or DISTINCT ON item (`clause`): an
+    /// integer constant (after folding parentheses and unary minus, as its grammar does) is a
+    /// select-list position, returned here (1-based, `42P10` if out of range); any other
+    /// constant — a string, a boolean, NULL, a non-integer or out-of-int4 number — is `42601`
+    /// "non-integer constant in …". `None` for an expression that is not a constant.
+    pub(super) fn select_list_position(
+        &self,
+        e: &AstExpr,
+        clause: &str,
+        width: usize,
+    ) -> Result<Option<usize>> {
+        // The constant the grammar makes of `e`: Some(Ok(n)) for an integer, Some(Err) for
+        // another constant.
+        fn constant(e: &AstExpr) -> Option<std::result::Result<i64, ()>> {
+            match e {
+                AstExpr::Nested(inner) => constant(inner),
+                AstExpr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match &**expr {
+                    AstExpr::Nested(_)
+                    | AstExpr::UnaryOp { .. }
+                    | AstExpr::Value(ast::ValueWithSpan {
+                        value: ast::Value::Number(..), ..
+                    }) => match constant(expr)? {
+                        Ok(n) => Some(Ok(-n)),
+                        Err(()) => Some(Err(())),
+                    },
+                    _ => None,
+                },
+                AstExpr::Value(v) => match &v.value {
+                    // A parameter is an expression, not a constant.
+                    ast::Value::Placeholder(_) => None,
+                    ast::Value::Number(n, _) => {
+                        Some(n.parse::<i32>().map(i64::from).map_err(|_| ()))
+                    }
+                    _ => Some(Err(())),
+                },
+                _ => None,
+            }
+        }
+        match constant(e) {
+            None => Ok(None),
+            Some(Err(())) => Err(Error::Syntax {
+                message: format!("non-integer constant in {clause}"),
+                span: self.span_of(e),
+            }),
+            Some(Ok(n)) if n < 1 || n as usize > width => Err(Error::InvalidColumnReference {
+                message: format!("{clause} position {n} is not in select list"),
+                span: self.span_of(e),
+            }),
+            Some(Ok(n)) => Ok(Some(n as usize)),
+        }
+    }
+
     fn order_target(
         &mut self,
         e: &AstExpr,
         items: &[(Expr, OutColumn)],
         scope: &Scope,
+        clause: &str,
     ) -> Result<OrderTarget> {
-        if let AstExpr::Value(v) = e {
-            if let ast::Value::Number(n, _) = &v.value {
-                let i: usize = n.parse().unwrap_or(0);
-                if i == 0 || i > items.len() {
-                    return Err(Error::InvalidColumnReference {
-                        message: format!("ORDER BY position {n} is not in select list"),
-                        span: self.span_of(e),
-                    });
-                }
-                return Ok(OrderTarget::Output(i - 1));
-            }
+        if let Some(i) = self.select_list_position(e, clause, items.len())? {
+            return Ok(OrderTarget::Output(i - 1));
         }
         if let AstExpr::Identifier(id) = e {
             let name = ident(id);
