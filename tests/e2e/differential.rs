@@ -618,6 +618,30 @@ impl Gen {
         (s, true)
     }
 
+    /// A window frame clause in `units` whose bounds PostgreSQL's grammar accepts: ROWS and
+    /// GROUPS with offsets, RANGE with UNBOUNDED and CURRENT ROW only.
+    fn frame(&mut self, units: &str) -> String {
+        // Bounds in their order: UNBOUNDED PRECEDING, n PRECEDING, CURRENT ROW, n FOLLOWING,
+        // UNBOUNDED FOLLOWING; the end's rank is at least the start's.
+        let offsets = units != "RANGE";
+        let bound = |rank: usize, rng: &mut StdRng| match rank {
+            0 => "UNBOUNDED PRECEDING".to_string(),
+            1 => format!("{} PRECEDING", rng.gen_range(0..4)),
+            2 => "CURRENT ROW".to_string(),
+            3 => format!("{} FOLLOWING", rng.gen_range(0..4)),
+            _ => "UNBOUNDED FOLLOWING".to_string(),
+        };
+        let ranks: &[usize] = if offsets { &[0, 1, 2, 3] } else { &[0, 2] };
+        let start = ranks[self.rng.gen_range(0..ranks.len())];
+        let ends: Vec<usize> = (start.max(1)..=4).filter(|r| offsets || r % 2 == 0).collect();
+        let end = ends[self.rng.gen_range(0..ends.len())];
+        // Past the start: `CURRENT ROW AND n PRECEDING` is refused, so is a FOLLOWING start
+        // ending at CURRENT ROW; both are excluded by the ranks.
+        let start = bound(start, &mut self.rng);
+        let end = bound(end, &mut self.rng);
+        format!("{units} BETWEEN {start} AND {end}")
+    }
+
     /// A query and whether its row order is defined.
     fn query(&mut self) -> (String, bool) {
         match self.rng.gen_range(0..13) {
@@ -629,7 +653,7 @@ impl Gen {
                 let key = self.expr(key_ty, 1);
                 let part =
                     if self.chance(0.6) { format!("PARTITION BY {key} ") } else { String::new() };
-                let window = match self.rng.gen_range(0..8) {
+                let window = match self.rng.gen_range(0..14) {
                     0 => format!("row_number() OVER ({part}ORDER BY t.id)"),
                     1 => format!("rank() OVER ({part}ORDER BY t.a)"),
                     2 => format!("dense_rank() OVER ({part}ORDER BY t.a DESC)"),
@@ -641,9 +665,60 @@ impl Gen {
                         format!("{f}({}) OVER ({part}ORDER BY t.id)", self.expr(ty, 1))
                     }
                     6 => format!("avg(t.n) OVER ({part}ORDER BY t.id)"),
-                    _ => {
+                    7 => {
                         let f = self.pick(&["min", "max"]);
                         format!("{f}(t.s) OVER ({part})")
+                    }
+                    // Frames over the total order: any ROWS bounds.
+                    8 => {
+                        let f = self.pick(&["sum", "count", "min", "max", "avg"]);
+                        let frame = self.frame("ROWS");
+                        format!("{f}(t.a) OVER ({part}ORDER BY t.id {frame})")
+                    }
+                    9 => {
+                        let ty = self.pick(&[Ty::Int, Ty::Text, Ty::Num, Ty::Date]);
+                        let value = self.expr(ty, 1);
+                        let frame =
+                            if self.chance(0.3) { String::new() } else { self.frame("ROWS") };
+                        match self.rng.gen_range(0..3) {
+                            0 => format!("first_value({value}) OVER ({part}ORDER BY t.id {frame})"),
+                            1 => format!("last_value({value}) OVER ({part}ORDER BY t.id {frame})"),
+                            _ => {
+                                let n = self.rng.gen_range(1..4);
+                                format!(
+                                    "nth_value({value}, {n}) OVER ({part}ORDER BY t.id {frame})"
+                                )
+                            }
+                        }
+                    }
+                    // Peer groups (ORDER BY t.a): frames of whole groups, ranks shared by peers.
+                    10 => {
+                        let f = self.pick(&["sum", "count", "max"]);
+                        let units = self.pick(&["GROUPS", "RANGE"]);
+                        let frame = self.frame(units);
+                        format!("{f}(t.b) OVER ({part}ORDER BY t.a {frame})")
+                    }
+                    11 => {
+                        let f = self.pick(&["percent_rank", "cume_dist"]);
+                        format!("{f}() OVER ({part}ORDER BY t.a)")
+                    }
+                    12 => {
+                        let n = self.rng.gen_range(1..5);
+                        format!("ntile({n}) OVER ({part}ORDER BY t.id DESC)")
+                    }
+                    // A named window, used twice.
+                    _ => {
+                        let f = self.pick(&["sum", "count", "min"]);
+                        let list = self.select_list(1);
+                        let frame = self.frame("ROWS");
+                        return (
+                            format!(
+                                "SELECT t.id, {}, {f}(t.a) OVER w, row_number() OVER w FROM t \
+                                 WINDOW w AS ({part}ORDER BY t.id {frame})",
+                                list[0]
+                            ),
+                            false,
+                        );
                     }
                 };
                 let list = self.select_list(1);
@@ -792,6 +867,20 @@ impl Gen {
                         .collect();
                     let (order, ordered) = self.order_limit(n);
                     (format!("SELECT DISTINCT {} FROM t{order}", list.join(", ")), ordered)
+                } else if self.chance(0.4) {
+                    // DISTINCT ON: the first row by id of each group (a total order, so
+                    // the answer is defined).
+                    let ty = self.pick(&[Ty::Int, Ty::Text, Ty::Bool, Ty::Date, Ty::Num]);
+                    let key = self.expr(ty, 1);
+                    let list = self.select_list(1);
+                    let dir = self.pick(&["", " DESC"]);
+                    (
+                        format!(
+                            "SELECT DISTINCT ON ({key}) t.id, {} FROM t ORDER BY {key}{dir}, t.id",
+                            list[0]
+                        ),
+                        false,
+                    )
                 } else {
                     let list: Vec<_> =
                         (0..self.rng.gen_range(1..=3)).map(|_| self.aggregate()).collect();
