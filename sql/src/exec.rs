@@ -1376,6 +1376,9 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
             | Func::Least
             | Func::Pi
             | Func::Random
+            | Func::QuoteNullable
+            | Func::NumNulls
+            | Func::NumNonNulls
     );
     if strict && args.iter().any(|a| a.is_null()) {
         return Ok(Value::Null);

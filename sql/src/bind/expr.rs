@@ -21,7 +21,7 @@ pub(crate) struct Typed {
 }
 
 impl Typed {
-    fn known(expr: Expr, ty: DataType) -> Typed {
+    pub(super) fn known(expr: Expr, ty: DataType) -> Typed {
         Typed { expr, ty, unknown: false }
     }
 }
@@ -238,6 +238,31 @@ impl Binder<'_> {
                 Ok(Typed::known(out, ty))
             }
             AstExpr::UnaryOp { op, expr } => match op {
+                // PostgreSQL's unary minus binds tighter than `^` (`-2 ^ 2` is 4); the parser
+                // read it as -(2 ^ 2): move the minus onto the left operand of the `^` chain.
+                UnaryOperator::Minus
+                    if matches!(
+                        expr.as_ref(),
+                        AstExpr::BinaryOp { op: BinaryOperator::PGExp, .. }
+                    ) =>
+                {
+                    fn negate_leftmost(e: &AstExpr) -> AstExpr {
+                        match e {
+                            AstExpr::BinaryOp { left, op: BinaryOperator::PGExp, right } => {
+                                AstExpr::BinaryOp {
+                                    left: Box::new(negate_leftmost(left)),
+                                    op: BinaryOperator::PGExp,
+                                    right: right.clone(),
+                                }
+                            }
+                            other => AstExpr::UnaryOp {
+                                op: UnaryOperator::Minus,
+                                expr: Box::new(other.clone()),
+                            },
+                        }
+                    }
+                    self.bind_expr(&negate_leftmost(expr), scope)
+                }
                 UnaryOperator::Minus => {
                     if let AstExpr::Value(v) = expr.as_ref() {
                         if let AstValue::Number(n, _) = &v.value {
@@ -715,6 +740,12 @@ impl Binder<'_> {
                 let m = Expr::Func(Func::RegexMatch, vec![l, r, Expr::Literal(Value::Bool(ci))]);
                 let negated = matches!(op, B::PGRegexNotMatch | B::PGRegexNotIMatch);
                 Ok(Typed::known(if negated { Expr::Not(Box::new(m)) } else { m }, DataType::Bool))
+            }
+            // `x ^ y` is power(x, y).
+            B::PGExp => {
+                let l = self.bind_expr(left, scope)?;
+                let r = self.bind_expr(right, scope)?;
+                self.bind_builtin("power", vec![l, r], e)
             }
             other => Err(Error::Unsupported {
                 feature: format!("operator {other}"),

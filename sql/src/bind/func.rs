@@ -85,6 +85,31 @@ impl Binder<'_> {
                 text(self, &[P::Text, P::Text, P::Int], T::Text, Func::SplitPart, args)
             }
             ("reverse", 1) => text(self, &[P::Text], T::Text, Func::Reverse, args),
+            // char(n) counts its padding: the value as stored, not cast to text.
+            ("octet_length", 1) if matches!(args[0].ty, T::Char(_)) && !args[0].unknown => {
+                let a = args.into_iter().next().expect("one arg");
+                Ok(Typed::known(Expr::Func(Func::OctetLength, vec![a.expr]), T::Int32))
+            }
+            ("octet_length", 1) => text(self, &[P::Text], T::Int32, Func::OctetLength, args),
+            ("quote_literal" | "quote_nullable", 1) => {
+                let f =
+                    if name == "quote_literal" { Func::QuoteLiteral } else { Func::QuoteNullable };
+                let a = args.into_iter().next().expect("one arg");
+                // quote_literal(anyelement) is quote_literal($1::text).
+                let a = self.text_expr(a, e)?;
+                Ok(Typed::known(Expr::Func(f, vec![a]), T::Text))
+            }
+            ("num_nulls" | "num_nonnulls", n) if n >= 1 => {
+                let f = if name == "num_nulls" { Func::NumNulls } else { Func::NumNonNulls };
+                let exprs = args.into_iter().map(|a| a.expr).collect();
+                Ok(Typed::known(Expr::Func(f, exprs), T::Int32))
+            }
+            ("degrees", 1) => {
+                self.bind_fixed(name, &[P::Float], T::Float64, Func::Degrees, args, e)
+            }
+            ("radians", 1) => {
+                self.bind_fixed(name, &[P::Float], T::Float64, Func::Radians, args, e)
+            }
             ("initcap", 1) => text(self, &[P::Text], T::Text, Func::InitCap, args),
             ("starts_with", 2) => text(self, &[P::Text, P::Text], T::Bool, Func::StartsWith, args),
             ("ascii", 1) => text(self, &[P::Text], T::Int32, Func::Ascii, args),

@@ -21,6 +21,36 @@ const VARHDRSZ: i64 = 4;
 /// Bytes per character at most in UTF-8 (`pg_database_encoding_max_length`).
 const MAX_CHAR_BYTES: i64 = 4;
 
+/// PostgreSQL's `RADIANS_PER_DEGREE`.
+const RADIANS_PER_DEGREE: f64 = 0.017_453_292_519_943_295;
+
+/// PostgreSQL's overflow check of `result`, computed from `input`: infinite only if the input
+/// was.
+fn finite(input: f64, result: f64) -> Result<f64> {
+    if result.is_infinite() && !input.is_infinite() {
+        return Err(float_overflow());
+    }
+    Ok(result)
+}
+
+/// `quote_literal`: the string between single quotes, quotes and backslashes doubled, with an
+/// `E` prefix when it holds a backslash.
+fn quote_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 3);
+    if s.contains('\\') {
+        out.push('E');
+    }
+    out.push('\'');
+    for c in s.chars() {
+        if c == '\'' || c == '\\' {
+            out.push(c);
+        }
+        out.push(c);
+    }
+    out.push('\'');
+    out
+}
+
 fn too_large() -> Error {
     Error::ProgramLimitExceeded { message: "requested length too large".into() }
 }
@@ -111,6 +141,23 @@ pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
         }
         Func::SplitPart => split_part(text(&args[0])?, text(&args[1])?, int(&args[2])?)?,
         Func::Reverse => Value::Text(text(&args[0])?.chars().rev().collect()),
+        Func::OctetLength => Value::Int32(text(&args[0])?.len() as i32),
+        Func::QuoteLiteral => Value::Text(quote_literal(text(&args[0])?)),
+        Func::QuoteNullable => match &args[0] {
+            Value::Null => Value::Text("NULL".into()),
+            v => Value::Text(quote_literal(text(v)?)),
+        },
+        Func::NumNulls => Value::Int32(args.iter().filter(|a| a.is_null()).count() as i32),
+        Func::NumNonNulls => Value::Int32(args.iter().filter(|a| !a.is_null()).count() as i32),
+        // PostgreSQL's degrees() / radians(): one division / multiplication by its constant.
+        Func::Degrees => {
+            let x = float(&args[0])?;
+            Value::Float64(finite(x, x / RADIANS_PER_DEGREE)?)
+        }
+        Func::Radians => {
+            let x = float(&args[0])?;
+            Value::Float64(finite(x, x * RADIANS_PER_DEGREE)?)
+        }
         Func::InitCap => Value::Text(initcap(text(&args[0])?)),
         Func::StartsWith => Value::Bool(text(&args[0])?.starts_with(text(&args[1])?)),
         Func::Ascii => Value::Int32(text(&args[0])?.chars().next().map_or(0, |c| c as i32)),

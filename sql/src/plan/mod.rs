@@ -107,6 +107,20 @@ pub enum Func {
     SplitPart,
     /// reverse(text)
     Reverse,
+    /// octet_length(text): bytes (a char(n) value with its padding).
+    OctetLength,
+    /// quote_literal(text): a string literal (`E'…'` if it holds a backslash).
+    QuoteLiteral,
+    /// quote_nullable(text): quote_literal, or `NULL` (not strict).
+    QuoteNullable,
+    /// num_nulls(any, …) (not strict).
+    NumNulls,
+    /// num_nonnulls(any, …) (not strict).
+    NumNonNulls,
+    /// degrees(float8)
+    Degrees,
+    /// radians(float8)
+    Radians,
     /// initcap(text)
     InitCap,
     /// starts_with(text, prefix)
