@@ -16,7 +16,7 @@ use crate::plan::{
     Access, AggCall, AggFunc, CmpOp, Expr, Frame, FrameBound, FrameUnits, Func, JoinKind, Plan,
     SortKey,
 };
-use crate::types::{self, ArithOp, CastKind, Value};
+use crate::types::{self, ArithOp, CastKind, Numeric, Value};
 
 /// Maximum rows a single generate_series may produce (keeps one statement's memory bounded).
 pub const MAX_SERIES_ROWS: i64 = 10_000_000;
@@ -1586,6 +1586,24 @@ enum Acc {
     Text(Option<String>, Option<HashSet<Vec<u8>>>),
     /// bool_and / bool_or.
     Bool(Option<bool>),
+    /// The statistics over numeric input (integers arrive as numeric): count, exact sum and
+    /// sum of squares, and whether a NaN or an infinity was seen (PostgreSQL's
+    /// `NumericAggState`).
+    VarNumeric {
+        n: i64,
+        sum: Numeric,
+        squares: Numeric,
+        special: bool,
+        seen: Option<HashSet<Vec<u8>>>,
+    },
+    /// The statistics over double precision: PostgreSQL's Youngs-Cramer transition values
+    /// (`float8_accum`): N, Sx and Sxx.
+    VarFloat {
+        n: f64,
+        sx: f64,
+        sxx: f64,
+        seen: Option<HashSet<Vec<u8>>>,
+    },
 }
 
 impl Acc {
@@ -1597,6 +1615,19 @@ impl Acc {
             AggFunc::Min | AggFunc::Max => Acc::MinMax(Value::Null),
             AggFunc::StringAgg => Acc::Text(None, seen),
             AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
+            AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop => {
+                if call.data_type == DataType::Float64 {
+                    Acc::VarFloat { n: 0.0, sx: 0.0, sxx: 0.0, seen }
+                } else {
+                    Acc::VarNumeric {
+                        n: 0,
+                        sum: Numeric::ZERO,
+                        squares: Numeric::ZERO,
+                        special: false,
+                        seen,
+                    }
+                }
+            }
         }
     }
 
@@ -1647,6 +1678,39 @@ impl Acc {
                     });
                 }
             }
+            Acc::VarNumeric { n, sum, squares, special, seen } => {
+                if let (Value::Numeric(x), true) = (&v, Self::first_time(seen, &v)) {
+                    *n += 1;
+                    if !x.is_finite() {
+                        *special = true;
+                    } else if !*special {
+                        *sum = sum.add(x)?;
+                        *squares = squares.add(&x.mul(x)?)?;
+                    }
+                }
+            }
+            Acc::VarFloat { n, sx, sxx, seen } => {
+                if let (Value::Float64(x), true) = (&v, Self::first_time(seen, &v)) {
+                    // float8_accum, step for step.
+                    let (x, old_n, old_sx) = (*x, *n, *sx);
+                    *n += 1.0;
+                    *sx += x;
+                    if old_n > 0.0 {
+                        let tmp = x * *n - *sx;
+                        *sxx += tmp * tmp / (*n * old_n);
+                        if sx.is_infinite() || sxx.is_infinite() {
+                            if !old_sx.is_infinite() && !x.is_infinite() {
+                                return Err(Error::NumericOutOfRange {
+                                    message: "value out of range: overflow".into(),
+                                });
+                            }
+                            *sxx = f64::NAN;
+                        }
+                    } else if x.is_nan() || x.is_infinite() {
+                        *sxx = f64::NAN;
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -1671,6 +1735,37 @@ impl Acc {
             },
             Acc::Text(text, _) => text.map_or(Value::Null, Value::Text),
             Acc::Bool(b) => b.map_or(Value::Null, Value::Bool),
+            Acc::VarFloat { n, sxx, .. } => {
+                let sample = matches!(call.func, AggFunc::VarSamp | AggFunc::StddevSamp);
+                let root = matches!(call.func, AggFunc::StddevSamp | AggFunc::StddevPop);
+                if n == 0.0 || (sample && n <= 1.0) {
+                    return Ok(Value::Null);
+                }
+                let variance = if sample { sxx / (n - 1.0) } else { sxx / n };
+                Value::Float64(if root { variance.sqrt() } else { variance })
+            }
+            Acc::VarNumeric { n, sum, squares, special, .. } => {
+                // numeric_stddev_internal, step for step.
+                let sample = matches!(call.func, AggFunc::VarSamp | AggFunc::StddevSamp);
+                let root = matches!(call.func, AggFunc::StddevSamp | AggFunc::StddevPop);
+                if n <= i64::from(sample) {
+                    return Ok(Value::Null);
+                }
+                if special {
+                    return Ok(Value::Numeric(Numeric::NAN));
+                }
+                let count = Numeric::from(n);
+                let numerator = count.mul(&squares)?.sub(&sum.mul(&sum)?)?;
+                if numerator.signum() <= 0 {
+                    // Round-off cannot make it negative here (exact arithmetic), but a zero
+                    // variance is the integer 0, as in PostgreSQL.
+                    return Ok(Value::Numeric(Numeric::ZERO));
+                }
+                let denominator =
+                    if sample { count.mul(&Numeric::from(n - 1))? } else { count.mul(&count)? };
+                let variance = numerator.div(&denominator)?;
+                Value::Numeric(if root { variance.sqrt_at(variance.scale())? } else { variance })
+            }
         })
     }
 }

@@ -1126,14 +1126,23 @@ impl Binder<'_> {
                     };
                     (func, ty)
                 }
-                ("count" | "sum" | "avg" | "min" | "max", _, _) => {
+                (
+                    "count" | "sum" | "avg" | "min" | "max" | "variance" | "var_samp" | "var_pop"
+                    | "stddev" | "stddev_samp" | "stddev_pop",
+                    _,
+                    _,
+                ) => {
                     let agg = match (name, star) {
                         ("count", true) => AggFunc::CountStar,
                         ("count", false) => AggFunc::Count,
                         ("sum", _) => AggFunc::Sum,
                         ("avg", _) => AggFunc::Avg,
                         ("min", _) => AggFunc::Min,
-                        _ => AggFunc::Max,
+                        ("max", _) => AggFunc::Max,
+                        ("variance" | "var_samp", _) => AggFunc::VarSamp,
+                        ("var_pop", _) => AggFunc::VarPop,
+                        ("stddev" | "stddev_samp", _) => AggFunc::StddevSamp,
+                        _ => AggFunc::StddevPop,
                     };
                     self.aggs = Some(Vec::new());
                     let filter = f.filter.as_deref();
@@ -1408,6 +1417,10 @@ impl Binder<'_> {
             "string_agg" => Some(AggFunc::StringAgg),
             "bool_and" | "every" => Some(AggFunc::BoolAnd),
             "bool_or" => Some(AggFunc::BoolOr),
+            "variance" | "var_samp" => Some(AggFunc::VarSamp),
+            "var_pop" => Some(AggFunc::VarPop),
+            "stddev" | "stddev_samp" => Some(AggFunc::StddevSamp),
+            "stddev_pop" => Some(AggFunc::StddevPop),
             _ => None,
         };
         if let Some(func) = agg {
@@ -1716,13 +1729,19 @@ impl Binder<'_> {
                 let t = self.bind_expr(args[0], scope);
                 self.aggs = saved;
                 let t = t?;
-                // An untyped literal (or NULL) is text to count, min and max, as in
-                // PostgreSQL, whose sum and avg have no preferred candidate for it.
+                // An untyped literal (or NULL) is text to count, min and max and double
+                // precision to the statistics, as in PostgreSQL, whose sum and avg have no
+                // preferred candidate for it.
+                let statistic = matches!(
+                    func,
+                    AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop
+                );
                 let t = if t.unknown {
                     if matches!(func, AggFunc::Sum | AggFunc::Avg) {
                         return Err(self.ambiguous(name, &[t], e));
                     }
-                    let ty = DataType::Text;
+                    // The statistics' candidates are all numeric: the preferred one wins.
+                    let ty = if statistic { DataType::Float64 } else { DataType::Text };
                     Typed::known(self.coerce(t, ty, CastKind::Implicit, e)?, ty)
                 } else {
                     t
@@ -1768,12 +1787,27 @@ impl Binder<'_> {
                         other => other,
                     },
                     AggFunc::CountStar => DataType::Int64,
-                    AggFunc::StringAgg | AggFunc::BoolAnd | AggFunc::BoolOr => {
-                        unreachable!("bound above")
-                    }
+                    // Exact (numeric) for integers and numeric, double precision for floats.
+                    _ if statistic => match t.ty {
+                        DataType::Int16
+                        | DataType::Int32
+                        | DataType::Int64
+                        | DataType::Numeric(_) => DataType::Numeric(None),
+                        DataType::Float32 | DataType::Float64 => DataType::Float64,
+                        other => {
+                            return Err(Error::UndefinedFunction {
+                                name: format!("function {name}({})", other.base_name()),
+                                span: self.span_of(e),
+                            })
+                        }
+                    },
+                    _ => unreachable!("string_agg, bool_and and bool_or are bound above"),
                 };
-                // Sums and averages accumulate in the result type.
+                // Sums, averages and the statistics accumulate in the result type.
                 let arg = match func {
+                    _ if statistic && t.ty != ty => {
+                        fold_cast(t.expr, t.ty, ty, CastKind::Implicit)?
+                    }
                     AggFunc::Sum | AggFunc::Avg if t.ty != ty => {
                         let acc = if func == AggFunc::Avg && matches!(ty, DataType::Numeric(_)) {
                             DataType::Numeric(None)

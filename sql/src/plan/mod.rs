@@ -207,6 +207,14 @@ pub enum AggFunc {
     BoolAnd,
     /// bool_or(x)
     BoolOr,
+    /// var_samp(x) / variance(x)
+    VarSamp,
+    /// var_pop(x)
+    VarPop,
+    /// stddev_samp(x) / stddev(x)
+    StddevSamp,
+    /// stddev_pop(x)
+    StddevPop,
 }
 
 /// A bound scalar expression.

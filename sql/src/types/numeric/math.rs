@@ -322,6 +322,15 @@ impl Numeric {
         let (w, _) = weight_and_first_digit(self);
         let sweight = (w + 1) * 4 / 2 - 1;
         let rscale = clamp_scale((MIN_SIG_DIGITS - sweight).max(self.scale() as i64));
+        self.sqrt_at(rscale)
+    }
+
+    /// The square root of a finite, non-negative `self`, rounded to `rscale` digits (the
+    /// `sqrt_var` of PostgreSQL's stddev aggregates, which choose the scale themselves).
+    pub fn sqrt_at(&self, rscale: u32) -> Result<Numeric> {
+        if !self.is_finite() || self.signum() < 0 {
+            return Err(Error::internal("sqrt_at of a negative or special numeric"));
+        }
         let d = self.to_dec().expect("finite");
         // floor(sqrt(x) × 10^(rscale+1)) = isqrt(mag × 10^(2(rscale+1) - scale)).
         let e = 2 * (rscale as u64 + 1) - d.scale as u64;

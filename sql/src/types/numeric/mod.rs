@@ -264,7 +264,7 @@ impl Numeric {
     }
 
     /// -1, 0 or 1 for finite values and infinities; 0 for `NaN` (used for the special cases).
-    fn signum(&self) -> i32 {
+    pub fn signum(&self) -> i32 {
         match &self.0 {
             Repr::Small { m, .. } => m.signum() as i32,
             Repr::Big(b) => {
