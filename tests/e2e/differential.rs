@@ -6,8 +6,9 @@
 //! projections of nested expressions (arithmetic of every numeric type, text functions, CASE,
 //! COALESCE / NULLIF, casts, date arithmetic), WHERE with AND / OR / NOT, IN, BETWEEN, LIKE,
 //! IS [NOT] DISTINCT FROM, EXISTS and IN subqueries, inner / left / comma joins, GROUP BY with
-//! aggregates (DISTINCT too, and the statistics) and HAVING, DISTINCT, UNION / INTERSECT / EXCEPT, ORDER BY with
-//! LIMIT / OFFSET — and runs each on both servers. Timestamps with time zone are read and
+//! aggregates (DISTINCT too, and the statistics) and HAVING, DISTINCT and DISTINCT ON, window
+//! functions with frames and named windows, UNION / INTERSECT / EXCEPT, ORDER BY with LIMIT /
+//! OFFSET — and runs each on both servers. Timestamps with time zone are read and
 //! printed in a zone chosen per seed (New York, Paris, UTC, Kolkata: daylight saving changes
 //! fall inside the rows' dates). It then runs random UPDATE / DELETE /
 //! INSERT … SELECT statements, RETURNING, upserts, correlated subqueries in SET and multi-row
