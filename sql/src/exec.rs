@@ -560,6 +560,10 @@ impl Ctx<'_> {
     ) -> Result<Vec<Vec<Value>>> {
         let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut groups: Vec<(Vec<Value>, Vec<Acc>)> = Vec::new();
+        // Aggregates with ORDER BY: per (group, call), each row's keys, value and string_agg
+        // delimiter, fed in key order at the end.
+        type Pending = Vec<(Vec<Value>, Value, Option<Value>)>;
+        let mut ordered: HashMap<(usize, usize), Pending> = HashMap::new();
         for r in rows {
             let keys: Vec<Value> =
                 group_by.iter().map(|g| self.eval(g, &r)).collect::<Result<_>>()?;
@@ -583,21 +587,28 @@ impl Ctx<'_> {
                     None => Value::Bool(true),
                     Some(a) => self.eval(a, &r)?,
                 };
-                if let Acc::Text(text, seen) = &mut groups[gi].1[j] {
-                    // string_agg: the row's delimiter goes before every value but the first.
-                    let Value::Text(s) = &v else { continue };
-                    if !Acc::first_time(seen, &v) {
-                        continue;
-                    }
-                    if let (Some(t), Some(d)) = (text.as_mut(), &call.delimiter) {
-                        if let Value::Text(d) = self.eval(d, &r)? {
-                            t.push_str(&d);
-                        }
-                    }
-                    text.get_or_insert_with(String::new).push_str(s);
-                    continue;
+                let delimiter = match (&call.delimiter, &groups[gi].1[j]) {
+                    (Some(d), Acc::Text(..)) => Some(self.eval(d, &r)?),
+                    _ => None,
+                };
+                if call.order_by.is_empty() {
+                    groups[gi].1[j].feed(call, v, delimiter)?;
+                } else {
+                    let keys: Vec<Value> = call
+                        .order_by
+                        .iter()
+                        .map(|k| self.eval(&k.expr, &r))
+                        .collect::<Result<_>>()?;
+                    ordered.entry((gi, j)).or_default().push((keys, v, delimiter));
                 }
-                groups[gi].1[j].add(call, v)?;
+            }
+        }
+        for ((gi, j), mut pending) in ordered {
+            let call = &aggs[j];
+            // Stable: rows with equal keys keep their input order.
+            pending.sort_by(|a, b| compare_keys(&call.order_by, &a.0, &b.0));
+            for (_, v, delimiter) in pending {
+                groups[gi].1[j].feed(call, v, delimiter)?;
             }
         }
         if groups.is_empty() && group_by.is_empty() {
@@ -1640,6 +1651,23 @@ impl Acc {
                 s.insert(k)
             }
         }
+    }
+
+    /// Adds one row's value (string_agg: with its row's delimiter, which goes before every
+    /// value but the first).
+    fn feed(&mut self, call: &AggCall, v: Value, delimiter: Option<Value>) -> Result<()> {
+        if let Acc::Text(text, seen) = self {
+            let Value::Text(s) = &v else { return Ok(()) };
+            if !Acc::first_time(seen, &v) {
+                return Ok(());
+            }
+            if let (Some(t), Some(Value::Text(d))) = (text.as_mut(), &delimiter) {
+                t.push_str(d);
+            }
+            text.get_or_insert_with(String::new).push_str(s);
+            return Ok(());
+        }
+        self.add(call, v)
     }
 
     fn add(&mut self, call: &AggCall, v: Value) -> Result<()> {

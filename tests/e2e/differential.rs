@@ -930,8 +930,14 @@ impl Gen {
     }
 
     fn aggregate(&mut self) -> String {
-        match self.rng.gen_range(0..12) {
+        match self.rng.gen_range(0..13) {
             0 => "count(*)".to_string(),
+            // Ordered by a unique key, so that the concatenation is defined.
+            12 => {
+                let value = self.expr(Ty::Text, 1);
+                let dir = self.pick(&["", " DESC"]);
+                format!("string_agg({value}, '|' ORDER BY t.id{dir})")
+            }
             // Exact input only: over floats the sums depend on the rows' order.
             11 => {
                 let f = self.pick(&["stddev", "variance", "stddev_pop", "var_pop", "var_samp"]);

@@ -1031,6 +1031,11 @@ impl Binder<'_> {
             ast::WindowType::NamedWindow(w) => self.named_window(w)?.clone(),
         };
         let spec = &spec;
+        if agg_order_by(f).is_some() {
+            return Err(Error::unsupported_msg(
+                "aggregate ORDER BY is not implemented for window functions",
+            ));
+        }
         let frame = match &spec.window_frame {
             Some(f) => self.bind_frame(f)?,
             None => None,
@@ -1146,7 +1151,8 @@ impl Binder<'_> {
                     };
                     self.aggs = Some(Vec::new());
                     let filter = f.filter.as_deref();
-                    let call = self.bind_aggregate(agg, false, &args, filter, scope, e, name);
+                    let call =
+                        self.bind_aggregate(agg, false, &args, filter, Vec::new(), scope, e, name);
                     let call = call.and_then(|_| {
                         self.aggs
                             .take()
@@ -1389,7 +1395,7 @@ impl Binder<'_> {
                 span: self.span_of(e),
             });
         }
-        let (distinct, star, arg_exprs) = call_args(f, &name)?;
+        let (distinct, star, arg_exprs) = call_args_ordered(f, &name)?;
         if name == "position" && f.name.0.len() == 1 {
             // PostgreSQL's grammar knows only `position(a IN b)`: the call form is a syntax
             // error at the token after its first argument (`,`), or at `)` when it has none.
@@ -1425,7 +1431,23 @@ impl Binder<'_> {
         };
         if let Some(func) = agg {
             let filter = f.filter.as_deref();
-            return self.bind_aggregate(func, distinct, &arg_exprs, filter, scope, e, &name);
+            if self.aggs.is_none() {
+                return Err(Error::Grouping {
+                    message: format!("aggregate functions are not allowed here ({name})"),
+                    span: self.span_of(e),
+                });
+            }
+            let order_by = match agg_order_by(f) {
+                Some(ob) => self.bind_agg_keys(ob, scope)?,
+                None => Vec::new(),
+            };
+            return self
+                .bind_aggregate(func, distinct, &arg_exprs, filter, order_by, scope, e, &name);
+        }
+        if agg_order_by(f).is_some() {
+            return Err(Error::WrongObjectType {
+                message: format!("ORDER BY specified, but {name} is not an aggregate function"),
+            });
         }
         if f.filter.is_some() {
             return Err(Error::WrongObjectType {
@@ -1667,12 +1689,39 @@ impl Binder<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
+    /// The keys of `ORDER BY …` inside an aggregate's parentheses: row expressions, as the
+    /// aggregate's argument is.
+    fn bind_agg_keys(
+        &mut self,
+        order_by: &[ast::OrderByExpr],
+        scope: &Scope,
+    ) -> Result<Vec<SortKey>> {
+        let mut keys = Vec::with_capacity(order_by.len());
+        for ob in order_by {
+            let desc = matches!(ob.options.sort, Some(ast::OrderBySort::Desc));
+            let nulls_first = ob.options.nulls_first.unwrap_or(desc);
+            let saved = self.aggs.take();
+            let t = self.bind_expr(&ob.expr, scope);
+            self.aggs = saved;
+            let t = t?;
+            let expr = if t.unknown {
+                self.coerce(t, DataType::Text, CastKind::Implicit, &ob.expr)?
+            } else {
+                t.expr
+            };
+            keys.push(SortKey { expr, desc, nulls_first });
+        }
+        Ok(keys)
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn bind_aggregate(
         &mut self,
         func: AggFunc,
         distinct: bool,
         args: &[&AstExpr],
         filter: Option<&AstExpr>,
+        order_by: Vec<SortKey>,
         scope: &Scope,
         e: &AstExpr,
         name: &str,
@@ -1821,8 +1870,14 @@ impl Binder<'_> {
                 (Some(arg), ty)
             }
         };
+        if distinct && order_by.iter().any(|k| Some(&k.expr) != arg.as_ref()) {
+            return Err(Error::InvalidColumnReference {
+                message: "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list".into(),
+                span: self.span_of(e),
+            });
+        }
         let aggs = self.aggs.as_mut().expect("checked above");
-        let call = AggCall { func, arg, distinct, data_type, delimiter, filter };
+        let call = AggCall { func, arg, distinct, data_type, delimiter, filter, order_by };
         let index = match aggs.iter().position(|a| *a == call) {
             Some(i) => i,
             None => {
@@ -1837,14 +1892,37 @@ impl Binder<'_> {
 /// A function call's arguments: (DISTINCT, `*`, the argument expressions). Named arguments,
 /// a subquery in place of the list and ORDER BY inside it are not supported.
 fn call_args<'a>(f: &'a ast::Function, name: &str) -> Result<(bool, bool, Vec<&'a AstExpr>)> {
+    if agg_order_by(f).is_some() {
+        return Err(Error::unsupported(format!("{name} with ORDER BY or other clauses")));
+    }
+    call_args_ordered(f, name)
+}
+
+/// An aggregate call's `ORDER BY` inside its parentheses, if it has one.
+fn agg_order_by(f: &ast::Function) -> Option<&[ast::OrderByExpr]> {
+    match &f.args {
+        ast::FunctionArguments::List(list) => list.clauses.iter().find_map(|c| match c {
+            ast::FunctionArgumentClause::OrderBy(ob) => Some(ob.as_slice()),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// [`call_args`], except that an `ORDER BY` clause is allowed (the caller reads it with
+/// [`agg_order_by`]); any other clause is 0A000.
+fn call_args_ordered<'a>(
+    f: &'a ast::Function,
+    name: &str,
+) -> Result<(bool, bool, Vec<&'a AstExpr>)> {
     match &f.args {
         ast::FunctionArguments::None => Ok((false, false, vec![])),
         ast::FunctionArguments::Subquery(_) => {
             Err(Error::unsupported("subquery as function argument"))
         }
         ast::FunctionArguments::List(list) => {
-            if !list.clauses.is_empty() {
-                return Err(Error::unsupported(format!("{name} with ORDER BY or other clauses")));
+            if list.clauses.iter().any(|c| !matches!(c, ast::FunctionArgumentClause::OrderBy(_))) {
+                return Err(Error::unsupported(format!("{name} with clauses other than ORDER BY")));
             }
             let distinct =
                 matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));

@@ -1692,7 +1692,10 @@ fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
         }
         Plan::Aggregate { input, group_by, aggs } => {
             group_by.iter().for_each(&mut *f);
-            aggs.iter().filter_map(|a| a.arg.as_ref()).for_each(&mut *f);
+            for a in aggs {
+                a.arg.iter().chain(&a.filter).chain(&a.delimiter).for_each(&mut *f);
+                a.order_by.iter().for_each(|k| f(&k.expr));
+            }
             visit_plan_exprs(input, f);
         }
         Plan::Sort { input, keys } => {

@@ -325,6 +325,8 @@ pub struct AggCall {
     pub delimiter: Option<Expr>,
     /// FILTER (WHERE …): only rows for which it holds are aggregated.
     pub filter: Option<Expr>,
+    /// ORDER BY inside the parentheses: the rows are aggregated in this order.
+    pub order_by: Vec<SortKey>,
 }
 
 /// Join kinds.
