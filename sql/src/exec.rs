@@ -36,7 +36,22 @@ pub struct Ctx<'a> {
     /// The session's sequences (`nextval`, `currval`, `setval`); `None` where a plan cannot
     /// call them.
     pub sequences: Option<&'a dyn Sequences>,
+    /// Recursive WITH queries being evaluated.
+    pub recursion: Recursion,
 }
+
+/// The state of recursive WITH queries ([`Plan::RecursiveUnion`]) during a statement.
+#[derive(Debug, Default)]
+pub struct Recursion {
+    /// Each running recursive union's current working table, by id.
+    working: HashMap<usize, Vec<Vec<Value>>>,
+    /// Rows a LIMIT directly above wants from the next recursive union (it stops there).
+    goal: Option<usize>,
+}
+
+/// The most rows one recursive WITH query may produce: a query that never stops must not take
+/// the server's memory (PostgreSQL would run until it runs out, or until it is cancelled).
+const MAX_RECURSIVE_ROWS: usize = 10_000_000;
 
 /// What expressions read from the session rather than the rows: the transaction's timestamp,
 /// the user and database names, and the `TimeZone` setting.
@@ -250,12 +265,60 @@ impl Ctx<'_> {
             Plan::Limit { input, limit, offset } => {
                 let limit = self.count_arg(limit.as_ref(), "LIMIT", "2201W")?;
                 let offset = self.count_arg(offset.as_ref(), "OFFSET", "2201X")?.unwrap_or(0);
+                // A recursive union under nothing but projections stops once it has the
+                // rows this LIMIT takes (its rows come in step order, as in PostgreSQL).
+                let feeds_recursion = |mut p: &Plan| loop {
+                    match p {
+                        Plan::Project { input, .. } | Plan::Truncate { input, .. } => p = input,
+                        Plan::RecursiveUnion { .. } => return true,
+                        _ => return false,
+                    }
+                };
+                if let (Some(l), true) = (limit, feeds_recursion(input)) {
+                    self.recursion.goal = Some((l as usize).saturating_add(offset as usize));
+                }
                 let rows = self.run(input)?;
                 Ok(rows
                     .into_iter()
                     .skip(offset as usize)
                     .take(limit.map(|l| l as usize).unwrap_or(usize::MAX))
                     .collect())
+            }
+            Plan::RecursiveUnion { id, anchor, recursive, all } => {
+                let goal = self.recursion.goal.take().unwrap_or(usize::MAX);
+                let mut seen = HashSet::new();
+                let mut fresh = |rows: Vec<Vec<Value>>| -> Vec<Vec<Value>> {
+                    if *all {
+                        return rows;
+                    }
+                    rows.into_iter()
+                        .filter(|r| {
+                            let mut k = Vec::new();
+                            types::encode_key(r, &mut k);
+                            seen.insert(k)
+                        })
+                        .collect()
+                };
+                let mut out = fresh(self.run(anchor)?);
+                let mut step = out.clone();
+                while !step.is_empty() && out.len() < goal {
+                    self.recursion.working.insert(*id, step);
+                    let rows = self.run(recursive);
+                    self.recursion.working.remove(id);
+                    step = fresh(rows?);
+                    out.extend(step.iter().cloned());
+                    if out.len() > MAX_RECURSIVE_ROWS {
+                        return Err(Error::ProgramLimitExceeded {
+                            message: format!(
+                                "recursive query produced more than {MAX_RECURSIVE_ROWS} rows"
+                            ),
+                        });
+                    }
+                }
+                Ok(out)
+            }
+            Plan::WorkingTable { id, .. } => {
+                Ok(self.recursion.working.get(id).cloned().unwrap_or_default())
             }
             Plan::Truncate { input, width } => {
                 let mut rows = self.run(input)?;

@@ -74,6 +74,9 @@ fn plan_is_short(plan: &crate::plan::Plan) -> bool {
         Plan::NestedLoop { left, right, .. } | Plan::SetOp { left, right, .. } => {
             plan_is_short(left) && plan_is_short(right)
         }
+        // Its steps are not bounded.
+        Plan::RecursiveUnion { .. } => false,
+        Plan::WorkingTable { .. } => true,
         Plan::Filter { input, .. }
         | Plan::Project { input, .. }
         | Plan::Aggregate { input, .. }
@@ -1819,6 +1822,7 @@ impl Session {
             outer: vec![],
             env: self.env(now),
             sequences: Some(self),
+            recursion: Default::default(),
         };
         match stmt {
             Statement::Query(q) => {
@@ -2280,6 +2284,7 @@ impl Session {
                         outer: vec![],
                         env: owned.env(now()),
                         sequences: None,
+                        recursion: Default::default(),
                     };
                     let rows = ctx.run(&query.plan)?;
                     let n = rows.len();
@@ -2583,6 +2588,7 @@ impl Session {
                         outer: vec![],
                         env: owned.env(now()),
                         sequences: None,
+                        recursion: Default::default(),
                     };
                     for (_, bytes) in rows {
                         let row = types::decode_row(&bytes, &types)?;
@@ -2623,6 +2629,7 @@ impl Session {
                 outer: vec![],
                 env: self.env(now()),
                 sequences: None,
+                recursion: Default::default(),
             };
             ctx.eval(e, &[])?
         };
@@ -2949,6 +2956,7 @@ fn deferred_update(
             outer: vec![],
             env: owned.env(now),
             sequences: None,
+            recursion: Default::default(),
         };
         let mut new = old.clone();
         for (col, e) in sets.iter() {

@@ -135,6 +135,8 @@ pub struct Binder<'a> {
     /// The WINDOW clause of the SELECT being bound (each definition resolved against the
     /// earlier ones), innermost SELECT's last.
     pub(crate) named_windows: Vec<(String, ast::WindowSpec)>,
+    /// The next working-table id (recursive WITH queries).
+    pub(crate) next_working: usize,
 }
 
 /// A WITH query (non-recursive): bound afresh where it is referenced, as a derived table
@@ -147,6 +149,19 @@ pub(crate) struct Cte {
     pub query: ast::Query,
     /// How many enclosing scopes its definition had.
     pub outer_depth: usize,
+    /// Defined in WITH RECURSIVE: it may refer to itself.
+    pub recursive: bool,
+    /// While its recursive term is bound: the working table that a self-reference reads.
+    pub working: Option<Working>,
+}
+
+/// A recursive WITH query's working table, as its recursive term sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct Working {
+    pub id: usize,
+    pub columns: Vec<crate::plan::OutColumn>,
+    /// How many times the recursive term referred to it (PostgreSQL allows one).
+    pub uses: std::rc::Rc<std::cell::Cell<usize>>,
 }
 
 /// Folds an identifier as PostgreSQL does: lower case unless quoted.
@@ -170,6 +185,7 @@ impl<'a> Binder<'a> {
             ctes: Vec::new(),
             windows: None,
             named_windows: Vec::new(),
+            next_working: 0,
         }
     }
 

@@ -36,9 +36,6 @@ impl Binder<'_> {
 
     /// Brings the queries of `with` into scope (the caller truncates `ctes` afterwards).
     pub(crate) fn push_ctes(&mut self, with: &ast::With) -> Result<()> {
-        if with.recursive {
-            return Err(Error::unsupported("WITH RECURSIVE"));
-        }
         let visible = self.ctes.len();
         for cte in &with.cte_tables {
             let name = ident(&cte.alias.name);
@@ -52,6 +49,8 @@ impl Binder<'_> {
                 columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
                 query: (*cte.query).clone(),
                 outer_depth: self.outer.len(),
+                recursive: with.recursive,
+                working: None,
             });
         }
         Ok(())
@@ -62,10 +61,25 @@ impl Binder<'_> {
     fn bind_cte_reference(&mut self, name: &str) -> Option<Result<Query>> {
         let at = self.ctes.iter().rposition(|c| c.name == name)?;
         let cte = self.ctes[at].clone();
+        if let Some(w) = &cte.working {
+            // The recursive term's reference to its own query: the working table.
+            w.uses.set(w.uses.get() + 1);
+            if w.uses.get() > 1 {
+                return Some(Err(Error::DataException {
+                    message: format!(
+                        "recursive reference to query \"{name}\" must not appear more than once"
+                    ),
+                    sqlstate: "42P19",
+                }));
+            }
+            let plan = Plan::WorkingTable { id: w.id, width: w.columns.len() };
+            return Some(Ok(Query { plan, columns: w.columns.clone() }));
+        }
         let later = self.ctes.split_off(at);
         let outer = self.outer.split_off(cte.outer_depth.min(self.outer.len()));
         let aggs = self.aggs.take();
-        let bound = self.bind_query(&cte.query);
+        let bound =
+            if cte.recursive { self.bind_recursive(&cte) } else { self.bind_query(&cte.query) };
         self.ctes.extend(later);
         self.outer.extend(outer);
         self.aggs = aggs;
@@ -85,6 +99,93 @@ impl Binder<'_> {
             }
             Ok(q)
         }))
+    }
+
+    /// A WITH RECURSIVE query: `anchor UNION [ALL] recursive`, where only the recursive term
+    /// may refer to the query itself (once), reading the previous step's rows. The columns
+    /// take the anchor's types; the recursive term's must resolve to them with UNION's rules
+    /// (`42804` otherwise, as in PostgreSQL). A query of another form, or whose second term does
+    /// not refer to it, is an ordinary one.
+    fn bind_recursive(&mut self, cte: &super::Cte) -> Result<Query> {
+        let q = &cte.query;
+        let SetExpr::SetOperation { op: ast::SetOperator::Union, set_quantifier, left, right } =
+            q.body.as_ref()
+        else {
+            return self.bind_query(q);
+        };
+        if q.with.is_some() || q.order_by.is_some() || q.limit_clause.is_some() {
+            // Fine if it does not refer to itself; if it does, PostgreSQL's message.
+            return match self.bind_query(q) {
+                Err(Error::UndefinedTable { name, .. }) if name == cte.name => {
+                    Err(Error::unsupported_msg(
+                        "ORDER BY / LIMIT / WITH in a recursive query is not implemented",
+                    ))
+                }
+                other => other,
+            };
+        }
+        let all = match set_quantifier {
+            ast::SetQuantifier::All => true,
+            ast::SetQuantifier::None | ast::SetQuantifier::Distinct => false,
+            _ => return self.bind_query(q),
+        };
+        let (anchor, mut columns) = self.bind_set_expr(left)?;
+        for (c, alias) in columns.iter_mut().zip(&cte.columns) {
+            c.name = alias.clone();
+        }
+        let id = self.next_working;
+        self.next_working += 1;
+        let uses = std::rc::Rc::new(std::cell::Cell::new(0));
+        let mut working = cte.clone();
+        working.working = Some(super::Working { id, columns: columns.clone(), uses: uses.clone() });
+        self.ctes.push(working);
+        let bound = self.bind_set_expr(right);
+        self.ctes.pop();
+        let (recursive, rcols) = bound?;
+        if uses.get() == 0 {
+            // Not recursive after all.
+            return self.bind_query(q);
+        }
+        if rcols.len() != columns.len() {
+            return Err(Error::SyntaxMisuse {
+                message: "each UNION query must have the same number of columns".into(),
+                span: None,
+            });
+        }
+        let mut exprs = Vec::with_capacity(columns.len());
+        for (i, (a, r)) in columns.iter().zip(&rcols).enumerate() {
+            let overall = types::common_type(&a.data_type, &r.data_type);
+            if overall.as_ref() != Some(&a.data_type) {
+                return Err(Error::DatatypeMismatch {
+                    message: format!(
+                        "recursive query \"{}\" column {} has type {} in non-recursive term but type {} overall",
+                        cte.name,
+                        i + 1,
+                        a.data_type.sql_name(),
+                        overall.map_or_else(|| r.data_type.sql_name(), |t| t.sql_name()),
+                    ),
+                    span: None,
+                });
+            }
+            exprs.push(super::expr::fold_cast(
+                Expr::Column(i),
+                r.data_type,
+                a.data_type,
+                CastKind::Implicit,
+            )?);
+        }
+        let recursive = if rcols.iter().zip(&columns).all(|(r, a)| r.data_type == a.data_type) {
+            recursive
+        } else {
+            Plan::Project { input: Box::new(recursive), exprs }
+        };
+        let plan = Plan::RecursiveUnion {
+            id,
+            anchor: Box::new(anchor),
+            recursive: Box::new(recursive),
+            all,
+        };
+        Ok(Query { plan, columns })
     }
 
     /// [`Binder::bind_query`] without its WITH clause.
@@ -1552,7 +1653,7 @@ fn mark_for_update(plan: &mut Plan) -> Result<()> {
             mark_for_update(left)?;
             mark_for_update(right)
         }
-        Plan::Values { .. } | Plan::GenerateSeries { .. } => Ok(()),
+        Plan::Values { .. } | Plan::GenerateSeries { .. } | Plan::WorkingTable { .. } => Ok(()),
         _ => Err(Error::unsupported("FOR UPDATE on this query")),
     }
 }
@@ -1665,6 +1766,11 @@ fn plan_has_outer(p: &Plan) -> bool {
 fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
     match p {
         Plan::Values { rows, .. } => rows.iter().flatten().for_each(&mut *f),
+        Plan::WorkingTable { .. } => {}
+        Plan::RecursiveUnion { anchor, recursive, .. } => {
+            visit_plan_exprs(anchor, f);
+            visit_plan_exprs(recursive, f);
+        }
         Plan::Scan { access, filter, limit, .. } => {
             match access {
                 Access::Full => {}
@@ -1738,7 +1844,8 @@ fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
 /// Output width of a plan.
 pub(crate) fn width_of(p: &Plan) -> usize {
     match p {
-        Plan::Values { width, .. } => *width,
+        Plan::Values { width, .. } | Plan::WorkingTable { width, .. } => *width,
+        Plan::RecursiveUnion { anchor, .. } => width_of(anchor),
         Plan::Scan { table, .. } => table.columns.len(),
         Plan::GenerateSeries { .. } => 1,
         Plan::Filter { input, .. }

@@ -107,6 +107,18 @@ impl Plan {
         let arrow =
             if depth == 0 { String::new() } else { format!("{}->  ", "  ".repeat(depth - 1)) };
         match self {
+            Plan::RecursiveUnion { id, anchor, recursive, all } => {
+                writeln!(
+                    f,
+                    "{arrow}Recursive Union{} (working table {id})",
+                    if *all { " All" } else { "" }
+                )?;
+                anchor.fmt_tree(f, depth + 1)?;
+                recursive.fmt_tree(f, depth + 1)
+            }
+            Plan::WorkingTable { id, .. } => {
+                writeln!(f, "{arrow}WorkTable Scan (working table {id})")
+            }
             Plan::Values { rows, width } => {
                 writeln!(f, "{arrow}Values ({} rows, {width} columns)", rows.len())
             }

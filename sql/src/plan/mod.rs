@@ -341,6 +341,26 @@ pub enum JoinKind {
 /// A query plan node. Every node produces rows of `Vec<Value>`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
+    /// `WITH RECURSIVE name AS (anchor UNION [ALL] recursive)`: the anchor's rows, then the
+    /// recursive term's rows over the previous step's new rows ([`Plan::WorkingTable`] `id`),
+    /// until a step adds none. UNION drops rows seen before (the anchor's duplicates too).
+    RecursiveUnion {
+        /// The working table the recursive term reads.
+        id: usize,
+        /// The non-recursive term.
+        anchor: Box<Plan>,
+        /// The recursive term.
+        recursive: Box<Plan>,
+        /// UNION ALL.
+        all: bool,
+    },
+    /// The rows of the current step of [`Plan::RecursiveUnion`] `id`.
+    WorkingTable {
+        /// Which recursive union.
+        id: usize,
+        /// Output width.
+        width: usize,
+    },
     /// Literal rows (VALUES, or a SELECT without FROM: one empty row).
     Values {
         /// Row expressions.
