@@ -246,9 +246,20 @@ fn expand_table_statements(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     out
 }
 
-/// Statements of PostgreSQL's that sqlparser cannot parse (it would call them syntax errors):
-/// `0A000` naming them instead.
+/// Statements and clauses of PostgreSQL's that sqlparser cannot parse (it would call them
+/// syntax errors): `0A000` naming them instead.
 fn refuse_unknown_statements(tokens: &[TokenWithSpan]) -> Result<()> {
+    // A window frame's EXCLUDE clause (`… AND CURRENT ROW EXCLUDE TIES`).
+    let significant: Vec<&TokenWithSpan> =
+        tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
+    for w in significant.windows(3) {
+        if ["preceding", "following", "row"].iter().any(|x| is_word(w[0], x))
+            && is_word(w[1], "exclude")
+            && ["current", "group", "ties", "no"].iter().any(|x| is_word(w[2], x))
+        {
+            return Err(Error::unsupported("window frame EXCLUDE"));
+        }
+    }
     let mut words = tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_)));
     let mut at_start = true;
     while let Some(t) = words.next() {
