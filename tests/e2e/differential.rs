@@ -654,7 +654,7 @@ impl Gen {
                 let key = self.expr(key_ty, 1);
                 let part =
                     if self.chance(0.6) { format!("PARTITION BY {key} ") } else { String::new() };
-                let window = match self.rng.gen_range(0..14) {
+                let window = match self.rng.gen_range(0..15) {
                     0 => format!("row_number() OVER ({part}ORDER BY t.id)"),
                     1 => format!("rank() OVER ({part}ORDER BY t.a)"),
                     2 => format!("dense_rank() OVER ({part}ORDER BY t.a DESC)"),
@@ -706,6 +706,18 @@ impl Gen {
                     12 => {
                         let n = self.rng.gen_range(1..5);
                         format!("ntile({n}) OVER ({part}ORDER BY t.id DESC)")
+                    }
+                    // Over groups: ranks by an aggregate, a window sum of aggregates.
+                    13 => {
+                        let f = self.pick(&["rank", "dense_rank", "percent_rank"]);
+                        return (
+                            format!(
+                                "SELECT {key}, count(*), {f}() OVER (ORDER BY count(*) DESC), \
+                                 sum(count(*)) OVER (), sum(sum(t.a)) OVER (ORDER BY min(t.id)) \
+                                 FROM t GROUP BY {key}"
+                            ),
+                            false,
+                        );
                     }
                     // A named window, used twice.
                     _ => {

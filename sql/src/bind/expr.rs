@@ -1052,7 +1052,8 @@ impl Binder<'_> {
             return Err(Error::unsupported_msg("DISTINCT is not implemented for window functions"));
         }
         // The call's own expressions are row expressions: no aggregates, no nested windows.
-        let saved_aggs = self.aggs.take();
+        // Aggregates in the call (`rank() OVER (ORDER BY count(*))`) belong to the query,
+        // which then is grouped: `self.aggs` stays the query's.
         let saved_windows = self.windows.take();
         let bound = (|| -> Result<(crate::plan::WindowFunc, DataType, Vec<Expr>, Vec<SortKey>)> {
             use crate::plan::WindowFunc as W;
@@ -1149,14 +1150,15 @@ impl Binder<'_> {
                         ("stddev" | "stddev_samp", _) => AggFunc::StddevSamp,
                         _ => AggFunc::StddevPop,
                     };
-                    self.aggs = Some(Vec::new());
+                    // The window aggregate is collected on its own; aggregates in its argument
+                    // (`sum(count(*)) OVER ()`) are the query's.
+                    self.window_arg_aggs = self.aggs.replace(Vec::new());
                     let filter = f.filter.as_deref();
                     let call =
                         self.bind_aggregate(agg, false, &args, filter, Vec::new(), scope, e, name);
+                    let mine = std::mem::replace(&mut self.aggs, self.window_arg_aggs.take());
                     let call = call.and_then(|_| {
-                        self.aggs
-                            .take()
-                            .and_then(|mut a| a.pop())
+                        mine.and_then(|mut a| a.pop())
                             .ok_or_else(|| Error::internal("window aggregate not collected"))
                     })?;
                     let ty = call.data_type;
@@ -1180,7 +1182,6 @@ impl Binder<'_> {
             }
             Ok((func, ty, partition_by, order_by))
         })();
-        self.aggs = saved_aggs;
         self.windows = saved_windows;
         let (func, ty, partition_by, order_by) = bound?;
         let calls = &mut self.windows.as_mut().expect("checked above").1;
@@ -1773,10 +1774,12 @@ impl Binder<'_> {
                         span: self.span_of(e),
                     });
                 }
-                // Aggregates may not nest: bind the argument with aggregation switched off.
+                // Aggregates may not nest: bind the argument with aggregation switched off,
+                // except for a window aggregate's, whose aggregates are the query's.
                 let saved = self.aggs.take();
+                self.aggs = self.window_arg_aggs.take();
                 let t = self.bind_expr(args[0], scope);
-                self.aggs = saved;
+                self.window_arg_aggs = std::mem::replace(&mut self.aggs, saved);
                 let t = t?;
                 // An untyped literal (or NULL) is text to count, min and max and double
                 // precision to the statistics, as in PostgreSQL, whose sum and avg have no

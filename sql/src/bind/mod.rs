@@ -137,6 +137,9 @@ pub struct Binder<'a> {
     pub(crate) named_windows: Vec<(String, ast::WindowSpec)>,
     /// The next working-table id (recursive WITH queries).
     pub(crate) next_working: usize,
+    /// While a window aggregate's argument is bound: the query's aggregates, which it may use
+    /// (`sum(count(*)) OVER ()`). `None` otherwise: aggregates do not nest.
+    pub(crate) window_arg_aggs: Option<Vec<crate::plan::AggCall>>,
 }
 
 /// A WITH query (non-recursive): bound afresh where it is referenced, as a derived table
@@ -186,6 +189,7 @@ impl<'a> Binder<'a> {
             windows: None,
             named_windows: Vec::new(),
             next_working: 0,
+            window_arg_aggs: None,
         }
     }
 

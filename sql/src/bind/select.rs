@@ -808,15 +808,15 @@ impl Binder<'_> {
             .map(|(_, calls)| calls)
             .unwrap_or_default();
         if !windows.is_empty() {
-            if grouped {
-                return Err(Error::unsupported("window functions with GROUP BY or aggregates"));
-            }
             if for_update {
                 return Err(Error::unsupported_msg(
                     "FOR UPDATE is not allowed with window functions",
                 ));
             }
-            plan = Plan::Window { input: Box::new(plan), calls: windows.clone() };
+            // Over a grouped query, the window node comes after the grouping (below).
+            if !grouped {
+                plan = Plan::Window { input: Box::new(plan), calls: windows.clone() };
+            }
         }
 
         let mut group_by = Vec::new();
@@ -855,8 +855,11 @@ impl Binder<'_> {
                 return Err(Error::unsupported("FOR UPDATE with GROUP BY or aggregate functions"));
             }
             let ng = group_by.len();
-            let rewrite =
-                |e: &Expr, binder: &Self| rewrite_grouped(e, &group_by, ng, &scope, binder);
+            // A window call's column follows the group keys and the aggregates.
+            let windows_at = ng + aggs.len();
+            let rewrite = |e: &Expr, binder: &Self| {
+                rewrite_grouped(e, &group_by, ng, windows_at, &scope, binder)
+            };
             let mut new_items = Vec::new();
             for (e, c) in &bound_items {
                 new_items.push((rewrite(e, self)?, c.clone()));
@@ -882,6 +885,13 @@ impl Binder<'_> {
             plan = Plan::Aggregate { input: Box::new(plan), group_by: group_by.clone(), aggs };
             if let Some(h) = having {
                 plan = Plan::Filter { input: Box::new(plan), predicate: h };
+            }
+            if !windows.is_empty() {
+                let calls = windows
+                    .iter()
+                    .map(|c| map_window_call(c, &mut |e| rewrite(e, self)))
+                    .collect::<Result<Vec<_>>>()?;
+                plan = Plan::Window { input: Box::new(plan), calls };
             }
             scope_after = Scope::default();
             for (e, c) in new_items {
@@ -1659,10 +1669,52 @@ fn mark_for_update(plan: &mut Plan) -> Result<()> {
 }
 
 /// Rewrites an expression of a grouped query over the Aggregate node's output.
+/// A window call with `f` applied to each of its expressions.
+fn map_window_call(
+    call: &crate::plan::WindowCall,
+    f: &mut dyn FnMut(&Expr) -> Result<Expr>,
+) -> Result<crate::plan::WindowCall> {
+    use crate::plan::WindowFunc as W;
+    let keys = |keys: &[SortKey], f: &mut dyn FnMut(&Expr) -> Result<Expr>| {
+        keys.iter()
+            .map(|k| Ok(SortKey { expr: f(&k.expr)?, ..k.clone() }))
+            .collect::<Result<Vec<_>>>()
+    };
+    let func = match &call.func {
+        W::Aggregate(a) => {
+            let mut a = a.clone();
+            a.arg = a.arg.as_ref().map(&mut *f).transpose()?;
+            a.filter = a.filter.as_ref().map(&mut *f).transpose()?;
+            a.delimiter = a.delimiter.as_ref().map(&mut *f).transpose()?;
+            a.order_by = keys(&a.order_by, f)?;
+            W::Aggregate(a)
+        }
+        W::Shift { lead, value, offset, default } => {
+            W::Shift { lead: *lead, value: f(value)?, offset: *offset, default: f(default)? }
+        }
+        W::NTile(e) => W::NTile(f(e)?),
+        W::FirstValue(e) => W::FirstValue(f(e)?),
+        W::LastValue(e) => W::LastValue(f(e)?),
+        W::NthValue(a, b) => W::NthValue(f(a)?, f(b)?),
+        other => other.clone(),
+    };
+    Ok(crate::plan::WindowCall {
+        func,
+        partition_by: call.partition_by.iter().map(&mut *f).collect::<Result<_>>()?,
+        order_by: keys(&call.order_by, f)?,
+        frame: call.frame,
+    })
+}
+
+/// An expression of a grouped query over the FROM row, rewritten over the grouped row: the
+/// group keys (columns `0..ng`), the aggregates (from `ng`), then the window calls' columns
+/// (from `windows_at`; over the FROM row they follow its `scope.columns.len()` columns). Any
+/// other column is `42803`.
 fn rewrite_grouped(
     e: &Expr,
     group_by: &[Expr],
     ng: usize,
+    windows_at: usize,
     scope: &Scope,
     binder: &Binder<'_>,
 ) -> Result<Expr> {
@@ -1677,6 +1729,9 @@ fn rewrite_grouped(
         }
         match x {
             Expr::Agg(j) => Some(Expr::Column(ng + j)),
+            Expr::Column(i) if *i >= scope.columns.len() => {
+                Some(Expr::Column(windows_at + i - scope.columns.len()))
+            }
             Expr::Column(i) => {
                 if err.is_none() {
                     let c = &scope.columns[*i];
