@@ -104,6 +104,17 @@ impl Binder<'_> {
                 let exprs = args.into_iter().map(|a| a.expr).collect();
                 Ok(Typed::known(Expr::Func(f, exprs), T::Int32))
             }
+            ("encode", 2) => {
+                if (!args[0].unknown && args[0].ty != T::Bytea) || !P::Text.accepts(&args[1]) {
+                    return Err(self.no_function(name, &args, e));
+                }
+                let mut args = args.into_iter();
+                let (data, format) = (args.next().expect("2"), args.next().expect("2"));
+                let data = self.coerce_implicit(data, T::Bytea, e)?;
+                let format = self.coerce_implicit(format, T::Text, e)?;
+                Ok(Typed::known(Expr::Func(Func::Encode, vec![data, format]), T::Text))
+            }
+            ("decode", 2) => text(self, &[P::Text, P::Text], T::Bytea, Func::Decode, args),
             ("degrees", 1) => {
                 self.bind_fixed(name, &[P::Float], T::Float64, Func::Degrees, args, e)
             }

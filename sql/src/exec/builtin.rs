@@ -51,6 +51,176 @@ fn quote_literal(s: &str) -> String {
     out
 }
 
+/// `22023`, PostgreSQL's code for a bad encoding name or bad encoded data.
+fn invalid_value(message: String) -> Error {
+    Error::DataException { message, sqlstate: "22023" }
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// `encode(data, format)`, PostgreSQL's `hex_encode`, `pg_base64_encode` (a line break after
+/// every 76 characters, also at the very end) and `esc_encode` (NUL and bytes above 0x7F as
+/// `\ooo`, a backslash doubled).
+fn encode(data: &[u8], format: &str) -> Result<String> {
+    Ok(match format.to_ascii_lowercase().as_str() {
+        "hex" => data.iter().map(|b| format!("{b:02x}")).collect(),
+        "base64" => {
+            let mut out = String::with_capacity(data.len() * 4 / 3 + data.len() / 57 + 4);
+            let (mut buf, mut pos, mut line) = (0u32, 2i32, 0usize);
+            for &b in data {
+                buf |= u32::from(b) << (pos * 8);
+                pos -= 1;
+                if pos < 0 {
+                    for shift in [18, 12, 6, 0] {
+                        out.push(BASE64[((buf >> shift) & 0x3f) as usize] as char);
+                    }
+                    line += 4;
+                    pos = 2;
+                    buf = 0;
+                }
+                if line >= 76 {
+                    out.push('\n');
+                    line = 0;
+                }
+            }
+            if pos != 2 {
+                out.push(BASE64[((buf >> 18) & 0x3f) as usize] as char);
+                out.push(BASE64[((buf >> 12) & 0x3f) as usize] as char);
+                out.push(if pos == 0 { BASE64[((buf >> 6) & 0x3f) as usize] as char } else { '=' });
+                out.push('=');
+            }
+            out
+        }
+        "escape" => {
+            let mut out = String::with_capacity(data.len());
+            for &b in data {
+                match b {
+                    0 | 0x80..=0xff => out.push_str(&format!("\\{b:03o}")),
+                    b'\\' => out.push_str("\\\\"),
+                    b => out.push(b as char),
+                }
+            }
+            out
+        }
+        _ => return Err(invalid_value(format!("unrecognized encoding: \"{format}\""))),
+    })
+}
+
+/// `decode(text, format)`: the inverse of [`encode`], with PostgreSQL's errors (whitespace
+/// is skipped in hex and base64).
+fn decode(s: &str, format: &str) -> Result<Vec<u8>> {
+    let bytes = s.as_bytes();
+    Ok(match format.to_ascii_lowercase().as_str() {
+        "hex" => {
+            let digit = |c: u8, i: usize| -> Result<u8> {
+                (c as char).to_digit(16).map(|d| d as u8).ok_or_else(|| {
+                    let ch = s.get(i..).and_then(|t| t.chars().next()).unwrap_or('?');
+                    invalid_value(format!("invalid hexadecimal digit: \"{ch}\""))
+                })
+            };
+            let mut out = Vec::with_capacity(bytes.len() / 2);
+            let mut i = 0;
+            while i < bytes.len() {
+                if matches!(bytes[i], b' ' | b'\n' | b'\t' | b'\r') {
+                    i += 1;
+                    continue;
+                }
+                let hi = digit(bytes[i], i)?;
+                if i + 1 >= bytes.len() {
+                    return Err(invalid_value(
+                        "invalid hexadecimal data: odd number of digits".into(),
+                    ));
+                }
+                let lo = digit(bytes[i + 1], i + 1)?;
+                out.push(hi << 4 | lo);
+                i += 2;
+            }
+            out
+        }
+        "base64" => {
+            let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+            let (mut buf, mut pos, mut end) = (0u32, 0, 0);
+            for (i, &c) in bytes.iter().enumerate() {
+                if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+                    continue;
+                }
+                let b = if c == b'=' {
+                    if end == 0 {
+                        end = match pos {
+                            2 => 1,
+                            3 => 2,
+                            _ => {
+                                return Err(invalid_value(
+                                    "unexpected \"=\" while decoding base64 sequence".into(),
+                                ))
+                            }
+                        };
+                    }
+                    0
+                } else {
+                    match BASE64.iter().position(|&x| x == c) {
+                        Some(b) => b as u32,
+                        None => {
+                            let ch = s.get(i..).and_then(|t| t.chars().next()).unwrap_or('?');
+                            return Err(invalid_value(format!(
+                                "invalid symbol \"{ch}\" found while decoding base64 sequence"
+                            )));
+                        }
+                    }
+                };
+                buf = (buf << 6) + b;
+                pos += 1;
+                if pos == 4 {
+                    out.push((buf >> 16) as u8);
+                    if end == 0 || end > 1 {
+                        out.push((buf >> 8) as u8);
+                    }
+                    if end == 0 || end > 2 {
+                        out.push(buf as u8);
+                    }
+                    buf = 0;
+                    pos = 0;
+                }
+            }
+            if pos != 0 {
+                return Err(invalid_value("invalid base64 end sequence".into()));
+            }
+            out
+        }
+        "escape" => {
+            let mut out = Vec::with_capacity(bytes.len());
+            let octal = |c: u8, max: u8| (b'0'..=max).contains(&c);
+            let mut i = 0;
+            while i < bytes.len() {
+                if bytes[i] != b'\\' {
+                    out.push(bytes[i]);
+                    i += 1;
+                } else if i + 3 < bytes.len()
+                    && octal(bytes[i + 1], b'3')
+                    && octal(bytes[i + 2], b'7')
+                    && octal(bytes[i + 3], b'7')
+                {
+                    out.push(
+                        ((bytes[i + 1] - b'0') << 6)
+                            | ((bytes[i + 2] - b'0') << 3)
+                            | (bytes[i + 3] - b'0'),
+                    );
+                    i += 4;
+                } else if i + 1 < bytes.len() && bytes[i + 1] == b'\\' {
+                    out.push(b'\\');
+                    i += 2;
+                } else {
+                    return Err(Error::InvalidTextRepresentation {
+                        message: "invalid input syntax for type bytea".into(),
+                    });
+                }
+            }
+            out
+        }
+        _ => return Err(invalid_value(format!("unrecognized encoding: \"{format}\""))),
+    })
+}
+
 fn too_large() -> Error {
     Error::ProgramLimitExceeded { message: "requested length too large".into() }
 }
@@ -147,6 +317,11 @@ pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
             Value::Null => Value::Text("NULL".into()),
             v => Value::Text(quote_literal(text(v)?)),
         },
+        Func::Encode => match &args[0] {
+            Value::Bytea(b) => Value::Text(encode(b, text(&args[1])?)?),
+            other => return Err(Error::internal(format!("encode of {other:?}"))),
+        },
+        Func::Decode => Value::Bytea(decode(text(&args[0])?, text(&args[1])?)?),
         Func::NumNulls => Value::Int32(args.iter().filter(|a| a.is_null()).count() as i32),
         Func::NumNonNulls => Value::Int32(args.iter().filter(|a| !a.is_null()).count() as i32),
         // PostgreSQL's degrees() / radians(): one division / multiplication by its constant.

@@ -117,6 +117,10 @@ pub enum Func {
     NumNulls,
     /// num_nonnulls(any, …) (not strict).
     NumNonNulls,
+    /// encode(bytea, format): hex, base64 or escape text.
+    Encode,
+    /// decode(text, format): the bytea that encode gave the text.
+    Decode,
     /// degrees(float8)
     Degrees,
     /// radians(float8)
