@@ -1451,6 +1451,7 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
             | Func::Pi
             | Func::Random
             | Func::QuoteNullable
+            | Func::Format
             | Func::NumNulls
             | Func::NumNonNulls
     );
@@ -1545,6 +1546,13 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
         },
         Func::Mod => types::arith(ArithOp::Mod, &args[0], &args[1])?,
         Func::Now => Value::TimestampTz(env.now),
+        Func::Format => match &args[0] {
+            Value::Null => Value::Null,
+            Value::Text(fmt) => Value::Text(builtin::format(fmt, &args[1..], |v| {
+                types::format_text_zoned(v, &DataType::Text, env.zone)
+            })?),
+            other => return Err(Error::internal(format!("format with {other:?}"))),
+        },
         Func::LocalTimestamp => Value::Timestamp(local_time(env.now, env.zone)?),
         Func::CurrentDate => Value::Date(local_time(env.now, env.zone)?.date()),
         Func::Version => Value::Text(VERSION.into()),

@@ -104,6 +104,23 @@ impl Binder<'_> {
                 let exprs = args.into_iter().map(|a| a.expr).collect();
                 Ok(Typed::known(Expr::Func(f, exprs), T::Int32))
             }
+            ("quote_ident", 1) => text(self, &[P::Text], T::Text, Func::QuoteIdent, args),
+            ("format", n) if n >= 1 => {
+                if !P::Text.accepts(&args[0]) {
+                    return Err(self.no_function(name, &args, e));
+                }
+                let mut out = Vec::with_capacity(args.len());
+                for (i, a) in args.into_iter().enumerate() {
+                    // The format is text; the values print as their types' output (an
+                    // untyped literal is text).
+                    out.push(if i == 0 || a.unknown {
+                        self.coerce_implicit(a, T::Text, e)?
+                    } else {
+                        a.expr
+                    });
+                }
+                Ok(Typed::known(Expr::Func(Func::Format, out), T::Text))
+            }
             ("encode", 2) => {
                 if (!args[0].unknown && args[0].ty != T::Bytea) || !P::Text.accepts(&args[1]) {
                     return Err(self.no_function(name, &args, e));

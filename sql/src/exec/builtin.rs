@@ -51,6 +51,324 @@ fn quote_literal(s: &str) -> String {
     out
 }
 
+/// PostgreSQL 15's keywords that are not unreserved (`pg_get_keywords()` with `catcode <>
+/// 'U'`): an identifier spelled like one must be quoted.
+const RESERVED_KEYWORDS: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "asymmetric",
+    "authorization",
+    "between",
+    "bigint",
+    "binary",
+    "bit",
+    "boolean",
+    "both",
+    "case",
+    "cast",
+    "char",
+    "character",
+    "check",
+    "coalesce",
+    "collate",
+    "collation",
+    "column",
+    "concurrently",
+    "constraint",
+    "create",
+    "cross",
+    "current_catalog",
+    "current_date",
+    "current_role",
+    "current_schema",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "dec",
+    "decimal",
+    "default",
+    "deferrable",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "exists",
+    "extract",
+    "false",
+    "fetch",
+    "float",
+    "for",
+    "foreign",
+    "freeze",
+    "from",
+    "full",
+    "grant",
+    "greatest",
+    "group",
+    "grouping",
+    "having",
+    "ilike",
+    "in",
+    "initially",
+    "inner",
+    "inout",
+    "int",
+    "integer",
+    "intersect",
+    "interval",
+    "into",
+    "is",
+    "isnull",
+    "join",
+    "lateral",
+    "leading",
+    "least",
+    "left",
+    "like",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "national",
+    "natural",
+    "nchar",
+    "none",
+    "normalize",
+    "not",
+    "notnull",
+    "null",
+    "nullif",
+    "numeric",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "out",
+    "outer",
+    "overlaps",
+    "overlay",
+    "placing",
+    "position",
+    "precision",
+    "primary",
+    "real",
+    "references",
+    "returning",
+    "right",
+    "row",
+    "select",
+    "session_user",
+    "setof",
+    "similar",
+    "smallint",
+    "some",
+    "substring",
+    "symmetric",
+    "table",
+    "tablesample",
+    "then",
+    "time",
+    "timestamp",
+    "to",
+    "trailing",
+    "treat",
+    "trim",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "values",
+    "varchar",
+    "variadic",
+    "verbose",
+    "when",
+    "where",
+    "window",
+    "with",
+    "xmlattributes",
+    "xmlconcat",
+    "xmlelement",
+    "xmlexists",
+    "xmlforest",
+    "xmlnamespaces",
+    "xmlparse",
+    "xmlpi",
+    "xmlroot",
+    "xmlserialize",
+    "xmltable",
+];
+
+/// `quote_ident`: PostgreSQL's `quote_identifier`: unquoted only if it starts with a lower-case
+/// ASCII letter or `_`, has nothing but those and digits, and is no reserved keyword.
+pub(crate) fn quote_ident(s: &str) -> String {
+    let safe = s.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && RESERVED_KEYWORDS.binary_search(&s).is_err();
+    if safe {
+        return s.to_string();
+    }
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// `format(fmt, args…)`, PostgreSQL's `text_format`: `%[n$][-][width|*[m$]]{s,I,L}` and `%%`.
+/// `show` prints a value as its type's output function does.
+pub(crate) fn format(fmt: &str, args: &[Value], show: impl Fn(&Value) -> String) -> Result<String> {
+    let bad = |message: String| Error::DataException { message, sqlstate: "22023" };
+    let too_few = || bad("too few arguments for format()".into());
+    let chars: Vec<char> = fmt.chars().collect();
+    let mut out = String::with_capacity(fmt.len());
+    let mut next = 0usize; // the next argument taken without a position
+    let mut i = 0;
+    // A number at chars[*i..], if any.
+    let number = |i: &mut usize| -> Option<usize> {
+        let start = *i;
+        while *i < chars.len() && chars[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        (start < *i)
+            .then(|| chars[start..*i].iter().collect::<String>().parse().unwrap_or(usize::MAX))
+    };
+    let position = |n: usize| -> Result<usize> {
+        if n == 0 {
+            return Err(bad(
+                "format specifies argument 0, but arguments are numbered from 1".into()
+            ));
+        }
+        Ok(n - 1)
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let unterminated = || bad("unterminated format() type specifier".into());
+        if i >= chars.len() {
+            return Err(unterminated());
+        }
+        if chars[i] == '%' {
+            out.push('%');
+            i += 1;
+            continue;
+        }
+        // [n$]
+        let save = i;
+        let mut argpos = None;
+        if let Some(n) = number(&mut i) {
+            if i < chars.len() && chars[i] == '$' {
+                argpos = Some(position(n)?);
+                i += 1;
+            } else {
+                i = save;
+            }
+        }
+        // [-]
+        let mut left = false;
+        while i < chars.len() && chars[i] == '-' {
+            left = true;
+            i += 1;
+        }
+        // [width | *[m$]]
+        let mut width: Option<i64> = None;
+        if i < chars.len() && chars[i] == '*' {
+            i += 1;
+            let save = i;
+            let mut widthpos = None;
+            if let Some(n) = number(&mut i) {
+                if i < chars.len() && chars[i] == '$' {
+                    widthpos = Some(position(n)?);
+                    i += 1;
+                } else {
+                    i = save;
+                }
+            }
+            let at = match widthpos {
+                Some(p) => p,
+                None => {
+                    next += 1;
+                    next - 1
+                }
+            };
+            if widthpos.is_some() {
+                next = at + 1;
+            }
+            let w = args.get(at).ok_or_else(too_few)?;
+            width = Some(match w {
+                Value::Null => 0,
+                Value::Int16(n) => i64::from(*n),
+                Value::Int32(n) => i64::from(*n),
+                Value::Int64(n) => *n,
+                other => {
+                    show(other).trim().parse().map_err(|_| Error::InvalidTextRepresentation {
+                        message: format!(
+                            "invalid input syntax for type integer: \"{}\"",
+                            show(other)
+                        ),
+                    })?
+                }
+            });
+        } else if let Some(n) = number(&mut i) {
+            width = Some(n.min(i32::MAX as usize) as i64);
+        }
+        if i >= chars.len() {
+            return Err(unterminated());
+        }
+        let kind = chars[i];
+        i += 1;
+        if !matches!(kind, 's' | 'I' | 'L') {
+            return Err(bad(format!("unrecognized format() type specifier \"{kind}\"")));
+        }
+        let at = match argpos {
+            Some(p) => {
+                next = p + 1;
+                p
+            }
+            None => {
+                next += 1;
+                next - 1
+            }
+        };
+        let value = args.get(at).ok_or_else(too_few)?;
+        let text = match (kind, value) {
+            ('s', Value::Null) => String::new(),
+            ('s', v) => show(v),
+            ('I', Value::Null) => {
+                return Err(Error::DataException {
+                    message: "null values cannot be formatted as an SQL identifier".into(),
+                    sqlstate: "22004",
+                })
+            }
+            ('I', v) => quote_ident(&show(v)),
+            (_, Value::Null) => "NULL".to_string(),
+            (_, v) => quote_literal(&show(v)),
+        };
+        let (left, width) = match width {
+            Some(w) if w < 0 => (true, w.unsigned_abs() as usize),
+            Some(w) => (left, w as usize),
+            None => (left, 0),
+        };
+        let pad = width.saturating_sub(text.chars().count());
+        if left {
+            out.push_str(&text);
+            out.extend(std::iter::repeat_n(' ', pad));
+        } else {
+            out.extend(std::iter::repeat_n(' ', pad));
+            out.push_str(&text);
+        }
+    }
+    Ok(out)
+}
+
 /// `22023`, PostgreSQL's code for a bad encoding name or bad encoded data.
 fn invalid_value(message: String) -> Error {
     Error::DataException { message, sqlstate: "22023" }
@@ -317,6 +635,7 @@ pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
             Value::Null => Value::Text("NULL".into()),
             v => Value::Text(quote_literal(text(v)?)),
         },
+        Func::QuoteIdent => Value::Text(quote_ident(text(&args[0])?)),
         Func::Encode => match &args[0] {
             Value::Bytea(b) => Value::Text(encode(b, text(&args[1])?)?),
             other => return Err(Error::internal(format!("encode of {other:?}"))),

@@ -117,6 +117,10 @@ pub enum Func {
     NumNulls,
     /// num_nonnulls(any, …) (not strict).
     NumNonNulls,
+    /// quote_ident(text): the identifier, double-quoted if it needs to be.
+    QuoteIdent,
+    /// format(fmt, any, …): `%s`, `%I`, `%L` with positions and widths (not strict).
+    Format,
     /// encode(bytea, format): hex, base64 or escape text.
     Encode,
     /// decode(text, format): the bytea that encode gave the text.
