@@ -259,6 +259,10 @@ fn refuse_unknown_statements(tokens: &[TokenWithSpan]) -> Result<()> {
         {
             return Err(Error::unsupported("window frame EXCLUDE"));
         }
+        if is_word(w[0], "between") && ["symmetric", "asymmetric"].iter().any(|x| is_word(w[1], x))
+        {
+            return Err(Error::unsupported("BETWEEN SYMMETRIC / ASYMMETRIC"));
+        }
     }
     let mut words = tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_)));
     let mut at_start = true;

@@ -1396,6 +1396,12 @@ impl Binder<'_> {
                 span: self.span_of(e),
             });
         }
+        if matches!(name.as_str(), "generate_series" | "unnest" | "generate_subscripts") {
+            return Err(Error::Unsupported {
+                feature: format!("set-returning function {name} outside FROM"),
+                span: self.span_of(e),
+            });
+        }
         let (distinct, star, arg_exprs) = call_args_ordered(f, &name)?;
         if name == "position" && f.name.0.len() == 1 {
             // PostgreSQL's grammar knows only `position(a IN b)`: the call form is a syntax
