@@ -358,6 +358,9 @@ pub(crate) fn format(fmt: &str, args: &[Value], show: impl Fn(&Value) -> String)
             None => (left, 0),
         };
         let pad = width.saturating_sub(text.chars().count());
+        if (out.len() + text.len()).saturating_add(pad) as i64 > MAX_ALLOC - VARHDRSZ {
+            return Err(too_large());
+        }
         if left {
             out.push_str(&text);
             out.extend(std::iter::repeat_n(' ', pad));
