@@ -1781,7 +1781,21 @@ impl Session {
         let open = self.txn.as_mut().expect("checked by caller");
         let now = open.now;
         let mut t = open.txn.take().expect("checked by caller");
-        let result = self.run_plan(&mut t, now, stmt, cached, params, true);
+        let mut result = self.run_plan(&mut t, now, stmt, cached, params, true);
+        // An UPDATE or DELETE that met no row may have missed one that this transaction read
+        // and another one since deleted (or changed): the count would show the client a state
+        // its transaction cannot commit in. If its reads no longer validate (they never will
+        // again: TIDs do not repeat), it is PostgreSQL's 40001 "concurrent delete" instead.
+        if let Ok(out) = &result {
+            if matches!(out.tag.command.as_str(), "UPDATE" | "DELETE")
+                && out.tag.rows == Some(0)
+                && !t.reads_still_valid()
+            {
+                result = Err(Error::SerializationFailure {
+                    message: "could not serialize access due to concurrent delete".into(),
+                });
+            }
+        }
         match result {
             Ok(out) => {
                 // Rows shown inside a block must not be taken back by a crash either: they wait

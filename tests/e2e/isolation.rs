@@ -704,3 +704,24 @@ async fn payment_and_new_order_on_one_district_both_commit() {
         }
     }
 }
+
+/// A concurrent delete seen by a later statement: T1 read row 1; T2 deleted it and committed;
+/// T1's DELETE of it meets no row. PostgreSQL answers 40001 ("could not serialize access due
+/// to concurrent delete"); so must Aspen (T1, having read the row, cannot commit), never
+/// `DELETE 0`, which would show T1 a state its transaction cannot commit in (BenchBase's TPC-C
+/// Delivery then gave up as a user abort instead of retrying).
+#[tokio::test]
+async fn concurrent_delete_is_a_serialization_failure() {
+    let Some(mut sc) = Scenario::new("concurrent delete", 2).await else { return };
+    sc.begin(1).await;
+    sc.step(1, "r1", "SELECT id, value FROM test WHERE id = 1").await;
+    sc.step(2, "d2", "DELETE FROM test WHERE id = 1").await;
+    sc.step(1, "d1", "DELETE FROM test WHERE id = 1 RETURNING id, value").await;
+    sc.rollback(1).await;
+    let o = sc.finish().await;
+    assert_eq!(o.rows("r1"), Some(vec![(1, 10)]), "T1 read the row");
+    assert!(o.results_ok("d2"), "T2's delete committed");
+    let d1 = o.results.iter().find(|(k, _)| k.starts_with("d1:")).map(|(_, r)| r.clone());
+    assert_eq!(d1, Some(Err("40001".to_string())), "T1's delete: {:?}", o.results);
+    assert_eq!(o.final_rows, vec![(2, 20)]);
+}
