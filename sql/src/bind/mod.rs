@@ -165,6 +165,9 @@ pub(crate) struct Working {
     pub columns: Vec<crate::plan::OutColumn>,
     /// How many times the recursive term referred to it (PostgreSQL allows one).
     pub uses: std::rc::Rc<std::cell::Cell<usize>>,
+    /// `outer.len()` where the recursive term is bound: a reference from deeper is inside a
+    /// subquery, which PostgreSQL refuses.
+    pub depth: usize,
 }
 
 /// Folds an identifier as PostgreSQL does: lower case unless quoted.

@@ -64,13 +64,19 @@ impl Binder<'_> {
         if let Some(w) = &cte.working {
             // The recursive term's reference to its own query: the working table.
             w.uses.set(w.uses.get() + 1);
-            if w.uses.get() > 1 {
-                return Some(Err(Error::DataException {
+            let refuse = |place: &str| {
+                Some(Err(Error::DataException {
                     message: format!(
-                        "recursive reference to query \"{name}\" must not appear more than once"
+                        "recursive reference to query \"{name}\" must not appear {place}"
                     ),
                     sqlstate: "42P19",
-                }));
+                }))
+            };
+            if w.uses.get() > 1 {
+                return refuse("more than once");
+            }
+            if self.outer.len() > w.depth {
+                return refuse("within a subquery");
             }
             let plan = Plan::WorkingTable { id: w.id, width: w.columns.len() };
             return Some(Ok(Query { plan, columns: w.columns.clone() }));
@@ -137,7 +143,12 @@ impl Binder<'_> {
         self.next_working += 1;
         let uses = std::rc::Rc::new(std::cell::Cell::new(0));
         let mut working = cte.clone();
-        working.working = Some(super::Working { id, columns: columns.clone(), uses: uses.clone() });
+        working.working = Some(super::Working {
+            id,
+            columns: columns.clone(),
+            uses: uses.clone(),
+            depth: self.outer.len(),
+        });
         self.ctes.push(working);
         let bound = self.bind_set_expr(right);
         self.ctes.pop();
@@ -146,6 +157,7 @@ impl Binder<'_> {
             // Not recursive after all.
             return self.bind_query(q);
         }
+        recursive_term_groups(&recursive)?;
         if rcols.len() != columns.len() {
             return Err(Error::SyntaxMisuse {
                 message: "each UNION query must have the same number of columns".into(),
@@ -174,6 +186,7 @@ impl Binder<'_> {
                 CastKind::Implicit,
             )?);
         }
+        check_recursive_term(&recursive, id, &cte.name)?;
         let recursive = if rcols.iter().zip(&columns).all(|(r, a)| r.data_type == a.data_type) {
             recursive
         } else {
@@ -1669,6 +1682,119 @@ fn mark_for_update(plan: &mut Plan) -> Result<()> {
 }
 
 /// Rewrites an expression of a grouped query over the Aggregate node's output.
+/// PostgreSQL's rules for a recursive term (`checkWellFormedRecursion`): no aggregate or window
+/// function at its own level, and its reference to the working table `id` neither on the
+/// nullable side of an outer join nor on the right of EXCEPT (`42P19`).
+fn check_recursive_term(plan: &Plan, id: usize, name: &str) -> Result<()> {
+    fn reads(p: &Plan, id: usize) -> bool {
+        match p {
+            Plan::WorkingTable { id: w, .. } => *w == id,
+            Plan::NestedLoop { left, right, .. } | Plan::SetOp { left, right, .. } => {
+                reads(left, id) || reads(right, id)
+            }
+            Plan::RecursiveUnion { anchor, recursive, .. } => {
+                reads(anchor, id) || reads(recursive, id)
+            }
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Aggregate { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Distinct { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Window { input, .. }
+            | Plan::Truncate { input, .. } => reads(input, id),
+            Plan::Values { .. } | Plan::Scan { .. } | Plan::GenerateSeries { .. } => false,
+        }
+    }
+    fn refuse(message: String) -> Result<()> {
+        Err(Error::DataException { message, sqlstate: "42P19" })
+    }
+    // Its own level: down the single-input nodes. (Aggregates: see `recursive_term_groups`.)
+    let mut p = plan;
+    loop {
+        match p {
+            Plan::Window { .. } => {
+                return refuse(
+                    "window functions are not allowed in a recursive query's recursive term".into(),
+                )
+            }
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Distinct { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Truncate { input, .. } => p = input,
+            _ => break,
+        }
+    }
+    // Joins and set operations anywhere in it.
+    fn walk(p: &Plan, id: usize, name: &str) -> Result<()> {
+        let place = |what: &str| {
+            refuse(format!("recursive reference to query \"{name}\" must not appear {what}"))
+        };
+        match p {
+            Plan::NestedLoop { left, right, kind, .. } => {
+                if *kind == JoinKind::Left && reads(right, id) {
+                    return place("within an outer join");
+                }
+                walk(left, id, name)?;
+                walk(right, id, name)
+            }
+            Plan::SetOp { left, right, op, .. } => {
+                // PostgreSQL refuses it only as what EXCEPT removes.
+                if *op == SetOpKind::Except && reads(right, id) {
+                    return place("within EXCEPT");
+                }
+                walk(left, id, name)?;
+                walk(right, id, name)
+            }
+            Plan::RecursiveUnion { anchor, recursive, .. } => {
+                walk(anchor, id, name)?;
+                walk(recursive, id, name)
+            }
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Aggregate { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Distinct { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Window { input, .. }
+            | Plan::Truncate { input, .. } => walk(input, id, name),
+            Plan::Values { .. }
+            | Plan::Scan { .. }
+            | Plan::GenerateSeries { .. }
+            | Plan::WorkingTable { .. } => Ok(()),
+        }
+    }
+    walk(plan, id, name)
+}
+
+/// `42P19` if a recursive term aggregates at its own level. PostgreSQL checks this before the
+/// column types (and window functions after them).
+fn recursive_term_groups(plan: &Plan) -> Result<()> {
+    let mut p = plan;
+    loop {
+        match p {
+            Plan::Aggregate { .. } => {
+                return Err(Error::DataException {
+                    message:
+                        "aggregate functions are not allowed in a recursive query's recursive term"
+                            .into(),
+                    sqlstate: "42P19",
+                })
+            }
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Distinct { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Window { input, .. }
+            | Plan::Truncate { input, .. } => p = input,
+            _ => return Ok(()),
+        }
+    }
+}
+
 /// A window call with `f` applied to each of its expressions.
 fn map_window_call(
     call: &crate::plan::WindowCall,
