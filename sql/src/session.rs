@@ -70,21 +70,9 @@ fn plan_is_short(plan: &crate::plan::Plan) -> bool {
             }
             Access::Full => limit.is_some(),
         },
-        Plan::GenerateSeries { .. } => false,
-        Plan::NestedLoop { left, right, .. } | Plan::SetOp { left, right, .. } => {
-            plan_is_short(left) && plan_is_short(right)
-        }
-        // Its steps are not bounded.
-        Plan::RecursiveUnion { .. } => false,
-        Plan::WorkingTable { .. } => true,
-        Plan::Filter { input, .. }
-        | Plan::Project { input, .. }
-        | Plan::Aggregate { input, .. }
-        | Plan::Sort { input, .. }
-        | Plan::Distinct { input, .. }
-        | Plan::Limit { input, .. }
-        | Plan::Window { input, .. }
-        | Plan::Truncate { input, .. } => plan_is_short(input),
+        // A recursive union's steps are not bounded.
+        Plan::GenerateSeries { .. } | Plan::RecursiveUnion { .. } => false,
+        other => other.inputs().into_iter().all(plan_is_short),
     }
 }
 

@@ -1112,10 +1112,91 @@ fn int_option(e: &ast::Expr) -> Result<i64> {
 /// A foreign key as written: (its columns, the rest of it, its constraint name).
 type PendingFk<'a> = (Vec<String>, &'a ast::ForeignKeyConstraint, Option<String>);
 
-/// Whether `word` (lower case) is one of PostgreSQL's fully reserved key words.
+/// Whether `word` (lower case) is one of PostgreSQL's key words that are not unreserved: fully
+/// reserved, or reserved as a column or type / function name (`pg_get_keywords()` with
+/// `catcode <> 'U'`). PostgreSQL's `quote_identifier` quotes an identifier spelled like one.
 pub(crate) fn is_reserved(word: &str) -> bool {
-    RESERVED.contains(&word)
+    RESERVED.contains(&word) || NAME_RESERVED.contains(&word)
 }
+
+/// PostgreSQL 15's key words that may not be a column name (`catcode` C) or a type or function
+/// name (`catcode` T) unless quoted.
+const NAME_RESERVED: &[&str] = &[
+    "authorization",
+    "between",
+    "bigint",
+    "binary",
+    "bit",
+    "boolean",
+    "char",
+    "character",
+    "coalesce",
+    "collation",
+    "concurrently",
+    "cross",
+    "current_schema",
+    "dec",
+    "decimal",
+    "exists",
+    "extract",
+    "float",
+    "freeze",
+    "full",
+    "greatest",
+    "grouping",
+    "ilike",
+    "inner",
+    "inout",
+    "int",
+    "integer",
+    "interval",
+    "is",
+    "isnull",
+    "join",
+    "least",
+    "left",
+    "like",
+    "national",
+    "natural",
+    "nchar",
+    "none",
+    "normalize",
+    "notnull",
+    "nullif",
+    "numeric",
+    "out",
+    "outer",
+    "overlaps",
+    "overlay",
+    "position",
+    "precision",
+    "real",
+    "right",
+    "row",
+    "setof",
+    "similar",
+    "smallint",
+    "substring",
+    "tablesample",
+    "time",
+    "timestamp",
+    "treat",
+    "trim",
+    "values",
+    "varchar",
+    "verbose",
+    "xmlattributes",
+    "xmlconcat",
+    "xmlelement",
+    "xmlexists",
+    "xmlforest",
+    "xmlnamespaces",
+    "xmlparse",
+    "xmlpi",
+    "xmlroot",
+    "xmlserialize",
+    "xmltable",
+];
 
 /// PostgreSQL's fully reserved key words: they cannot name a table or column unless quoted.
 const RESERVED: &[&str] = &[

@@ -1234,15 +1234,15 @@ impl Binder<'_> {
             ast::WindowFrameUnits::Groups => U::Groups,
         };
         let refuse = |message: &str| Err(Error::Windowing { message: message.into() });
-        let mut bound = |b: &A| -> Result<B> {
-            let offset = |b: &mut Self, e: &AstExpr| -> Result<i64> {
+        let mut bound = |b: &A, which: &str| -> Result<B> {
+            let offset = |b: &mut Self, e: &AstExpr, which: &str| -> Result<i64> {
                 if units == U::Range {
                     return Err(Error::unsupported("RANGE with offset PRECEDING/FOLLOWING"));
                 }
                 match b.bind_expr_as(e, &Scope::default(), DataType::Int64, CastKind::Implicit)? {
                     Expr::Literal(Value::Int64(n)) => Ok(n),
                     Expr::Literal(Value::Null) => Err(Error::DataException {
-                        message: "frame offset must not be null".into(),
+                        message: format!("frame {which} offset must not be null"),
                         sqlstate: "22004",
                     }),
                     _ => Err(Error::unsupported("a frame offset that is not a constant")),
@@ -1252,12 +1252,15 @@ impl Binder<'_> {
                 A::CurrentRow => B::CurrentRow,
                 A::Preceding(None) => B::UnboundedPreceding,
                 A::Following(None) => B::UnboundedFollowing,
-                A::Preceding(Some(e)) => B::Preceding(offset(self, e)?),
-                A::Following(Some(e)) => B::Following(offset(self, e)?),
+                A::Preceding(Some(e)) => B::Preceding(offset(self, e, which)?),
+                A::Following(Some(e)) => B::Following(offset(self, e, which)?),
             })
         };
-        let start = bound(&f.start_bound)?;
-        let end = f.end_bound.as_ref().map(&mut bound).transpose()?.unwrap_or(B::CurrentRow);
+        let start = bound(&f.start_bound, "starting")?;
+        let end = match &f.end_bound {
+            Some(e) => bound(e, "ending")?,
+            None => B::CurrentRow,
+        };
         match (start, end) {
             (B::UnboundedFollowing, _) => {
                 return refuse("frame start cannot be UNBOUNDED FOLLOWING")

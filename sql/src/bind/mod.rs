@@ -67,8 +67,9 @@ impl Scope {
     }
 }
 
-/// An identifier as PostgreSQL prints it (`quote_ident`): bare when it is lower case letters,
-/// digits and underscores and not a reserved word, quoted otherwise.
+/// An identifier as PostgreSQL prints it (`quote_identifier`, the `quote_ident` function): bare
+/// when it is lower case letters, digits and underscores and no key word that is not
+/// unreserved, quoted otherwise.
 pub(crate) fn display_ident(name: &str) -> String {
     let bare = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')

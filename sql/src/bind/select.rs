@@ -1682,117 +1682,58 @@ fn mark_for_update(plan: &mut Plan) -> Result<()> {
 }
 
 /// Rewrites an expression of a grouped query over the Aggregate node's output.
-/// PostgreSQL's rules for a recursive term (`checkWellFormedRecursion`): no aggregate or window
+/// The plan of a recursive term at its own level: down single-input nodes, to its FROM.
+fn own_level(plan: &Plan) -> impl Iterator<Item = &Plan> {
+    std::iter::successors(Some(plan), |p| match p.inputs()[..] {
+        [input] if !matches!(p, Plan::RecursiveUnion { .. }) => Some(input),
+        _ => None,
+    })
+}
+
+/// `42P19` if a recursive term aggregates at its own level. PostgreSQL checks this before the
+/// column types (and window functions after them: [`check_recursive_term`]).
+fn recursive_term_groups(plan: &Plan) -> Result<()> {
+    if own_level(plan).any(|p| matches!(p, Plan::Aggregate { .. })) {
+        return Err(Error::DataException {
+            message: "aggregate functions are not allowed in a recursive query's recursive term"
+                .into(),
+            sqlstate: "42P19",
+        });
+    }
+    Ok(())
+}
+
+/// PostgreSQL's other rules for a recursive term (`checkWellFormedRecursion`): no window
 /// function at its own level, and its reference to the working table `id` neither on the
 /// nullable side of an outer join nor on the right of EXCEPT (`42P19`).
 fn check_recursive_term(plan: &Plan, id: usize, name: &str) -> Result<()> {
     fn reads(p: &Plan, id: usize) -> bool {
-        match p {
-            Plan::WorkingTable { id: w, .. } => *w == id,
-            Plan::NestedLoop { left, right, .. } | Plan::SetOp { left, right, .. } => {
-                reads(left, id) || reads(right, id)
-            }
-            Plan::RecursiveUnion { anchor, recursive, .. } => {
-                reads(anchor, id) || reads(recursive, id)
-            }
-            Plan::Filter { input, .. }
-            | Plan::Project { input, .. }
-            | Plan::Aggregate { input, .. }
-            | Plan::Sort { input, .. }
-            | Plan::Distinct { input, .. }
-            | Plan::Limit { input, .. }
-            | Plan::Window { input, .. }
-            | Plan::Truncate { input, .. } => reads(input, id),
-            Plan::Values { .. } | Plan::Scan { .. } | Plan::GenerateSeries { .. } => false,
-        }
+        matches!(p, Plan::WorkingTable { id: w, .. } if *w == id)
+            || p.inputs().into_iter().any(|i| reads(i, id))
     }
-    fn refuse(message: String) -> Result<()> {
-        Err(Error::DataException { message, sqlstate: "42P19" })
-    }
-    // Its own level: down the single-input nodes. (Aggregates: see `recursive_term_groups`.)
-    let mut p = plan;
-    loop {
-        match p {
-            Plan::Window { .. } => {
-                return refuse(
-                    "window functions are not allowed in a recursive query's recursive term".into(),
-                )
-            }
-            Plan::Filter { input, .. }
-            | Plan::Project { input, .. }
-            | Plan::Sort { input, .. }
-            | Plan::Distinct { input, .. }
-            | Plan::Limit { input, .. }
-            | Plan::Truncate { input, .. } => p = input,
-            _ => break,
-        }
+    let refuse = |message: String| Err(Error::DataException { message, sqlstate: "42P19" });
+    if own_level(plan).any(|p| matches!(p, Plan::Window { .. })) {
+        return refuse(
+            "window functions are not allowed in a recursive query's recursive term".into(),
+        );
     }
     // Joins and set operations anywhere in it.
-    fn walk(p: &Plan, id: usize, name: &str) -> Result<()> {
-        let place = |what: &str| {
-            refuse(format!("recursive reference to query \"{name}\" must not appear {what}"))
+    let mut stack = vec![plan];
+    while let Some(p) = stack.pop() {
+        let place = match p {
+            Plan::NestedLoop { right, kind: JoinKind::Left, .. } if reads(right, id) => {
+                "within an outer join"
+            }
+            // PostgreSQL refuses it only as what EXCEPT removes.
+            Plan::SetOp { right, op: SetOpKind::Except, .. } if reads(right, id) => "within EXCEPT",
+            _ => {
+                stack.extend(p.inputs());
+                continue;
+            }
         };
-        match p {
-            Plan::NestedLoop { left, right, kind, .. } => {
-                if *kind == JoinKind::Left && reads(right, id) {
-                    return place("within an outer join");
-                }
-                walk(left, id, name)?;
-                walk(right, id, name)
-            }
-            Plan::SetOp { left, right, op, .. } => {
-                // PostgreSQL refuses it only as what EXCEPT removes.
-                if *op == SetOpKind::Except && reads(right, id) {
-                    return place("within EXCEPT");
-                }
-                walk(left, id, name)?;
-                walk(right, id, name)
-            }
-            Plan::RecursiveUnion { anchor, recursive, .. } => {
-                walk(anchor, id, name)?;
-                walk(recursive, id, name)
-            }
-            Plan::Filter { input, .. }
-            | Plan::Project { input, .. }
-            | Plan::Aggregate { input, .. }
-            | Plan::Sort { input, .. }
-            | Plan::Distinct { input, .. }
-            | Plan::Limit { input, .. }
-            | Plan::Window { input, .. }
-            | Plan::Truncate { input, .. } => walk(input, id, name),
-            Plan::Values { .. }
-            | Plan::Scan { .. }
-            | Plan::GenerateSeries { .. }
-            | Plan::WorkingTable { .. } => Ok(()),
-        }
+        return refuse(format!("recursive reference to query \"{name}\" must not appear {place}"));
     }
-    walk(plan, id, name)
-}
-
-/// `42P19` if a recursive term aggregates at its own level. PostgreSQL checks this before the
-/// column types (and window functions after them).
-fn recursive_term_groups(plan: &Plan) -> Result<()> {
-    let mut p = plan;
-    loop {
-        match p {
-            Plan::Aggregate { .. } => {
-                return Err(Error::DataException {
-                    message:
-                        "aggregate functions are not allowed in a recursive query's recursive term"
-                            .into(),
-                    sqlstate: "42P19",
-                })
-            }
-            Plan::Filter { input, .. }
-            | Plan::Project { input, .. }
-            | Plan::Sort { input, .. }
-            | Plan::Distinct { input, .. }
-            | Plan::Limit { input, .. }
-            | Plan::Window { input, .. }
-            | Plan::Truncate { input, .. } => p = input,
-            _ => return Ok(()),
-        }
-    }
+    Ok(())
 }
 
 /// A window call with `f` applied to each of its expressions.

@@ -51,174 +51,6 @@ fn quote_literal(s: &str) -> String {
     out
 }
 
-/// PostgreSQL 15's keywords that are not unreserved (`pg_get_keywords()` with `catcode <>
-/// 'U'`): an identifier spelled like one must be quoted.
-const RESERVED_KEYWORDS: &[&str] = &[
-    "all",
-    "analyse",
-    "analyze",
-    "and",
-    "any",
-    "array",
-    "as",
-    "asc",
-    "asymmetric",
-    "authorization",
-    "between",
-    "bigint",
-    "binary",
-    "bit",
-    "boolean",
-    "both",
-    "case",
-    "cast",
-    "char",
-    "character",
-    "check",
-    "coalesce",
-    "collate",
-    "collation",
-    "column",
-    "concurrently",
-    "constraint",
-    "create",
-    "cross",
-    "current_catalog",
-    "current_date",
-    "current_role",
-    "current_schema",
-    "current_time",
-    "current_timestamp",
-    "current_user",
-    "dec",
-    "decimal",
-    "default",
-    "deferrable",
-    "desc",
-    "distinct",
-    "do",
-    "else",
-    "end",
-    "except",
-    "exists",
-    "extract",
-    "false",
-    "fetch",
-    "float",
-    "for",
-    "foreign",
-    "freeze",
-    "from",
-    "full",
-    "grant",
-    "greatest",
-    "group",
-    "grouping",
-    "having",
-    "ilike",
-    "in",
-    "initially",
-    "inner",
-    "inout",
-    "int",
-    "integer",
-    "intersect",
-    "interval",
-    "into",
-    "is",
-    "isnull",
-    "join",
-    "lateral",
-    "leading",
-    "least",
-    "left",
-    "like",
-    "limit",
-    "localtime",
-    "localtimestamp",
-    "national",
-    "natural",
-    "nchar",
-    "none",
-    "normalize",
-    "not",
-    "notnull",
-    "null",
-    "nullif",
-    "numeric",
-    "offset",
-    "on",
-    "only",
-    "or",
-    "order",
-    "out",
-    "outer",
-    "overlaps",
-    "overlay",
-    "placing",
-    "position",
-    "precision",
-    "primary",
-    "real",
-    "references",
-    "returning",
-    "right",
-    "row",
-    "select",
-    "session_user",
-    "setof",
-    "similar",
-    "smallint",
-    "some",
-    "substring",
-    "symmetric",
-    "table",
-    "tablesample",
-    "then",
-    "time",
-    "timestamp",
-    "to",
-    "trailing",
-    "treat",
-    "trim",
-    "true",
-    "union",
-    "unique",
-    "user",
-    "using",
-    "values",
-    "varchar",
-    "variadic",
-    "verbose",
-    "when",
-    "where",
-    "window",
-    "with",
-    "xmlattributes",
-    "xmlconcat",
-    "xmlelement",
-    "xmlexists",
-    "xmlforest",
-    "xmlnamespaces",
-    "xmlparse",
-    "xmlpi",
-    "xmlroot",
-    "xmlserialize",
-    "xmltable",
-];
-
-/// `quote_ident`: PostgreSQL's `quote_identifier`: unquoted only if it starts with a lower-case
-/// ASCII letter or `_`, has nothing but those and digits, and is no reserved keyword.
-pub(crate) fn quote_ident(s: &str) -> String {
-    let safe = s.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && RESERVED_KEYWORDS.binary_search(&s).is_err();
-    if safe {
-        return s.to_string();
-    }
-    format!("\"{}\"", s.replace('"', "\"\""))
-}
-
 /// `format(fmt, args…)`, PostgreSQL's `text_format`: `%[n$][-][width|*[m$]]{s,I,L}` and `%%`.
 /// `show` prints a value as its type's output function does.
 pub(crate) fn format(fmt: &str, args: &[Value], show: impl Fn(&Value) -> String) -> Result<String> {
@@ -237,13 +69,24 @@ pub(crate) fn format(fmt: &str, args: &[Value], show: impl Fn(&Value) -> String)
         (start < *i)
             .then(|| chars[start..*i].iter().collect::<String>().parse().unwrap_or(usize::MAX))
     };
-    let position = |n: usize| -> Result<usize> {
-        if n == 0 {
-            return Err(bad(
-                "format specifies argument 0, but arguments are numbered from 1".into()
-            ));
+    // An argument position `n$` at chars[*i..], if any (0-based); `i` stays put otherwise.
+    let position = |i: &mut usize| -> Result<Option<usize>> {
+        let save = *i;
+        match number(i) {
+            Some(n) if *i < chars.len() && chars[*i] == '$' => {
+                *i += 1;
+                if n == 0 {
+                    return Err(bad(
+                        "format specifies argument 0, but arguments are numbered from 1".into(),
+                    ));
+                }
+                Ok(Some(n - 1))
+            }
+            _ => {
+                *i = save;
+                Ok(None)
+            }
         }
-        Ok(n - 1)
     };
     while i < chars.len() {
         let c = chars[i];
@@ -262,16 +105,7 @@ pub(crate) fn format(fmt: &str, args: &[Value], show: impl Fn(&Value) -> String)
             continue;
         }
         // [n$]
-        let save = i;
-        let mut argpos = None;
-        if let Some(n) = number(&mut i) {
-            if i < chars.len() && chars[i] == '$' {
-                argpos = Some(position(n)?);
-                i += 1;
-            } else {
-                i = save;
-            }
-        }
+        let argpos = position(&mut i)?;
         // [-]
         let mut left = false;
         while i < chars.len() && chars[i] == '-' {
@@ -282,16 +116,7 @@ pub(crate) fn format(fmt: &str, args: &[Value], show: impl Fn(&Value) -> String)
         let mut width: Option<i64> = None;
         if i < chars.len() && chars[i] == '*' {
             i += 1;
-            let save = i;
-            let mut widthpos = None;
-            if let Some(n) = number(&mut i) {
-                if i < chars.len() && chars[i] == '$' {
-                    widthpos = Some(position(n)?);
-                    i += 1;
-                } else {
-                    i = save;
-                }
-            }
+            let widthpos = position(&mut i)?;
             let at = match widthpos {
                 Some(p) => p,
                 None => {
@@ -348,7 +173,7 @@ pub(crate) fn format(fmt: &str, args: &[Value], show: impl Fn(&Value) -> String)
                     sqlstate: "22004",
                 })
             }
-            ('I', v) => quote_ident(&show(v)),
+            ('I', v) => crate::bind::display_ident(&show(v)),
             (_, Value::Null) => "NULL".to_string(),
             (_, v) => quote_literal(&show(v)),
         };
@@ -428,36 +253,11 @@ fn encode(data: &[u8], format: &str) -> Result<String> {
 }
 
 /// `decode(text, format)`: the inverse of [`encode`], with PostgreSQL's errors (whitespace
-/// is skipped in hex and base64).
+/// is skipped in hex and base64); hex and escape are bytea's own input formats.
 fn decode(s: &str, format: &str) -> Result<Vec<u8>> {
     let bytes = s.as_bytes();
     Ok(match format.to_ascii_lowercase().as_str() {
-        "hex" => {
-            let digit = |c: u8, i: usize| -> Result<u8> {
-                (c as char).to_digit(16).map(|d| d as u8).ok_or_else(|| {
-                    let ch = s.get(i..).and_then(|t| t.chars().next()).unwrap_or('?');
-                    invalid_value(format!("invalid hexadecimal digit: \"{ch}\""))
-                })
-            };
-            let mut out = Vec::with_capacity(bytes.len() / 2);
-            let mut i = 0;
-            while i < bytes.len() {
-                if matches!(bytes[i], b' ' | b'\n' | b'\t' | b'\r') {
-                    i += 1;
-                    continue;
-                }
-                let hi = digit(bytes[i], i)?;
-                if i + 1 >= bytes.len() {
-                    return Err(invalid_value(
-                        "invalid hexadecimal data: odd number of digits".into(),
-                    ));
-                }
-                let lo = digit(bytes[i + 1], i + 1)?;
-                out.push(hi << 4 | lo);
-                i += 2;
-            }
-            out
-        }
+        "hex" => types::hex_decode(s)?,
         "base64" => {
             let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
             let (mut buf, mut pos, mut end) = (0u32, 0, 0);
@@ -508,36 +308,7 @@ fn decode(s: &str, format: &str) -> Result<Vec<u8>> {
             }
             out
         }
-        "escape" => {
-            let mut out = Vec::with_capacity(bytes.len());
-            let octal = |c: u8, max: u8| (b'0'..=max).contains(&c);
-            let mut i = 0;
-            while i < bytes.len() {
-                if bytes[i] != b'\\' {
-                    out.push(bytes[i]);
-                    i += 1;
-                } else if i + 3 < bytes.len()
-                    && octal(bytes[i + 1], b'3')
-                    && octal(bytes[i + 2], b'7')
-                    && octal(bytes[i + 3], b'7')
-                {
-                    out.push(
-                        ((bytes[i + 1] - b'0') << 6)
-                            | ((bytes[i + 2] - b'0') << 3)
-                            | (bytes[i + 3] - b'0'),
-                    );
-                    i += 4;
-                } else if i + 1 < bytes.len() && bytes[i + 1] == b'\\' {
-                    out.push(b'\\');
-                    i += 2;
-                } else {
-                    return Err(Error::InvalidTextRepresentation {
-                        message: "invalid input syntax for type bytea".into(),
-                    });
-                }
-            }
-            out
-        }
+        "escape" => types::escape_decode(s)?,
         _ => return Err(invalid_value(format!("unrecognized encoding: \"{format}\""))),
     })
 }
@@ -638,7 +409,7 @@ pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
             Value::Null => Value::Text("NULL".into()),
             v => Value::Text(quote_literal(text(v)?)),
         },
-        Func::QuoteIdent => Value::Text(quote_ident(text(&args[0])?)),
+        Func::QuoteIdent => Value::Text(crate::bind::display_ident(text(&args[0])?)),
         Func::Encode => match &args[0] {
             Value::Bytea(b) => Value::Text(encode(b, text(&args[1])?)?),
             other => return Err(Error::internal(format!("encode of {other:?}"))),

@@ -539,6 +539,31 @@ pub struct ConflictUpdate {
     pub filter: Option<Expr>,
 }
 
+impl Plan {
+    /// The plans this one reads rows from (a recursive union: its anchor, then its recursive
+    /// term).
+    pub fn inputs(&self) -> Vec<&Plan> {
+        match self {
+            Plan::NestedLoop { left, right, .. } | Plan::SetOp { left, right, .. } => {
+                vec![left, right]
+            }
+            Plan::RecursiveUnion { anchor, recursive, .. } => vec![anchor, recursive],
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Aggregate { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Distinct { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Window { input, .. }
+            | Plan::Truncate { input, .. } => vec![input],
+            Plan::Values { .. }
+            | Plan::Scan { .. }
+            | Plan::GenerateSeries { .. }
+            | Plan::WorkingTable { .. } => vec![],
+        }
+    }
+}
+
 /// A window function call: `func(…) OVER (PARTITION BY … ORDER BY … frame)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowCall {

@@ -39,6 +39,7 @@ pub use encoding::{
 pub use interval::{age, Interval};
 pub use like::like;
 pub use numeric::Numeric;
+pub(crate) use text::{escape_decode, hex_decode};
 pub use text::{
     format_text, format_text_into, format_text_zoned, format_text_zoned_into, parse_text,
     parse_text_zoned,

@@ -331,34 +331,47 @@ pub(crate) fn write_float4(v: f32, out: &mut String) {
 /// `byteain`: `\x` followed by hex digit pairs (whitespace allowed between pairs), or the
 /// escape format (`\\`, `\ooo`, other characters literally).
 fn parse_bytea(s: &str) -> Result<Vec<u8>> {
-    let b = s.as_bytes();
-    if b.len() >= 2 && b[0] == b'\\' && (b[1] == b'x' || b[1] == b'X') {
-        let mut out = Vec::with_capacity((b.len() - 2) / 2);
-        let mut i = 2;
-        let hex = |c: u8| -> Result<u8> {
-            (c as char).to_digit(16).map(|d| d as u8).ok_or_else(|| Error::InvalidParameterValue {
-                message: format!("invalid hexadecimal digit: \"{}\"", c as char),
-            })
-        };
-        while i < b.len() {
-            if matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
-                i += 1;
-                continue;
-            }
-            let hi = hex(b[i])?;
-            let lo = match b.get(i + 1) {
-                Some(&c) => hex(c)?,
-                None => {
-                    return Err(Error::InvalidParameterValue {
-                        message: "invalid hexadecimal data: odd number of digits".into(),
-                    })
-                }
-            };
-            out.push(hi << 4 | lo);
-            i += 2;
-        }
-        return Ok(out);
+    match s.strip_prefix("\\x").or_else(|| s.strip_prefix("\\X")) {
+        Some(hex) => hex_decode(hex),
+        None => escape_decode(s),
     }
+}
+
+/// PostgreSQL's `hex_decode` (bytea's hex input, `decode(…, 'hex')`): pairs of hex digits,
+/// whitespace between them skipped; `22023` for a bad digit or an odd count.
+pub(crate) fn hex_decode(s: &str) -> Result<Vec<u8>> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len() / 2);
+    // The first byte that is no hex digit starts a character (multi-byte ones included).
+    let hex = |i: usize| -> Result<u8> {
+        (b[i] as char).to_digit(16).map(|d| d as u8).ok_or_else(|| {
+            let c = s.get(i..).and_then(|t| t.chars().next()).unwrap_or('?');
+            Error::InvalidParameterValue { message: format!("invalid hexadecimal digit: \"{c}\"") }
+        })
+    };
+    let mut i = 0;
+    while i < b.len() {
+        if matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+            i += 1;
+            continue;
+        }
+        let hi = hex(i)?;
+        if i + 1 >= b.len() {
+            return Err(Error::InvalidParameterValue {
+                message: "invalid hexadecimal data: odd number of digits".into(),
+            });
+        }
+        out.push(hi << 4 | hex(i + 1)?);
+        i += 2;
+    }
+    Ok(out)
+}
+
+/// PostgreSQL's escape format (bytea's escape input, `decode(…, 'escape')`): `\\` is a
+/// backslash, `\ooo` an octal byte; any other backslash is `22P02` "invalid input syntax for
+/// type bytea".
+pub(crate) fn escape_decode(s: &str) -> Result<Vec<u8>> {
+    let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
@@ -376,7 +389,9 @@ fn parse_bytea(s: &str) -> Result<Vec<u8>> {
             out.push((b[i + 1] - b'0') << 6 | (b[i + 2] - b'0') << 3 | (b[i + 3] - b'0'));
             i += 4;
         } else {
-            return Err(Error::invalid_input("bytea", s));
+            return Err(Error::InvalidTextRepresentation {
+                message: "invalid input syntax for type bytea".into(),
+            });
         }
     }
     Ok(out)
