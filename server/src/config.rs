@@ -87,9 +87,10 @@ pub struct ServeArgs {
     /// the writer keeps as many as its measurements say pay on the device).
     #[arg(long, value_name = "N", default_value_t = wal::LogOptions::default().max_in_flight as u8, value_parser = clap::value_parser!(u8).range(1..=64))]
     pub wal_pairs_in_flight: u8,
-    /// Log writes through io_uring (`auto`: pwrite on a memory file system such as tmpfs, where
-    /// a sync is free, and where io_uring is unavailable).
-    #[arg(long, value_name = "auto|uring|pwrite", default_value = "auto", value_parser = parse_backend)]
+    /// How log writes reach the files: `auto` is io_uring, except on a memory file system such
+    /// as tmpfs (writes through a memory mapping, where a sync is free) and where io_uring is
+    /// unavailable (pwrite); `mmap` maps the segments anywhere.
+    #[arg(long, value_name = "auto|uring|pwrite|mmap", default_value = "auto", value_parser = parse_backend)]
     pub wal_io: wal::device::Backend,
     /// Size of each log segment file, preallocated with zeros when it is created (a new one per
     /// device at every start and whenever the current one fills).
@@ -136,7 +137,8 @@ pub(crate) fn parse_backend(s: &str) -> Result<wal::device::Backend, String> {
         "auto" => Ok(wal::device::Backend::Auto),
         "uring" | "io_uring" => Ok(wal::device::Backend::Uring),
         "pwrite" | "file" => Ok(wal::device::Backend::File),
-        _ => Err(format!("expected auto, uring or pwrite, got \"{s}\"")),
+        "mmap" | "mapped" => Ok(wal::device::Backend::Mapped),
+        _ => Err(format!("expected auto, uring, pwrite or mmap, got \"{s}\"")),
     }
 }
 

@@ -32,9 +32,11 @@
 //! |---|---|---|---|
 //! | [`FileDevice`] | `pwrite` | `fdatasync` | none: `submit_write_sync` completes before returning |
 //! | [`UringDevice`] | `pwrite`; pairs: io_uring `WRITE` linked to `FSYNC(DATASYNC)` | `fdatasync` | any number of pairs in flight |
+//! | [`MappedDevice`] | a copy into a shared mapping of the segment | `fdatasync`; none on tmpfs | none |
 //!
 //! [`open_device`] picks `UringDevice` and falls back to `FileDevice` when `IoUring::new` fails
-//! (seccomp, old kernels, sandboxes: EPERM, ENOSYS, or anything else), and preallocates the file
+//! (seccomp, old kernels, sandboxes: EPERM, ENOSYS, or anything else); on a memory file system
+//! the store asks for `MappedDevice` ([`crate::store::for_memory_fs`]). It preallocates the file
 //! to the segment size. Prefer [`Preallocate::ZeroFill`]: overwriting written zeros does not make
 //! `fdatasync` journal extent changes, which makes the sync floor about 40% lower than appending
 //! (research/crates.md §4).
@@ -651,6 +653,174 @@ impl Drop for UringDevice {
     }
 }
 
+/// A segment file written through a shared memory mapping of its preallocated length: a write is
+/// a `memcpy` into the page cache, with no system call. The device [`open_device`] picks with
+/// [`Backend::Auto`] on a memory file system (tmpfs, [`crate::store::for_memory_fs`]), where a
+/// `pwrite` costs more in the kernel than the copy it makes (a profile of the logging suite had
+/// `pwrite` at 3.7% of all CPU, ~140 ns per read-modify-write transaction: BENCHMARKS.md,
+/// 2026-11-27) and `fdatasync` does nothing.
+///
+/// - Writes inside the mapping are copies; writes past it (the file grew after it was mapped)
+///   go through `pwrite`. Reads always use `pread`: Linux keeps both views of a file in the same
+///   page cache, so either sees the other's bytes.
+/// - [`LogDevice::sync`] is `fdatasync`, which also writes back pages dirtied through the mapping;
+///   on a memory file system, where the kernel's `fdatasync` is a no-op, it makes no call at
+///   all. Durability is then what the file system offers: stores to a shared mapping are in the
+///   page cache at once and survive the process, as `pwrite`'s bytes would.
+/// - The mapping covers only allocated blocks (`fallocate` over the file's length first), so a
+///   store never faults for want of space: a full disk fails at open, not with `SIGBUS` later.
+///   [`LogDevice::truncate`] below the mapped length shrinks the part written through it.
+/// - Copies are serialized by a mutex (one writer, the logger or a requester it lets flush, so
+///   uncontended), which keeps two writers of one range from racing in memory Rust owns.
+pub struct MappedDevice {
+    plain: FileDevice,
+    map: Mutex<Mapping>,
+    /// The file is on a memory file system: `sync` makes no call (see the type doc).
+    memory_fs: bool,
+}
+
+/// The mapping of `[0, len)` of the file, or of nothing (`len` 0). `usable` ≤ `len` is how much
+/// of it is backed by the file now ([`LogDevice::truncate`] lowers it).
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+    usable: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; `MappedDevice` reaches it only under its mutex.
+unsafe impl Send for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: `ptr..ptr+len` is the mapping `MappedDevice::from_file` created, unmapped
+            // only here.
+            unsafe { libc::munmap(self.ptr.cast(), self.len) };
+        }
+    }
+}
+
+impl fmt::Debug for MappedDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MappedDevice")
+            .field("file", &self.plain.file)
+            .field("mapped", &self.map.lock().len)
+            .field("memory_fs", &self.memory_fs)
+            .finish()
+    }
+}
+
+impl MappedDevice {
+    /// Opens (or creates) `path` and maps its current length (see [`MappedDevice::from_file`]).
+    pub fn open(path: &Path) -> io::Result<MappedDevice> {
+        MappedDevice::from_file(open_file(path)?)
+    }
+
+    /// Maps `file` (read and write access) over its current length, after allocating every
+    /// block of it; a file of length 0 maps nothing, and every write goes through `pwrite`.
+    pub fn from_file(file: File) -> io::Result<MappedDevice> {
+        let memory_fs = on_memory_fs(&file);
+        let len = usize::try_from(file.metadata()?.len()).map_err(io::Error::other)?;
+        let mut map = Mapping { ptr: std::ptr::null_mut(), len: 0, usable: 0 };
+        if len > 0 {
+            allocate_range(&file, len as u64)?;
+            // SAFETY: a new shared mapping of an open file descriptor; the kernel picks the
+            // address. MAP_POPULATE maps every page now instead of faulting on each first store.
+            let ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_POPULATE,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            if ptr == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            map = Mapping { ptr: ptr.cast(), len, usable: len };
+        }
+        Ok(MappedDevice { plain: FileDevice::from_file(file), map: Mutex::new(map), memory_fs })
+    }
+
+    /// How many bytes from offset 0 are written through the mapping.
+    pub fn mapped_len(&self) -> usize {
+        self.map.lock().usable
+    }
+}
+
+/// Whether `file` is on tmpfs (`fstatfs`), whose `fdatasync` is a no-op.
+fn on_memory_fs(file: &File) -> bool {
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: the descriptor is open for the call and `st` is a writable `statfs`.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), st.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: fstatfs returned 0, so it filled the struct (zeroed before anyway).
+    unsafe { st.assume_init() }.f_type == libc::TMPFS_MAGIC
+}
+
+/// `fallocate(fd, 0, 0, len)` whatever the file's length (it allocates holes below it too).
+fn allocate_range(file: &File, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len).map_err(io::Error::other)?;
+    loop {
+        // SAFETY: the descriptor is open for the call; mode 0 never discards data.
+        if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+impl LogDevice for MappedDevice {
+    fn write_at(&self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        self.plain.poison.check()?;
+        let map = self.map.lock();
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let inside = map.usable.saturating_sub(start).min(bytes.len());
+        if inside > 0 {
+            // SAFETY: `start + inside <= usable <= len`, inside the live mapping, which is
+            // backed by allocated blocks of the file (`from_file`, `truncate`); the mutex keeps
+            // other writers out, and `bytes` cannot alias it (readers use `pread`).
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), map.ptr.add(start), inside) };
+        }
+        drop(map);
+        if inside < bytes.len() {
+            self.plain.write_at(offset + inside as u64, &bytes[inside..])?;
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        if self.memory_fs {
+            return self.plain.poison.check();
+        }
+        self.plain.sync()
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.plain.read_at(offset, buf)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        self.plain.len()
+    }
+
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        let mut map = self.map.lock();
+        map.usable = map.usable.min(usize::try_from(len).unwrap_or(usize::MAX));
+        self.plain.truncate(len)
+    }
+
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        self.plain.allocate(len)
+    }
+}
+
 /// How [`open_device`] preallocates a segment file.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Preallocate {
@@ -671,6 +841,8 @@ pub enum Backend {
     File,
     /// Always [`UringDevice`]; fail if io_uring is unavailable.
     Uring,
+    /// Always [`MappedDevice`] (the choice of [`crate::store::for_memory_fs`]).
+    Mapped,
 }
 
 /// Options of [`open_device`].
@@ -723,21 +895,33 @@ pub fn open_device(path: &Path, options: &DeviceOptions) -> io::Result<OpenedDev
             Ok(ring) => (Box::new(UringDevice::with_ring(file, ring)), true, None),
             Err(e) => (Box::new(FileDevice::from_file(file)), false, Some(e)),
         },
-    };
-    let len = device.len()?;
-    if len < options.segment_size {
-        match options.preallocate {
-            Preallocate::None => {}
-            Preallocate::Fallocate => device.allocate(options.segment_size)?,
-            Preallocate::ZeroFill => zero_fill(&*device, len, options.segment_size)?,
+        Backend::Mapped => {
+            // Preallocated first, so that the mapping covers the whole segment.
+            let plain = FileDevice::from_file(file);
+            preallocate(&plain, options)?;
+            (Box::new(MappedDevice::from_file(plain.file)?), false, None)
         }
-    }
+    };
+    preallocate(&*device, options)?;
     device.sync()?;
     if !existed {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         File::open(dir)?.sync_all()?;
     }
     Ok(OpenedDevice { device, uring, fallback_reason })
+}
+
+/// Grows `device` to `options.segment_size` as `options.preallocate` says (never shrinks).
+fn preallocate(device: &dyn LogDevice, options: &DeviceOptions) -> io::Result<()> {
+    let len = device.len()?;
+    if len < options.segment_size {
+        match options.preallocate {
+            Preallocate::None => {}
+            Preallocate::Fallocate => device.allocate(options.segment_size)?,
+            Preallocate::ZeroFill => zero_fill(device, len, options.segment_size)?,
+        }
+    }
+    Ok(())
 }
 
 #[cfg(all(test, not(loom)))]
@@ -834,6 +1018,68 @@ mod tests {
         assert!(device.sync().is_err(), "sync after a failed write is refused");
     }
 
+    /// A mapped segment: writes inside the mapping are copies, writes past it (after the file
+    /// grew, or after a truncate below the mapped length) go through `pwrite`, and `pread` and
+    /// a reopened file see every byte. On disk and on tmpfs (where `sync` makes no call).
+    #[test]
+    fn mapped_device_writes_through_its_mapping_and_past_it() {
+        let disk = tempfile::tempdir().unwrap();
+        let shm = Path::new("/dev/shm");
+        let memory = shm.is_dir().then(|| tempfile::tempdir_in(shm).unwrap());
+        for dir in std::iter::once(disk.path()).chain(memory.as_ref().map(|d| d.path())) {
+            let path = dir.join("seg");
+            let empty = MappedDevice::open(&path).unwrap();
+            assert_eq!(empty.mapped_len(), 0, "an empty file maps nothing");
+            round_trip(&empty);
+            drop(empty);
+            fs_set_len(&path, 8192);
+            let device = MappedDevice::open(&path).unwrap();
+            assert_eq!(device.mapped_len(), 8192);
+            device.write_at(0, b"hello").unwrap();
+            device.write_at(8190, b"abcd").unwrap();
+            device.sync().unwrap();
+            assert_eq!(device.len().unwrap(), 8194, "the part past the mapping grew the file");
+            let mut buf = [0u8; 5];
+            assert_eq!(device.read_at(0, &mut buf).unwrap(), 5);
+            assert_eq!(&buf, b"hello");
+            let mut buf = [0u8; 4];
+            assert_eq!(device.read_at(8190, &mut buf).unwrap(), 4);
+            assert_eq!(&buf, b"abcd");
+            device.truncate(100).unwrap();
+            assert_eq!(device.mapped_len(), 100);
+            device.write_at(200, b"past").unwrap();
+            device.sync().unwrap();
+            assert_eq!(device.len().unwrap(), 204);
+            drop(device);
+            let reopened = FileDevice::open(&path).unwrap();
+            let mut buf = vec![0u8; 204];
+            assert_eq!(reopened.read_at(0, &mut buf).unwrap(), 204);
+            assert_eq!(&buf[..5], b"hello");
+            assert!(buf[100..200].iter().all(|&b| b == 0), "truncated, then zero-extended");
+            assert_eq!(&buf[200..], b"past");
+        }
+    }
+
+    #[test]
+    fn mapped_device_refuses_a_read_only_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seg");
+        fs_set_len(&path, 4096);
+        let file = OpenOptions::new().read(true).open(&path).unwrap();
+        assert!(MappedDevice::from_file(file).is_err(), "no writable mapping of a read-only file");
+    }
+
+    fn fs_set_len(path: &Path, len: u64) {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+    }
+
     #[test]
     fn file_device_failure_poisons() {
         let dir = tempfile::tempdir().unwrap();
@@ -848,18 +1094,24 @@ mod tests {
     #[test]
     fn open_device_preallocates_and_picks_a_backend() {
         let dir = tempfile::tempdir().unwrap();
-        for (i, preallocate) in [Preallocate::None, Preallocate::Fallocate, Preallocate::ZeroFill]
+        let preallocations = [Preallocate::None, Preallocate::Fallocate, Preallocate::ZeroFill];
+        let cases = [Backend::Auto, Backend::Mapped]
             .into_iter()
-            .enumerate()
-        {
+            .flat_map(|backend| preallocations.map(|preallocate| (backend, preallocate)));
+        for (i, (backend, preallocate)) in cases.enumerate() {
             let path = dir.path().join(format!("seg{i}"));
-            let options =
-                DeviceOptions { segment_size: 1 << 16, preallocate, ..DeviceOptions::default() };
+            let options = DeviceOptions {
+                segment_size: 1 << 16,
+                preallocate,
+                backend,
+                ..DeviceOptions::default()
+            };
             let opened = open_device(&path, &options).unwrap();
             if let Some(why) = &opened.fallback_reason {
                 println!("open_device fell back to FileDevice: {why}");
             }
-            assert_eq!(opened.uring, opened.fallback_reason.is_none());
+            let uring = backend == Backend::Auto && opened.fallback_reason.is_none();
+            assert_eq!(opened.uring, uring);
             let expected = if preallocate == Preallocate::None { 0 } else { 1 << 16 };
             assert_eq!(opened.device.len().unwrap(), expected, "{preallocate:?}");
             opened.device.write_and_sync(0, b"abc").unwrap();

@@ -203,8 +203,8 @@ mod tests;
 
 pub use buffer::{Log, Reservation, MIN_RESERVATION};
 pub use device::{
-    open_device, zero_fill, Backend, DeviceId, DeviceOptions, FileDevice, LogDevice, OpenedDevice,
-    Pending, Preallocate, SegmentNo, UringDevice,
+    open_device, zero_fill, Backend, DeviceId, DeviceOptions, FileDevice, LogDevice, MappedDevice,
+    OpenedDevice, Pending, Preallocate, SegmentNo, UringDevice,
 };
 pub use durability::{Notify, Ticket};
 pub use error::Error;

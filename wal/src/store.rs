@@ -255,13 +255,14 @@ pub fn in_memory_fs(dir: &Path) -> bool {
     unsafe { st.assume_init() }.f_type == libc::TMPFS_MAGIC
 }
 
-/// Device options for a memory file system: with [`Backend::Auto`], inline `pwrite` +
-/// `fdatasync` ([`crate::FileDevice`]) instead of io_uring, which hands every buffered write and
-/// sync to a kernel worker thread (two thread switches per pair, for a sync that costs nothing);
-/// and `fallocate` instead of writing zeros (which would only fill the pages twice).
+/// Device options for a memory file system: with [`Backend::Auto`], writes through a mapping
+/// of the segment ([`crate::MappedDevice`]: a copy, no system call, and no call for a sync that
+/// costs nothing) instead of io_uring, which hands every buffered write and sync to a kernel
+/// worker thread (two thread switches per pair); and `fallocate` instead of writing zeros
+/// (which would only fill the pages twice).
 pub fn for_memory_fs(mut options: DeviceOptions) -> DeviceOptions {
     if options.backend == Backend::Auto {
-        options.backend = Backend::File;
+        options.backend = Backend::Mapped;
     }
     if options.preallocate == Preallocate::ZeroFill {
         options.preallocate = Preallocate::Fallocate;
@@ -385,7 +386,7 @@ mod tests {
         }
         let tmp = tempfile::tempdir_in(shm).unwrap();
         let store = DirStore::open(tmp.path(), options()).unwrap();
-        assert_eq!(store.options().backend, Backend::File);
+        assert_eq!(store.options().backend, Backend::Mapped);
         assert_eq!(store.options().preallocate, Preallocate::Fallocate);
         let explicit = DeviceOptions { backend: Backend::Uring, ..options() };
         assert_eq!(for_memory_fs(explicit).backend, Backend::Uring, "an explicit choice stays");

@@ -903,11 +903,12 @@ impl Spread {
     }
 }
 
-/// How the log writes in `dir`: io_uring if it works there, `pwrite` + `fdatasync` on a memory
-/// file system (`wal::DirStore` chooses it there) or where io_uring is unavailable.
+/// How the log writes in `dir`: io_uring if it works there, through a memory mapping on a memory
+/// file system (`wal::DirStore` chooses it there), `pwrite` + `fdatasync` where io_uring is
+/// unavailable.
 pub(super) fn uring_status(dir: &Path) -> String {
     if wal::in_memory_fs(dir) {
-        return "pwrite + fdatasync (memory file system)".to_string();
+        return "writes through a memory mapping, no sync call (memory file system)".to_string();
     }
     let path = dir.join(format!("aspen-bench-uring-probe-{}", std::process::id()));
     let status = match wal::UringDevice::open(&path, 8) {

@@ -169,7 +169,7 @@ pub struct BenchArgs {
     pub segment_mib: Option<u64>,
     /// Durability suites: how log files on disk are written (`auto`: io_uring where available,
     /// else pwrite; as `aspen serve --wal-io`).
-    #[arg(long, value_name = "auto|uring|pwrite", default_value = "auto", value_parser = crate::config::parse_backend)]
+    #[arg(long, value_name = "auto|uring|pwrite|mmap", default_value = "auto", value_parser = crate::config::parse_backend)]
     pub wal_io: wal::device::Backend,
     /// Scaling suite: emulated bandwidth of each log device, MB/s (10^6 B/s).
     #[arg(long, default_value_t = 10.0)]
