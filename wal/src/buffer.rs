@@ -139,6 +139,20 @@ impl Ring {
         }
     }
 
+    /// The bytes of logical range `[start, end)` in place: one slice, or two where the range
+    /// wraps (the second empty otherwise). For writing them to a device without a copy.
+    ///
+    /// # Safety
+    /// As [`Ring::read`], for as long as the slices live: the range is filled and is not
+    /// released before they are dropped.
+    pub(crate) unsafe fn slices(&self, start: u64, end: u64) -> [&[u8]; 2] {
+        self.split(start, (end - start) as usize).map(|(at, n)| {
+            // SAFETY: `at + n <= capacity` by `split`; no writer touches a filled, unreleased
+            // range, so shared reads are sound while the caller keeps it unreleased.
+            unsafe { std::slice::from_raw_parts(self.base().add(at).cast_const(), n) }
+        })
+    }
+
     /// Appends the bytes of logical range `[start, end)` to `out`.
     ///
     /// # Safety

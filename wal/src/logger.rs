@@ -12,7 +12,8 @@
 //!         wait until it is filled                         -- the filled-prefix rule (Alg. 2)
 //!         copy it out, split at record boundaries where a segment file ends (rotate: wait
 //!           for every pair in flight, then create the next segment file), and submit
-//!           write+fdatasync pairs at the file offset
+//!           write+fdatasync pairs at the file offset -- written straight from the ring
+//!           instead when it goes out synchronously with nothing in flight and fits the file
 //!     else if pairs are in flight:
 //!         wait for the oldest; publish DSN = SSN of its last record; give its ring space back
 //!     else (idle):
@@ -69,7 +70,7 @@ use crate::buffer::{Inner, Log, Reserved, Space, MIN_RESERVATION};
 use crate::depth::Depth;
 use crate::device::{DeviceId, DeviceOptions, LogDevice, Pending, SegmentNo};
 use crate::error::Error;
-use crate::record::{Record, RecordKind, LEN_OFFSET, SSN_OFFSET};
+use crate::record::{Record, RecordKind, HEADER_LEN, LEN_OFFSET, SSN_OFFSET};
 use crate::ssn::Ssn;
 use crate::store::{DirStore, OneSegment, SegmentStore};
 use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
@@ -444,6 +445,10 @@ impl Logger {
         }
         b.index.wait_filled(&segment);
         let ring = b.ring.as_ref().expect("a logged buffer has a ring");
+        if direct && self.write_from_ring(inner, segment.start, segment.end)? {
+            b.index.recycle(&segment);
+            return Ok(true);
+        }
         let mut bytes = self.pool.pop().unwrap_or_default();
         bytes.clear();
         // SAFETY: the segment is closed and filled (acquire in `is_filled`), and its space is
@@ -555,8 +560,46 @@ impl Logger {
         Ok(())
     }
 
+    /// Writes the closed, filled ring range `[start, end)` straight from the ring and syncs it
+    /// on this thread, then publishes its DSN: [`Logger::write`]'s direct path without the
+    /// copy into a buffer. Only with nothing in flight (so this sync covers exactly this write)
+    /// and when the range fits in the current segment file (no rotation); returns whether it
+    /// wrote. The ring space stays unreleased until `complete_oldest`, after the sync.
+    fn write_from_ring(&mut self, inner: &Inner, start: u64, end: u64) -> io::Result<bool> {
+        if !self.pending.is_empty() || end - start > self.segment_size - self.file_offset {
+            return Ok(false);
+        }
+        let ring = inner.buffers[self.d].ring.as_ref().expect("a logged buffer has a ring");
+        // SAFETY: `[start, end)` is closed and filled, and released only by `complete_oldest`
+        // below, after the slices are dropped.
+        let slices = unsafe { ring.slices(start, end) };
+        let Some(last_ssn) = last_record_ssn(slices) else { return Ok(false) };
+        let submitted = Instant::now();
+        self.depth.submitted(0);
+        let mut offset = self.file_offset;
+        let outcome = slices
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .try_for_each(|s| {
+                let written = self.segment.write_at(offset, s);
+                offset += s.len() as u64;
+                written
+            })
+            .and_then(|()| self.segment.sync());
+        self.file_offset += end - start;
+        self.pending.push_back(InFlight {
+            pending: Pending::ready(outcome.map(|()| Vec::new())),
+            last_ssn,
+            ring_end: end,
+            submitted,
+            depth: 0,
+        });
+        self.complete_oldest(inner)?;
+        Ok(true)
+    }
+
     fn recycle(&mut self, buf: Vec<u8>) {
-        if self.pool.len() < self.depth.max() + 1 {
+        if buf.capacity() > 0 && self.pool.len() < self.depth.max() + 1 {
             self.pool.push(buf);
         }
     }
@@ -614,6 +657,30 @@ impl Logger {
         segments.push(SegmentMeta { no: next, last_ssn: None, closed: false });
         Ok(())
     }
+}
+
+/// The SSN of the last of the whole records that `a` then `b` hold (a ring range that may wrap
+/// inside a record); `None` if they hold none.
+fn last_record_ssn([a, b]: [&[u8]; 2]) -> Option<Ssn> {
+    let total = a.len() + b.len();
+    let (mut pos, mut last) = (0, None);
+    let mut straddling = [0u8; HEADER_LEN];
+    while pos < total {
+        let header = if pos + HEADER_LEN <= a.len() {
+            &a[pos..]
+        } else if pos >= a.len() {
+            &b[pos - a.len()..]
+        } else {
+            let head = a.len() - pos;
+            straddling[..head].copy_from_slice(&a[pos..]);
+            straddling[head..].copy_from_slice(&b[..HEADER_LEN - head]);
+            &straddling[..]
+        };
+        last = Some(record_ssn(header));
+        pos += record_len(header);
+    }
+    debug_assert_eq!(pos, total, "whole records");
+    last
 }
 
 fn record_len(bytes: &[u8]) -> usize {
@@ -864,5 +931,27 @@ impl Log {
             }
         }
         Ok(deleted)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The last record's SSN is found wherever the ring wraps: between records, inside a
+    /// header, or inside a payload.
+    #[test]
+    fn last_record_ssn_at_every_wrap_point() {
+        let mut bytes = Vec::new();
+        for (ssn, len) in [(7, 0), (9, 3), (12, 40), (13, 1)] {
+            let payload = vec![0xAB; len];
+            Record { ssn: Ssn(ssn), kind: RecordKind::Value, blind: false, payload: &payload }
+                .encode_into(&mut bytes);
+        }
+        for cut in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(cut);
+            assert_eq!(last_record_ssn([a, b]), Some(Ssn(13)), "wrapped at {cut}");
+        }
+        assert_eq!(last_record_ssn([&[], &[]]), None);
     }
 }

@@ -428,7 +428,7 @@ fn segments_rotate_and_delete_below_an_ssn() {
 }
 
 /// A tiny ring and many committers: back-pressure, never growth, and no deadlock; everything
-/// reserved is durable at the end, in SSN order.
+/// reserved is durable at the end, intact.
 #[test]
 fn back_pressure_with_a_tiny_ring_does_not_deadlock() {
     let (stores, boxed) = stores(2, 1 << 16);
@@ -455,15 +455,23 @@ fn back_pressure_with_a_tiny_ring_does_not_deadlock() {
     for t in threads {
         t.join().unwrap();
     }
-    let total: usize = (0..2)
-        .map(|d| {
-            durable_records(&stores[d], d as u16)
-                .iter()
-                .filter(|r| r.kind == RecordKind::Value)
-                .count()
-        })
-        .sum();
-    assert_eq!(total, 8 * 150);
+    // Every payload came back whole, though most pairs were written straight from a ring that
+    // wraps every record or two (`Logger::write_from_ring`): as a multiset, thread by length.
+    let mut written = std::collections::BTreeMap::new();
+    for t in 0..8u8 {
+        for i in 0..150usize {
+            *written.entry(vec![t; i % 20 + 1]).or_insert(0) += 1;
+        }
+    }
+    let mut read = std::collections::BTreeMap::new();
+    for (d, store) in stores.iter().enumerate() {
+        for r in durable_records(store, d as u16) {
+            if r.kind == RecordKind::Value {
+                *read.entry(r.payload).or_insert(0) += 1;
+            }
+        }
+    }
+    assert_eq!(read, written);
 }
 
 /// Dropping the log flushes what was filled.

@@ -908,7 +908,7 @@ impl Spread {
 /// unavailable.
 pub(super) fn uring_status(dir: &Path) -> String {
     if wal::in_memory_fs(dir) {
-        return "writes through a memory mapping, no sync call (memory file system)".to_string();
+        return "through a memory mapping, no sync call (memory file system)".to_string();
     }
     let path = dir.join(format!("aspen-bench-uring-probe-{}", std::process::id()));
     let status = match wal::UringDevice::open(&path, 8) {

@@ -182,7 +182,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
 
     let mut out = format!(
         "### Commit latency (real files)\n\n\
-         Disk: `{}` ({}), writes through {}. The floor: `pwrite` + `fdatasync` on a \
+         Disk: `{}` ({}), log writes: {}. The floor: `pwrite` + `fdatasync` on a \
          preallocated, zero-filled 64 MiB file in the same directory: {FLOOR_SAMPLES} samples \
          per size first (4 KiB alternating, in blocks of 10, with the same pair through \
          io_uring on a second file, as the log writes), then {CELL_FLOOR_SAMPLES} samples of 4 KiB right before every commit \
