@@ -570,22 +570,25 @@ impl Logger {
             return Ok(false);
         }
         let ring = inner.buffers[self.d].ring.as_ref().expect("a logged buffer has a ring");
-        // SAFETY: `[start, end)` is closed and filled, and released only by `complete_oldest`
-        // below, after the slices are dropped.
-        let slices = unsafe { ring.slices(start, end) };
-        let Some(last_ssn) = last_record_ssn(slices) else { return Ok(false) };
         let submitted = Instant::now();
-        self.depth.submitted(0);
-        let mut offset = self.file_offset;
-        let outcome = slices
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .try_for_each(|s| {
-                let written = self.segment.write_at(offset, s);
-                offset += s.len() as u64;
-                written
-            })
-            .and_then(|()| self.segment.sync());
+        let (last_ssn, outcome) = {
+            // SAFETY: `[start, end)` is closed and filled, and released only by
+            // `complete_oldest` below, after this block has dropped the slices.
+            let slices = unsafe { ring.slices(start, end) };
+            let Some(last_ssn) = last_record_ssn(slices) else { return Ok(false) };
+            self.depth.submitted(0);
+            let mut offset = self.file_offset;
+            let outcome = slices
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .try_for_each(|s| {
+                    let written = self.segment.write_at(offset, s);
+                    offset += s.len() as u64;
+                    written
+                })
+                .and_then(|()| self.segment.sync());
+            (last_ssn, outcome)
+        };
         self.file_offset += end - start;
         self.pending.push_back(InFlight {
             pending: Pending::ready(outcome.map(|()| Vec::new())),
