@@ -709,6 +709,12 @@ impl Ctx<'_> {
                     }
                 }
             }
+            if call.range_offsets.iter().flatten().any(range_offset_invalid) {
+                return Err(Error::DataException {
+                    message: "invalid preceding or following size in window function".into(),
+                    sqlstate: "22013",
+                });
+            }
         }
         // Per input row: the partition key, the ORDER BY values, its position, the value the
         // call reads from it (None: excluded by an aggregate's FILTER), and a value the call
@@ -778,8 +784,32 @@ impl Ctx<'_> {
             }
             group_starts.push(n);
             let groups = group_starts.len() - 1;
+            // A RANGE offset bound of position `p`: the frame's first row (`head`) or one past
+            // its last, by PostgreSQL's `in_range` on the single ORDER BY key. A NULL key's
+            // bound is its peer group's; NULL keys are beyond every value on their side.
+            let zone = self.env.zone;
+            let key = call.order_by.first();
+            let (desc, nulls_first) = key.map_or((false, false), |k| (k.desc, k.nulls_first));
+            let range_bound = |p: usize, which: usize, preceding: bool, head: bool| {
+                let (first, last, _) = peers[p];
+                let base = &partition[p].1[0];
+                let offset = call.range_offsets[which].as_ref();
+                let (Some(offset), false) = (offset, base.is_null()) else {
+                    return Ok(if head { first } else { last });
+                };
+                let target = RangeTarget::new(base, offset, preceding != desc, zone)?;
+                let less = head == desc;
+                Ok(partition.partition_point(|k| {
+                    let v = &k.1[0];
+                    if v.is_null() {
+                        nulls_first
+                    } else {
+                        target.in_range(v, less) != head
+                    }
+                }))
+            };
             // The frame [lo, hi) of each position.
-            let frame_of = |p: usize| -> (usize, usize) {
+            let frame_of = |p: usize| -> Result<(usize, usize)> {
                 let (first, last, group) = peers[p];
                 let frame = call.frame.unwrap_or(Frame {
                     units: FrameUnits::Range,
@@ -790,7 +820,26 @@ impl Ctx<'_> {
                 // GROUPS: group `g` (from 0) starts at group_starts[g] and ends before g + 1.
                 let g = (group - 1) as usize;
                 let group_start = |g: usize| group_starts[g.min(groups)];
+                let offsets = frame.units == FrameUnits::Range
+                    && call.range_offsets.iter().any(Option::is_some);
                 let (lo, hi) = match frame.units {
+                    FrameUnits::Range if offsets => {
+                        let lo = match frame.start {
+                            FrameBound::UnboundedPreceding => 0,
+                            FrameBound::Preceding(_) => range_bound(p, 0, true, true)?,
+                            FrameBound::CurrentRow => first,
+                            FrameBound::Following(_) => range_bound(p, 0, false, true)?,
+                            FrameBound::UnboundedFollowing => n,
+                        };
+                        let hi = match frame.end {
+                            FrameBound::UnboundedPreceding => 0,
+                            FrameBound::Preceding(_) => range_bound(p, 1, true, false)?,
+                            FrameBound::CurrentRow => last,
+                            FrameBound::Following(_) => range_bound(p, 1, false, false)?,
+                            FrameBound::UnboundedFollowing => n,
+                        };
+                        (lo, hi)
+                    }
                     FrameUnits::Rows | FrameUnits::Range => {
                         let rows = frame.units == FrameUnits::Rows;
                         let lo = match frame.start {
@@ -836,7 +885,7 @@ impl Ctx<'_> {
                         (lo, hi)
                     }
                 };
-                (lo, hi.max(lo))
+                Ok((lo, hi.max(lo)))
             };
             let value_at = |i: usize| partition[i].3.clone().unwrap_or(Value::Null);
             match &call.func {
@@ -848,7 +897,7 @@ impl Ctx<'_> {
                     let mut acc = Acc::new(a);
                     let mut added = 0;
                     for p in 0..n {
-                        let (lo, hi) = frame_of(p);
+                        let (lo, hi) = frame_of(p)?;
                         let value = if running {
                             while added < hi {
                                 if let Some(v) = &partition[added].3 {
@@ -940,7 +989,7 @@ impl Ctx<'_> {
                                     }
                                 }
                                 W::FirstValue(_) | W::LastValue(_) => {
-                                    let (lo, hi) = frame_of(p);
+                                    let (lo, hi) = frame_of(p)?;
                                     match (lo < hi, func) {
                                         (false, _) => Value::Null,
                                         (true, W::FirstValue(_)) => value_at(lo),
@@ -961,7 +1010,7 @@ impl Ctx<'_> {
                                             sqlstate: "22016",
                                         }),
                                         Some(m) => {
-                                            let (lo, hi) = frame_of(p);
+                                            let (lo, hi) = frame_of(p)?;
                                             let at = lo.saturating_add((m - 1) as usize);
                                             if at < hi {
                                                 value_at(at)
@@ -1981,4 +2030,122 @@ fn compare_keys(keys: &[SortKey], a: &[Value], b: &[Value]) -> Ordering {
         }
     }
     Ordering::Equal
+}
+
+/// A RANGE frame offset PostgreSQL refuses at run time (`22013`): negative, or NaN.
+fn range_offset_invalid(offset: &Value) -> bool {
+    match offset {
+        Value::Int64(n) => *n < 0,
+        Value::Float64(f) => f.is_nan() || *f < 0.0,
+        Value::Numeric(d) => d.is_nan() || d.signum() < 0,
+        Value::Interval(i) => i.span() < 0,
+        _ => false,
+    }
+}
+
+/// `base ± offset` for PostgreSQL's `in_range(val, base, offset, sub, less)`, computed once per
+/// frame bound: is `val` at most (`less`) or at least `base ± offset`?
+enum RangeTarget {
+    /// Integer keys, summed without overflow.
+    Int(i128),
+    /// Float keys: NaN sorts after everything, and an infinite offset from an infinite base
+    /// takes in every value (`in_range_float8_float8`).
+    Float { base: f64, offset: f64, sub: bool },
+    /// Numeric keys (NaN as for floats), and dates and timestamps (an interval offset).
+    Value(Value),
+    /// A NaN numeric base: in range of a NaN value, and on the far side of any other.
+    NanBase,
+}
+
+impl RangeTarget {
+    fn new(base: &Value, offset: &Value, sub: bool, zone: types::Zone) -> Result<RangeTarget> {
+        let op = if sub { ArithOp::Sub } else { ArithOp::Add };
+        Ok(match (base, offset) {
+            (Value::Float32(b), Value::Float64(o)) => {
+                RangeTarget::Float { base: f64::from(*b), offset: *o, sub }
+            }
+            (Value::Float64(b), Value::Float64(o)) => {
+                RangeTarget::Float { base: *b, offset: *o, sub }
+            }
+            (Value::Numeric(b), _) if b.is_nan() => RangeTarget::NanBase,
+            (Value::Date(d), Value::Interval(_)) => RangeTarget::Value(types::arith_zoned(
+                op,
+                &Value::Timestamp(d.and_time(chrono::NaiveTime::MIN)),
+                offset,
+                zone,
+            )?),
+            (_, Value::Int64(o)) => {
+                let b = range_int(base)
+                    .ok_or_else(|| Error::internal("RANGE key is not an integer"))?;
+                RangeTarget::Int(if sub { b - i128::from(*o) } else { b + i128::from(*o) })
+            }
+            _ => RangeTarget::Value(types::arith_zoned(op, base, offset, zone)?),
+        })
+    }
+
+    fn in_range(&self, val: &Value, less: bool) -> bool {
+        let ord = match self {
+            RangeTarget::Int(sum) => match range_int(val) {
+                Some(v) => v.cmp(sum),
+                None => return false,
+            },
+            RangeTarget::Float { base, offset, sub } => {
+                let v = match val {
+                    Value::Float32(f) => f64::from(*f),
+                    Value::Float64(f) => *f,
+                    _ => return false,
+                };
+                if v.is_nan() {
+                    return if base.is_nan() { true } else { !less };
+                }
+                if base.is_nan() {
+                    return less;
+                }
+                if offset.is_infinite()
+                    && base.is_infinite()
+                    && (if *sub { *base > 0.0 } else { *base < 0.0 })
+                {
+                    return true;
+                }
+                let sum = if *sub { base - offset } else { base + offset };
+                return if less { v <= sum } else { v >= sum };
+            }
+            RangeTarget::NanBase => {
+                return match val {
+                    Value::Numeric(v) if v.is_nan() => true,
+                    _ => less,
+                }
+            }
+            RangeTarget::Value(sum) => {
+                if let Value::Numeric(v) = val {
+                    if v.is_nan() {
+                        return !less;
+                    }
+                }
+                let val = match val {
+                    Value::Date(d) => Value::Timestamp(d.and_time(chrono::NaiveTime::MIN)),
+                    other => other.clone(),
+                };
+                match types::compare(&val, sum) {
+                    Some(o) => o,
+                    None => return false,
+                }
+            }
+        };
+        if less {
+            ord != Ordering::Greater
+        } else {
+            ord != Ordering::Less
+        }
+    }
+}
+
+/// An integer key as `i128` (`None` for any other value).
+fn range_int(v: &Value) -> Option<i128> {
+    match v {
+        Value::Int16(n) => Some(i128::from(*n)),
+        Value::Int32(n) => Some(i128::from(*n)),
+        Value::Int64(n) => Some(i128::from(*n)),
+        _ => None,
+    }
 }

@@ -619,12 +619,12 @@ impl Gen {
         (s, true)
     }
 
-    /// A window frame clause in `units` whose bounds PostgreSQL's grammar accepts: ROWS and
-    /// GROUPS with offsets, RANGE with UNBOUNDED and CURRENT ROW only.
+    /// A window frame clause in `units` whose bounds PostgreSQL's grammar accepts, offsets
+    /// included (integers: a RANGE frame's ORDER BY key must be an integer).
     fn frame(&mut self, units: &str) -> String {
         // Bounds in their order: UNBOUNDED PRECEDING, n PRECEDING, CURRENT ROW, n FOLLOWING,
         // UNBOUNDED FOLLOWING; the end's rank is at least the start's.
-        let offsets = units != "RANGE";
+        let offsets = units != "RANGE" || self.chance(0.7);
         let bound = |rank: usize, rng: &mut StdRng| match rank {
             0 => "UNBOUNDED PRECEDING".to_string(),
             1 => format!("{} PRECEDING", rng.gen_range(0..4)),
@@ -697,7 +697,8 @@ impl Gen {
                         let f = self.pick(&["sum", "count", "max"]);
                         let units = self.pick(&["GROUPS", "RANGE"]);
                         let frame = self.frame(units);
-                        format!("{f}(t.b) OVER ({part}ORDER BY t.a {frame})")
+                        let order = self.pick(&["", " DESC", " NULLS FIRST", " DESC NULLS LAST"]);
+                        format!("{f}(t.b) OVER ({part}ORDER BY t.a{order} {frame})")
                     }
                     11 => {
                         let f = self.pick(&["percent_rank", "cume_dist"]);

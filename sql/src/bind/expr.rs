@@ -1036,9 +1036,9 @@ impl Binder<'_> {
                 "aggregate ORDER BY is not implemented for window functions",
             ));
         }
-        let frame = match &spec.window_frame {
+        let (frame, range_offsets) = match &spec.window_frame {
             Some(f) => self.bind_frame(f)?,
-            None => None,
+            None => (None, [None, None]),
         };
         if frame.is_some_and(|f| f.units == crate::plan::FrameUnits::Groups)
             && spec.order_by.is_empty()
@@ -1055,7 +1055,8 @@ impl Binder<'_> {
         // Aggregates in the call (`rank() OVER (ORDER BY count(*))`) belong to the query,
         // which then is grouped: `self.aggs` stays the query's.
         let saved_windows = self.windows.take();
-        let bound = (|| -> Result<(crate::plan::WindowFunc, DataType, Vec<Expr>, Vec<SortKey>)> {
+        type Bound = (crate::plan::WindowFunc, DataType, Vec<Expr>, Vec<SortKey>, Option<DataType>);
+        let bound = (|| -> Result<Bound> {
             use crate::plan::WindowFunc as W;
             let (func, ty) = match (name, args.len(), star) {
                 ("lag" | "lead", 1..=3, false) => {
@@ -1174,18 +1175,38 @@ impl Binder<'_> {
                 .map(|p| self.bind_expr(p, scope).map(|t| t.expr))
                 .collect::<Result<Vec<_>>>()?;
             let mut order_by = Vec::new();
+            let mut key_type = None;
             for ob in &spec.order_by {
                 let desc = matches!(ob.options.sort, Some(ast::OrderBySort::Desc));
                 let nulls_first = ob.options.nulls_first.unwrap_or(desc);
-                let expr = self.bind_expr(&ob.expr, scope)?.expr;
-                order_by.push(SortKey { expr, desc, nulls_first });
+                let key = self.bind_expr(&ob.expr, scope)?;
+                key_type.get_or_insert(key.ty);
+                order_by.push(SortKey { expr: key.expr, desc, nulls_first });
             }
-            Ok((func, ty, partition_by, order_by))
+            Ok((func, ty, partition_by, order_by, key_type))
         })();
         self.windows = saved_windows;
-        let (func, ty, partition_by, order_by) = bound?;
+        let (func, ty, partition_by, order_by, key_type) = bound?;
+        let range_offsets = if range_offsets.iter().any(Option::is_some) {
+            // Repeated keys count once (`ORDER BY x, x`), as in PostgreSQL.
+            if order_by.iter().any(|k| k.expr != order_by[0].expr) || order_by.is_empty() {
+                return Err(Error::Windowing {
+                    message: "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY \
+                              column"
+                        .into(),
+                });
+            }
+            let key_type = key_type.expect("one ORDER BY key");
+            let [start, end] = range_offsets;
+            [
+                start.map(|(t, a)| self.range_offset(t, key_type, a, "starting")).transpose()?,
+                end.map(|(t, a)| self.range_offset(t, key_type, a, "ending")).transpose()?,
+            ]
+        } else {
+            [None, None]
+        };
         let calls = &mut self.windows.as_mut().expect("checked above").1;
-        calls.push(crate::plan::WindowCall { func, partition_by, order_by, frame });
+        calls.push(crate::plan::WindowCall { func, partition_by, order_by, frame, range_offsets });
         Ok(Typed::known(Expr::Column(base + calls.len() - 1), ty))
     }
 
@@ -1223,9 +1244,15 @@ impl Binder<'_> {
     }
 
     /// A frame clause: ROWS and GROUPS with any bounds, RANGE with UNBOUNDED / CURRENT ROW
-    /// bounds; the bound combinations PostgreSQL's grammar refuses are `42P20`, and so is GROUPS
-    /// without ORDER BY (checked by the caller). The default frame is `None`.
-    fn bind_frame(&mut self, f: &ast::WindowFrame) -> Result<Option<crate::plan::Frame>> {
+    /// bounds and offsets; the bound combinations PostgreSQL's grammar refuses are `42P20`, and
+    /// so is GROUPS without ORDER BY (checked by the caller). The default frame is `None`. A
+    /// RANGE offset comes back bound but not yet typed: its type follows the ORDER BY key
+    /// ([`Binder::range_offset`]).
+    #[allow(clippy::type_complexity)]
+    fn bind_frame<'e>(
+        &mut self,
+        f: &'e ast::WindowFrame,
+    ) -> Result<(Option<crate::plan::Frame>, [Option<(Typed, &'e AstExpr)>; 2])> {
         use crate::plan::{Frame, FrameBound as B, FrameUnits as U};
         use ast::WindowFrameBound as A;
         let units = match f.units {
@@ -1234,10 +1261,32 @@ impl Binder<'_> {
             ast::WindowFrameUnits::Groups => U::Groups,
         };
         let refuse = |message: &str| Err(Error::Windowing { message: message.into() });
-        let mut bound = |b: &A, which: &str| -> Result<B> {
-            let offset = |b: &mut Self, e: &AstExpr, which: &str| -> Result<i64> {
+        let mut range_offsets = [None, None];
+        let mut bound = |b: &'e A, which: &str| -> Result<B> {
+            let mut offset = |b: &mut Self, e: &'e AstExpr, which: &str| -> Result<i64> {
+                // sqlparser reads a quoted offset (`'1' PRECEDING`) as an interval literal;
+                // PostgreSQL reads it as an untyped literal, which the key's type decides. An
+                // explicit `INTERVAL '1'` looks the same, so it is read that way too.
+                let e = match e {
+                    AstExpr::Interval(i)
+                        if i.leading_field.is_none()
+                            && i.last_field.is_none()
+                            && i.leading_precision.is_none()
+                            && i.fractional_seconds_precision.is_none()
+                            && matches!(
+                                &*i.value,
+                                AstExpr::Value(v)
+                                    if matches!(v.value, ast::Value::SingleQuotedString(_))
+                            ) =>
+                    {
+                        &*i.value
+                    }
+                    other => other,
+                };
                 if units == U::Range {
-                    return Err(Error::unsupported("RANGE with offset PRECEDING/FOLLOWING"));
+                    let t = b.bind_expr(e, &Scope::default())?;
+                    range_offsets[usize::from(which == "ending")] = Some((t, e));
+                    return Ok(0);
                 }
                 match b.bind_expr_as(e, &Scope::default(), DataType::Int64, CastKind::Implicit)? {
                     Expr::Literal(Value::Int64(n)) => Ok(n),
@@ -1279,7 +1328,65 @@ impl Binder<'_> {
         }
         let frame = Frame { units, start, end };
         let default = Frame { units: U::Range, start: B::UnboundedPreceding, end: B::CurrentRow };
-        Ok((frame != default).then_some(frame))
+        Ok(((frame != default).then_some(frame), range_offsets))
+    }
+
+    /// A RANGE frame's offset for an ORDER BY key of type `key`, as PostgreSQL's `in_range`
+    /// support functions take it: an integer for an integer key, numeric for numeric, double
+    /// precision for real or double precision, an interval for a date or timestamp. Anything
+    /// else is `0A000`, as there; the offset must be a constant, and not NULL (`22004`).
+    fn range_offset(&mut self, t: Typed, key: DataType, e: &AstExpr, which: &str) -> Result<Value> {
+        use DataType as D;
+        let ints = |ty: &D| matches!(ty, D::Int16 | D::Int32 | D::Int64);
+        let to = match key {
+            D::Int16 | D::Int32 | D::Int64 if t.unknown || ints(&t.ty) => Some(D::Int64),
+            D::Numeric(_) if t.unknown || ints(&t.ty) || matches!(t.ty, D::Numeric(_)) => {
+                Some(D::Numeric(None))
+            }
+            D::Float32 | D::Float64
+                if t.unknown
+                    || ints(&t.ty)
+                    || matches!(t.ty, D::Numeric(_) | D::Float32 | D::Float64) =>
+            {
+                Some(D::Float64)
+            }
+            D::Date | D::Timestamp | D::TimestampTz if t.unknown || t.ty == D::Interval => {
+                Some(D::Interval)
+            }
+            _ => None,
+        };
+        let in_range_types = ints(&key)
+            || matches!(key, D::Numeric(_) | D::Float32 | D::Float64)
+            || matches!(key, D::Date | D::Timestamp | D::TimestampTz);
+        let Some(to) = to else {
+            let message = if in_range_types {
+                format!(
+                    "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {} \
+                     and offset type {}",
+                    key.base_name(),
+                    t.ty.base_name()
+                )
+            } else {
+                format!(
+                    "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {}",
+                    key.base_name()
+                )
+            };
+            let error = Error::unsupported_msg(message);
+            return Err(if in_range_types {
+                error.with_hint("Cast the offset value to an appropriate type.")
+            } else {
+                error
+            });
+        };
+        match self.coerce(t, to, CastKind::Implicit, e)? {
+            Expr::Literal(Value::Null) => Err(Error::DataException {
+                message: format!("frame {which} offset must not be null"),
+                sqlstate: "22004",
+            }),
+            Expr::Literal(v) => Ok(v),
+            _ => Err(Error::unsupported("a frame offset that is not a constant")),
+        }
     }
 
     /// A timestamp or timestamptz argument of a datetime function, with its type: a date, or an

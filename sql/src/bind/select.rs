@@ -1770,6 +1770,7 @@ fn map_window_call(
         partition_by: call.partition_by.iter().map(&mut *f).collect::<Result<_>>()?,
         order_by: keys(&call.order_by, f)?,
         frame: call.frame,
+        range_offsets: call.range_offsets.clone(),
     })
 }
 

@@ -279,7 +279,7 @@ impl Plan {
                         over.push(format!("ORDER BY {}", sort_keys(&call.order_by)));
                     }
                     if let Some(frame) = &call.frame {
-                        over.push(frame_text(frame));
+                        over.push(frame_text(frame, &call.range_offsets));
                     }
                     writeln!(f, "{arrow}Window: {func} OVER ({})", over.join(" "))?;
                 }
@@ -368,19 +368,31 @@ fn lines(text: &str) -> Vec<String> {
 }
 
 /// A frame as SQL: `ROWS BETWEEN 1 PRECEDING AND CURRENT ROW`.
-fn frame_text(frame: &super::Frame) -> String {
+fn frame_text(frame: &super::Frame, range_offsets: &[Option<crate::types::Value>; 2]) -> String {
     use super::FrameBound as B;
-    let bound = |b: B| match b {
-        B::UnboundedPreceding => "UNBOUNDED PRECEDING".to_string(),
-        B::Preceding(n) => format!("{n} PRECEDING"),
-        B::CurrentRow => "CURRENT ROW".to_string(),
-        B::Following(n) => format!("{n} FOLLOWING"),
-        B::UnboundedFollowing => "UNBOUNDED FOLLOWING".to_string(),
+    let bound = |b: B, offset: &Option<crate::types::Value>| {
+        let n = |n: i64| {
+            offset.as_ref().map_or_else(
+                || n.to_string(),
+                |v| expr(&Expr::Literal(v.clone()), &|_| String::new()),
+            )
+        };
+        match b {
+            B::UnboundedPreceding => "UNBOUNDED PRECEDING".to_string(),
+            B::Preceding(k) => format!("{} PRECEDING", n(k)),
+            B::CurrentRow => "CURRENT ROW".to_string(),
+            B::Following(k) => format!("{} FOLLOWING", n(k)),
+            B::UnboundedFollowing => "UNBOUNDED FOLLOWING".to_string(),
+        }
     };
     let units = match frame.units {
         super::FrameUnits::Rows => "ROWS",
         super::FrameUnits::Range => "RANGE",
         super::FrameUnits::Groups => "GROUPS",
     };
-    format!("{units} BETWEEN {} AND {}", bound(frame.start), bound(frame.end))
+    format!(
+        "{units} BETWEEN {} AND {}",
+        bound(frame.start, &range_offsets[0]),
+        bound(frame.end, &range_offsets[1])
+    )
 }

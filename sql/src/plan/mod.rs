@@ -577,6 +577,10 @@ pub struct WindowCall {
     /// `RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW` (the partition up to the current
     /// row's last peer when ordered, else the whole partition).
     pub frame: Option<Frame>,
+    /// The offsets of a RANGE frame's `offset PRECEDING / FOLLOWING` start and end (whose own
+    /// numbers are then 0): constants of the ORDER BY key's kind, `Int64` for an integer key,
+    /// `Numeric`, `Float64`, or `Interval` for a date or timestamp key.
+    pub range_offsets: [Option<Value>; 2],
 }
 
 /// A window frame: the rows of the partition, around the current one, that a call sees.
@@ -606,11 +610,11 @@ pub enum FrameUnits {
 pub enum FrameBound {
     /// The partition's first row.
     UnboundedPreceding,
-    /// `n PRECEDING` (ROWS and GROUPS).
+    /// `n PRECEDING` (ROWS and GROUPS; RANGE: the offset is in [`WindowCall::range_offsets`]).
     Preceding(i64),
     /// The current row (RANGE and GROUPS: its first peer as a start, its last as an end).
     CurrentRow,
-    /// `n FOLLOWING` (ROWS and GROUPS).
+    /// `n FOLLOWING` (ROWS and GROUPS; RANGE: as `Preceding`).
     Following(i64),
     /// The partition's last row.
     UnboundedFollowing,
