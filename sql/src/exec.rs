@@ -220,9 +220,29 @@ impl Ctx<'_> {
                 }
                 Ok(out)
             }
-            Plan::Aggregate { input, group_by, aggs } => {
+            Plan::Aggregate { input, group_by, aggs, sets } => {
                 let rows = self.run(input)?;
-                self.aggregate(rows, group_by, aggs)
+                if sets.is_empty() {
+                    return self.aggregate(&rows, group_by, aggs, group_by.is_empty());
+                }
+                // Grouping sets: the input aggregated once per set, the keys outside it NULL.
+                let mut out = Vec::new();
+                for set in sets {
+                    let keys: Vec<Expr> =
+                        group_by
+                            .iter()
+                            .enumerate()
+                            .map(|(i, g)| {
+                                if set.contains(&i) {
+                                    g.clone()
+                                } else {
+                                    Expr::Literal(Value::Null)
+                                }
+                            })
+                            .collect();
+                    out.extend(self.aggregate(&rows, &keys, aggs, set.is_empty())?);
+                }
+                Ok(out)
             }
             Plan::Sort { input, keys } => {
                 let rows = self.run(input)?;
@@ -615,11 +635,14 @@ impl Ctx<'_> {
         Ok(out)
     }
 
+    /// `rows` grouped by `group_by`, with `aggs` over each group. `whole`: the input is one
+    /// group even if empty (no GROUP BY, or the empty grouping set), as in PostgreSQL.
     fn aggregate(
         &mut self,
-        rows: Vec<Vec<Value>>,
+        rows: &[Vec<Value>],
         group_by: &[Expr],
         aggs: &[AggCall],
+        whole: bool,
     ) -> Result<Vec<Vec<Value>>> {
         let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut groups: Vec<(Vec<Value>, Vec<Acc>)> = Vec::new();
@@ -629,7 +652,7 @@ impl Ctx<'_> {
         let mut ordered: HashMap<(usize, usize), Pending> = HashMap::new();
         for r in rows {
             let keys: Vec<Value> =
-                group_by.iter().map(|g| self.eval(g, &r)).collect::<Result<_>>()?;
+                group_by.iter().map(|g| self.eval(g, r)).collect::<Result<_>>()?;
             let mut kb = Vec::new();
             types::encode_key(&keys, &mut kb);
             let gi = match index.get(&kb) {
@@ -642,16 +665,16 @@ impl Ctx<'_> {
             };
             for (j, call) in aggs.iter().enumerate() {
                 if let Some(f) = &call.filter {
-                    if self.eval(f, &r)? != Value::Bool(true) {
+                    if self.eval(f, r)? != Value::Bool(true) {
                         continue;
                     }
                 }
                 let v = match &call.arg {
                     None => Value::Bool(true),
-                    Some(a) => self.eval(a, &r)?,
+                    Some(a) => self.eval(a, r)?,
                 };
                 let delimiter = match (&call.delimiter, &groups[gi].1[j]) {
-                    (Some(d), Acc::Text(..)) => Some(self.eval(d, &r)?),
+                    (Some(d), Acc::Text(..)) => Some(self.eval(d, r)?),
                     _ => None,
                 };
                 if call.order_by.is_empty() {
@@ -660,7 +683,7 @@ impl Ctx<'_> {
                     let keys: Vec<Value> = call
                         .order_by
                         .iter()
-                        .map(|k| self.eval(&k.expr, &r))
+                        .map(|k| self.eval(&k.expr, r))
                         .collect::<Result<_>>()?;
                     ordered.entry((gi, j)).or_default().push((keys, v, delimiter));
                 }
@@ -674,8 +697,9 @@ impl Ctx<'_> {
                 groups[gi].1[j].feed(call, v, delimiter)?;
             }
         }
-        if groups.is_empty() && group_by.is_empty() {
-            groups.push((vec![], aggs.iter().map(Acc::new).collect()));
+        if groups.is_empty() && whole {
+            let keys = vec![Value::Null; group_by.len()];
+            groups.push((keys, aggs.iter().map(Acc::new).collect()));
         }
         let mut out = Vec::with_capacity(groups.len());
         for (keys, accs) in groups {

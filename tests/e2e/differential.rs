@@ -5,8 +5,9 @@
 //! type-correct queries over two small tables with NULLs in every nullable column —
 //! projections of nested expressions (arithmetic of every numeric type, text functions, CASE,
 //! COALESCE / NULLIF, casts, date arithmetic), WHERE with AND / OR / NOT, IN, BETWEEN, LIKE,
-//! IS [NOT] DISTINCT FROM, EXISTS and IN subqueries, inner / left / comma joins, GROUP BY with
-//! aggregates (DISTINCT too, and the statistics) and HAVING, DISTINCT and DISTINCT ON, window
+//! IS [NOT] DISTINCT FROM, EXISTS and IN subqueries, inner / left / comma joins, GROUP BY (and
+//! ROLLUP / CUBE / GROUPING SETS) with aggregates (DISTINCT too, and the statistics) and
+//! HAVING, DISTINCT and DISTINCT ON, window
 //! functions with frames and named windows, UNION / INTERSECT / EXCEPT, ORDER BY with LIMIT /
 //! OFFSET — and runs each on both servers. Timestamps with time zone are read and
 //! printed in a zone chosen per seed (New York, Paris, UTC, Kolkata: daylight saving changes
@@ -852,12 +853,29 @@ impl Gen {
                     _ => String::new(),
                 };
                 let n = list.len();
+                let keys = if two_keys { "1, 2" } else { "1" };
+                // Grouping sets only over plain columns: PostgreSQL 15 drops a sort key that it
+                // folds to a constant even where a grouping set makes it NULL, and so sorts such
+                // rows as if the key were not there (fixed in PostgreSQL 18). Two equal keys are
+                // refused (0A000) when they name two select-list items.
+                let column = |k: &String| {
+                    k.strip_prefix("t.")
+                        .is_some_and(|c| c.chars().all(|c| c.is_ascii_alphanumeric()))
+                };
+                let sets_ok = list[..if two_keys { 2 } else { 1 }].iter().all(column)
+                    && (!two_keys || list[0] != list[1]);
+                let group = match self.rng.gen_range(0..8) {
+                    _ if !sets_ok => keys.to_string(),
+                    0 => format!("ROLLUP ({keys})"),
+                    1 => format!("CUBE ({keys})"),
+                    2 => format!("GROUPING SETS (({keys}), ())"),
+                    _ => keys.to_string(),
+                };
                 let (order, ordered) = self.order_limit(n);
                 (
                     format!(
-                        "SELECT {} FROM t{filter} GROUP BY {}{having}{order}",
-                        list.join(", "),
-                        if two_keys { "1, 2" } else { "1" }
+                        "SELECT {} FROM t{filter} GROUP BY {group}{having}{order}",
+                        list.join(", ")
                     ),
                     ordered,
                 )

@@ -1531,6 +1531,9 @@ impl Binder<'_> {
                 span: at.map(|(start, _)| crate::error::Span { start }).or(self.span_of(e)),
             });
         }
+        if name == "grouping" {
+            return Err(Error::unsupported("GROUPING()"));
+        }
         let agg = match name.as_str() {
             "count" => Some(if star { AggFunc::CountStar } else { AggFunc::Count }),
             "sum" => Some(AggFunc::Sum),

@@ -748,12 +748,12 @@ impl Binder<'_> {
         let mut plan = build_join_tree(items, conjuncts, &scope)?;
 
         // Grouping.
-        let group_exprs: Vec<&AstExpr> = match &select.group_by {
+        let (group_exprs, grouping_sets) = match &select.group_by {
             ast::GroupByExpr::Expressions(g, mods) => {
                 if !mods.is_empty() {
                     return Err(Error::unsupported("GROUP BY modifiers"));
                 }
-                g.iter().collect()
+                grouping_sets(g)?
             }
             ast::GroupByExpr::All(_) => return Err(Error::unsupported("GROUP BY ALL")),
         };
@@ -816,7 +816,10 @@ impl Binder<'_> {
             }
         }
         let aggs = self.aggs.take().unwrap_or_default();
-        let grouped = !group_exprs.is_empty() || !aggs.is_empty() || having.is_some();
+        let grouped = !group_exprs.is_empty()
+            || !grouping_sets.is_empty()
+            || !aggs.is_empty()
+            || having.is_some();
         let windows = std::mem::replace(&mut self.windows, outer_windows)
             .map(|(_, calls)| calls)
             .unwrap_or_default();
@@ -853,13 +856,78 @@ impl Binder<'_> {
                     t.expr
                 }
             };
-            if contains_agg(&bound) {
+            // A select-list item named by position may hold a window call (a column past the
+            // FROM row): refused as PostgreSQL does, for an aggregate inside it first.
+            let mut window_calls = Vec::new();
+            walk(&bound, &mut |x| {
+                if let Expr::Column(i) = x {
+                    if let Some(call) =
+                        i.checked_sub(scope.columns.len()).and_then(|w| windows.get(w))
+                    {
+                        window_calls.push(call);
+                    }
+                }
+            });
+            let agg_in_window = window_calls.iter().any(|c| {
+                let mut found = false;
+                let _ = map_window_call(c, &mut |e| {
+                    found |= contains_agg(e);
+                    Ok(e.clone())
+                });
+                found || matches!(c.func, crate::plan::WindowFunc::Aggregate(ref a) if a.arg.as_ref().is_some_and(contains_agg))
+            });
+            if contains_agg(&bound) || agg_in_window {
                 return Err(Error::Grouping {
                     message: "aggregate functions are not allowed in GROUP BY".into(),
                     span: self.span_of(*g),
                 });
             }
+            if !window_calls.is_empty() {
+                return Err(Error::Windowing {
+                    message: "window functions are not allowed in GROUP BY".into(),
+                });
+            }
             group_by.push(bound);
+        }
+        let mut grouping_sets = grouping_sets;
+        if !grouping_sets.is_empty() {
+            // Grouping sets name keys in several ways (`1`, an alias, the expression): keys that
+            // bind to the same expression are one key, nulled together. Two select-list items
+            // with the same expression named apart by position PostgreSQL would null apart.
+            let mut key_of = Vec::with_capacity(group_by.len());
+            let mut keys: Vec<Expr> = Vec::new();
+            let mut item_of: Vec<Option<usize>> = Vec::new();
+            for (g, e) in group_exprs.iter().zip(&group_by) {
+                let item = self.select_list_position(g, "GROUP BY", bound_items.len())?;
+                match keys.iter().position(|k| k == e) {
+                    Some(k) => {
+                        if let (Some(a), Some(b)) = (item_of[k], item) {
+                            if a != b {
+                                return Err(Error::unsupported(
+                                    "grouping sets over two select-list items with the same \
+                                     expression",
+                                ));
+                            }
+                        }
+                        key_of.push(k);
+                    }
+                    None => {
+                        keys.push(e.clone());
+                        item_of.push(item);
+                        key_of.push(keys.len() - 1);
+                    }
+                }
+            }
+            for set in &mut grouping_sets {
+                let mut merged: Vec<usize> = Vec::new();
+                for &i in set.iter() {
+                    if !merged.contains(&key_of[i]) {
+                        merged.push(key_of[i]);
+                    }
+                }
+                *set = merged;
+            }
+            group_by = keys;
         }
 
         let mut scope_after = scope.clone();
@@ -895,7 +963,12 @@ impl Binder<'_> {
                     *e = rewrite(e, self)?;
                 }
             }
-            plan = Plan::Aggregate { input: Box::new(plan), group_by: group_by.clone(), aggs };
+            plan = Plan::Aggregate {
+                input: Box::new(plan),
+                group_by: group_by.clone(),
+                aggs,
+                sets: grouping_sets.clone(),
+            };
             if let Some(h) = having {
                 plan = Plan::Filter { input: Box::new(plan), predicate: h };
             }
@@ -1774,6 +1847,93 @@ fn map_window_call(
     })
 }
 
+/// GROUP BY's items as distinct expressions and, when ROLLUP, CUBE or GROUPING SETS is among
+/// them, the grouping sets as positions in that list: the cross product of every item's sets
+/// (a plain expression is one set of itself), as in PostgreSQL. Without them the sets are
+/// empty (one set of every expression).
+fn grouping_sets(items: &[AstExpr]) -> Result<(Vec<&AstExpr>, Vec<Vec<usize>>)> {
+    fn position<'a>(e: &'a AstExpr, exprs: &mut Vec<&'a AstExpr>) -> usize {
+        exprs.iter().position(|x| *x == e).unwrap_or_else(|| {
+            exprs.push(e);
+            exprs.len() - 1
+        })
+    }
+    let any_sets = items
+        .iter()
+        .any(|e| matches!(e, AstExpr::Rollup(_) | AstExpr::Cube(_) | AstExpr::GroupingSets(_)));
+    if !any_sets {
+        return Ok((items.iter().collect(), Vec::new()));
+    }
+    let mut exprs: Vec<&AstExpr> = Vec::new();
+    const MAX_SETS: usize = 4096;
+    let mut product: Vec<Vec<usize>> = vec![Vec::new()];
+    for item in items {
+        let lists: Vec<Vec<&AstExpr>> = match item {
+            AstExpr::Rollup(lists) => {
+                let mut sets = Vec::new();
+                for n in (0..=lists.len()).rev() {
+                    sets.push(lists[..n].iter().flatten().collect());
+                }
+                sets
+            }
+            AstExpr::Cube(lists) => {
+                if lists.len() > 12 {
+                    return Err(Error::unsupported_msg("CUBE is limited to 12 elements"));
+                }
+                (0..1usize << lists.len())
+                    .rev()
+                    .map(|mask| {
+                        lists
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, _)| mask & (1 << (lists.len() - 1 - i)) != 0)
+                            .flat_map(|(_, l)| l.iter())
+                            .collect()
+                    })
+                    .collect()
+            }
+            AstExpr::GroupingSets(lists) => {
+                // sqlparser reads a ROLLUP or CUBE in here as a function call.
+                for e in lists.iter().flatten() {
+                    let nested = match e {
+                        AstExpr::Rollup(_) | AstExpr::Cube(_) | AstExpr::GroupingSets(_) => true,
+                        AstExpr::Function(f) => {
+                            let name = f.name.to_string().to_ascii_lowercase();
+                            name == "rollup" || name == "cube"
+                        }
+                        _ => false,
+                    };
+                    if nested {
+                        return Err(Error::unsupported(
+                            "ROLLUP, CUBE or GROUPING SETS inside GROUPING SETS",
+                        ));
+                    }
+                }
+                lists.iter().map(|l| l.iter().collect()).collect()
+            }
+            e => vec![vec![e]],
+        };
+        let mut next = Vec::new();
+        for set in &product {
+            for list in &lists {
+                let mut s = set.clone();
+                for e in list {
+                    let p = position(e, &mut exprs);
+                    if !s.contains(&p) {
+                        s.push(p);
+                    }
+                }
+                next.push(s);
+            }
+        }
+        if next.len() > MAX_SETS {
+            return Err(Error::unsupported_msg("more than 4096 grouping sets"));
+        }
+        product = next;
+    }
+    Ok((exprs, product))
+}
+
 /// An expression of a grouped query over the FROM row, rewritten over the grouped row: the
 /// group keys (columns `0..ng`), the aggregates (from `ng`), then the window calls' columns
 /// (from `windows_at`; over the FROM row they follow its `scope.columns.len()` columns). Any
@@ -1919,7 +2079,7 @@ fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
             visit_plan_exprs(left, f);
             visit_plan_exprs(right, f);
         }
-        Plan::Aggregate { input, group_by, aggs } => {
+        Plan::Aggregate { input, group_by, aggs, .. } => {
             group_by.iter().for_each(&mut *f);
             for a in aggs {
                 a.arg.iter().chain(&a.filter).chain(&a.delimiter).for_each(&mut *f);

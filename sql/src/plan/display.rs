@@ -222,7 +222,7 @@ impl Plan {
                 left.fmt_tree(f, depth + 1)?;
                 right.fmt_tree(f, depth + 1)
             }
-            Plan::Aggregate { input, group_by, aggs } => {
+            Plan::Aggregate { input, group_by, aggs, sets } => {
                 let calls: Vec<String> =
                     aggs.iter()
                         .map(|a| {
@@ -237,7 +237,14 @@ impl Plan {
                             )
                         })
                         .collect();
-                if group_by.is_empty() {
+                if !sets.is_empty() {
+                    writeln!(f, "{arrow}MixedAggregate: {}", calls.join(", "))?;
+                    for set in sets {
+                        let keys: Vec<Expr> = set.iter().map(|&i| group_by[i].clone()).collect();
+                        let keys = if keys.is_empty() { "()".into() } else { exprs(&keys) };
+                        writeln!(f, "{pad}      Group Key: {keys}")?;
+                    }
+                } else if group_by.is_empty() {
                     writeln!(f, "{arrow}Aggregate: {}", calls.join(", "))?;
                 } else {
                     writeln!(f, "{arrow}Group Aggregate: {}", calls.join(", "))?;

@@ -434,6 +434,10 @@ pub enum Plan {
         group_by: Vec<Expr>,
         /// Aggregate calls.
         aggs: Vec<AggCall>,
+        /// GROUPING SETS / ROLLUP / CUBE: the group keys (positions in `group_by`) of each
+        /// grouping set, aggregated one after the other; a key outside a row's set is NULL
+        /// there. Empty for a plain GROUP BY (one set of every key).
+        sets: Vec<Vec<usize>>,
     },
     /// Sort.
     Sort {
