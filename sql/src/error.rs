@@ -175,6 +175,8 @@ pub enum Error {
     StatementTooComplex { message: String },
     /// `54000`: program limit exceeded (e.g. too many parameters or columns).
     ProgramLimitExceeded { message: String },
+    /// `54011`: too many columns (e.g. CUBE's 12 elements).
+    TooManyColumns { message: String },
     /// `08P01`: protocol violation reported through the SQL layer (bad parameter count …).
     ProtocolViolation { message: String },
     /// `57014`: canceling statement due to user request.
@@ -265,6 +267,7 @@ impl Error {
             Error::UnrecognizedParameter { .. } => "42704",
             Error::StatementTooComplex { .. } => "54001",
             Error::ProgramLimitExceeded { .. } => "54000",
+            Error::TooManyColumns { .. } => "54011",
             Error::ProtocolViolation { .. } => "08P01",
             Error::QueryCanceled => "57014",
             Error::IoError { .. } => "58030",
@@ -527,7 +530,9 @@ impl fmt::Display for Error {
                 write!(f, "unrecognized configuration parameter \"{name}\"")
             }
             Error::StatementTooComplex { message } => write!(f, "{message}"),
-            Error::ProgramLimitExceeded { message } => write!(f, "{message}"),
+            Error::ProgramLimitExceeded { message } | Error::TooManyColumns { message } => {
+                write!(f, "{message}")
+            }
             Error::ProtocolViolation { message } => write!(f, "{message}"),
             Error::QueryCanceled => write!(f, "canceling statement due to user request"),
             Error::IoError { message } => write!(f, "{message}"),

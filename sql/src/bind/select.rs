@@ -1878,7 +1878,9 @@ fn grouping_sets(items: &[AstExpr]) -> Result<(Vec<&AstExpr>, Vec<Vec<usize>>)> 
             }
             AstExpr::Cube(lists) => {
                 if lists.len() > 12 {
-                    return Err(Error::unsupported_msg("CUBE is limited to 12 elements"));
+                    return Err(Error::TooManyColumns {
+                        message: "CUBE is limited to 12 elements".into(),
+                    });
                 }
                 (0..1usize << lists.len())
                     .rev()
@@ -1927,7 +1929,9 @@ fn grouping_sets(items: &[AstExpr]) -> Result<(Vec<&AstExpr>, Vec<Vec<usize>>)> 
             }
         }
         if next.len() > MAX_SETS {
-            return Err(Error::unsupported_msg("more than 4096 grouping sets"));
+            return Err(Error::StatementTooComplex {
+                message: format!("too many grouping sets present (maximum {MAX_SETS})"),
+            });
         }
         product = next;
     }
