@@ -2146,11 +2146,8 @@ impl RangeTarget {
                         return !less;
                     }
                 }
-                let val = match val {
-                    Value::Date(d) => Value::Timestamp(d.and_time(chrono::NaiveTime::MIN)),
-                    other => other.clone(),
-                };
-                match types::compare(&val, sum) {
+                // A date key against its timestamp bound compares as midnight of that date.
+                match types::compare(val, sum) {
                     Some(o) => o,
                     None => return false,
                 }

@@ -302,25 +302,31 @@ fn fdatasync(file: &File) -> io::Result<()> {
     }
 }
 
-/// `fallocate(fd, 0, 0, len)`; falls back to writing zeros where the file system lacks it.
+/// `fallocate(fd, 0, 0, len)` if the file is shorter; falls back to writing zeros where the
+/// file system lacks it.
 fn fallocate(file: &File, len: u64) -> io::Result<()> {
     let current = file.metadata()?.len();
     if len <= current {
         return Ok(());
     }
-    let len_off = libc::off_t::try_from(len).map_err(io::Error::other)?;
+    match allocate_range(file, len) {
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => zero_fill_file(file, current, len),
+        other => other,
+    }
+}
+
+/// `fallocate(fd, 0, 0, len)` whatever the file's length (it allocates holes below it too).
+fn allocate_range(file: &File, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len).map_err(io::Error::other)?;
     loop {
         // SAFETY: `file` is borrowed for the whole call, so its descriptor is open; mode 0 only
         // allocates and extends, it never discards data.
-        let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len_off) };
-        if rc == 0 {
+        if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } == 0 {
             return Ok(());
         }
         let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => {}
-            Some(libc::EOPNOTSUPP) => return zero_fill_file(file, current, len),
-            _ => return Err(e),
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
         }
     }
 }
@@ -751,7 +757,7 @@ impl MappedDevice {
 }
 
 /// Whether `file` is on tmpfs (`fstatfs`), whose `fdatasync` is a no-op.
-fn on_memory_fs(file: &File) -> bool {
+pub(crate) fn on_memory_fs(file: &File) -> bool {
     let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
     // SAFETY: the descriptor is open for the call and `st` is a writable `statfs`.
     if unsafe { libc::fstatfs(file.as_raw_fd(), st.as_mut_ptr()) } != 0 {
@@ -759,21 +765,6 @@ fn on_memory_fs(file: &File) -> bool {
     }
     // SAFETY: fstatfs returned 0, so it filled the struct (zeroed before anyway).
     unsafe { st.assume_init() }.f_type == libc::TMPFS_MAGIC
-}
-
-/// `fallocate(fd, 0, 0, len)` whatever the file's length (it allocates holes below it too).
-fn allocate_range(file: &File, len: u64) -> io::Result<()> {
-    let len = libc::off_t::try_from(len).map_err(io::Error::other)?;
-    loop {
-        // SAFETY: the descriptor is open for the call; mode 0 never discards data.
-        if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(e);
-        }
-    }
 }
 
 impl LogDevice for MappedDevice {

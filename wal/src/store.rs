@@ -242,17 +242,7 @@ fn zero_fill_paced(file: &fs::File, size: u64) -> io::Result<()> {
 /// Whether `dir` is on a file system that lives in memory (tmpfs), where `fdatasync`
 /// returns at once and nothing is gained by writing asynchronously.
 pub fn in_memory_fs(dir: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
-    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
-    // SAFETY: `path` is NUL-terminated and `st` is a writable `statfs`; statfs only writes it.
-    if unsafe { libc::statfs(path.as_ptr(), st.as_mut_ptr()) } != 0 {
-        return false;
-    }
-    // SAFETY: statfs returned 0, so it filled the struct (zeroed before anyway).
-    unsafe { st.assume_init() }.f_type == libc::TMPFS_MAGIC
+    File::open(dir).is_ok_and(|d| crate::device::on_memory_fs(&d))
 }
 
 /// Device options for a memory file system: with [`Backend::Auto`], writes through a mapping

@@ -836,9 +836,12 @@ impl Binder<'_> {
         }
 
         let mut group_by = Vec::new();
+        // The select-list item each GROUP BY item names by position, if it does.
+        let mut group_items = Vec::new();
         for g in &group_exprs {
             // GROUP BY 1 / GROUP BY alias / GROUP BY expression.
             let position = self.select_list_position(g, "GROUP BY", bound_items.len())?;
+            group_items.push(position);
             let bound = match g {
                 _ if position.is_some() => bound_items[position.expect("checked") - 1].0.clone(),
                 AstExpr::Identifier(id)
@@ -868,14 +871,10 @@ impl Binder<'_> {
                     }
                 }
             });
-            let agg_in_window = window_calls.iter().any(|c| {
-                let mut found = false;
-                let _ = map_window_call(c, &mut |e| {
-                    found |= contains_agg(e);
-                    Ok(e.clone())
-                });
-                found || matches!(c.func, crate::plan::WindowFunc::Aggregate(ref a) if a.arg.as_ref().is_some_and(contains_agg))
-            });
+            let mut agg_in_window = false;
+            for call in &window_calls {
+                visit_window_call_exprs(call, &mut |e| agg_in_window |= contains_agg(e));
+            }
             if contains_agg(&bound) || agg_in_window {
                 return Err(Error::Grouping {
                     message: "aggregate functions are not allowed in GROUP BY".into(),
@@ -897,8 +896,7 @@ impl Binder<'_> {
             let mut key_of = Vec::with_capacity(group_by.len());
             let mut keys: Vec<Expr> = Vec::new();
             let mut item_of: Vec<Option<usize>> = Vec::new();
-            for (g, e) in group_exprs.iter().zip(&group_by) {
-                let item = self.select_list_position(g, "GROUP BY", bound_items.len())?;
+            for (&item, e) in group_items.iter().zip(&group_by) {
                 match keys.iter().position(|k| k == e) {
                     Some(k) => {
                         if let (Some(a), Some(b)) = (item_of[k], item) {
@@ -2110,21 +2108,24 @@ fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
         }
         Plan::Window { input, calls } => {
             for call in calls {
-                call.partition_by.iter().for_each(&mut *f);
-                call.order_by.iter().for_each(|k| f(&k.expr));
-                use crate::plan::WindowFunc as W;
-                match &call.func {
-                    W::Aggregate(a) => a.arg.iter().chain(&a.filter).for_each(&mut *f),
-                    W::Shift { value, default, .. } => {
-                        [value, default].into_iter().for_each(&mut *f)
-                    }
-                    W::NTile(e) | W::FirstValue(e) | W::LastValue(e) => f(e),
-                    W::NthValue(a, b) => [a, b].into_iter().for_each(&mut *f),
-                    W::RowNumber | W::Rank | W::DenseRank | W::PercentRank | W::CumeDist => {}
-                }
+                visit_window_call_exprs(call, f);
             }
             visit_plan_exprs(input, f);
         }
+    }
+}
+
+/// Calls `f` on every expression of a window call: its arguments, PARTITION BY and ORDER BY.
+fn visit_window_call_exprs(call: &crate::plan::WindowCall, f: &mut dyn FnMut(&Expr)) {
+    call.partition_by.iter().for_each(&mut *f);
+    call.order_by.iter().for_each(|k| f(&k.expr));
+    use crate::plan::WindowFunc as W;
+    match &call.func {
+        W::Aggregate(a) => a.arg.iter().chain(&a.filter).for_each(&mut *f),
+        W::Shift { value, default, .. } => [value, default].into_iter().for_each(&mut *f),
+        W::NTile(e) | W::FirstValue(e) | W::LastValue(e) => f(e),
+        W::NthValue(a, b) => [a, b].into_iter().for_each(&mut *f),
+        W::RowNumber | W::Rank | W::DenseRank | W::PercentRank | W::CumeDist => {}
     }
 }
 
