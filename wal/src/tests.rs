@@ -1059,3 +1059,41 @@ fn pairs_in_flight_follow_the_device() {
         assert!(log.failure().is_none());
     }
 }
+
+/// Logger threads ask for a short scheduler slice (`logger::request_short_slice`), which Linux
+/// honours from 6.12 on: read back from `/proc` where the kernel shows it.
+#[test]
+fn logger_threads_run_with_a_short_scheduler_slice() {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut version = release.trim().split(|c: char| !c.is_ascii_digit()).map(|p| p.parse::<u32>());
+    let (Some(Ok(major)), Some(Ok(minor))) = (version.next(), version.next()) else { return };
+    if (major, minor) < (6, 12) {
+        return;
+    }
+    let (_stores, boxed) = stores(1, 1 << 20);
+    let _log = Log::with_stores(boxed, &LogOptions::default()).unwrap();
+    // Every logger thread in this process (other tests' too): the slice is 100 µs once set.
+    let logger_slices = || {
+        let mut slices = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if !comm.starts_with("wal-logger") {
+                continue;
+            }
+            let sched = std::fs::read_to_string(task.path().join("sched")).unwrap_or_default();
+            let slice = sched
+                .lines()
+                .find(|l| l.starts_with("se.slice"))
+                .and_then(|l| l.rsplit(':').next())
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            slices.push(slice);
+        }
+        slices
+    };
+    until("a logger thread with its slice", || {
+        let slices = logger_slices();
+        // Without scheduler debugging `/proc` shows no slice: nothing to check.
+        (!slices.is_empty() && slices.iter().all(Option::is_none))
+            || slices.contains(&Some(100_000))
+    });
+}
