@@ -269,7 +269,7 @@ const LOGGER_SLICE: Duration = Duration::from_micros(100);
 /// (0.75 ms and more). It stays a fair share, unlike a real-time class (which measured worse:
 /// BENCHMARKS.md, "the logger at real-time priority"). Measured: p99 commit latency on one
 /// device at 16 sessions per core 0.25-0.36 ms against 0.53-0.85 ms without (BENCHMARKS.md,
-/// session of 2026-11-27 02:51).
+/// session of 2026-11-27 02:51–).
 fn request_short_slice() {
     /// `struct sched_attr`, version 0 (48 bytes).
     #[repr(C)]
