@@ -278,6 +278,24 @@ async fn prepared_statement_reused_and_inferred() {
     assert_eq!(stmt.params(), [Type::INT4, Type::INT4]);
     let row = timed("query", c.query_one(&stmt, &[&10i32, &19i32])).await.expect("query");
     assert_eq!(row.get::<_, i64>(0), 10);
+    // A varchar compared with an untyped parameter: ORDER BY and DISTINCT ON bind the same
+    // expression whether the parameter was typed before it or by it (was 42P10).
+    timed("alter", c.batch_execute("ALTER TABLE kv ADD COLUMN w varchar(10)"))
+        .await
+        .expect("alter");
+    let stmt = timed(
+        "prepare",
+        c.prepare(
+            "SELECT DISTINCT ON (CASE WHEN w > $1 THEN $2 ELSE $3 END) k FROM kv \
+             ORDER BY CASE WHEN w > $1 THEN $2 ELSE $3 END, k",
+        ),
+    )
+    .await
+    .expect("prepare DISTINCT ON with parameters");
+    assert_eq!(stmt.params(), [Type::TEXT, Type::TEXT, Type::TEXT]);
+    let rows = timed("query", c.query(&stmt, &[&"m", &"x", &"y"])).await.expect("query");
+    assert_eq!(rows.len(), 1, "all w are NULL: one group");
+    assert_eq!(rows[0].get::<_, i32>(0), 0);
     let n = timed("delete", c.execute("DELETE FROM kv WHERE k >= $1", &[&100i32]))
         .await
         .expect("delete");

@@ -2215,10 +2215,16 @@ pub(crate) fn fold_cast(e: Expr, from: DataType, to: DataType, kind: CastKind) -
             let trimmed = Expr::Func(Func::RTrim, vec![other]);
             Ok(Expr::Cast(Box::new(trimmed), to, kind))
         }
-        // A varchar is a text value already: no node, so that `v = $1` binds to the same
-        // expression whether `$1` was typed before or by it (ORDER BY and DISTINCT ON items
-        // match by expression).
+        // A varchar is a text value already, and a varchar without a length holds any text: no
+        // node, so that `v = $1` binds to the same expression whether `$1` was typed before or
+        // by it (ORDER BY and DISTINCT ON items match by expression).
         other if matches!(from, DataType::Varchar(_)) && to == DataType::Text => Ok(other),
+        other
+            if matches!(from, DataType::Varchar(_) | DataType::Text)
+                && to == DataType::Varchar(None) =>
+        {
+            Ok(other)
+        }
         other => Ok(Expr::Cast(Box::new(other), to, kind)),
     }
 }
