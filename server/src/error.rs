@@ -108,6 +108,7 @@ pub fn error_info(err: &WireError) -> ErrorInfo {
             info.hint = error.hint().map(|h| field(h.to_owned()));
             info.position = error.position(sql).map(|p| p.to_string());
             info.where_context = error.context().map(|w| field(w.to_owned()));
+            info.routine = error.routine().map(str::to_owned);
             info
         }
         WireError::Protocol(e) => {

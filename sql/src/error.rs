@@ -162,6 +162,15 @@ pub enum Error {
     },
     /// `40001`: could not serialize access (OCC validation failed or a conflict).
     SerializationFailure { message: String },
+    /// `0A000`: a prepared statement, bound again after DDL, would return other columns than
+    /// the client was given ("cached plan must not change result type").
+    ResultTypeChanged,
+    /// `42P05`: PREPARE of a name already in use.
+    DuplicatePreparedStatement { name: String },
+    /// `26000`: EXECUTE or DEALLOCATE of a name not prepared.
+    UndefinedPreparedStatement { name: String },
+    /// `42601`: EXECUTE with too few or too many arguments.
+    WrongParameterCount { name: String, detail: String },
     /// `25P02`: current transaction is aborted, commands ignored until end of transaction block.
     InFailedTransaction,
     /// `25001`: active SQL transaction (e.g. SET TRANSACTION ISOLATION after a query).
@@ -261,6 +270,10 @@ impl Error {
             Error::UnsupportedMessage { .. } => "0A000",
             Error::ForeignKeyViolation { .. } => "23503",
             Error::SerializationFailure { .. } => "40001",
+            Error::ResultTypeChanged => "0A000",
+            Error::DuplicatePreparedStatement { .. } => "42P05",
+            Error::UndefinedPreparedStatement { .. } => "26000",
+            Error::WrongParameterCount { .. } => "42601",
             Error::InFailedTransaction => "25P02",
             Error::ActiveTransaction { .. } => "25001",
             Error::NoActiveTransaction { .. } => "25P01",
@@ -373,11 +386,22 @@ impl Error {
             Error::UniqueViolation { detail, .. }
             | Error::UniqueIndexBuild { detail, .. }
             | Error::NumericFieldOverflow { detail }
-            | Error::GeneratedAlways { detail, .. } => Some(detail),
+            | Error::GeneratedAlways { detail, .. }
+            | Error::WrongParameterCount { detail, .. } => Some(detail),
             Error::ForeignKeyViolation { detail, .. } => Some(detail),
             Error::DependentObjects { detail, .. } => (!detail.is_empty()).then_some(detail),
             Error::NotNullViolation { row, .. } => row.as_deref(),
             Error::Context { error, .. } | Error::Hinted { error, .. } => error.detail(),
+            _ => None,
+        }
+    }
+
+    /// The PostgreSQL routine that reports this error (ErrorResponse `R`), where clients act on
+    /// it: pgjdbc prepares a statement afresh and retries on `RevalidateCachedQuery`.
+    pub fn routine(&self) -> Option<&'static str> {
+        match self {
+            Error::ResultTypeChanged => Some("RevalidateCachedQuery"),
+            Error::Context { error, .. } | Error::Hinted { error, .. } => error.routine(),
             _ => None,
         }
     }
@@ -493,6 +517,16 @@ impl fmt::Display for Error {
             Error::UnsupportedMessage { message } => write!(f, "{message}"),
             Error::ObjectNotInPrerequisiteState { message } => write!(f, "{message}"),
             Error::UndefinedSequence { name } => write!(f, "sequence \"{name}\" does not exist"),
+            Error::ResultTypeChanged => write!(f, "cached plan must not change result type"),
+            Error::DuplicatePreparedStatement { name } => {
+                write!(f, "prepared statement \"{name}\" already exists")
+            }
+            Error::UndefinedPreparedStatement { name } => {
+                write!(f, "prepared statement \"{name}\" does not exist")
+            }
+            Error::WrongParameterCount { name, .. } => {
+                write!(f, "wrong number of parameters for prepared statement \"{name}\"")
+            }
             Error::DuplicateAlias { message } | Error::Windowing { message } => {
                 write!(f, "{message}")
             }

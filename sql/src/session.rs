@@ -821,6 +821,20 @@ pub struct Session {
     /// The last value `nextval` (or `setval`) gave this session for each sequence, by owning
     /// table and column: what `currval` returns.
     currvals: parking_lot::Mutex<HashMap<(u32, u16), i64>>,
+    /// The statements PREPARE made, by name, until DEALLOCATE, DISCARD ALL or the session's
+    /// end (not transactional, as in PostgreSQL). The extended protocol's named statements
+    /// are the server's and live apart from these.
+    prepared: HashMap<String, SqlPrepared>,
+}
+
+/// A statement of SQL-level PREPARE ([`Command::Prepare`]).
+struct SqlPrepared {
+    /// The PREPARE's text (error positions point into it) and its statement, to bind again
+    /// when the catalog changed.
+    sql: Arc<str>,
+    statement: Parsed,
+    oids: Vec<u32>,
+    cached: Arc<Cached>,
 }
 
 impl crate::exec::Sequences for Session {
@@ -988,6 +1002,7 @@ impl Session {
             pipelined: false,
             written: Default::default(),
             currvals: Default::default(),
+            prepared: HashMap::new(),
         };
         for (k, v) in params {
             match k.as_str() {
@@ -1197,14 +1212,26 @@ impl Session {
             }));
         }
         let cached = self.plan(sql, param_oids, cache)?;
+        let columns = cached.as_deref().and_then(|c| self.result_columns(c));
         Ok(Arc::new(Prepared {
             sql: sql.to_string(),
             param_types: cached.as_ref().map(|c| c.param_types.clone()).unwrap_or_default(),
-            columns: cached.as_ref().and_then(|c| c.columns.clone()),
+            columns,
             oids: param_oids.to_vec(),
             plan: cached,
             copy: None,
         }))
+    }
+
+    /// The result columns of `cached` as Describe gives them: EXECUTE's are those of the
+    /// statement PREPARE made under its name (none if there is none yet).
+    fn result_columns(&self, cached: &Cached) -> Option<Arc<Vec<ColumnInfo>>> {
+        match &cached.bound {
+            Bound::Command(Command::Execute { name, .. }) => {
+                self.prepared.get(name).and_then(|p| p.cached.columns.clone())
+            }
+            _ => cached.columns.clone(),
+        }
     }
 
     /// Extended protocol Execute of a bound portal. `params` are already decoded to
@@ -1225,8 +1252,13 @@ impl Session {
         let cached = if cached.version == self.snapshot().version().0 {
             cached.clone()
         } else {
-            // The catalog changed since Parse: bind again.
+            // The catalog changed since Parse: bind again. The client decodes the rows by the
+            // columns it was given then, so those must not change (PostgreSQL: 0A000, which
+            // pgjdbc answers by preparing the statement afresh).
             match self.plan(&stmt.sql, &stmt.oids, true) {
+                Ok(Some(c)) if self.result_columns(&c) != stmt.columns => {
+                    return Err(self.fail(Error::ResultTypeChanged));
+                }
                 Ok(Some(c)) => c,
                 Ok(None) => return Ok(Output::tag(Tag::new(""))),
                 Err(e) => return Err(self.fail(e)),
@@ -2002,6 +2034,55 @@ impl Session {
         }
     }
 
+    /// EXECUTE of a statement PREPARE made: its arguments evaluated to its parameter types,
+    /// then the statement runs as the extended protocol's Execute would run it.
+    fn execute_sql_prepared(
+        &mut self,
+        name: &str,
+        sql: &str,
+        args: &[sqlparser::ast::Expr],
+    ) -> Result<Output> {
+        let snapshot = self.snapshot();
+        let prepared = self
+            .prepared
+            .get(name)
+            .ok_or_else(|| Error::UndefinedPreparedStatement { name: name.into() })?;
+        let cached = if prepared.cached.version == snapshot.version().0 {
+            prepared.cached.clone()
+        } else {
+            // The catalog changed since PREPARE: bind again.
+            let cached = Arc::new(self.bind(
+                &snapshot,
+                &prepared.sql,
+                &prepared.statement,
+                &prepared.oids,
+            )?);
+            if cached.columns != prepared.cached.columns {
+                return Err(Error::ResultTypeChanged);
+            }
+            if let Some(p) = self.prepared.get_mut(name) {
+                p.cached = cached.clone();
+            }
+            cached
+        };
+        let expected = cached.param_types.len();
+        if args.len() != expected {
+            return Err(Error::WrongParameterCount {
+                name: name.into(),
+                detail: format!("Expected {expected} parameters but got {}.", args.len()),
+            });
+        }
+        let mut binder = Binder::new(&snapshot, sql, Vec::new());
+        let exprs = binder.bind_execute_args(args, &cached.param_types)?;
+        let env = self.owned_env();
+        let env = env.env(now());
+        let params = exprs
+            .iter()
+            .map(|e| exec::eval_pure(e, &[], &[], &[], &env))
+            .collect::<Result<Vec<_>>>()?;
+        self.run_bound(&cached, &params)
+    }
+
     fn run_command(&mut self, cmd: &Command) -> Result<Output> {
         let failed = matches!(self.txn, Some(OpenTxn { txn: None, .. }));
         match cmd {
@@ -2131,7 +2212,32 @@ impl Session {
                     zone: self.zone,
                 })
             }
-            Command::NoOp(tag) => Ok(Output::tag(Tag::new(tag))),
+            Command::NoOp(tag) => {
+                if *tag == "DISCARD ALL" {
+                    self.prepared.clear();
+                }
+                Ok(Output::tag(Tag::new(tag)))
+            }
+            Command::Prepare { name, sql, statement, oids } => {
+                if self.prepared.contains_key(name) {
+                    return Err(Error::DuplicatePreparedStatement { name: name.clone() });
+                }
+                let statement = Parsed::Sql(statement.clone());
+                let cached = Arc::new(self.bind(&self.snapshot(), sql, &statement, oids)?);
+                let sql = sql.clone();
+                let oids = oids.clone();
+                self.prepared.insert(name.clone(), SqlPrepared { sql, statement, oids, cached });
+                Ok(Output::tag(Tag::new("PREPARE")))
+            }
+            Command::Execute { name, sql, args } => self.execute_sql_prepared(name, sql, args),
+            Command::Deallocate(None) => {
+                self.prepared.clear();
+                Ok(Output::tag(Tag::new("DEALLOCATE ALL")))
+            }
+            Command::Deallocate(Some(name)) => match self.prepared.remove(name) {
+                Some(_) => Ok(Output::tag(Tag::new("DEALLOCATE"))),
+                None => Err(Error::UndefinedPreparedStatement { name: name.clone() }),
+            },
             Command::Maintenance { vacuum: true } if self.in_block() => {
                 Err(Error::ActiveTransaction {
                     message: "VACUUM cannot run inside a transaction block".into(),

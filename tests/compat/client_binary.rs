@@ -280,9 +280,17 @@ async fn prepared_statement_reused_and_inferred() {
     assert_eq!(row.get::<_, i64>(0), 10);
     // A varchar compared with an untyped parameter: ORDER BY and DISTINCT ON bind the same
     // expression whether the parameter was typed before it or by it (was 42P10).
+    let star =
+        timed("prepare", c.prepare("SELECT * FROM kv WHERE k = $1")).await.expect("prepare star");
     timed("alter", c.batch_execute("ALTER TABLE kv ADD COLUMN w varchar(10)"))
         .await
         .expect("alter");
+    // After DDL: a statement whose result columns stay runs; one whose columns changed is
+    // refused (its rows would not match the columns the client was given).
+    let row = timed("get", c.query_one(&get, &[&3i32])).await.expect("get after ALTER");
+    assert_eq!(row.get::<_, String>(0), "v3!");
+    let err = timed("star", c.query(&star, &[&3i32])).await.expect_err("result type changed");
+    assert_eq!(err.code(), Some(&tokio_postgres::error::SqlState::FEATURE_NOT_SUPPORTED));
     let stmt = timed(
         "prepare",
         c.prepare(

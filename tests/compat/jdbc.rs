@@ -64,6 +64,7 @@ fn pgjdbc_batch_prepared_and_transactions() {
             "column k int8 autoincrement=YES default=null",
             "column v text autoincrement=NO default=null",
             "tz 2024-07-01T06:30:00.250Z 1 day 02:00:00 2024-07-02T08:30:00.250Z",
+            "healed 4 n",
         ],
         "on {backend}"
     );

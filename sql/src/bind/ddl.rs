@@ -9,7 +9,7 @@ use catalog::{
 use sqlparser::ast::{self as ast, ColumnOption, Statement as S, TableConstraint};
 
 use super::{ident, Binder, Scope};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Span};
 use crate::types::CastKind;
 
 /// The value of a SET.
@@ -145,6 +145,30 @@ pub enum Command {
     NoOp(&'static str),
     /// CHECKPOINT (parsed by `parse`, not by sqlparser).
     Checkpoint,
+    /// PREPARE name [(types)] AS statement. The statement is bound when this runs, and the
+    /// session keeps it under its name (`Session`'s SQL-level prepared statements).
+    Prepare {
+        /// Its name (folded).
+        name: String,
+        /// The text the PREPARE came in: error positions point into it.
+        sql: Arc<str>,
+        /// The statement: SELECT, VALUES, INSERT, UPDATE or DELETE.
+        statement: Box<ast::Statement>,
+        /// OIDs of the declared parameter types (later ones are inferred).
+        oids: Vec<u32>,
+    },
+    /// EXECUTE name [(arguments)]: the arguments are bound against the prepared statement's
+    /// parameter types when this runs.
+    Execute {
+        /// The prepared statement's name (folded).
+        name: String,
+        /// The text the EXECUTE came in.
+        sql: Arc<str>,
+        /// The arguments, one per parameter.
+        args: Vec<ast::Expr>,
+    },
+    /// DEALLOCATE [PREPARE] name, or ALL (`None`).
+    Deallocate(Option<String>),
     /// VACUUM (`vacuum`) or ANALYZE of existing tables: nothing to do (`Parsed::Maintenance`).
     Maintenance {
         /// VACUUM (else ANALYZE), which PostgreSQL refuses inside a transaction block.
@@ -272,6 +296,52 @@ impl Binder<'_> {
             }
             S::AlterTable(at) => self.bind_alter_table(at)?,
             S::Discard { .. } => Command::NoOp("DISCARD ALL"),
+            S::Prepare { name, data_types, statement } => {
+                // PostgreSQL's grammar takes these only (PreparableStmt).
+                if !matches!(**statement, S::Query(_) | S::Insert(_) | S::Update(_) | S::Delete(_))
+                {
+                    let text = statement.to_string();
+                    let word = text.split_whitespace().next().unwrap_or_default();
+                    // At the statement's first word: the first time it follows the name.
+                    let after = crate::parse::offset_of(self.sql, name.span.start).unwrap_or(0);
+                    let span = self.sql.get(after..).and_then(|rest| {
+                        let rest = rest.to_ascii_lowercase();
+                        rest.find(&word.to_ascii_lowercase()).map(|i| Span { start: after + i })
+                    });
+                    return Err(Error::Syntax {
+                        message: format!("syntax error at or near \"{word}\""),
+                        span,
+                    });
+                }
+                let oids = data_types
+                    .iter()
+                    .map(|t| self.data_type(t).map(|t| t.oid()))
+                    .collect::<Result<_>>()?;
+                Command::Prepare {
+                    name: ident(name),
+                    sql: self.sql.into(),
+                    statement: statement.clone(),
+                    oids,
+                }
+            }
+            S::Execute {
+                name: Some(name),
+                parameters,
+                immediate: false,
+                into,
+                using,
+                output: false,
+                default: false,
+                ..
+            } if into.is_empty() && using.is_empty() => Command::Execute {
+                name: self.object_name(name)?.1,
+                sql: self.sql.into(),
+                args: parameters.clone(),
+            },
+            S::Deallocate { name, .. } => {
+                let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
+                Command::Deallocate((!all).then(|| ident(name)))
+            }
             S::Query(_) | S::Insert(_) | S::Update(_) | S::Delete(_) => {
                 return Err(Error::internal("DML reached bind_command"))
             }
@@ -281,6 +351,50 @@ impl Binder<'_> {
                 return Err(Error::unsupported(words.join(" ")));
             }
         })
+    }
+
+    /// EXECUTE's arguments as expressions of the prepared statement's parameter types `types`
+    /// (as many as there are arguments), as PostgreSQL's `EvaluateParams` forms them: each is
+    /// an expression without columns, subqueries or aggregates, coerced for assignment.
+    pub(crate) fn bind_execute_args(
+        &mut self,
+        args: &[ast::Expr],
+        types: &[DataType],
+    ) -> Result<Vec<crate::plan::Expr>> {
+        let scope = Scope::default();
+        let mut out = Vec::with_capacity(args.len());
+        for (i, (arg, ty)) in args.iter().zip(types).enumerate() {
+            let t = self.bind_expr(arg, &scope)?;
+            if super::select::contains_subquery(&t.expr) {
+                return Err(Error::unsupported_msg("cannot use subquery in EXECUTE parameter"));
+            }
+            let e = if t.unknown {
+                self.coerce(t, *ty, CastKind::Assignment, arg)?
+            } else if t.ty == *ty {
+                t.expr
+            } else if crate::types::cast_allowed(&t.ty, ty, CastKind::Assignment) {
+                super::expr::fold_cast(t.expr, t.ty, *ty, CastKind::Assignment)?
+            } else {
+                return Err(Error::DatatypeMismatch {
+                    message: format!(
+                        "parameter ${} of type {} cannot be coerced to the expected type {}",
+                        i + 1,
+                        t.ty.base_name(),
+                        ty.base_name()
+                    ),
+                    span: self.span_of(arg),
+                }
+                .with_hint("You will need to rewrite or cast the expression."));
+            };
+            out.push(e);
+        }
+        // A parameter of the EXECUTE's own (sent by a client over the extended protocol).
+        if let Some(n) = self.params.len().checked_sub(1) {
+            return Err(Error::UndefinedParameter {
+                message: format!("there is no parameter ${}", n + 1),
+            });
+        }
+        Ok(out)
     }
 
     fn bind_set(&mut self, set: &ast::Set) -> Result<Command> {

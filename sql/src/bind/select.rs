@@ -1425,7 +1425,7 @@ fn contains_agg(e: &Expr) -> bool {
     found
 }
 
-fn contains_subquery(e: &Expr) -> bool {
+pub(crate) fn contains_subquery(e: &Expr) -> bool {
     let mut found = false;
     walk(e, &mut |x| {
         found |= matches!(x, Expr::Subquery(_) | Expr::Exists(..) | Expr::InSubquery(..))

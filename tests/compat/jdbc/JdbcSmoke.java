@@ -3,7 +3,9 @@
 // numeric (binary) and timestamp (text, OID 0) parameters, server-side prepared statements after
 // the 5th use, SERIALIZABLE transactions and an exact UPDATE count; getGeneratedKeys of serial
 // and identity columns, and how DatabaseMetaData describes them; a timestamptz bound from an
-// OffsetDateTime, an interval, and timestamptz + interval read back. Prints lines the test checks.
+// OffsetDateTime, an interval, and timestamptz + interval read back; a server-side prepared
+// SELECT * whose result columns an ALTER TABLE changed, which pgjdbc prepares afresh on the
+// server's "cached plan must not change result type". Prints lines the test checks.
 import java.sql.*;
 import java.math.BigDecimal;
 public class JdbcSmoke {
@@ -65,6 +67,13 @@ public class JdbcSmoke {
         r.next(); System.out.println("tz " + r.getObject(1, java.time.OffsetDateTime.class) + " " + r.getString(2) + " " + r.getObject(3, java.time.OffsetDateTime.class));
       }
       c.commit();
+      c.setAutoCommit(true); // pgjdbc prepares afresh only outside a transaction (no autosave)
+      try (PreparedStatement p = c.prepareStatement("SELECT * FROM tz WHERE id = ?")) {
+        for (int i = 0; i < 6; i++) { p.setInt(1, 1); try (ResultSet r = p.executeQuery()) { r.next(); } }
+        try (Statement s = c.createStatement()) { s.execute("ALTER TABLE tz ADD COLUMN note text DEFAULT 'n'"); }
+        p.setInt(1, 1);
+        try (ResultSet r = p.executeQuery()) { r.next(); System.out.println("healed " + r.getMetaData().getColumnCount() + " " + r.getString(4)); }
+      }
     }
   }
 }
