@@ -240,7 +240,17 @@ impl Ctx<'_> {
                                 }
                             })
                             .collect();
-                    out.extend(self.aggregate(&rows, &keys, aggs, set.is_empty())?);
+                    let mut set_rows = self.aggregate(&rows, &keys, aggs, set.is_empty())?;
+                    for (j, call) in aggs.iter().enumerate() {
+                        if call.func != AggFunc::Grouping {
+                            continue;
+                        }
+                        let mask = grouping_mask(&call.grouping, set);
+                        for r in &mut set_rows {
+                            r[group_by.len() + j] = Value::Int32(mask);
+                        }
+                    }
+                    out.extend(set_rows);
                 }
                 Ok(out)
             }
@@ -664,6 +674,9 @@ impl Ctx<'_> {
                 }
             };
             for (j, call) in aggs.iter().enumerate() {
+                if call.func == AggFunc::Grouping {
+                    continue;
+                }
                 if let Some(f) = &call.filter {
                     if self.eval(f, r)? != Value::Bool(true) {
                         continue;
@@ -1329,6 +1342,16 @@ fn truth(v: &Value) -> Option<bool> {
     }
 }
 
+/// GROUPING's value for grouping set `set` (positions of the keys it keeps): a bit per
+/// argument (`Expr::Column(k)`, group key `k`), the first the most significant, set where the
+/// set leaves the key out.
+fn grouping_mask(args: &[Expr], set: &[usize]) -> i32 {
+    args.iter().fold(0, |mask, a| {
+        let kept = matches!(a, Expr::Column(k) if set.contains(k));
+        (mask << 1) | i32::from(!kept)
+    })
+}
+
 /// Evaluates an expression that contains no subquery.
 pub(crate) fn eval_pure(
     e: &Expr,
@@ -1768,6 +1791,8 @@ impl Acc {
             AggFunc::CountStar | AggFunc::Count => Acc::Count(0, seen),
             AggFunc::Sum | AggFunc::Avg => Acc::Sum(Value::Null, 0, seen),
             AggFunc::Min | AggFunc::Max => Acc::MinMax(Value::Null),
+            // Every key is in a plain GROUP BY's one set; grouping sets overwrite it per set.
+            AggFunc::Grouping => Acc::MinMax(Value::Int32(0)),
             AggFunc::StringAgg => Acc::Text(None, seen),
             AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
             AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop => {

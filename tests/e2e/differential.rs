@@ -6,7 +6,7 @@
 //! projections of nested expressions (arithmetic of every numeric type, text functions, CASE,
 //! COALESCE / NULLIF, casts, date arithmetic), WHERE with AND / OR / NOT, IN, BETWEEN, LIKE,
 //! IS [NOT] DISTINCT FROM, EXISTS and IN subqueries, inner / left / comma joins, GROUP BY (and
-//! ROLLUP / CUBE / GROUPING SETS) with aggregates (DISTINCT too, and the statistics) and
+//! ROLLUP / CUBE / GROUPING SETS, GROUPING()) with aggregates (DISTINCT too, and the statistics) and
 //! HAVING, DISTINCT and DISTINCT ON, window
 //! functions with frames and named windows, UNION / INTERSECT / EXCEPT, ORDER BY with LIMIT /
 //! OFFSET — and runs each on both servers. Timestamps with time zone are read and
@@ -852,7 +852,6 @@ impl Gen {
                     2 => format!(" HAVING max(t.s) <> {}", self.literal(Ty::Text)),
                     _ => String::new(),
                 };
-                let n = list.len();
                 let keys = if two_keys { "1, 2" } else { "1" };
                 // Grouping sets only over plain columns: PostgreSQL 15 drops a sort key that it
                 // folds to a constant even where a grouping set makes it NULL, and so sorts such
@@ -871,6 +870,16 @@ impl Gen {
                     2 => format!("GROUPING SETS (({keys}), ())"),
                     _ => keys.to_string(),
                 };
+                // GROUPING() of the keys, under grouping sets or not.
+                if sets_ok && self.chance(0.4) {
+                    let args = if two_keys && self.chance(0.5) {
+                        format!("{}, {}", list[1], list[0])
+                    } else {
+                        list[0].clone()
+                    };
+                    list.push(format!("GROUPING({args})"));
+                }
+                let n = list.len();
                 let (order, ordered) = self.order_limit(n);
                 (
                     format!(

@@ -847,6 +847,58 @@ impl Binder<'_> {
         Ok(Typed::known(Expr::Case(arms, else_e.map(Box::new)), ty))
     }
 
+    /// `GROUPING(a, b, …)` in a grouped query: an aggregate of the query's aggregation whose
+    /// arguments must be its group keys (checked once they are known, in `bind_select`).
+    fn bind_grouping(
+        &mut self,
+        f: &ast::Function,
+        args: &[&AstExpr],
+        distinct_or_star: bool,
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        if distinct_or_star || f.filter.is_some() || agg_order_by(f).is_some() || args.is_empty() {
+            return Err(Error::Syntax {
+                message: "syntax error in GROUPING".into(),
+                span: self.span_of(e),
+            });
+        }
+        if args.len() > 31 {
+            return Err(Error::TooManyArguments {
+                message: "GROUPING must have fewer than 32 arguments".into(),
+            });
+        }
+        if self.aggs.is_none() {
+            return Err(Error::Grouping {
+                message: "grouping operations are not allowed here".into(),
+                span: self.span_of(e),
+            });
+        }
+        let grouping = args
+            .iter()
+            .map(|a| self.bind_expr(a, scope).map(|t| t.expr))
+            .collect::<Result<Vec<_>>>()?;
+        let call = AggCall {
+            func: AggFunc::Grouping,
+            arg: None,
+            distinct: false,
+            data_type: DataType::Int32,
+            delimiter: None,
+            filter: None,
+            order_by: Vec::new(),
+            grouping,
+        };
+        let aggs = self.aggs.as_mut().expect("checked above");
+        let index = match aggs.iter().position(|a| *a == call) {
+            Some(i) => i,
+            None => {
+                aggs.push(call);
+                aggs.len() - 1
+            }
+        };
+        Ok(Typed::known(Expr::Agg(index), DataType::Int32))
+    }
+
     pub(super) fn common_of(&self, items: &[&Typed], e: &AstExpr, what: &str) -> Result<DataType> {
         let mut ty: Option<DataType> = None;
         for t in items.iter().filter(|t| !t.unknown) {
@@ -1532,7 +1584,7 @@ impl Binder<'_> {
             });
         }
         if name == "grouping" {
-            return Err(Error::unsupported("GROUPING()"));
+            return self.bind_grouping(f, &arg_exprs, distinct || star, scope, e);
         }
         let agg = match name.as_str() {
             "count" => Some(if star { AggFunc::CountStar } else { AggFunc::Count }),
@@ -1999,7 +2051,9 @@ impl Binder<'_> {
             });
         }
         let aggs = self.aggs.as_mut().expect("checked above");
-        let call = AggCall { func, arg, distinct, data_type, delimiter, filter, order_by };
+        let grouping = Vec::new();
+        let call =
+            AggCall { func, arg, distinct, data_type, delimiter, filter, order_by, grouping };
         let index = match aggs.iter().position(|a| *a == call) {
             Some(i) => i,
             None => {

@@ -928,6 +928,22 @@ impl Binder<'_> {
             group_by = keys;
         }
 
+        // GROUPING's arguments name group keys (as positions of the aggregation's keys).
+        let mut aggs = aggs;
+        for call in aggs.iter_mut().filter(|c| c.func == crate::plan::AggFunc::Grouping) {
+            for arg in &mut call.grouping {
+                let Some(k) = group_by.iter().position(|g| g == arg) else {
+                    return Err(Error::Grouping {
+                        message: "arguments to GROUPING must be grouping expressions of the \
+                                  associated query level"
+                            .into(),
+                        span: None,
+                    });
+                };
+                *arg = Expr::Column(k);
+            }
+        }
+
         let mut scope_after = scope.clone();
         if grouped {
             if for_update {

@@ -226,7 +226,20 @@ impl Plan {
                 let calls: Vec<String> =
                     aggs.iter()
                         .map(|a| {
-                            let arg = a.arg.as_ref().map_or("*".into(), |e| expr(e, &position));
+                            // GROUPING's arguments are group keys: shown as the keys' expressions.
+                            let keys: Vec<Expr> = a
+                                .grouping
+                                .iter()
+                                .map(|k| match k {
+                                    Expr::Column(i) if *i < group_by.len() => group_by[*i].clone(),
+                                    other => other.clone(),
+                                })
+                                .collect();
+                            let arg = match &a.arg {
+                                _ if !keys.is_empty() => exprs(&keys),
+                                Some(e) => expr(e, &position),
+                                None => "*".into(),
+                            };
                             let distinct = if a.distinct { "DISTINCT " } else { "" };
                             let filter = a.filter.as_ref().map_or(String::new(), |e| {
                                 format!(" FILTER ({})", expr(e, &position))

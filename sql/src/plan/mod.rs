@@ -223,6 +223,10 @@ pub enum AggFunc {
     StddevSamp,
     /// stddev_pop(x)
     StddevPop,
+    /// GROUPING(a, b, …): a bit per argument (the first the most significant), set where the
+    /// row's grouping set leaves that key out. Not fed any rows: the aggregation fills it in
+    /// per grouping set ([`AggCall::grouping`]).
+    Grouping,
 }
 
 /// A bound scalar expression.
@@ -335,6 +339,9 @@ pub struct AggCall {
     pub filter: Option<Expr>,
     /// ORDER BY inside the parentheses: the rows are aggregated in this order.
     pub order_by: Vec<SortKey>,
+    /// GROUPING's arguments: while binding, the expressions; in a plan, `Expr::Column(k)`,
+    /// group key `k` of the aggregation. Empty for every other function.
+    pub grouping: Vec<Expr>,
 }
 
 /// Join kinds.
