@@ -274,7 +274,8 @@ impl Gen {
                         0 => format!("{}::int", self.expr(Ty::Num, d)),
                         1 => format!("{}::int", self.expr(Ty::Dbl, d)),
                         2 => format!("{}::int", self.expr(Ty::Real, d)),
-                        _ => format!("sign({})", self.expr(Ty::Int, d)),
+                        // sign() of an integer is double precision: cast back.
+                        _ => format!("sign({})::int", self.expr(Ty::Int, d)),
                     },
                     _ => format!("mod({}, {})", self.expr(Ty::Int, d), self.nonzero()),
                 },
