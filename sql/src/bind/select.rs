@@ -873,7 +873,9 @@ impl Binder<'_> {
             });
             let mut agg_in_window = false;
             for call in &window_calls {
-                visit_window_call_exprs(call, &mut |e| agg_in_window |= contains_agg(e));
+                // An aggregate in its arguments, not in its window (PostgreSQL looks into
+                // the `WindowFunc` node only).
+                visit_window_call_args(call, &mut |e| agg_in_window |= contains_agg(e));
             }
             if contains_agg(&bound) || agg_in_window {
                 return Err(Error::Grouping {
@@ -2135,6 +2137,12 @@ fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
 fn visit_window_call_exprs(call: &crate::plan::WindowCall, f: &mut dyn FnMut(&Expr)) {
     call.partition_by.iter().for_each(&mut *f);
     call.order_by.iter().for_each(|k| f(&k.expr));
+    visit_window_call_args(call, f);
+}
+
+/// The expressions of a window call's arguments (and an aggregate's FILTER), without its
+/// window (PARTITION BY, ORDER BY): PostgreSQL's `WindowFunc` node, which holds no more.
+fn visit_window_call_args(call: &crate::plan::WindowCall, f: &mut dyn FnMut(&Expr)) {
     use crate::plan::WindowFunc as W;
     match &call.func {
         W::Aggregate(a) => a.arg.iter().chain(&a.filter).for_each(&mut *f),
