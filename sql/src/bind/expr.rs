@@ -1810,6 +1810,46 @@ impl Binder<'_> {
                 }
                 Ok(Typed::known(Expr::Func(Func::Age, bound), DataType::Interval))
             }
+            ("make_date", 3) | ("make_timestamp", 6) => {
+                // Integer fields (smallint and untyped literals too), and for a timestamp the
+                // seconds as double precision.
+                let date = name == "make_date";
+                let ok = args.iter().enumerate().all(|(i, t)| {
+                    t.unknown
+                        || matches!(t.ty, DataType::Int16 | DataType::Int32)
+                        || (i == 5
+                            && matches!(
+                                t.ty,
+                                DataType::Int64
+                                    | DataType::Numeric(_)
+                                    | DataType::Float32
+                                    | DataType::Float64
+                            ))
+                });
+                if !ok {
+                    let types: Vec<String> = args
+                        .iter()
+                        .map(|t| if t.unknown { "unknown".into() } else { t.ty.base_name() })
+                        .collect();
+                    return Err(Error::UndefinedFunction {
+                        name: format!("function {name}({})", types.join(", ")),
+                        span: self.span_of(e),
+                    });
+                }
+                let bound = args
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        let ty = if i == 5 { DataType::Float64 } else { DataType::Int32 };
+                        self.coerce(t, ty, CastKind::Implicit, e)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(if date {
+                    Typed::known(Expr::Func(Func::MakeDate, bound), DataType::Date)
+                } else {
+                    Typed::known(Expr::Func(Func::MakeTimestamp, bound), DataType::Timestamp)
+                })
+            }
             ("justify_days" | "justify_hours" | "justify_interval", 1) => {
                 let arg = args.into_iter().next().expect("one arg");
                 let arg = self.coerce(arg, DataType::Interval, CastKind::Implicit, e)?;

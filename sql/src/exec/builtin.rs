@@ -362,6 +362,19 @@ pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
         Func::Extract => datetime::extract(text(&args[0])?, &args[1], false)?,
         Func::DatePart => datetime::extract(text(&args[0])?, &args[1], true)?,
         Func::DateTrunc => datetime::trunc(text(&args[0])?, &args[1])?,
+        Func::MakeDate => Value::Date(types::make_date(
+            int(&args[0])? as i32,
+            int(&args[1])? as i32,
+            int(&args[2])? as i32,
+        )?),
+        Func::MakeTimestamp => {
+            let fields: Vec<i32> =
+                args[..5].iter().map(|a| int(a).map(|v| v as i32)).collect::<Result<_>>()?;
+            Value::Timestamp(types::make_timestamp(
+                [fields[0], fields[1], fields[2], fields[3], fields[4]],
+                float(&args[5])?,
+            )?)
+        }
         Func::JustifyDays | Func::JustifyHours | Func::JustifyInterval => {
             let Value::Interval(i) = &args[0] else {
                 return Err(Error::internal(format!("{f:?} of {:?}", args[0])));

@@ -73,6 +73,10 @@ pub enum Func {
     AtTimeZone,
     /// to_timestamp(double precision): seconds since 1970-01-01 UTC
     ToTimestamp,
+    /// make_date(year, month, day)
+    MakeDate,
+    /// make_timestamp(year, month, day, hour, min, sec double precision)
+    MakeTimestamp,
     /// justify_days(interval)
     JustifyDays,
     /// justify_hours(interval)

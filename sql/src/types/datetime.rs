@@ -395,6 +395,85 @@ fn parse_zone(c: &mut Cursor<'_>) -> Option<Option<Zone>> {
     }
 }
 
+/// `make_date(year, month, day)` as PostgreSQL's: a negative year is BC (`-44` is 44 BC),
+/// year 0 and invalid fields are `22008`.
+pub(crate) fn make_date(year: i32, month: i32, day: i32) -> Result<NaiveDate> {
+    // make_date's messages show the year as PostgreSQL holds it by then: astronomical.
+    date_from_fields(year, month, day, if year < 0 { year + 1 } else { year })
+}
+
+/// The date of `make_date` and `make_timestamp`; `shown` is the year their messages print.
+fn date_from_fields(year: i32, month: i32, day: i32, shown: i32) -> Result<NaiveDate> {
+    let field_range = || Error::DatetimeFieldOverflow {
+        message: format!("date field value out of range: {shown}-{month:02}-{day:02}"),
+    };
+    if year == 0 || !(1..=12).contains(&month) || day < 1 {
+        return Err(field_range());
+    }
+    // Astronomical year: 1 BC is 0.
+    let astronomical = if year < 0 { year + 1 } else { year };
+    let last_day = NaiveDate::from_ymd_opt(
+        if month == 12 { astronomical.saturating_add(1) } else { astronomical },
+        if month == 12 { 1 } else { month as u32 + 1 },
+        1,
+    )
+    .and_then(|next| next.pred_opt())
+    .map(|d| d.day() as i32);
+    match last_day {
+        Some(last) if day > last => Err(field_range()),
+        _ => NaiveDate::from_ymd_opt(astronomical, month as u32, day as u32).ok_or_else(|| {
+            Error::DatetimeFieldOverflow {
+                message: format!("date out of range: {shown}-{month:02}-{day:02}"),
+            }
+        }),
+    }
+}
+
+/// `make_timestamp(year, month, day, hour, min, sec)` as PostgreSQL's: the date as
+/// [`make_date`], then a time of day up to `24:00:00` (seconds up to 60, rounded to the
+/// microsecond half to even), else `22008`.
+pub(crate) fn make_timestamp(
+    [year, month, day, hour, min]: [i32; 5],
+    sec: f64,
+) -> Result<NaiveDateTime> {
+    let date = date_from_fields(year, month, day, year)?;
+    let fields = || format!("{hour}:{min:02}:{}", printf_g2(sec));
+    if !(0..=24).contains(&hour)
+        || !(0..=59).contains(&min)
+        || !(0.0..=60.0).contains(&sec)
+        || (hour == 24 && (min > 0 || sec > 0.0))
+    {
+        return Err(Error::DatetimeFieldOverflow {
+            message: format!("time field value out of range: {}", fields()),
+        });
+    }
+    let micros = (i64::from(hour) * 60 + i64::from(min)) * 60 * 1_000_000
+        + (sec * 1_000_000.0).round_ties_even() as i64;
+    date.and_time(NaiveTime::MIN).checked_add_signed(TimeDelta::microseconds(micros)).ok_or_else(
+        || Error::DatetimeFieldOverflow {
+            message: format!("timestamp out of range: {year}-{month:02}-{day:02} {}", fields()),
+        },
+    )
+}
+
+/// C's `%02g` of a finite, non-negative value below a million, as PostgreSQL prints seconds in
+/// its messages: six significant digits, trailing zeros dropped, at least two characters.
+fn printf_g2(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    let magnitude = if v == 0.0 { 1 } else { v.abs().log10().floor() as i32 + 1 };
+    let decimals = (6 - magnitude).max(0) as usize;
+    let mut s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s = s.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    if s.len() < 2 {
+        s.insert(0, '0');
+    }
+    s
+}
+
 /// Appends `YYYY-MM-DD` (with ` BC` for years before 1), as PostgreSQL's ISO DateStyle.
 pub(crate) fn write_date(d: NaiveDate, out: &mut String) {
     use std::fmt::Write;

@@ -33,6 +33,7 @@ pub use binary::{decode_binary, decode_binary_as, encode_binary};
 pub use cast::{cast, cast_allowed, cast_zoned, common_type, zone_dependent, CastKind};
 pub use compare::{compare, compare_as, sort_cmp, sort_cmp_as};
 pub use datetime::{datetime_unit, Zone};
+pub(crate) use datetime::{make_date, make_timestamp};
 pub use encoding::{
     decode_column, decode_row, decode_row_id_key, encode_key, encode_key_as, encode_row, KEY_NULL,
 };
