@@ -105,6 +105,8 @@ pub struct TableDef {
     pub foreign_keys: Vec<ForeignKey>,
     /// True exactly when no index is primary: rows are keyed by a hidden row id.
     pub hidden_pk: bool,
+    /// A view's query and the tables it reads ([`Table::view`]); `None` for a table.
+    pub view: Option<crate::schema::ViewDef>,
 }
 
 /// The id counters. They only grow, and are persisted with every DDL batch (and when a
@@ -225,6 +227,8 @@ pub struct Applied {
     pub index: Option<Index>,
     /// PostgreSQL-style notices (`DropTables … cascade`).
     pub notices: Vec<String>,
+    /// Views a `DropTables … cascade` dropped besides the tables it named.
+    pub cascaded: Vec<TableId>,
 }
 
 /// The tables a DDL operation writes (created or changed) and deletes.
@@ -757,6 +761,7 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                 indexes: Vec::new(),
                 foreign_keys: Vec::new(),
                 hidden_pk: def.hidden_pk,
+                view: def.view,
             };
             for index in def.indexes {
                 if snapshot.relation_exists(&index.name) || index.name == table.name {
@@ -789,11 +794,55 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             applied.table = Some(table.id);
             Change { put: vec![table], delete: Vec::new() }
         }
-        Ddl::DropTables { ids, cascade } => {
+        Ddl::DropTables { mut ids, cascade } => {
             let tables = ids
                 .iter()
                 .map(|&id| must_get_table(snapshot, id))
                 .collect::<Result<Vec<_>, _>>()?;
+            // Views over what is dropped (and views over those): in the way, or dropped too.
+            let mut views: Vec<(&Table, &Table)> = Vec::new();
+            loop {
+                let found: Vec<(&Table, &Table)> = snapshot
+                    .tables()
+                    .filter(|v| !ids.contains(&v.id))
+                    .filter_map(|v| {
+                        let def = v.view.as_ref()?;
+                        let on = def.depends.iter().find(|d| ids.contains(d))?;
+                        Some((&**v, &**must_get_table(snapshot, *on).ok()?))
+                    })
+                    .collect();
+                if found.is_empty() {
+                    break;
+                }
+                if !cascade {
+                    let detail: Vec<String> = found
+                        .iter()
+                        .map(|(v, on)| {
+                            let kind = if on.is_view() { "view" } else { "table" };
+                            format!("view {} depends on {kind} {}", v.name, on.name)
+                        })
+                        .collect();
+                    let what = |t: &Table| if t.is_view() { "view" } else { "table" };
+                    return Err(Error::DependentObjects {
+                        message: match tables.as_slice() {
+                            [t] => format!(
+                                "cannot drop {} {} because other objects depend on it",
+                                what(t),
+                                t.name
+                            ),
+                            _ => "cannot drop desired object(s) because other objects depend \
+                                  on them"
+                                .into(),
+                        },
+                        detail: Some(detail.join("\n")),
+                    });
+                }
+                for (v, _) in found {
+                    ids.push(v.id);
+                    applied.cascaded.push(v.id);
+                    views.push((v, v));
+                }
+            }
             // Foreign keys of tables that stay, on the tables listed last first (PostgreSQL's
             // order in its DETAIL).
             let dependents: Vec<_> = tables
@@ -840,6 +889,7 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             }
             change.put.extend(referencing.into_values());
             applied.notices = lines.into_iter().map(|l| format!("drop cascades to {l}")).collect();
+            applied.notices.extend(views.iter().map(|(v, _)| format!("drop cascades to view {}", v.name)));
             change
         }
         Ddl::CreateIndex { table, def } => {
@@ -1219,6 +1269,7 @@ mod tests {
             indexes: vec![index(&format!("{name}_pkey"), &[0], true, true)],
             foreign_keys: Vec::new(),
             hidden_pk: false,
+            view: None,
         }
     }
 
@@ -1514,6 +1565,45 @@ mod tests {
         assert!(catalog.drop_tables(vec![a.id, c.id, b.id], false).unwrap().is_empty());
         let snapshot = catalog.snapshot();
         assert!(["a", "b", "c"].iter().all(|t| snapshot.table(t).is_none()));
+    }
+
+    /// A view is in the way of dropping what it reads, and goes with it when the drop
+    /// cascades (views over it too); it survives a restart with its query.
+    #[test]
+    fn views_depend_on_what_they_read() {
+        let store = MemStore::new();
+        let catalog = Catalog::with_store(Box::new(store.clone())).unwrap();
+        let a = catalog.create_table(simple("a")).unwrap();
+        let view = |name: &str, on: TableId| TableDef {
+            name: name.into(),
+            columns: vec![column("id", DataType::Int32)],
+            indexes: Vec::new(),
+            foreign_keys: Vec::new(),
+            hidden_pk: true,
+            view: Some(crate::schema::ViewDef {
+                query: "SELECT id FROM a".into(),
+                depends: vec![on],
+                query_columns: vec!["id".into()],
+            }),
+        };
+        let v = catalog.create_table(view("v", a.id)).unwrap();
+        let w = catalog.create_table(view("w", v.id)).unwrap();
+        assert_eq!(
+            catalog.drop_tables(vec![a.id], false).unwrap_err(),
+            Error::DependentObjects {
+                message: "cannot drop table a because other objects depend on it".into(),
+                detail: Some("view v depends on table a".into()),
+            }
+        );
+        let reopened = Catalog::with_store(Box::new(store.clone())).unwrap();
+        let stored = reopened.snapshot().table("w").cloned().unwrap();
+        assert_eq!(stored.view.as_ref().map(|d| d.depends.clone()), Some(vec![v.id]));
+        drop(reopened);
+        let applied = catalog.apply(Ddl::DropTables { ids: vec![a.id], cascade: true }).unwrap().1;
+        assert_eq!(applied.cascaded, vec![v.id, w.id]);
+        assert_eq!(applied.notices, ["drop cascades to view v", "drop cascades to view w"]);
+        let snapshot = catalog.snapshot();
+        assert!(["a", "v", "w"].iter().all(|t| snapshot.table(t).is_none()));
     }
 
     /// ALTER COLUMN changes one column's default or nullability, durably; a primary-key column

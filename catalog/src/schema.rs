@@ -277,9 +277,33 @@ pub struct Table {
     pub foreign_keys: Vec<ForeignKey>,
     /// True when no PRIMARY KEY was declared: rows are keyed by a hidden row id.
     pub hidden_pk: bool,
+    /// A view (`CREATE VIEW`): a name for a query, with no rows of its own. Its columns are
+    /// the query's when it was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<ViewDef>,
+}
+
+/// What a view is: its query, and the tables that query reads (which cannot be dropped while
+/// the view exists, unless the drop cascades to it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ViewDef {
+    /// The query's text, bound afresh wherever the view is read.
+    pub query: String,
+    /// The tables (and views) the query reads.
+    pub depends: Vec<TableId>,
+    /// The query's own output column names when the view was created: where the view is read,
+    /// the query bound afresh must still begin with these columns (a table it reads with `*`
+    /// may have gained columns since; those are left out, as PostgreSQL's view keeps the
+    /// columns `*` stood for when it was created).
+    pub query_columns: Vec<String>,
 }
 
 impl Table {
+    /// Whether this is a view ([`Table::view`]).
+    pub fn is_view(&self) -> bool {
+        self.view.is_some()
+    }
+
     /// Finds a column by (folded) name.
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name)

@@ -43,6 +43,7 @@ fn catalog_survives_restart() {
                 ],
                 foreign_keys: Vec::new(),
                 hidden_pk: false,
+                view: None,
             })
             .unwrap();
         // district(d_w_id, d_id, d_ts default CURRENT_TIMESTAMP), primary key (d_w_id, d_id),
@@ -64,6 +65,7 @@ fn catalog_survives_restart() {
                     on_delete: FkAction::Cascade,
                 }],
                 hidden_pk: false,
+                view: None,
             })
             .unwrap();
         // A table without a primary key, then dropped.
@@ -74,6 +76,7 @@ fn catalog_survives_restart() {
                 indexes: vec![index("scratch_x_idx", &[0], false, false)],
                 foreign_keys: Vec::new(),
                 hidden_pk: true,
+                view: None,
             })
             .unwrap();
         assert!(catalog.drop_tables(vec![scratch.id], false).unwrap().is_empty());
@@ -107,6 +110,7 @@ fn catalog_survives_restart() {
             indexes: vec![index("scratch_pkey", &[0], true, true)],
             foreign_keys: Vec::new(),
             hidden_pk: false,
+            view: None,
         })
         .unwrap();
     assert_eq!((next.id, next.indexes[0].id), (TableId(4), IndexId(5)));
@@ -124,6 +128,7 @@ fn serial_table(catalog: &Catalog, name: &str) -> (TableId, Sequence) {
         indexes: vec![],
         foreign_keys: vec![],
         hidden_pk: true,
+        view: None,
     };
     (catalog.create_table(def).unwrap().id, seq)
 }

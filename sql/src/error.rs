@@ -162,6 +162,8 @@ pub enum Error {
     },
     /// `40001`: could not serialize access (OCC validation failed or a conflict).
     SerializationFailure { message: String },
+    /// `42P01`: DROP VIEW of a name that is no relation.
+    UndefinedView { name: String },
     /// `54023`: too many arguments (GROUPING's 31).
     TooManyArguments { message: String },
     /// `0A000`: a prepared statement, bound again after DDL, would return other columns than
@@ -274,6 +276,7 @@ impl Error {
             Error::SerializationFailure { .. } => "40001",
             Error::ResultTypeChanged => "0A000",
             Error::TooManyArguments { .. } => "54023",
+            Error::UndefinedView { .. } => "42P01",
             Error::DuplicatePreparedStatement { .. } => "42P05",
             Error::UndefinedPreparedStatement { .. } => "26000",
             Error::WrongParameterCount { .. } => "42601",
@@ -522,6 +525,7 @@ impl fmt::Display for Error {
             Error::UndefinedSequence { name } => write!(f, "sequence \"{name}\" does not exist"),
             Error::ResultTypeChanged => write!(f, "cached plan must not change result type"),
             Error::TooManyArguments { message } => write!(f, "{message}"),
+            Error::UndefinedView { name } => write!(f, "view \"{name}\" does not exist"),
             Error::DuplicatePreparedStatement { name } => {
                 write!(f, "prepared statement \"{name}\" already exists")
             }

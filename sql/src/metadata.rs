@@ -202,9 +202,12 @@ fn equals(name: &str, filter: &Option<String>) -> bool {
 
 /// The answer to `q` as a constant query over `snapshot`.
 pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
-    // Standalone sequences are kept as tables, but are not tables to a client.
-    let mut tables: Vec<&Table> =
-        snapshot.tables().filter(|t| !t.is_sequence()).map(|t| t.as_ref()).collect();
+    // Standalone sequences and views are kept as tables, but are not tables to a client.
+    let mut tables: Vec<&Table> = snapshot
+        .tables()
+        .filter(|t| !t.is_sequence() && !t.is_view())
+        .map(|t| t.as_ref())
+        .collect();
     tables.sort_by(|a, b| a.name.cmp(&b.name));
     match q {
         MetaQuery::Tables { schema, table, tables: wanted } => {

@@ -2353,6 +2353,29 @@ impl Session {
         result
     }
 
+    /// Drops tables or views `ids` together (DROP TABLE, DROP VIEW), and with `cascade` the
+    /// foreign keys and views that depend on them; `out` gets the notices.
+    fn drop_relations(
+        &mut self,
+        ids: Vec<TableId>,
+        cascade: bool,
+        mut out: Output,
+    ) -> Result<Output> {
+        let applied = self
+            .stage(catalog::Ddl::DropTables { ids: ids.clone(), cascade })
+            .map_err(|e| match e {
+                e @ Error::DependentObjects { .. } => e.with_hint(CASCADE_HINT),
+                other => other,
+            })?;
+        for n in applied.notices {
+            out = out.with_notice("NOTICE", "00000", n);
+        }
+        for id in ids.into_iter().chain(applied.cascaded) {
+            self.pending_ddl().dropped.push(EngineObject::Table(id));
+        }
+        Ok(out)
+    }
+
     fn run_ddl(&mut self, cmd: &Command) -> Result<Output> {
         let db = self.db.clone();
         let engine = &db.engine;
@@ -2376,6 +2399,40 @@ impl Session {
                     self.stage(catalog::Ddl::AddForeignKey { table: id, fk })?;
                 }
                 Ok(Output::tag(Tag::new("CREATE TABLE")))
+            }
+            Command::CreateView(ct) => {
+                self.create_staged(ct.def.clone())?;
+                Ok(Output::tag(Tag::new("CREATE VIEW")))
+            }
+            Command::DropView { names, if_exists, cascade } => {
+                let snapshot = self.snapshot();
+                let mut out = Output::tag(Tag::new("DROP VIEW"));
+                let mut ids = Vec::new();
+                for n in names {
+                    match snapshot.table(n) {
+                        Some(t) if t.is_view() => ids.push(t.id),
+                        Some(_) => {
+                            return Err(Error::WrongObjectType {
+                                message: format!("\"{n}\" is not a view"),
+                            }
+                            .with_hint("Use DROP TABLE to remove a table."))
+                        }
+                        None if *if_exists => {
+                            out = out.with_notice(
+                                "NOTICE",
+                                "00000",
+                                format!("view \"{n}\" does not exist, skipping"),
+                            );
+                        }
+                        None => {
+                            return Err(Error::UndefinedView { name: n.clone() })
+                        }
+                    }
+                }
+                if ids.is_empty() {
+                    return Ok(out);
+                }
+                self.drop_relations(ids, *cascade, out)
             }
             Command::CreateTableAs { create, query } => {
                 let (name, if_not_exists) = (&create.def.name, create.if_not_exists);
@@ -2526,6 +2583,12 @@ impl Session {
                 let mut tables = Vec::new();
                 for n in names {
                     match snapshot.table(n) {
+                        Some(t) if t.is_view() => {
+                            return Err(Error::WrongObjectType {
+                                message: format!("\"{n}\" is not a table"),
+                            }
+                            .with_hint("Use DROP VIEW to remove a view."))
+                        }
                         Some(t) => tables.push(t.clone()),
                         None if *if_exists => {
                             out = out.with_notice(
@@ -2543,19 +2606,7 @@ impl Session {
                     return Ok(out);
                 }
                 let ids = tables.iter().map(|t| t.id).collect();
-                let applied = self
-                    .stage(catalog::Ddl::DropTables { ids, cascade: *cascade })
-                    .map_err(|e| match e {
-                        e @ Error::DependentObjects { .. } => e.with_hint(CASCADE_HINT),
-                        other => other,
-                    })?;
-                for n in applied.notices {
-                    out = out.with_notice("NOTICE", "00000", n);
-                }
-                for t in tables {
-                    self.pending_ddl().dropped.push(EngineObject::Table(t.id));
-                }
-                Ok(out)
+                self.drop_relations(ids, *cascade, out)
             }
             Command::CreateIndex(spec) | Command::AddIndex(spec) => {
                 let is_alter = matches!(cmd, Command::AddIndex(_));

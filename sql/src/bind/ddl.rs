@@ -75,6 +75,17 @@ pub enum Command {
         /// The query, bound before the table exists.
         query: Box<crate::plan::Query>,
     },
+    /// CREATE VIEW: a catalog table without rows whose [`catalog::ViewDef`] holds the query.
+    CreateView(CreateTable),
+    /// DROP VIEW.
+    DropView {
+        /// View names.
+        names: Vec<String>,
+        /// IF EXISTS.
+        if_exists: bool,
+        /// CASCADE: drop the views that read them too.
+        cascade: bool,
+    },
     /// CREATE SEQUENCE: a sequence of its own, kept as a table of one column without rows
     /// ([`catalog::Table::is_sequence`]).
     CreateSequence(CreateTable),
@@ -218,6 +229,9 @@ impl Binder<'_> {
                         Command::DropTable { names, if_exists: *if_exists, cascade: *cascade }
                     }
                     ast::ObjectType::Index => Command::DropIndex { names, if_exists: *if_exists },
+                    ast::ObjectType::View => {
+                        Command::DropView { names, if_exists: *if_exists, cascade: *cascade }
+                    }
                     ast::ObjectType::Sequence => {
                         Command::DropSequence { names, if_exists: *if_exists, cascade: *cascade }
                     }
@@ -278,6 +292,7 @@ impl Binder<'_> {
                     indexes: vec![],
                     foreign_keys: vec![],
                     hidden_pk: true,
+                    view: None,
                 };
                 Command::CreateSequence(CreateTable { def, if_not_exists: *if_not_exists })
             }
@@ -296,6 +311,7 @@ impl Binder<'_> {
             }
             S::AlterTable(at) => self.bind_alter_table(at)?,
             S::Discard { .. } => Command::NoOp("DISCARD ALL"),
+            S::CreateView(cv) => self.bind_create_view(cv)?,
             S::Prepare { name, data_types, statement } => {
                 // PostgreSQL's grammar takes these only (PreparableStmt).
                 if !matches!(**statement, S::Query(_) | S::Insert(_) | S::Update(_) | S::Delete(_))
@@ -351,6 +367,101 @@ impl Binder<'_> {
                 return Err(Error::unsupported(words.join(" ")));
             }
         })
+    }
+
+    /// `0A000` for `what` on a table a view reads: a view keeps its query as text, which would
+    /// no longer name it (PostgreSQL's views follow a rename).
+    fn refuse_if_viewed(&self, table: &Table, what: &str) -> Result<()> {
+        let viewer = self
+            .snapshot
+            .tables()
+            .find(|v| v.view.as_ref().is_some_and(|d| d.depends.contains(&table.id)));
+        match viewer {
+            Some(v) => Err(Error::unsupported(format!(
+                "{what} that view \"{}\" reads ({})",
+                v.name, table.name
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// CREATE VIEW name [(columns)] AS query: the query is bound now, for its columns and for
+    /// the relations it reads, and kept as text.
+    fn bind_create_view(&mut self, cv: &ast::CreateView) -> Result<Command> {
+        if cv.or_replace || cv.or_alter {
+            return Err(Error::unsupported("CREATE OR REPLACE VIEW"));
+        }
+        if cv.materialized {
+            return Err(Error::unsupported("materialized views"));
+        }
+        if cv.temporary {
+            return Err(Error::unsupported("temporary views"));
+        }
+        if cv.if_not_exists {
+            return Err(Error::Syntax {
+                message: "syntax error at or near \"NOT\"".into(),
+                span: None,
+            });
+        }
+        if !matches!(cv.options, ast::CreateTableOptions::None) || cv.params.is_some() {
+            return Err(Error::unsupported("view options"));
+        }
+        if let Some(ast::ObjectNamePart::Identifier(id)) = cv.name.0.last() {
+            check_name(id)?;
+        }
+        let (schema, name) = self.object_name(&cv.name)?;
+        if let Some(s) = schema {
+            if s != "public" {
+                return Err(Error::UndefinedObject {
+                    message: format!("schema \"{s}\" does not exist"),
+                });
+            }
+        }
+        self.relations_read.clear();
+        let query = self.bind_query(&cv.query)?;
+        if let Some(n) = self.params.len().checked_sub(1) {
+            return Err(Error::UndefinedParameter {
+                message: format!("there is no parameter ${}", n + 1),
+            });
+        }
+        if cv.columns.len() > query.columns.len() {
+            return Err(Error::Syntax {
+                message: "CREATE VIEW specifies more column names than columns".into(),
+                span: None,
+            });
+        }
+        let mut columns: Vec<Column> = Vec::with_capacity(query.columns.len());
+        for (position, c) in query.columns.iter().enumerate() {
+            let name = cv.columns.get(position).map_or_else(|| c.name.clone(), |v| ident(&v.name));
+            if columns.iter().any(|x| x.name == name) {
+                return Err(Error::DuplicateColumn { name });
+            }
+            columns.push(Column {
+                name,
+                position: position as u16,
+                data_type: c.data_type,
+                not_null: false,
+                default: None,
+                sequence: None,
+            });
+        }
+        let mut depends = std::mem::take(&mut self.relations_read);
+        depends.sort();
+        depends.dedup();
+        let view = catalog::ViewDef {
+            query: cv.query.to_string(),
+            depends,
+            query_columns: query.columns.iter().map(|c| c.name.clone()).collect(),
+        };
+        let def = TableDef {
+            name,
+            columns,
+            indexes: Vec::new(),
+            foreign_keys: Vec::new(),
+            hidden_pk: true,
+            view: Some(view),
+        };
+        Ok(Command::CreateView(CreateTable { def, if_not_exists: false }))
     }
 
     /// EXECUTE's arguments as expressions of the prepared statement's parameter types `types`
@@ -806,7 +917,7 @@ impl Binder<'_> {
         }
         let hidden_pk = !indexes.iter().any(|i| i.primary);
         Ok(CreateTable {
-            def: TableDef { name, columns, indexes, foreign_keys: fks, hidden_pk },
+            def: TableDef { name, columns, indexes, foreign_keys: fks, hidden_pk, view: None },
             if_not_exists: ct.if_not_exists,
         })
     }
@@ -890,6 +1001,7 @@ impl Binder<'_> {
                 Ok(Command::AddColumn { table, column, if_not_exists: *if_not_exists })
             }
             ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
+                self.refuse_if_viewed(&table, "renaming a column")?;
                 let (old, new) = (ident(old_column_name), ident(new_column_name));
                 let column = table.column(&old).ok_or_else(|| Error::UndefinedColumn {
                     name: format!("\"{old}\""),
@@ -905,6 +1017,7 @@ impl Binder<'_> {
                 Ok(Command::AlterColumn { position: column.position, table, change })
             }
             ast::AlterTableOperation::RenameTable { table_name } => {
+                self.refuse_if_viewed(&table, "renaming a table")?;
                 let (ast::RenameTableNameKind::As(name) | ast::RenameTableNameKind::To(name)) =
                     table_name;
                 let (schema, name) = self.object_name(name)?;

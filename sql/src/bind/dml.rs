@@ -68,7 +68,7 @@ impl Binder<'_> {
         let ast::TableObject::TableName(name) = &ins.table else {
             return Err(Error::unsupported("INSERT INTO TABLE FUNCTION"));
         };
-        let table = self.table(name)?;
+        let table = self.table_to_write(name, "INSERT into")?;
         let alias =
             ins.table_alias.as_ref().map(|a| ident(&a.alias)).unwrap_or_else(|| table.name.clone());
         // Target columns.
@@ -383,7 +383,7 @@ impl Binder<'_> {
         }
         match &twj.relation {
             ast::TableFactor::Table { name, alias, args: None, .. } => {
-                let table = self.table(name)?;
+                let table = self.table_to_write(name, "UPDATE or DELETE of")?;
                 let alias =
                     alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| table.name.clone());
                 Ok((table, alias))

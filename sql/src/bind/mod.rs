@@ -141,6 +141,9 @@ pub struct Binder<'a> {
     /// While a window aggregate's argument is bound: the query's aggregates, which it may use
     /// (`sum(count(*)) OVER ()`). `None` otherwise: aggregates do not nest.
     pub(crate) window_arg_aggs: Option<Vec<crate::plan::AggCall>>,
+    /// The tables and views named in FROM so far (a view's own are its binder's): what a
+    /// CREATE VIEW's query depends on.
+    pub(crate) relations_read: Vec<catalog::TableId>,
 }
 
 /// A WITH query (non-recursive): bound afresh where it is referenced, as a derived table
@@ -194,6 +197,7 @@ impl<'a> Binder<'a> {
             named_windows: Vec::new(),
             next_working: 0,
             window_arg_aggs: None,
+            relations_read: Vec::new(),
         }
     }
 
@@ -268,8 +272,30 @@ impl<'a> Binder<'a> {
         crate::parse::offset_of(self.sql, loc).map(|start| Span { start })
     }
 
-    /// Resolves a (possibly schema-qualified) table name.
+    /// Resolves a (possibly schema-qualified) table name: a table, not a view (what is
+    /// written, altered or indexed).
     pub(crate) fn table(&self, name: &ObjectName) -> Result<Arc<Table>> {
+        let table = self.relation(name)?;
+        if table.is_view() {
+            return Err(Error::WrongObjectType {
+                message: format!("\"{}\" is not a table", table.name),
+            });
+        }
+        Ok(table)
+    }
+
+    /// [`Binder::table`] for INSERT, UPDATE or DELETE (`what`): a view is `0A000` (PostgreSQL
+    /// writes through simple views; Aspen's are read-only).
+    pub(crate) fn table_to_write(&self, name: &ObjectName, what: &str) -> Result<Arc<Table>> {
+        let table = self.relation(name)?;
+        if table.is_view() {
+            return Err(Error::unsupported(format!("{what} view \"{}\"", table.name)));
+        }
+        Ok(table)
+    }
+
+    /// Resolves a (possibly schema-qualified) name of a table or a view (what FROM reads).
+    pub(crate) fn relation(&self, name: &ObjectName) -> Result<Arc<Table>> {
         let (schema, table) = self.object_name(name)?;
         let span = self.span_of(name);
         let system = |schema: &str| Error::Unsupported {

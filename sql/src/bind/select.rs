@@ -541,7 +541,13 @@ impl Binder<'_> {
                         return Ok(derived(q, Some(rel), alias.as_ref()));
                     }
                 }
-                let table = self.table(name)?;
+                let table = self.relation(name)?;
+                self.relations_read.push(table.id);
+                if let Some(view) = &table.view {
+                    let query = self.bind_view(&table, view)?;
+                    let rel = alias.as_ref().map(|a| ident(&a.name)).unwrap_or(tname);
+                    return Ok(derived(query, Some(rel), alias.as_ref()));
+                }
                 let alias_name =
                     alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| table.name.clone());
                 let mut scope = Scope::from_table(&table, &alias_name);
@@ -580,6 +586,48 @@ impl Binder<'_> {
             }
             other => Err(Error::unsupported(format!("FROM item {other}"))),
         }
+    }
+
+    /// A view read in FROM: its query bound afresh, by a binder of its own (it sees no CTE or
+    /// outer column of the query that reads it), and cut to the view's columns.
+    fn bind_view(&mut self, view: &Table, def: &catalog::ViewDef) -> Result<Query> {
+        let broken = |why: &str| {
+            Error::unsupported_msg(format!(
+                "view \"{}\" no longer matches its tables ({why}): drop and create it again",
+                view.name
+            ))
+        };
+        let parsed = crate::parse::parse(&def.query)?;
+        let [crate::parse::Parsed::Sql(stmt)] = parsed.as_slice() else {
+            return Err(Error::internal(format!("view {} holds no query", view.name)));
+        };
+        let ast::Statement::Query(q) = &**stmt else {
+            return Err(Error::internal(format!("view {} holds no query", view.name)));
+        };
+        let mut binder = Binder::new(self.snapshot, &def.query, Vec::new());
+        // Working tables of recursive queries in the view stay apart from this query's.
+        binder.next_working = self.next_working + 1_000_000;
+        // Positions in the view's text mean nothing in the statement that reads it.
+        let mut query = binder.bind_query(q).map_err(Error::without_position)?;
+        let n = view.columns.len();
+        if query.columns.len() < n {
+            return Err(broken("fewer columns"));
+        }
+        for (i, (c, name)) in view.columns.iter().zip(&def.query_columns).enumerate() {
+            let out = &query.columns[i];
+            if out.name != *name || out.data_type != c.data_type {
+                return Err(broken(&format!("column {}", i + 1)));
+            }
+        }
+        if query.columns.len() > n {
+            query.plan = Plan::Truncate { input: Box::new(query.plan), width: n };
+        }
+        query.columns = view
+            .columns
+            .iter()
+            .map(|c| OutColumn { name: c.name.clone(), data_type: c.data_type, source: None })
+            .collect();
+        Ok(query)
     }
 
     fn bind_table_function(

@@ -294,7 +294,8 @@ impl Relation<'_> {
 /// Every relation, tables and their indexes.
 fn relations(snapshot: &Snapshot) -> Vec<Relation<'_>> {
     let mut out = Vec::new();
-    for t in snapshot.tables() {
+    // Views are not described yet (psql asks for them with relkind 'v').
+    for t in snapshot.tables().filter(|t| !t.is_view()) {
         if let (true, [c]) = (t.is_sequence(), t.columns.as_slice()) {
             out.extend(c.sequence.as_ref().map(|s| Relation::Sequence(t.as_ref(), c, s)));
             continue;
