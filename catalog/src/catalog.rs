@@ -889,7 +889,9 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             }
             change.put.extend(referencing.into_values());
             applied.notices = lines.into_iter().map(|l| format!("drop cascades to {l}")).collect();
-            applied.notices.extend(views.iter().map(|(v, _)| format!("drop cascades to view {}", v.name)));
+            applied
+                .notices
+                .extend(views.iter().map(|(v, _)| format!("drop cascades to view {}", v.name)));
             change
         }
         Ddl::CreateIndex { table, def } => {

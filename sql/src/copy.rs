@@ -52,6 +52,8 @@ pub enum CopyKind {
     To {
         /// The query whose rows go out.
         query: String,
+        /// The table's own name (as in `From`), for the table form.
+        name: Option<String>,
     },
 }
 
@@ -241,13 +243,16 @@ pub(crate) fn parse_copy(sql: &str, tokens: &[TokenWithSpan]) -> Result<CopyStat
     }
     let kind = match (to, query) {
         (false, _) => CopyKind::From { table, name, columns },
-        (true, true) => CopyKind::To { query: table },
+        (true, true) => CopyKind::To { query: table, name: None },
         (true, false) if columns.is_empty() => {
-            CopyKind::To { query: format!("SELECT * FROM {table}") }
+            CopyKind::To { query: format!("SELECT * FROM {table}"), name: Some(name) }
         }
         (true, false) => {
             let columns: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
-            CopyKind::To { query: format!("SELECT {} FROM {table}", columns.join(", ")) }
+            CopyKind::To {
+                query: format!("SELECT {} FROM {table}", columns.join(", ")),
+                name: Some(name),
+            }
         }
     };
     Ok(CopyStatement { kind, format, freeze })
@@ -720,8 +725,8 @@ mod tests {
         let code = |sql: &str| copy(sql).unwrap_err().sqlstate();
         let c = copy("copy (select a, ')' from t) to stdout with csv header").unwrap();
         assert!(c.format.csv && c.format.header);
-        assert_eq!(c.kind, CopyKind::To { query: "select a, ')' from t".into() });
-        let to = |query: &str| CopyKind::To { query: query.into() };
+        assert_eq!(c.kind, CopyKind::To { query: "select a, ')' from t".into(), name: None });
+        let to = |query: &str| CopyKind::To { query: query.into(), name: Some("t".into()) };
         assert_eq!(
             copy("COPY t (a, \"B\") TO STDOUT").unwrap().kind,
             to("SELECT \"a\", \"B\" FROM \"t\"")

@@ -1440,8 +1440,19 @@ impl Session {
     /// - `COPY … TO STDOUT`: runs the query now and returns its rows, which [`CopyOut`]
     ///   encodes as the connection sends them.
     pub fn start_copy(&mut self, copy: &crate::copy::CopyStatement) -> Result<CopyStart> {
+        // A view's rows are its query's: PostgreSQL copies them only with COPY (query) TO.
+        let view = |name: &str| self.snapshot().table(name).is_some_and(|t| t.is_view());
         match &copy.kind {
-            crate::copy::CopyKind::To { query } => self.copy_out(query, &copy.format),
+            crate::copy::CopyKind::To { name: Some(name), .. } if view(name) => Err(self.fail(
+                Error::WrongObjectType { message: format!("cannot copy from view \"{name}\"") }
+                    .with_hint("Try the COPY (SELECT ...) TO variant."),
+            )),
+            crate::copy::CopyKind::From { name, .. } if view(name) => {
+                Err(self.fail(Error::WrongObjectType {
+                    message: format!("cannot copy to view \"{name}\""),
+                }))
+            }
+            crate::copy::CopyKind::To { query, .. } => self.copy_out(query, &copy.format),
             crate::copy::CopyKind::From { table, name, columns } => self
                 .prepare_copy(table, name, columns, &copy.format, copy.freeze)
                 .map(CopyStart::In)
@@ -2361,12 +2372,12 @@ impl Session {
         cascade: bool,
         mut out: Output,
     ) -> Result<Output> {
-        let applied = self
-            .stage(catalog::Ddl::DropTables { ids: ids.clone(), cascade })
-            .map_err(|e| match e {
+        let applied = self.stage(catalog::Ddl::DropTables { ids: ids.clone(), cascade }).map_err(
+            |e| match e {
                 e @ Error::DependentObjects { .. } => e.with_hint(CASCADE_HINT),
                 other => other,
-            })?;
+            },
+        )?;
         for n in applied.notices {
             out = out.with_notice("NOTICE", "00000", n);
         }
@@ -2424,9 +2435,7 @@ impl Session {
                                 format!("view \"{n}\" does not exist, skipping"),
                             );
                         }
-                        None => {
-                            return Err(Error::UndefinedView { name: n.clone() })
-                        }
+                        None => return Err(Error::UndefinedView { name: n.clone() }),
                     }
                 }
                 if ids.is_empty() {

@@ -135,11 +135,16 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
         ANALYZE f (v, v);\n\
         VACUUM f (v);\n\
         VACUUM ANALYZE f (v);\n\
+        CREATE VIEW fv AS SELECT id FROM f;\n\
+        COPY fv TO STDOUT;\n\
+        COPY fv FROM STDIN;\n5\n\\.\n\
+        COPY (SELECT id FROM fv) TO STDOUT;\n\
+        DROP VIEW fv;\n\
         SELECT id, v FROM f;\n";
     let out = psql(&b, script, &["-t"]).await;
     let expected = "DROP TABLE\nCREATE TABLE\n0\n0\nBEGIN\nCOPY 1\n1\nROLLBACK\n0\n\
         BEGIN\nCOPY 1\nCOMMIT\nBEGIN\nROLLBACK\nVACUUM\nANALYZE\n\
-        BEGIN\nTRUNCATE TABLE\nCOPY 1\nROLLBACK\nVACUUM\n8|8\n";
+        BEGIN\nTRUNCATE TABLE\nCOPY 1\nROLLBACK\nVACUUM\nCREATE VIEW\n8\nDROP VIEW\n8|8\n";
     assert_eq!(out.stdout, expected, "on {}; stderr: {}", b.name(), out.stderr);
     for message in [
         "invalid input syntax for type integer: \"x\"",
@@ -163,6 +168,9 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
         "ERROR:  column \"nosuch2\" of relation \"f\" does not exist\n",
         "ERROR:  column \"v\" of relation \"f\" appears more than once\n",
         "ERROR:  ANALYZE option must be specified when a column list is provided\n",
+        // A view's rows only through COPY (query) TO.
+        "ERROR:  cannot copy from view \"fv\"\nHINT:  Try the COPY (SELECT ...) TO variant.\n",
+        "ERROR:  cannot copy to view \"fv\"\n",
     ] {
         assert!(
             out.stderr.contains(message),
