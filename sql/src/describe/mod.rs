@@ -1,5 +1,6 @@
 //! psql's describe commands (`\d`, `\dt`, `\di`, `\ds`, `\d NAME`, `\d+ NAME`, `\dn`, `\du`,
-//! `\l`), answered from the catalog.
+//! `\l`, `\dv`), answered from the catalog. Views are listed; `\d NAME` of a view does not
+//! find it yet (psql would ask for its definition with `pg_get_viewdef`).
 //!
 //! psql implements its backslash commands as `pg_catalog` queries, which Aspen does not have
 //! (see [`crate::metadata`] for pgjdbc's). As there, the queries are recognised by their text
@@ -41,6 +42,8 @@ pub enum Describe {
         indexes: bool,
         /// Sequences are listed (`relkind` `S`).
         sequences: bool,
+        /// Views are listed (`relkind` `v`).
+        views: bool,
         /// The `Table` column of `\di`.
         table_column: bool,
         /// The relation name as a regular expression.
@@ -185,6 +188,7 @@ pub(crate) fn recognize(text: &str) -> Option<Describe> {
             tables: kinds.contains(&"'r'"),
             indexes: kinds.contains(&"'i'"),
             sequences: kinds.contains(&"'S'"),
+            views: kinds.contains(&"'v'"),
             table_column,
             name,
             schema,
@@ -268,6 +272,8 @@ impl Pattern {
 /// A relation of the catalog: a table, or one of its indexes.
 enum Relation<'a> {
     Table(&'a Table),
+    /// A view: listed, not yet described (`\d NAME` does not find it).
+    View(&'a Table),
     Index(&'a Table, &'a Index),
     /// The sequence of a column.
     Sequence(&'a Table, &'a catalog::Column, &'a catalog::Sequence),
@@ -276,7 +282,7 @@ enum Relation<'a> {
 impl Relation<'_> {
     fn oid(&self) -> u32 {
         match self {
-            Relation::Table(t) => t.id.oid(),
+            Relation::Table(t) | Relation::View(t) => t.id.oid(),
             Relation::Index(_, i) => i.id.oid(),
             Relation::Sequence(t, c, _) => catalog::sequence_oid(t.id, c.position),
         }
@@ -284,7 +290,7 @@ impl Relation<'_> {
 
     fn name(&self) -> &str {
         match self {
-            Relation::Table(t) => &t.name,
+            Relation::Table(t) | Relation::View(t) => &t.name,
             Relation::Index(_, i) => &i.name,
             Relation::Sequence(_, _, s) => &s.name,
         }
@@ -294,8 +300,11 @@ impl Relation<'_> {
 /// Every relation, tables and their indexes.
 fn relations(snapshot: &Snapshot) -> Vec<Relation<'_>> {
     let mut out = Vec::new();
-    // Views are not described yet (psql asks for them with relkind 'v').
-    for t in snapshot.tables().filter(|t| !t.is_view()) {
+    for t in snapshot.tables() {
+        if t.is_view() {
+            out.push(Relation::View(t.as_ref()));
+            continue;
+        }
         if let (true, [c]) = (t.is_sequence(), t.columns.as_slice()) {
             out.extend(c.sequence.as_ref().map(|s| Relation::Sequence(t.as_ref(), c, s)));
             continue;
@@ -312,13 +321,14 @@ fn relations(snapshot: &Snapshot) -> Vec<Relation<'_>> {
 /// The answer to `q` as a constant query over `snapshot`.
 pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
     match q {
-        Describe::List { tables, indexes, sequences, table_column, name, schema } => {
+        Describe::List { tables, indexes, sequences, views, table_column, name, schema } => {
             let mut rows: Vec<(String, Vec<Expr>)> = Vec::new();
             let name = Pattern::new(name);
             if Pattern::new(schema).matches(SCHEMA) {
                 for r in relations(snapshot) {
                     let (kind, table) = match &r {
                         Relation::Table(_) if *tables => ("table", None),
+                        Relation::View(_) if *views => ("view", None),
                         Relation::Index(t, _) if *indexes => ("index", Some(t.name.as_str())),
                         Relation::Sequence(..) if *sequences => ("sequence", None),
                         _ => continue,
@@ -345,7 +355,10 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
             let mut rows: Vec<(String, Vec<Value>)> = Vec::new();
             let name = Pattern::new(name);
             if Pattern::new(schema).matches(SCHEMA) {
-                for r in relations(snapshot).iter().filter(|r| name.matches(r.name())) {
+                let described = |r: &&Relation<'_>| !matches!(r, Relation::View(_));
+                for r in
+                    relations(snapshot).iter().filter(described).filter(|r| name.matches(r.name()))
+                {
                     let row = vec![text(&r.oid().to_string()), text(SCHEMA), text(r.name())];
                     rows.push((r.name().to_string(), row));
                 }
@@ -355,7 +368,9 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
             constant([cols, vec![("relname", DataType::Text)]].concat(), strip(rows))
         }
         Describe::Detail { query: which, oid } => {
-            let relation = relations(snapshot).into_iter().find(|r| r.oid() == *oid);
+            let relation = relations(snapshot)
+                .into_iter()
+                .find(|r| r.oid() == *oid && !matches!(r, Relation::View(_)));
             detail(snapshot, *which, relation)
         }
         Describe::Schemas => constant(
@@ -454,6 +469,7 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                     }
                     Relation::Index(..) => ("i", false, false, "n", "btree"),
                     Relation::Sequence(..) => ("S", false, false, "n", ""),
+                    Relation::View(_) => ("v", false, false, "n", ""),
                 };
                 let mut row = vec![Value::Int16(0), text(kind), Value::Bool(has_index)];
                 row.extend([Value::Bool(false), Value::Bool(triggers)]);
@@ -856,6 +872,7 @@ mod tests {
             tables: true,
             indexes: false,
             sequences: false,
+            views: false,
             table_column: false,
             name: Some("^(u.*)$".into()),
             schema: Some("^(public)$".into()),

@@ -1,5 +1,5 @@
 -- psql's describe commands print what they print against PostgreSQL 15: \d, \dt, \di (with and
--- without a pattern), \d NAME and \d+ NAME for tables, indexes and sequences, \ds and \dn. Run
+-- without a pattern), \d NAME and \d+ NAME for tables, indexes and sequences, \ds, \dv and \dn. Run
 -- with `psql -X -a -f`; the expected output is describe.out, the same against Aspen and PostgreSQL
 -- 15.
 \d
@@ -11,7 +11,9 @@ create table history (h_w_id int references warehouse(w_id) on delete cascade, h
 create index history_w on history (h_w_id, h_d_id);
 create unique index district_name_w on district (d_name, d_w_id);
 alter table history add constraint history_data_key unique (h_data);
+create view warehouse_names as select w_id, w_name from warehouse;
 \d
+\dv
 \dt
 \dt d*
 \dt public.w*
