@@ -203,9 +203,6 @@ impl Binder<'_> {
 
     /// [`Binder::bind_query`] without its WITH clause.
     fn bind_query_body(&mut self, q: &ast::Query) -> Result<Query> {
-        if q.fetch.is_some() {
-            return Err(Error::unsupported("FETCH FIRST"));
-        }
         let for_update = match q.locks.as_slice() {
             [] => false,
             [l] if l.of.is_none() && l.nonblock.is_none() => match l.lock_type {
@@ -232,6 +229,22 @@ impl Binder<'_> {
                 ast::OrderByKind::Expressions(list) => list.iter().collect(),
                 ast::OrderByKind::All(_) => return Err(Error::unsupported("ORDER BY ALL")),
             },
+        };
+        // FETCH { FIRST | NEXT } [n] { ROW | ROWS } ONLY is LIMIT n (1 without n).
+        let one = ast::Expr::value(ast::Value::Number("1".into(), false));
+        let limit = match (&q.fetch, limit) {
+            (None, limit) => limit,
+            (Some(f), _) if f.with_ties => {
+                return Err(Error::unsupported("FETCH FIRST … WITH TIES"));
+            }
+            (Some(f), _) if f.percent => return Err(Error::unsupported("FETCH FIRST … PERCENT")),
+            (Some(_), Some(_)) => {
+                return Err(Error::Syntax {
+                    message: "multiple LIMIT clauses not allowed".into(),
+                    span: None,
+                })
+            }
+            (Some(f), None) => Some(f.quantity.as_ref().unwrap_or(&one)),
         };
         let limit = limit.map(|l| self.bind_limit(l)).transpose()?;
         let offset = offset.map(|o| self.bind_limit(o)).transpose()?;
