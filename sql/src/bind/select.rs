@@ -618,10 +618,12 @@ impl Binder<'_> {
             return Err(Error::internal(format!("view {} holds no query", view.name)));
         };
         let mut binder = Binder::new(self.snapshot, &def.query, Vec::new());
-        // Working tables of recursive queries in the view stay apart from this query's.
-        binder.next_working = self.next_working + 1_000_000;
+        // Working tables of recursive queries in the view take ids after this query's so far,
+        // and this query's (and other views') take theirs after the view's.
+        binder.next_working = self.next_working;
         // Positions in the view's text mean nothing in the statement that reads it.
         let mut query = binder.bind_query(q).map_err(Error::without_position)?;
+        self.next_working = binder.next_working;
         let n = view.columns.len();
         if query.columns.len() < n {
             return Err(broken("fewer columns"));
