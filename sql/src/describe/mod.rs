@@ -1,6 +1,6 @@
 //! psql's describe commands (`\d`, `\dt`, `\di`, `\ds`, `\d NAME`, `\d+ NAME`, `\dn`, `\du`,
-//! `\l`, `\dv`), answered from the catalog. Views are listed; `\d NAME` of a view does not
-//! find it yet (psql would ask for its definition with `pg_get_viewdef`).
+//! `\l`, `\dv`), answered from the catalog. Of a view, `\d NAME` shows the columns; `\d+
+//! NAME` also asks for its definition (`pg_get_viewdef`), which is not answered (0A000).
 //!
 //! psql implements its backslash commands as `pg_catalog` queries, which Aspen does not have
 //! (see [`crate::metadata`] for pgjdbc's). As there, the queries are recognised by their text
@@ -272,7 +272,8 @@ impl Pattern {
 /// A relation of the catalog: a table, or one of its indexes.
 enum Relation<'a> {
     Table(&'a Table),
-    /// A view: listed, not yet described (`\d NAME` does not find it).
+    /// A view: listed, and described by its columns (`\d+ NAME` would also ask for its
+    /// definition, which is not answered).
     View(&'a Table),
     Index(&'a Table, &'a Index),
     /// The sequence of a column.
@@ -355,10 +356,7 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
             let mut rows: Vec<(String, Vec<Value>)> = Vec::new();
             let name = Pattern::new(name);
             if Pattern::new(schema).matches(SCHEMA) {
-                let described = |r: &&Relation<'_>| !matches!(r, Relation::View(_));
-                for r in
-                    relations(snapshot).iter().filter(described).filter(|r| name.matches(r.name()))
-                {
+                for r in relations(snapshot).iter().filter(|r| name.matches(r.name())) {
                     let row = vec![text(&r.oid().to_string()), text(SCHEMA), text(r.name())];
                     rows.push((r.name().to_string(), row));
                 }
@@ -368,9 +366,7 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
             constant([cols, vec![("relname", DataType::Text)]].concat(), strip(rows))
         }
         Describe::Detail { query: which, oid } => {
-            let relation = relations(snapshot)
-                .into_iter()
-                .find(|r| r.oid() == *oid && !matches!(r, Relation::View(_)));
+            let relation = relations(snapshot).into_iter().find(|r| r.oid() == *oid);
             detail(snapshot, *which, relation)
         }
         Describe::Schemas => constant(
@@ -499,7 +495,7 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                 ]);
             }
             let rows = match relation {
-                Some(Relation::Table(table)) => table
+                Some(Relation::Table(table) | Relation::View(table)) => table
                     .columns
                     .iter()
                     .map(|c| {

@@ -14,6 +14,7 @@ alter table history add constraint history_data_key unique (h_data);
 create view warehouse_names as select w_id, w_name from warehouse;
 \d
 \dv
+\d warehouse_names
 \dt
 \dt d*
 \dt public.w*
