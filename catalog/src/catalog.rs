@@ -800,7 +800,7 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                 .map(|&id| must_get_table(snapshot, id))
                 .collect::<Result<Vec<_>, _>>()?;
             // Views over what is dropped (and views over those): in the way, or dropped too.
-            let mut views: Vec<(&Table, &Table)> = Vec::new();
+            let mut views: Vec<&Table> = Vec::new();
             loop {
                 let found: Vec<(&Table, &Table)> = snapshot
                     .tables()
@@ -840,7 +840,7 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                 for (v, _) in found {
                     ids.push(v.id);
                     applied.cascaded.push(v.id);
-                    views.push((v, v));
+                    views.push(v);
                 }
             }
             // Foreign keys of tables that stay, on the tables listed last first (PostgreSQL's
@@ -891,7 +891,7 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             applied.notices = lines.into_iter().map(|l| format!("drop cascades to {l}")).collect();
             applied
                 .notices
-                .extend(views.iter().map(|(v, _)| format!("drop cascades to view {}", v.name)));
+                .extend(views.iter().map(|v| format!("drop cascades to view {}", v.name)));
             change
         }
         Ddl::CreateIndex { table, def } => {
