@@ -861,21 +861,19 @@ impl Ctx<'_> {
                     && call.range_offsets.iter().any(Option::is_some);
                 let (lo, hi) = match frame.units {
                     FrameUnits::Range if offsets => {
-                        let lo = match frame.start {
-                            FrameBound::UnboundedPreceding => 0,
-                            FrameBound::Preceding(_) => range_bound(p, 0, true, true)?,
-                            FrameBound::CurrentRow => first,
-                            FrameBound::Following(_) => range_bound(p, 0, false, true)?,
-                            FrameBound::UnboundedFollowing => n,
+                        // Frame start (`which` 0) or end (1): the first row in it, or past it.
+                        let edge = |bound: &FrameBound, which: usize| -> Result<usize> {
+                            let start = which == 0;
+                            Ok(match bound {
+                                FrameBound::UnboundedPreceding => 0,
+                                FrameBound::Preceding(_) => range_bound(p, which, true, start)?,
+                                FrameBound::CurrentRow if start => first,
+                                FrameBound::CurrentRow => last,
+                                FrameBound::Following(_) => range_bound(p, which, false, start)?,
+                                FrameBound::UnboundedFollowing => n,
+                            })
                         };
-                        let hi = match frame.end {
-                            FrameBound::UnboundedPreceding => 0,
-                            FrameBound::Preceding(_) => range_bound(p, 1, true, false)?,
-                            FrameBound::CurrentRow => last,
-                            FrameBound::Following(_) => range_bound(p, 1, false, false)?,
-                            FrameBound::UnboundedFollowing => n,
-                        };
-                        (lo, hi)
+                        (edge(&frame.start, 0)?, edge(&frame.end, 1)?)
                     }
                     FrameUnits::Rows | FrameUnits::Range => {
                         let rows = frame.units == FrameUnits::Rows;

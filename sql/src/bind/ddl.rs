@@ -253,12 +253,7 @@ impl Binder<'_> {
                 if owned_by.is_some() {
                     return Err(Error::unsupported("CREATE SEQUENCE … OWNED BY"));
                 }
-                let (schema, name) = self.object_name(name)?;
-                if let Some(s) = schema.filter(|s| s != "public") {
-                    return Err(Error::UndefinedObject {
-                        message: format!("schema \"{s}\" does not exist"),
-                    });
-                }
+                let name = self.new_relation_name(name)?;
                 let data_type = match data_type {
                     None => DataType::Int64,
                     Some(t) => match self.data_type(t)? {
@@ -369,6 +364,21 @@ impl Binder<'_> {
         })
     }
 
+    /// The name of a relation CREATE makes: not a reserved word unless quoted, and in the
+    /// `public` schema if qualified (the only one).
+    fn new_relation_name(&self, name: &ast::ObjectName) -> Result<String> {
+        if let Some(ast::ObjectNamePart::Identifier(id)) = name.0.last() {
+            check_name(id)?;
+        }
+        let (schema, name) = self.object_name(name)?;
+        if let Some(s) = schema.filter(|s| s != "public") {
+            return Err(Error::UndefinedObject {
+                message: format!("schema \"{s}\" does not exist"),
+            });
+        }
+        Ok(name)
+    }
+
     /// `0A000` for `what` on a table a view reads: a view keeps its query as text, which would
     /// no longer name it (PostgreSQL's views follow a rename).
     fn refuse_if_viewed(&self, table: &Table, what: &str) -> Result<()> {
@@ -406,17 +416,7 @@ impl Binder<'_> {
         if !matches!(cv.options, ast::CreateTableOptions::None) || cv.params.is_some() {
             return Err(Error::unsupported("view options"));
         }
-        if let Some(ast::ObjectNamePart::Identifier(id)) = cv.name.0.last() {
-            check_name(id)?;
-        }
-        let (schema, name) = self.object_name(&cv.name)?;
-        if let Some(s) = schema {
-            if s != "public" {
-                return Err(Error::UndefinedObject {
-                    message: format!("schema \"{s}\" does not exist"),
-                });
-            }
-        }
+        let name = self.new_relation_name(&cv.name)?;
         self.relations_read.clear();
         let query = self.bind_query(&cv.query)?;
         if let Some(n) = self.params.len().checked_sub(1) {
@@ -689,17 +689,7 @@ impl Binder<'_> {
         if let ast::CreateTableOptions::With(options) = &ct.table_options {
             storage_parameters(options)?;
         }
-        if let Some(ast::ObjectNamePart::Identifier(id)) = ct.name.0.last() {
-            check_name(id)?;
-        }
-        let (schema, name) = self.object_name(&ct.name)?;
-        if let Some(s) = schema {
-            if s != "public" {
-                return Err(Error::UndefinedObject {
-                    message: format!("schema \"{s}\" does not exist"),
-                });
-            }
-        }
+        let name = self.new_relation_name(&ct.name)?;
         let mut columns: Vec<Column> = Vec::new();
         let mut indexes: Vec<IndexDef> = Vec::new();
         let mut fks: Vec<ForeignKey> = Vec::new();

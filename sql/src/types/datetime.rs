@@ -538,6 +538,17 @@ fn write_timestamp_offset(t: NaiveDateTime, offset: Option<i32>, out: &mut Strin
 
 #[cfg(test)]
 mod tests {
+    /// Seconds in make_timestamp's messages, as C's `%02g` prints them (PostgreSQL's texts).
+    #[test]
+    fn seconds_print_as_printf_g() {
+        let cases = [(0.0, "00"), (5.0, "05"), (45.887, "45.887"), (60.5, "60.5"), (0.5, "0.5")];
+        for (v, want) in cases.into_iter().chain([(-1.0, "-1"), (f64::NAN, "NaN")]) {
+            assert_eq!(printf_g2(v), want, "{v}");
+        }
+        assert_eq!(printf_g2(1.0000005), "01");
+        assert_eq!(printf_g2(59.99999999), "60");
+    }
+
     use super::*;
 
     fn ts(s: &str) -> String {
