@@ -107,6 +107,8 @@ pub struct TableDef {
     pub hidden_pk: bool,
     /// A view's query and the tables it reads ([`Table::view`]); `None` for a table.
     pub view: Option<crate::schema::ViewDef>,
+    /// `CHECK` constraints ([`Table::checks`]).
+    pub checks: Vec<crate::schema::Check>,
 }
 
 /// The id counters. They only grow, and are persisted with every DDL batch (and when a
@@ -205,6 +207,11 @@ pub enum Ddl {
     AlterColumn { table: TableId, position: u16, change: ColumnChange },
     /// See [`Catalog::rename_table`].
     RenameTable { table: TableId, name: String },
+    /// Adds a `CHECK` constraint; checking that existing rows satisfy it is the caller's job.
+    AddCheck { table: TableId, check: crate::schema::Check },
+    /// `ALTER TABLE … DROP CONSTRAINT name` of a `CHECK` constraint or a foreign key (an index
+    /// that backs a constraint is dropped with [`Ddl::DropIndex`]).
+    DropConstraint { table: TableId, name: String },
 }
 
 /// What `ALTER TABLE … ALTER COLUMN` changes ([`Catalog::alter_column`]).
@@ -762,6 +769,7 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                 foreign_keys: Vec::new(),
                 hidden_pk: def.hidden_pk,
                 view: def.view,
+                checks: Vec::new(),
             };
             for index in def.indexes {
                 if snapshot.relation_exists(&index.name) || index.name == table.name {
@@ -772,6 +780,9 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             }
             for fk in def.foreign_keys {
                 add_foreign_key(snapshot, &mut table, fk)?;
+            }
+            for check in def.checks {
+                add_check(&mut table, check)?;
             }
             let mut names: HashSet<&str> = table.indexes.iter().map(|i| i.name.as_str()).collect();
             names.insert(&table.name);
@@ -973,6 +984,14 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                     )))
                 }
                 ColumnChange::NotNull(not_null) => column.not_null = not_null,
+                ColumnChange::Rename(_)
+                    if changed.checks.iter().any(|c| c.columns.contains(&position)) =>
+                {
+                    return Err(Error::InvalidDefinition(format!(
+                        "column {position} of {} is named by a check constraint",
+                        changed.name
+                    )))
+                }
                 ColumnChange::Rename(name) => {
                     check_name(&name, "column")?;
                     column.name = name.clone();
@@ -991,6 +1010,24 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                 return Err(Error::InvalidDefinition(format!("{} is a sequence", changed.name)));
             }
             changed.name = name;
+            Change { put: vec![changed], delete: Vec::new() }
+        }
+        Ddl::AddCheck { table, check } => {
+            let mut changed = Table::clone(must_get_table(snapshot, table)?);
+            add_check(&mut changed, check)?;
+            Change { put: vec![changed], delete: Vec::new() }
+        }
+        Ddl::DropConstraint { table, name } => {
+            let mut changed = Table::clone(must_get_table(snapshot, table)?);
+            let (checks, fks) = (changed.checks.len(), changed.foreign_keys.len());
+            changed.checks.retain(|c| c.name != name);
+            changed.foreign_keys.retain(|f| f.name != name);
+            if (checks, fks) == (changed.checks.len(), changed.foreign_keys.len()) {
+                return Err(Error::UndefinedObject(format!(
+                    "constraint \"{name}\" of relation \"{}\" does not exist",
+                    changed.name
+                )));
+            }
             Change { put: vec![changed], delete: Vec::new() }
         }
     };
@@ -1205,11 +1242,38 @@ fn unique_index_for<'a>(table: &'a Table, columns: &[u16]) -> Option<&'a Index> 
     })
 }
 
+/// Whether `name` names a constraint of `table`: a check, a foreign key, or an index that backs
+/// a PRIMARY KEY or UNIQUE constraint (PostgreSQL keeps them in one namespace per table).
+fn constraint_name_taken(table: &Table, name: &str) -> bool {
+    table.checks.iter().any(|c| c.name == name)
+        || table.foreign_keys.iter().any(|f| f.name == name)
+        || table.indexes.iter().any(|i| i.constraint && i.name == name)
+}
+
+/// Validates `check` as a `CHECK` constraint of `table` and adds it.
+fn add_check(table: &mut Table, check: crate::schema::Check) -> Result<(), Error> {
+    check_name(&check.name, "constraint")?;
+    if constraint_name_taken(table, &check.name) {
+        return Err(Error::DuplicateObject(format!(
+            "constraint \"{}\" for relation \"{}\" already exists",
+            check.name, table.name
+        )));
+    }
+    if let Some(bad) = check.columns.iter().find(|&&c| usize::from(c) >= table.columns.len()) {
+        return Err(Error::InvalidDefinition(format!(
+            "check constraint \"{}\": column position {bad} does not exist in table \"{}\"",
+            check.name, table.name
+        )));
+    }
+    table.checks.push(check);
+    Ok(())
+}
+
 /// Validates `fk` as a foreign key of `table` and adds it. The referenced table is looked up
 /// in `snapshot`, except that a reference to `table` itself uses `table` as it is now.
 fn add_foreign_key(snapshot: &Snapshot, table: &mut Table, fk: ForeignKey) -> Result<(), Error> {
     check_name(&fk.name, "constraint")?;
-    if table.foreign_keys.iter().any(|f| f.name == fk.name) {
+    if constraint_name_taken(table, &fk.name) {
         return Err(Error::DuplicateObject(format!(
             "constraint \"{}\" for relation \"{}\" already exists",
             fk.name, table.name
@@ -1272,6 +1336,7 @@ mod tests {
             foreign_keys: Vec::new(),
             hidden_pk: false,
             view: None,
+            checks: Vec::new(),
         }
     }
 
@@ -1587,6 +1652,7 @@ mod tests {
                 depends: vec![on],
                 query_columns: vec!["id".into()],
             }),
+            checks: Vec::new(),
         };
         let v = catalog.create_table(view("v", a.id)).unwrap();
         let w = catalog.create_table(view("w", v.id)).unwrap();
@@ -1610,6 +1676,55 @@ mod tests {
 
     /// ALTER COLUMN changes one column's default or nullability, durably; a primary-key column
     /// stays NOT NULL.
+    /// CHECK constraints share one namespace per table with foreign keys and PRIMARY KEY /
+    /// UNIQUE constraints; DROP CONSTRAINT removes a check or a foreign key by name; a column a
+    /// check names cannot be renamed (its text names it).
+    #[test]
+    fn checks_are_constraints_by_name() {
+        let catalog = Catalog::with_store(Box::new(MemStore::new())).unwrap();
+        let parent = catalog.create_table(simple("parent")).unwrap();
+        let fk = ForeignKey {
+            name: "child_fk".into(),
+            columns: vec![0],
+            ref_table: parent.id,
+            ref_columns: vec![0],
+            on_delete: FkAction::NoAction,
+        };
+        let check = |name: &str, columns: Vec<u16>| crate::schema::Check {
+            name: name.into(),
+            sql: "id > 0".into(),
+            columns,
+        };
+        let t = catalog
+            .create_table(TableDef {
+                foreign_keys: vec![fk],
+                checks: vec![check("child_id_check", vec![0])],
+                ..simple("child")
+            })
+            .unwrap();
+        for taken in ["child_id_check", "child_fk", "child_pkey"] {
+            let err = catalog.apply(Ddl::AddCheck { table: t.id, check: check(taken, vec![0]) });
+            assert!(matches!(err, Err(Error::DuplicateObject(_))), "{taken}: {err:?}");
+        }
+        let err = catalog.apply(Ddl::AddCheck { table: t.id, check: check("far", vec![9]) });
+        assert!(matches!(err, Err(Error::InvalidDefinition(_))), "{err:?}");
+        let rename = Ddl::AlterColumn {
+            table: t.id,
+            position: 0,
+            change: ColumnChange::Rename("other".into()),
+        };
+        assert!(matches!(catalog.apply(rename), Err(Error::InvalidDefinition(_))));
+        catalog.apply(Ddl::AddCheck { table: t.id, check: check("second", vec![]) }).unwrap();
+        assert_eq!(catalog.snapshot().table("child").unwrap().checks.len(), 2);
+        for name in ["child_id_check", "child_fk", "second"] {
+            catalog.apply(Ddl::DropConstraint { table: t.id, name: name.into() }).unwrap();
+        }
+        let after = catalog.snapshot().table("child").cloned().unwrap();
+        assert!(after.checks.is_empty() && after.foreign_keys.is_empty());
+        let err = catalog.apply(Ddl::DropConstraint { table: t.id, name: "second".into() });
+        assert!(matches!(err, Err(Error::UndefinedObject(_))), "{err:?}");
+    }
+
     #[test]
     fn alter_column_changes_default_and_not_null() {
         let store = MemStore::new();

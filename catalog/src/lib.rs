@@ -98,8 +98,8 @@ pub use crate::catalog::{
 pub use crate::error::Error;
 pub use crate::ids::{sequence_oid, CatalogVersion, IndexId, TableId};
 pub use crate::schema::{
-    Column, ColumnDefault, DataType, FkAction, ForeignKey, Generated, Index, Sequence, Table,
-    ViewDef,
+    Check, Column, ColumnDefault, DataType, FkAction, ForeignKey, Generated, Index, Sequence,
+    Table, ViewDef,
 };
 pub use crate::snapshot::Snapshot;
 pub use crate::store::{CatalogStore, MemStore, RocksStore};

@@ -261,6 +261,20 @@ pub struct ForeignKey {
     pub on_delete: FkAction,
 }
 
+/// A `CHECK` constraint, stored in the catalog: a boolean expression over the row that no row
+/// written may make false (NULL passes, as in PostgreSQL).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Constraint name, e.g. `t_a_check`.
+    pub name: String,
+    /// The expression as SQL text over the table's unqualified column names, bound afresh
+    /// wherever rows are written.
+    pub sql: String,
+    /// The columns it reads (positions): a column named by a check cannot be renamed, as the
+    /// text names it.
+    pub columns: Vec<u16>,
+}
+
 /// A table. Every table has a primary index; a table declared without a primary key gets a
 /// hidden one over an internal row id (`Table::hidden_pk`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -281,6 +295,9 @@ pub struct Table {
     /// the query's when it was created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view: Option<ViewDef>,
+    /// `CHECK` constraints, in the order they were added.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
 }
 
 /// What a view is: its query, and the tables that query reads (which cannot be dropped while

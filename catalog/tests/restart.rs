@@ -1,11 +1,11 @@
 //! The catalog survives a restart: after reopening its RocksDB directory, the snapshot (tables,
 //! columns with defaults, composite primary keys, unique indexes, ON DELETE CASCADE foreign
-//! keys), the version and the id counters are exactly as they were before; and a column's
+//! keys, CHECK constraints), the version and the id counters are exactly as they were before; and a column's
 //! sequence never gives a value twice across restarts.
 
 use catalog::{
-    Catalog, CatalogStore, CatalogVersion, Column, ColumnDefault, DataType, FkAction, ForeignKey,
-    Generated, IndexDef, IndexId, RocksStore, Sequence, TableDef, TableId,
+    Catalog, CatalogStore, CatalogVersion, Check, Column, ColumnDefault, DataType, FkAction,
+    ForeignKey, Generated, IndexDef, IndexId, RocksStore, Sequence, TableDef, TableId,
 };
 
 fn column(name: &str, data_type: DataType, not_null: bool, default: Option<&str>) -> Column {
@@ -44,6 +44,11 @@ fn catalog_survives_restart() {
                 foreign_keys: Vec::new(),
                 hidden_pk: false,
                 view: None,
+                checks: vec![Check {
+                    name: "warehouse_w_tax_check".into(),
+                    sql: "w_tax >= 0".into(),
+                    columns: vec![2],
+                }],
             })
             .unwrap();
         // district(d_w_id, d_id, d_ts default CURRENT_TIMESTAMP), primary key (d_w_id, d_id),
@@ -66,6 +71,7 @@ fn catalog_survives_restart() {
                 }],
                 hidden_pk: false,
                 view: None,
+                checks: Vec::new(),
             })
             .unwrap();
         // A table without a primary key, then dropped.
@@ -77,6 +83,7 @@ fn catalog_survives_restart() {
                 foreign_keys: Vec::new(),
                 hidden_pk: true,
                 view: None,
+                checks: Vec::new(),
             })
             .unwrap();
         assert!(catalog.drop_tables(vec![scratch.id], false).unwrap().is_empty());
@@ -99,6 +106,7 @@ fn catalog_survives_restart() {
     assert_eq!(refs.len(), 1);
     assert_eq!(refs[0].0.id, district.id);
     assert_eq!(refs[0].1.on_delete, FkAction::Cascade);
+    assert_eq!(warehouse.checks[0].sql, "w_tax >= 0");
     let (table, unique) = after.index_by_name("warehouse_w_name_key").unwrap();
     assert_eq!((table.id, unique.unique, unique.primary), (warehouse.id, true, false));
 
@@ -111,6 +119,7 @@ fn catalog_survives_restart() {
             foreign_keys: Vec::new(),
             hidden_pk: false,
             view: None,
+            checks: Vec::new(),
         })
         .unwrap();
     assert_eq!((next.id, next.indexes[0].id), (TableId(4), IndexId(5)));
@@ -129,6 +138,7 @@ fn serial_table(catalog: &Catalog, name: &str) -> (TableId, Sequence) {
         foreign_keys: vec![],
         hidden_pk: true,
         view: None,
+        checks: Vec::new(),
     };
     (catalog.create_table(def).unwrap().id, seq)
 }

@@ -150,6 +150,11 @@ pub enum Error {
     /// `23502`: column "c" of relation "t" contains null values (a NOT NULL column or a
     /// primary key added to a table whose rows have NULL there).
     ColumnContainsNulls { column: String, table: String },
+    /// `23514`: new row for relation "t" violates check constraint "c"; `row` is the DETAIL,
+    /// "Failing row contains (…).".
+    CheckViolation { constraint: String, table: String, row: Box<str> },
+    /// `23514`: check constraint "c" of relation "t" is violated by some row (adding it).
+    CheckViolatedBySomeRow { constraint: String, table: String },
     /// `23503`: foreign key violation: a row of `table` references a missing row
     /// (`referenced_from` `None`), or a row of `table` that a row of table `referenced_from`
     /// references is deleted or re-keyed.
@@ -260,6 +265,7 @@ impl Error {
             Error::UniqueViolation { .. } => "23505",
             Error::NotNullViolation { .. } => "23502",
             Error::ColumnContainsNulls { .. } => "23502",
+            Error::CheckViolation { .. } | Error::CheckViolatedBySomeRow { .. } => "23514",
             Error::UniqueIndexBuild { .. } => "23505",
             Error::DuplicateColumnExists { .. } => "42701",
             Error::ColumnListedTwice { .. } => "42701",
@@ -397,6 +403,7 @@ impl Error {
             Error::ForeignKeyViolation { detail, .. } => Some(detail),
             Error::DependentObjects { detail, .. } => (!detail.is_empty()).then_some(detail),
             Error::NotNullViolation { row, .. } => row.as_deref(),
+            Error::CheckViolation { row, .. } => Some(row),
             Error::Context { error, .. } | Error::Hinted { error, .. } => error.detail(),
             _ => None,
         }
@@ -547,6 +554,14 @@ impl fmt::Display for Error {
             Error::ColumnContainsNulls { column, table } => {
                 write!(f, "column \"{column}\" of relation \"{table}\" contains null values")
             }
+            Error::CheckViolation { constraint, table, .. } => write!(
+                f,
+                "new row for relation \"{table}\" violates check constraint \"{constraint}\""
+            ),
+            Error::CheckViolatedBySomeRow { constraint, table } => write!(
+                f,
+                "check constraint \"{constraint}\" of relation \"{table}\" is violated by some row"
+            ),
             Error::NotNullViolation { column, table, .. } => write!(
                 f,
                 "null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"

@@ -1881,7 +1881,7 @@ impl Session {
                     zone: self.zone,
                 })
             }
-            Statement::Insert { table, source, targets, returning, on_conflict } => {
+            Statement::Insert { table, source, targets, returning, on_conflict, checks } => {
                 self.note_written(table)?;
                 let rows = ctx.run(source)?;
                 let mut out_rows = Vec::new();
@@ -1899,7 +1899,7 @@ impl Session {
                             InsertValue::Default(e) => ctx.eval(e, &[])?,
                         });
                     }
-                    let row = check_row(table, row)?;
+                    let row = check_row(table, checks, row, &ctx.env)?;
                     let key = exec::primary_key(table, &row, &self.db.engine);
                     let mut bytes = Vec::with_capacity(64);
                     types::encode_row(&row, &mut bytes);
@@ -1913,8 +1913,10 @@ impl Session {
                         (Some(_), Some(oc)) if oc.update.is_none() => continue, // DO NOTHING
                         (Some((old_key, old)), Some(oc)) => {
                             let update = oc.update.as_ref().expect("DO UPDATE");
-                            match upsert(&mut ctx, table, update, old_key, old, &row, &mut touched)?
-                            {
+                            let (proposed, touched) = (&row, &mut touched);
+                            match upsert(
+                                &mut ctx, table, checks, update, old_key, old, proposed, touched,
+                            )? {
                                 Some(new) => new,
                                 None => continue, // its WHERE did not hold
                             }
@@ -1952,7 +1954,7 @@ impl Session {
                 }
                 Ok(dml_output("INSERT", n, returning.is_some(), cached, out_rows))
             }
-            Statement::Update { table, scan, sets, returning, deferrable } => {
+            Statement::Update { table, scan, sets, returning, deferrable, checks } => {
                 self.note_written(table)?;
                 if *deferrable && defer && deferred_update(&mut ctx, table, scan, sets, self)? {
                     return Ok(dml_output("UPDATE", 1, false, cached, Vec::new()));
@@ -1976,7 +1978,7 @@ impl Session {
                     for (col, e) in sets.iter() {
                         new[*col] = ctx.eval(e, &old)?;
                     }
-                    let new = check_row(table, new)?;
+                    let new = check_row(table, checks, new, &ctx.env)?;
                     let key_changed = pk_cols.iter().any(|c| {
                         types::compare(&old[*c], &new[*c]) != Some(std::cmp::Ordering::Equal)
                     });
@@ -2463,7 +2465,7 @@ impl Session {
                     let rows = ctx.run(&query.plan)?;
                     let n = rows.len();
                     for row in rows {
-                        let row = check_row(&table, row)?;
+                        let row = check_row(&table, &[], row, &ctx.env)?;
                         let key = exec::primary_key(&table, &row, engine);
                         let mut bytes = Vec::with_capacity(64);
                         types::encode_row(&row, &mut bytes);
@@ -2720,7 +2722,7 @@ impl Session {
                 })?;
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
             }
-            Command::AddColumn { table, column, if_not_exists } => {
+            Command::AddColumn { table, column, if_not_exists, checks } => {
                 if table.column(&column.name).is_some() {
                     if *if_not_exists {
                         return Ok(Output::tag(Tag::new("ALTER TABLE")).with_notice(
@@ -2737,6 +2739,49 @@ impl Session {
                     });
                 }
                 self.add_column(table, column)?;
+                if !checks.is_empty() {
+                    let table = self
+                        .snapshot()
+                        .table_by_id(table.id)
+                        .cloned()
+                        .ok_or_else(|| Error::internal("the altered table is gone"))?;
+                    for (check, expr) in checks {
+                        self.add_check(&table, check, expr)?;
+                    }
+                }
+                Ok(Output::tag(Tag::new("ALTER TABLE")))
+            }
+            Command::AddCheck { table, check, expr } => {
+                self.add_check(table, check, expr)?;
+                Ok(Output::tag(Tag::new("ALTER TABLE")))
+            }
+            Command::DropConstraint { table, name, if_exists } => {
+                let index = table.indexes.iter().find(|i| i.constraint && i.name == *name);
+                if let Some(index) = index {
+                    if index.primary {
+                        return Err(Error::unsupported("dropping a PRIMARY KEY constraint"));
+                    }
+                    self.stage(catalog::Ddl::DropIndex(index.id))?;
+                    self.pending_ddl().dropped.push(EngineObject::Index(table.id, index.id));
+                    return Ok(Output::tag(Tag::new("ALTER TABLE")));
+                }
+                let known = table.checks.iter().any(|c| c.name == *name)
+                    || table.foreign_keys.iter().any(|f| f.name == *name);
+                if !known {
+                    let missing = format!(
+                        "constraint \"{name}\" of relation \"{}\" does not exist",
+                        table.name
+                    );
+                    if *if_exists {
+                        return Ok(Output::tag(Tag::new("ALTER TABLE")).with_notice(
+                            "NOTICE",
+                            "00000",
+                            format!("{missing}, skipping"),
+                        ));
+                    }
+                    return Err(Error::UndefinedObject { message: missing });
+                }
+                self.stage(catalog::Ddl::DropConstraint { table: table.id, name: name.clone() })?;
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
             }
             Command::AddForeignKey { table, fk } => {
@@ -2826,6 +2871,29 @@ impl Session {
             Ok(())
         })?;
         self.stage(catalog::Ddl::AddColumn { table: table.id, column: col })?;
+        Ok(())
+    }
+
+    /// ALTER TABLE … ADD CHECK (and ADD COLUMN … CHECK): every row this transaction sees must
+    /// satisfy `expr` (the scan validates at commit, so a violating row inserted meanwhile
+    /// fails the commit instead); then the catalog gets the constraint.
+    fn add_check(&mut self, table: &Arc<Table>, check: &catalog::Check, expr: &Expr) -> Result<()> {
+        let owned = self.owned_env();
+        self.with_txn(|_, t| {
+            let types = exec::column_types(table);
+            let env = owned.env(now());
+            for (_, bytes) in exec::all_rows(t, table)? {
+                let row = types::decode_row(&bytes, &types)?;
+                if exec::eval_pure(expr, &row, &[], &[], &env)? == Value::Bool(false) {
+                    return Err(Error::CheckViolatedBySomeRow {
+                        constraint: check.name.clone(),
+                        table: table.name.clone(),
+                    });
+                }
+            }
+            Ok(())
+        })?;
+        self.stage(catalog::Ddl::AddCheck { table: table.id, check: check.clone() })?;
         Ok(())
     }
 
@@ -3130,7 +3198,8 @@ fn deferred_update(
         for (col, e) in sets.iter() {
             new[*col] = ctx.eval(e, &old)?;
         }
-        let new = check_row(&table_, new)?;
+        // No CHECK reads a column a deferrable update sets (`Statement::Update::deferrable`).
+        let new = check_row(&table_, &[], new, &ctx.env)?;
         let mut bytes = Vec::with_capacity(64);
         types::encode_row(&new, &mut bytes);
         Ok(bytes)
@@ -3138,9 +3207,16 @@ fn deferred_update(
     ctx.txn.update_deferred(exec::tid(table), &k, Arc::new(f)).map_err(exec::txn_error)?
 }
 
-/// Type-modifier and NOT NULL checks for a row about to be written, in PostgreSQL's order:
-/// the whole row is coerced to its columns' types first, then the constraints are checked.
-fn check_row(table: &Table, row: Vec<Value>) -> Result<Vec<Value>> {
+/// Type-modifier, NOT NULL and CHECK constraints for a row about to be written, in
+/// PostgreSQL's order (`ExecConstraints`): the whole row is coerced to its columns' types
+/// first, then NOT NULL is checked column by column, then each CHECK in name order (`checks`
+/// comes sorted); a CHECK that is NULL passes.
+fn check_row(
+    table: &Table,
+    checks: &[crate::plan::Check],
+    row: Vec<Value>,
+    env: &Env<'_>,
+) -> Result<Vec<Value>> {
     let mut out = Vec::with_capacity(row.len());
     for (v, c) in row.into_iter().zip(&table.columns) {
         let v = match c.data_type {
@@ -3159,6 +3235,15 @@ fn check_row(table: &Table, row: Vec<Value>) -> Result<Vec<Value>> {
             table: table.name.clone(),
             row: Some(failing_row(table, &out).into()),
         });
+    }
+    for check in checks {
+        if exec::eval_pure(&check.expr, &out, &[], &[], env)? == Value::Bool(false) {
+            return Err(Error::CheckViolation {
+                constraint: check.name.clone(),
+                table: table.name.clone(),
+                row: failing_row(table, &out).into(),
+            });
+        }
     }
     Ok(out)
 }
@@ -3478,9 +3563,11 @@ fn clashing_row(
 /// applies the SET expressions (over `old` followed by `proposed`) and returns the new row, or
 /// `None` when the WHERE does not hold. A row this statement already inserted or updated is
 /// not updated again (`21000`, as in PostgreSQL).
+#[allow(clippy::too_many_arguments)]
 fn upsert(
     ctx: &mut Ctx,
     table: &Arc<Table>,
+    checks: &[crate::plan::Check],
     update: &crate::plan::ConflictUpdate,
     key: Vec<u8>,
     old: Vec<Value>,
@@ -3506,7 +3593,7 @@ fn upsert(
     for (col, e) in &update.sets {
         new[*col] = ctx.eval(e, &both)?;
     }
-    let new = check_row(table, new)?;
+    let new = check_row(table, checks, new, &ctx.env)?;
     let mut bytes = Vec::with_capacity(64);
     types::encode_row(&new, &mut bytes);
     ctx.txn.update(exec::tid(table), &key, bytes).map_err(|e| unique_error(e, table, &new))?;

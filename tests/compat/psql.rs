@@ -243,6 +243,52 @@ async fn not_null_errors_say_which_row_and_column() {
     }
 }
 
+/// CHECK violations as psql shows them: the constraint PostgreSQL names (`<table>_<column>_check`
+/// for one column, `<table>_check` otherwise, numbered while taken; checked in name order)
+/// and the failing row; adding a check that a row violates.
+#[tokio::test]
+async fn check_errors_name_the_constraint_and_the_row() {
+    if !psql_available() {
+        return;
+    }
+    let Some(b) = Backend::from_env() else { return };
+    let script = "DROP TABLE IF EXISTS ck;\n\
+        CREATE TABLE ck (a int CHECK (a > 0) CHECK (a < 10), b text, CHECK (a < length(b)), CHECK (b <> ''));\n\
+        INSERT INTO ck VALUES (0, 'x');\n\
+        INSERT INTO ck VALUES (10, 'x');\n\
+        INSERT INTO ck VALUES (5, 'x');\n\
+        INSERT INTO ck VALUES (1, '');\n\
+        INSERT INTO ck VALUES (1, 'ab'), (2, NULL);\n\
+        UPDATE ck SET a = a + 7;\n\
+        ALTER TABLE ck ADD CHECK (a > 1);\n\
+        ALTER TABLE ck ADD COLUMN c int DEFAULT 0 CHECK (c > 0);\n\
+        DROP TABLE ck;\n";
+    let mut cmd = psql(&b);
+    cmd.args(["-q", "-f", "-"]);
+    let out = run(cmd, Some(script)).await;
+    let violates = |name: &str| {
+        format!("ERROR:  new row for relation \"ck\" violates check constraint \"{name}\"\n")
+    };
+    for expected in [
+        format!("{}DETAIL:  Failing row contains (0, x).\n", violates("ck_a_check")),
+        format!("{}DETAIL:  Failing row contains (10, x).\n", violates("ck_a_check1")),
+        format!("{}DETAIL:  Failing row contains (5, x).\n", violates("ck_check")),
+        format!("{}DETAIL:  Failing row contains (1, ).\n", violates("ck_b_check")),
+        format!("{}DETAIL:  Failing row contains (8, ab).\n", violates("ck_check")),
+        "ERROR:  check constraint \"ck_a_check2\" of relation \"ck\" is violated by some row\n"
+            .into(),
+        "ERROR:  check constraint \"ck_c_check\" of relation \"ck\" is violated by some row\n"
+            .into(),
+    ] {
+        assert!(
+            out.stderr.contains(&expected),
+            "{expected:?} missing on {}: {}",
+            b.name(),
+            out.stderr
+        );
+    }
+}
+
 #[tokio::test]
 async fn psql_interactive_session() {
     if !psql_available() {

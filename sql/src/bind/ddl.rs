@@ -10,6 +10,7 @@ use sqlparser::ast::{self as ast, ColumnOption, Statement as S, TableConstraint}
 
 use super::{ident, Binder, Scope};
 use crate::error::{Error, Result, Span};
+use crate::plan::Expr;
 use crate::types::CastKind;
 
 /// The value of a SET.
@@ -126,6 +127,27 @@ pub enum Command {
         column: Column,
         /// IF NOT EXISTS.
         if_not_exists: bool,
+        /// CHECK constraints declared with the column, with their expressions bound over the
+        /// table with the column.
+        checks: Vec<(catalog::Check, Expr)>,
+    },
+    /// ALTER TABLE … ADD [CONSTRAINT name] CHECK (…): existing rows must satisfy it.
+    AddCheck {
+        /// Table.
+        table: Arc<Table>,
+        /// The constraint as the catalog keeps it.
+        check: catalog::Check,
+        /// Its expression, bound over the table's row.
+        expr: Expr,
+    },
+    /// ALTER TABLE … DROP CONSTRAINT [IF EXISTS] name.
+    DropConstraint {
+        /// Table.
+        table: Arc<Table>,
+        /// The constraint's name.
+        name: String,
+        /// IF EXISTS.
+        if_exists: bool,
     },
     /// ALTER TABLE … RENAME TO.
     RenameTable {
@@ -288,6 +310,7 @@ impl Binder<'_> {
                     foreign_keys: vec![],
                     hidden_pk: true,
                     view: None,
+                    checks: Vec::new(),
                 };
                 Command::CreateSequence(CreateTable { def, if_not_exists: *if_not_exists })
             }
@@ -460,6 +483,7 @@ impl Binder<'_> {
             foreign_keys: Vec::new(),
             hidden_pk: true,
             view: Some(view),
+            checks: Vec::new(),
         };
         Ok(Command::CreateView(CreateTable { def, if_not_exists: false }))
     }
@@ -694,6 +718,8 @@ impl Binder<'_> {
         let mut indexes: Vec<IndexDef> = Vec::new();
         let mut fks: Vec<ForeignKey> = Vec::new();
         let mut pending_fk: Vec<PendingFk> = Vec::new();
+        // CHECK constraints as written: column constraints in column order, then the table's.
+        let mut pending_checks: Vec<(Option<String>, &ast::CheckConstraint)> = Vec::new();
         for (pos, cd) in ct.columns.iter().enumerate() {
             check_name(&cd.name)?;
             let cname = ident(&cd.name);
@@ -742,10 +768,11 @@ impl Binder<'_> {
                     ColumnOption::Null => {}
                     ColumnOption::NotNull => column.not_null = true,
                     ColumnOption::Default(e) => {
-                        // Check that the default binds and fits the column type now, as PostgreSQL does.
-                        let t = self.bind_expr(e, &Scope::default())?;
-                        self.coerce(t, data_type, CastKind::Assignment, e)?;
+                        self.check_default(e, data_type)?;
                         column.default = Some(ColumnDefault { sql: e.to_string() });
+                    }
+                    ColumnOption::Check(c) => {
+                        pending_checks.push((cons_name.or_else(|| c.name.as_ref().map(ident)), c))
                     }
                     ColumnOption::PrimaryKey(pk) => {
                         key_options(pk.characteristics, &pk.include)?;
@@ -865,7 +892,7 @@ impl Binder<'_> {
                     fk,
                     fk.name.as_ref().map(ident),
                 )),
-                TableConstraint::Check(_) => return Err(Error::unsupported("CHECK constraints")),
+                TableConstraint::Check(c) => pending_checks.push((c.name.as_ref().map(ident), c)),
                 other => return Err(Error::unsupported(format!("table constraint {other}"))),
             }
         }
@@ -906,8 +933,39 @@ impl Binder<'_> {
             fks.push(fk);
         }
         let hidden_pk = !indexes.iter().any(|i| i.primary);
+        let mut checks: Vec<catalog::Check> = Vec::new();
+        if !pending_checks.is_empty() {
+            let shape = Table {
+                id: TableId(0),
+                name: name.clone(),
+                columns: columns.clone(),
+                indexes: Vec::new(),
+                foreign_keys: Vec::new(),
+                hidden_pk,
+                view: None,
+                checks: Vec::new(),
+            };
+            for (given, c) in pending_checks {
+                let taken = |n: &str| checks.iter().any(|c: &catalog::Check| c.name == n);
+                if let Some(n) = given.as_deref().filter(|n| taken(n)) {
+                    return Err(Error::DuplicateObject {
+                        message: format!("check constraint \"{n}\" already exists"),
+                    });
+                }
+                let check = self.bind_check(c, given, &shape, taken)?.0;
+                checks.push(check);
+            }
+        }
         Ok(CreateTable {
-            def: TableDef { name, columns, indexes, foreign_keys: fks, hidden_pk, view: None },
+            def: TableDef {
+                name,
+                columns,
+                indexes,
+                foreign_keys: fks,
+                hidden_pk,
+                view: None,
+                checks,
+            },
             if_not_exists: ct.if_not_exists,
         })
     }
@@ -958,6 +1016,115 @@ impl Binder<'_> {
         })
     }
 
+    /// Checks a column default as PostgreSQL's `cookDefault` does when a table is created or
+    /// altered: it must bind and be of a type assignable to the column; an untyped literal must
+    /// read as the type (`int DEFAULT 'x'` is 22P02 now). Nothing is evaluated: a default too
+    /// long or too large for the column fails only when a row takes it.
+    fn check_default(&mut self, e: &ast::Expr, data_type: DataType) -> Result<()> {
+        let t = self.bind_expr(e, &Scope::default())?;
+        let to = match data_type {
+            DataType::Varchar(_) => DataType::Varchar(None),
+            DataType::Char(_) => DataType::Text,
+            DataType::Numeric(_) => DataType::Numeric(None),
+            other => other,
+        };
+        if t.unknown || t.ty == to || !crate::types::cast_allowed(&t.ty, &to, CastKind::Assignment)
+        {
+            self.coerce(t, to, CastKind::Assignment, e)?;
+        }
+        Ok(())
+    }
+
+    /// A CHECK constraint of `table` (which may not exist yet: its shape): its expression bound
+    /// ([`Binder::bind_check_expr`]) and its name, `given` or PostgreSQL's
+    /// `<table>_<column>_check` when it reads one column, `<table>_check` otherwise, with a
+    /// number appended while `taken`.
+    fn bind_check(
+        &mut self,
+        c: &ast::CheckConstraint,
+        given: Option<String>,
+        table: &Table,
+        taken: impl Fn(&str) -> bool,
+    ) -> Result<(catalog::Check, Expr)> {
+        if c.enforced == Some(false) {
+            return Err(Error::unsupported("NOT ENFORCED"));
+        }
+        let (expr, columns) = self.bind_check_expr(&c.expr, table)?;
+        let name = match given {
+            Some(name) => name,
+            None => {
+                let base = match columns.as_slice() {
+                    [one] => format!("{}_{}_check", table.name, table.columns[*one as usize].name),
+                    _ => format!("{}_check", table.name),
+                };
+                (0..)
+                    .map(|i| if i == 0 { base.clone() } else { format!("{base}{i}") })
+                    .find(|n| !taken(n))
+                    .expect("some suffix is free")
+            }
+        };
+        // Kept without its outer parentheses: psql shows `CHECK (a > 0)` for `CHECK ((a > 0))`.
+        let mut text = c.expr.as_ref();
+        while let ast::Expr::Nested(inner) = text {
+            text = inner;
+        }
+        Ok((catalog::Check { name, sql: text.to_string(), columns }, expr))
+    }
+
+    /// Binds a CHECK constraint's expression over `table`'s row as PostgreSQL's
+    /// `cookConstraint` does: boolean (42804), without subqueries (0A000), aggregates (42803),
+    /// window functions (42P20) or parameters (42P02). Returns it and the columns it reads.
+    /// The catalog keeps its text and binds it again by column name wherever rows are written,
+    /// so a column qualified by the table's name, which the text would tie to the table's
+    /// name, is refused (0A000).
+    pub(crate) fn bind_check_expr(
+        &mut self,
+        e: &ast::Expr,
+        table: &Table,
+    ) -> Result<(Expr, Vec<u16>)> {
+        let params = self.params.len();
+        let qualified = Scope::from_table(table, &table.name);
+        let mut scope = qualified.clone();
+        for c in &mut scope.columns {
+            c.relation = None;
+        }
+        let expr = match self.bind_condition(e, &scope, "CHECK") {
+            Ok(expr) => expr,
+            Err(_) if self.bind_condition(e, &qualified, "CHECK").is_ok() => {
+                return Err(Error::unsupported("a qualified column name in a CHECK constraint"))
+            }
+            Err(Error::Grouping { span, .. }) => {
+                return Err(Error::Grouping {
+                    message: "aggregate functions are not allowed in check constraints".into(),
+                    span,
+                })
+            }
+            Err(Error::Windowing { .. }) => {
+                return Err(Error::Windowing {
+                    message: "window functions are not allowed in check constraints".into(),
+                })
+            }
+            Err(other) => return Err(other),
+        };
+        if self.params.len() > params {
+            return Err(Error::UndefinedParameter {
+                message: format!("there is no parameter ${}", params + 1),
+            });
+        }
+        if super::select::contains_subquery(&expr) {
+            return Err(Error::unsupported_msg("cannot use subquery in check constraint"));
+        }
+        let mut columns = Vec::new();
+        super::select::walk(&expr, &mut |x| {
+            if let Expr::Column(i) = x {
+                columns.push(*i as u16);
+            }
+        });
+        columns.sort_unstable();
+        columns.dedup();
+        Ok((expr, columns))
+    }
+
     fn bind_alter_table(&mut self, at: &ast::AlterTable) -> Result<Command> {
         let table = self.table(&at.name)?;
         let [op] = at.operations.as_slice() else {
@@ -974,21 +1141,35 @@ impl Binder<'_> {
                     default: None,
                     sequence: None,
                 };
+                let mut pending_checks = Vec::new();
                 for opt in &column_def.options {
                     match &opt.option {
                         ColumnOption::Null => {}
                         ColumnOption::NotNull => column.not_null = true,
                         ColumnOption::Default(e) => {
-                            let t = self.bind_expr(e, &Scope::default())?;
-                            self.coerce(t, data_type, CastKind::Assignment, e)?;
+                            self.check_default(e, data_type)?;
                             column.default = Some(ColumnDefault { sql: e.to_string() });
                         }
+                        ColumnOption::Check(c) => pending_checks
+                            .push((opt.name.as_ref().or(c.name.as_ref()).map(ident), c)),
                         other => {
                             return Err(Error::unsupported(format!("ADD COLUMN with {other}")))
                         }
                     }
                 }
-                Ok(Command::AddColumn { table, column, if_not_exists: *if_not_exists })
+                let mut checks: Vec<(catalog::Check, Expr)> = Vec::new();
+                if !pending_checks.is_empty() && table.column(&column.name).is_none() {
+                    let mut shape = (*table).clone();
+                    shape.columns.push(column.clone());
+                    for (given, c) in pending_checks {
+                        let taken = |n: &str| {
+                            constraint_name_taken(&table, n) || checks.iter().any(|c| c.0.name == n)
+                        };
+                        let check = self.bind_check(c, given, &shape, taken)?;
+                        checks.push(check);
+                    }
+                }
+                Ok(Command::AddColumn { table, column, if_not_exists: *if_not_exists, checks })
             }
             ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
                 self.refuse_if_viewed(&table, "renaming a column")?;
@@ -997,6 +1178,9 @@ impl Binder<'_> {
                     name: format!("\"{old}\""),
                     span: None,
                 })?;
+                if table.checks.iter().any(|c| c.columns.contains(&column.position)) {
+                    return Err(Error::unsupported("renaming a column a CHECK constraint reads"));
+                }
                 if table.column(&new).is_some() {
                     return Err(Error::DuplicateColumnExists {
                         name: format!("{new}\" of relation \"{}", table.name),
@@ -1044,9 +1228,7 @@ impl Binder<'_> {
                     ast::AlterColumnOperation::DropNotNull => catalog::ColumnChange::NotNull(false),
                     ast::AlterColumnOperation::DropDefault => catalog::ColumnChange::Default(None),
                     ast::AlterColumnOperation::SetDefault { value } => {
-                        // As for CREATE TABLE: the default must bind and fit the column now.
-                        let t = self.bind_expr(value, &Scope::default())?;
-                        self.coerce(t, column.data_type, CastKind::Assignment, value)?;
+                        self.check_default(value, column.data_type)?;
                         catalog::ColumnChange::Default(Some(ColumnDefault {
                             sql: value.to_string(),
                         }))
@@ -1055,7 +1237,7 @@ impl Binder<'_> {
                 };
                 Ok(Command::AlterColumn { position: column.position, table, change })
             }
-            ast::AlterTableOperation::AddConstraint { constraint, .. } => match constraint {
+            ast::AlterTableOperation::AddConstraint { constraint, not_valid } => match constraint {
                 TableConstraint::PrimaryKey(pk) => {
                     key_options(pk.characteristics, &pk.include)?;
                     let cols = self.index_columns(&pk.columns)?;
@@ -1124,8 +1306,23 @@ impl Binder<'_> {
                         foreign_key(&table.name, &cols, positions, referenced, spec, name, taken)?;
                     Ok(Command::AddForeignKey { table, fk })
                 }
+                TableConstraint::Check(c) => {
+                    if *not_valid {
+                        return Err(Error::unsupported("NOT VALID"));
+                    }
+                    let taken = |n: &str| constraint_name_taken(&table, n);
+                    let given = c.name.as_ref().map(ident);
+                    let (check, expr) = self.bind_check(c, given, &table, taken)?;
+                    Ok(Command::AddCheck { table, check, expr })
+                }
                 other => Err(Error::unsupported(format!("ALTER TABLE ADD {other}"))),
             },
+            ast::AlterTableOperation::DropConstraint { if_exists, name, drop_behavior } => {
+                if drop_behavior == &Some(ast::DropBehavior::Cascade) {
+                    return Err(Error::unsupported("DROP CONSTRAINT … CASCADE"));
+                }
+                Ok(Command::DropConstraint { table, name: ident(name), if_exists: *if_exists })
+            }
             other => Err(Error::unsupported(format!("ALTER TABLE {other}"))),
         }
     }
@@ -1605,4 +1802,12 @@ fn storage_parameters(options: &[ast::SqlOption]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `name` names a constraint of `table` (a check, a foreign key, a PRIMARY KEY or
+/// UNIQUE constraint): constraints share one namespace per table, as in PostgreSQL.
+fn constraint_name_taken(table: &Table, name: &str) -> bool {
+    table.checks.iter().any(|c| c.name == name)
+        || table.foreign_keys.iter().any(|f| f.name == name)
+        || table.indexes.iter().any(|i| i.constraint && i.name == name)
 }

@@ -38,22 +38,22 @@ impl Binder<'_> {
         let Some(default) = &column.default else {
             return Ok(Expr::Literal(crate::types::Value::Null));
         };
-        let stmts = crate::parse::parse(&format!("SELECT {}", default.sql))?;
-        let Some(crate::parse::Parsed::Sql(stmt)) = stmts.first() else {
-            return Err(Error::internal(format!("bad default expression {}", default.sql)));
-        };
-        let ast::Statement::Query(q) = stmt.as_ref() else {
-            return Err(Error::internal(format!("bad default expression {}", default.sql)));
-        };
-        let SetExpr::Select(s) = q.body.as_ref() else {
-            return Err(Error::internal(format!("bad default expression {}", default.sql)));
-        };
-        let Some(SelectItem::UnnamedExpr(e)) = s.projection.first() else {
-            return Err(Error::internal(format!("bad default expression {}", default.sql)));
-        };
-        // Bind with a throwaway text so spans do not point into the user's statement.
-        let t = self.bind_expr(e, &Scope::default())?;
-        self.coerce(t, column.data_type, CastKind::Assignment, e)
+        let e = stored_expr(&default.sql)?;
+        let t = self.bind_expr(&e, &Scope::default())?;
+        self.coerce(t, column.data_type, CastKind::Assignment, &e)
+    }
+
+    /// `table`'s CHECK constraints bound for a statement that writes its rows, in name order
+    /// (the order PostgreSQL checks them in).
+    pub(crate) fn table_checks(&mut self, table: &Table) -> Result<Arc<[crate::plan::Check]>> {
+        let mut out = Vec::with_capacity(table.checks.len());
+        for c in &table.checks {
+            let e = stored_expr(&c.sql)?;
+            let (expr, _) = self.bind_check_expr(&e, table)?;
+            out.push(crate::plan::Check { name: c.name.clone(), expr });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out.into())
     }
 
     pub(crate) fn bind_insert(&mut self, ins: &ast::Insert) -> Result<Statement> {
@@ -179,12 +179,14 @@ impl Binder<'_> {
             Some(_) => return Err(Error::unsupported("ON DUPLICATE KEY UPDATE")),
         };
         let returning = self.bind_returning(ins.returning.as_deref(), &table, &alias)?;
+        let checks = self.table_checks(&table)?;
         Ok(Statement::Insert {
             table,
             source: source_plan,
             targets: values,
             returning,
             on_conflict,
+            checks,
         })
     }
 
@@ -472,8 +474,16 @@ impl Binder<'_> {
     ) -> Result<Statement> {
         let scan = scan_with(table.clone(), conjuncts);
         let returning = self.bind_returning(up.returning.as_deref(), &table, &alias)?;
-        let deferrable = returning.is_none() && deferrable_update(&table, &scan, &sets);
-        Ok(Statement::Update { table, scan, sets: sets.into(), returning, deferrable })
+        // A deferred update checks nothing at commit: no CHECK may read a column it sets (a
+        // check of other columns holds for the new row as it held for the old).
+        let deferrable = returning.is_none()
+            && deferrable_update(&table, &scan, &sets)
+            && !table
+                .checks
+                .iter()
+                .any(|c| sets.iter().any(|(s, _)| c.columns.contains(&(*s as u16))));
+        let checks = self.table_checks(&table)?;
+        Ok(Statement::Update { table, scan, sets: sets.into(), returning, deferrable, checks })
     }
 
     pub(crate) fn bind_delete(&mut self, del: &ast::Delete) -> Result<Statement> {
@@ -552,4 +562,15 @@ fn check_not_always(table: &Table, col: usize, update: bool) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Parses an expression the catalog keeps as SQL text (a column default, a CHECK constraint).
+pub(crate) fn stored_expr(sql: &str) -> Result<AstExpr> {
+    let bad = || Error::internal(format!("bad stored expression {sql}"));
+    let stmts = crate::parse::parse(&format!("SELECT {sql}"))?;
+    let Some(crate::parse::Parsed::Sql(stmt)) = stmts.first() else { return Err(bad()) };
+    let ast::Statement::Query(q) = stmt.as_ref() else { return Err(bad()) };
+    let SetExpr::Select(s) = q.body.as_ref() else { return Err(bad()) };
+    let Some(SelectItem::UnnamedExpr(e)) = s.projection.first() else { return Err(bad()) };
+    Ok(e.clone())
 }

@@ -87,6 +87,8 @@ pub enum Detail {
     },
     /// A table's indexes with their constraints.
     Indexes,
+    /// A table's CHECK constraints.
+    Checks,
     /// A table's foreign keys.
     ForeignKeys,
     /// The foreign keys that reference a table.
@@ -122,6 +124,7 @@ fn detail_named(name: &str) -> Option<Describe> {
         "columns" => Detail::Columns { verbose: false },
         "columns_verbose" => Detail::Columns { verbose: true },
         "indexes" => Detail::Indexes,
+        "checks" => Detail::Checks,
         "foreign_keys" => Detail::ForeignKeys,
         "referenced_by" => Detail::ReferencedBy,
         "index_columns" => Detail::IndexColumns { verbose: false },
@@ -467,7 +470,11 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                     Relation::Sequence(..) => ("S", false, false, "n", ""),
                     Relation::View(_) => ("v", false, false, "n", ""),
                 };
-                let mut row = vec![Value::Int16(0), text(kind), Value::Bool(has_index)];
+                let checks = match r {
+                    Relation::Table(t) => t.checks.len() as i16,
+                    _ => 0,
+                };
+                let mut row = vec![Value::Int16(checks), text(kind), Value::Bool(has_index)];
                 row.extend([Value::Bool(false), Value::Bool(triggers)]);
                 row.extend([false; 4].map(Value::Bool));
                 row.extend([text(""), text("0"), text(""), text("p"), text(replident)]);
@@ -562,6 +569,20 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                         text("0"),
                     ];
                     rows.push(((!i.primary, i.name.clone()), row));
+                }
+            }
+            rows.sort_by(|a, b| a.0.cmp(&b.0));
+            (cols, strip(rows))
+        }
+        Detail::Checks => {
+            let cols = vec![("conname", t), ("pg_get_constraintdef", t)];
+            let mut rows = Vec::new();
+            if let Some(Relation::Table(table)) = relation {
+                for c in &table.checks {
+                    rows.push((
+                        c.name.clone(),
+                        vec![text(&c.name), text(&format!("CHECK ({})", c.sql))],
+                    ));
                 }
             }
             rows.sort_by(|a, b| a.0.cmp(&b.0));
@@ -843,7 +864,7 @@ mod tests {
             assert!(detail_named(name).is_some(), "unknown template {name}");
             n += 1;
         }
-        assert_eq!(n, 21);
+        assert_eq!(n, 22);
     }
 
     #[test]

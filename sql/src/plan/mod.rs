@@ -702,6 +702,8 @@ pub enum Statement {
         returning: Option<Vec<(Expr, OutColumn)>>,
         /// ON CONFLICT.
         on_conflict: Option<Box<OnConflict>>,
+        /// The table's CHECK constraints, checked on every row written (DO UPDATE's too).
+        checks: Arc<[Check]>,
     },
     /// UPDATE.
     Update {
@@ -717,8 +719,10 @@ pub enum Statement {
         /// by its full primary key and no other condition, no RETURNING, and SET only on
         /// columns outside every index and foreign key, from that row, parameters and
         /// constants. Concurrent `SET c = c + $1` on a hot row then commute instead of
-        /// failing validation.
+        /// failing validation. No CHECK constraint reads a column it sets.
         deferrable: bool,
+        /// The table's CHECK constraints, checked on every new row.
+        checks: Arc<[Check]>,
     },
     /// DELETE.
     Delete {
@@ -729,6 +733,15 @@ pub enum Statement {
         /// RETURNING expressions over the deleted row.
         returning: Option<Vec<(Expr, OutColumn)>>,
     },
+}
+
+/// A table's CHECK constraint, bound over its row: a row written must not make `expr` false.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    /// Constraint name (the error names it).
+    pub name: String,
+    /// The boolean expression over the table's row.
+    pub expr: Expr,
 }
 
 impl Statement {
