@@ -984,6 +984,59 @@ impl Binder<'_> {
     /// `nextval('name')`, `currval('name')`, `setval('name', value [, is_called])`. The name is
     /// a string constant (as in PostgreSQL, usually cast to `regclass`), resolved now to the
     /// column that owns the sequence.
+    /// `pg_get_serial_sequence(table, column)`: the schema-qualified, quoted name of the
+    /// sequence a serial or identity column owns (NULL for other columns), which a loader
+    /// passes to `setval`. The table name is read as SQL reads one (folded unless quoted), the
+    /// column name literally, as PostgreSQL does. Its arguments must be constant strings (or
+    /// NULL, which gives NULL): the answer is the catalog's at bind time, and a statement is
+    /// bound again when the catalog changes.
+    fn bind_serial_sequence(&mut self, args: &[&AstExpr], e: &AstExpr) -> Result<Typed> {
+        let [table, column] = args else {
+            return Err(Error::UndefinedFunction {
+                name: format!("function pg_get_serial_sequence with {} arguments", args.len()),
+                span: self.span_of(e),
+            });
+        };
+        let constant = |a: &AstExpr| match a {
+            AstExpr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => {
+                    Ok(Some(s.clone()))
+                }
+                ast::Value::Null => Ok(None),
+                _ => Err(()),
+            },
+            _ => Err(()),
+        };
+        let (Ok(table), Ok(column)) = (constant(table), constant(column)) else {
+            return Err(Error::Unsupported {
+                feature: "pg_get_serial_sequence of arguments that are not constant strings".into(),
+                span: self.span_of(e),
+            });
+        };
+        let null = Typed::known(Expr::Literal(Value::Null), DataType::Text);
+        let (Some(table), Some(column)) = (table, column) else { return Ok(null) };
+        let relation = relation_name(&table).ok_or_else(|| Error::InvalidParameterValue {
+            message: format!("invalid name syntax: \"{table}\""),
+        })?;
+        let Some(found) = self.snapshot.table(&relation) else {
+            return Err(Error::UndefinedTable { name: relation, span: None });
+        };
+        let Some(col) = found.column(&column) else {
+            return Err(Error::UndefinedColumn {
+                name: format!("\"{column}\" of relation \"{}\"", found.name),
+                span: None,
+            });
+        };
+        let owned = col.sequence.as_ref().filter(|s| s.generated != catalog::Generated::Standalone);
+        Ok(match owned {
+            Some(seq) => Typed::known(
+                Expr::Literal(Value::Text(format!("public.{}", super::display_ident(&seq.name)))),
+                DataType::Text,
+            ),
+            None => null,
+        })
+    }
+
     fn bind_sequence_function(
         &mut self,
         name: &str,
@@ -1010,20 +1063,27 @@ impl Binder<'_> {
                 target = expr;
             }
         }
-        let AstExpr::Value(v) = target else {
-            return Err(Error::Unsupported {
-                feature: format!("{name} of a sequence name that is not a constant"),
-                span: self.span_of(target),
-            });
+        let not_constant = |b: &Self| Error::Unsupported {
+            feature: format!("{name} of a sequence name that is not a constant"),
+            span: b.span_of(target),
         };
-        let text = match &v.value {
-            ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => s.clone(),
-            _ => {
-                return Err(Error::Unsupported {
-                    feature: format!("{name} of a sequence name that is not a string"),
-                    span: self.span_of(target),
-                })
-            }
+        let text = match target {
+            AstExpr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => {
+                    s.clone()
+                }
+                _ => {
+                    return Err(Error::Unsupported {
+                        feature: format!("{name} of a sequence name that is not a string"),
+                        span: self.span_of(target),
+                    })
+                }
+            },
+            // A name computed at bind time: `setval(pg_get_serial_sequence('t', 'c'), n)`.
+            other => match self.bind_expr(other, scope)?.expr {
+                Expr::Literal(Value::Text(s)) => s,
+                _ => return Err(not_constant(self)),
+            },
         };
         let relation = relation_name(&text).ok_or_else(|| Error::InvalidParameterValue {
             message: format!("invalid name syntax: \"{text}\""),
@@ -1634,6 +1694,9 @@ impl Binder<'_> {
         }
         if matches!(name.as_str(), "nextval" | "currval" | "setval") {
             return self.bind_sequence_function(&name, &arg_exprs, scope, e);
+        }
+        if name == "pg_get_serial_sequence" {
+            return self.bind_serial_sequence(&arg_exprs, e);
         }
         let args: Vec<Typed> =
             arg_exprs.iter().map(|a| self.bind_expr(a, scope)).collect::<Result<_>>()?;
