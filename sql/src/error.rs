@@ -199,6 +199,8 @@ pub enum Error {
     ProtocolViolation { message: String },
     /// `57014`: canceling statement due to user request.
     QueryCanceled,
+    /// `57014`: canceling statement due to statement timeout (`statement_timeout`).
+    StatementTimeout,
     /// `58030`: I/O error (e.g. failed log device).
     IoError { message: String },
     /// `XX001`: data corrupted.
@@ -294,7 +296,7 @@ impl Error {
             Error::ProgramLimitExceeded { .. } => "54000",
             Error::TooManyColumns { .. } => "54011",
             Error::ProtocolViolation { .. } => "08P01",
-            Error::QueryCanceled => "57014",
+            Error::QueryCanceled | Error::StatementTimeout => "57014",
             Error::IoError { .. } => "58030",
             Error::DataCorrupted { .. } => "XX001",
             Error::Internal { .. } => "XX000",
@@ -592,6 +594,7 @@ impl fmt::Display for Error {
             }
             Error::ProtocolViolation { message } => write!(f, "{message}"),
             Error::QueryCanceled => write!(f, "canceling statement due to user request"),
+            Error::StatementTimeout => write!(f, "canceling statement due to statement timeout"),
             Error::IoError { message } => write!(f, "{message}"),
             Error::DataCorrupted { message } => write!(f, "{message}"),
             Error::Internal { message } => write!(f, "internal error: {message}"),

@@ -38,6 +38,10 @@ pub struct Ctx<'a> {
     pub sequences: Option<&'a dyn Sequences>,
     /// Recursive WITH queries being evaluated.
     pub recursion: Recursion,
+    /// When the statement must stop (`statement_timeout`), checked between the rows of a
+    /// join's outer side and the steps of a recursive query: the loops whose time the data
+    /// does not bound.
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// The state of recursive WITH queries ([`Plan::RecursiveUnion`]) during a statement.
@@ -48,6 +52,12 @@ pub struct Recursion {
     /// Rows a LIMIT directly above wants from the next recursive union (it stops there).
     goal: Option<usize>,
 }
+
+/// The most memory one join's result may take, estimated as its rows' vectors and values
+/// (strings' own bytes not counted): Aspen keeps a statement's intermediate results in memory,
+/// so a join that multiplies its inputs (a cross product, a join on a condition it cannot use)
+/// must fail (54000) before it takes the server's memory. PostgreSQL would spill to disk.
+pub const MAX_JOIN_BYTES: usize = 1 << 30;
 
 /// The most rows one recursive WITH query may produce: a query that never stops must not take
 /// the server's memory (PostgreSQL would run until it runs out, or until it is cancelled).
@@ -150,6 +160,14 @@ pub fn value_type(v: &Value) -> DataType {
 }
 
 impl Ctx<'_> {
+    /// [`Error::StatementTimeout`] once the statement's deadline has passed.
+    fn check_deadline(&self) -> Result<()> {
+        match self.deadline {
+            Some(d) if std::time::Instant::now() >= d => Err(Error::StatementTimeout),
+            _ => Ok(()),
+        }
+    }
+
     /// Runs a plan to completion.
     pub fn run(&mut self, plan: &Plan) -> Result<Vec<Vec<Value>>> {
         match plan {
@@ -196,7 +214,19 @@ impl Ctx<'_> {
             Plan::NestedLoop { left, right, kind, on, right_width } => {
                 let lrows = self.run(left)?;
                 let mut out = Vec::new();
+                let width = lrows.first().map_or(0, Vec::len) + right_width;
+                let row_bytes = 48 + width * std::mem::size_of::<Value>();
                 for l in lrows {
+                    self.check_deadline()?;
+                    if out.len().saturating_mul(row_bytes) > MAX_JOIN_BYTES {
+                        return Err(Error::ProgramLimitExceeded {
+                            message: format!(
+                                "a join's result exceeded {} MB (Aspen keeps intermediate \
+                                 results in memory)",
+                                MAX_JOIN_BYTES >> 20
+                            ),
+                        });
+                    }
                     self.outer.push(l.clone());
                     let rrows = self.run(right);
                     self.outer.pop();
@@ -332,6 +362,7 @@ impl Ctx<'_> {
                 let mut out = fresh(self.run(anchor)?);
                 let mut step = out.clone();
                 while !step.is_empty() && out.len() < goal {
+                    self.check_deadline()?;
                     self.recursion.working.insert(*id, step);
                     let rows = self.run(recursive);
                     self.recursion.working.remove(id);

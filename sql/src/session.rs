@@ -1052,6 +1052,12 @@ impl Session {
         OwnedEnv { user: self.user.clone(), database: self.database.clone(), zone: self.zone }
     }
 
+    /// When a statement starting now must stop: `statement_timeout` from now, if set.
+    fn statement_deadline(&self) -> Option<std::time::Instant> {
+        let ms = self.setting("statement_timeout").and_then(|v| duration_ms(&v).ok())?;
+        (ms > 0).then(|| std::time::Instant::now() + std::time::Duration::from_millis(ms))
+    }
+
     /// The value of a server parameter for this session: the session's own value, else the
     /// server's, else the built-in default.
     pub fn setting(&self, name: &str) -> Option<String> {
@@ -1868,6 +1874,7 @@ impl Session {
             env: self.env(now),
             sequences: Some(self),
             recursion: Default::default(),
+            deadline: self.statement_deadline(),
         };
         match stmt {
             Statement::Query(q) => {
@@ -2461,6 +2468,7 @@ impl Session {
                         env: owned.env(now()),
                         sequences: None,
                         recursion: Default::default(),
+                        deadline: None,
                     };
                     let rows = ctx.run(&query.plan)?;
                     let n = rows.len();
@@ -2802,6 +2810,7 @@ impl Session {
                         env: owned.env(now()),
                         sequences: None,
                         recursion: Default::default(),
+                        deadline: None,
                     };
                     for (_, bytes) in rows {
                         let row = types::decode_row(&bytes, &types)?;
@@ -2843,6 +2852,7 @@ impl Session {
                 env: self.env(now()),
                 sequences: None,
                 recursion: Default::default(),
+                deadline: None,
             };
             ctx.eval(e, &[])?
         };
@@ -3106,8 +3116,58 @@ pub fn time_zone_setting(v: &str) -> Option<String> {
     types::Zone::from_setting(v).map(|(_, canonical)| canonical)
 }
 
+/// A time setting (`statement_timeout`, `lock_timeout`, …) in milliseconds, read as
+/// PostgreSQL reads it: a number of milliseconds, or a number with a unit (`us`, `ms`, `s`,
+/// `min`, `h`, `d`), rounded to whole milliseconds; 0 turns it off. `Err` holds the rejected
+/// value in milliseconds when it is out of range (`None` when it does not parse).
+fn duration_ms(v: &str) -> std::result::Result<u64, Option<f64>> {
+    let v = v.trim();
+    let split = v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len());
+    let (number, unit) = (v[..split].trim(), v[split..].trim());
+    let n: f64 = number.parse().map_err(|_| None)?;
+    let scale = match unit {
+        "" | "ms" => 1.0,
+        "us" => 0.001,
+        "s" => 1_000.0,
+        "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => return Err(None),
+    };
+    let ms = (n * scale).round();
+    if !ms.is_finite() || !(0.0..=i32::MAX as f64).contains(&ms) {
+        return Err(Some(ms));
+    }
+    Ok(ms as u64)
+}
+
+/// A time setting as `SHOW` gives it back: in the largest unit that divides it (`1500ms`,
+/// `90s`, `2min`), `0` when off.
+fn duration_setting(ms: u64) -> String {
+    if ms == 0 {
+        return "0".into();
+    }
+    let units = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "min"), (1_000, "s"), (1, "ms")];
+    let (size, unit) = units.iter().find(|(size, _)| ms.is_multiple_of(*size)).expect("ms divides");
+    format!("{}{unit}", ms / size)
+}
+
 fn validate_setting(name: &str, v: &str) -> Result<String> {
     match name {
+        "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
+            match duration_ms(v) {
+                Ok(ms) => Ok(duration_setting(ms)),
+                Err(Some(ms)) => Err(Error::InvalidParameterValue {
+                    message: format!(
+                        "{ms} ms is outside the valid range for parameter \"{name}\" (0 .. {})",
+                        i32::MAX
+                    ),
+                }),
+                Err(None) => Err(Error::InvalidParameterValue {
+                    message: format!("invalid value for parameter \"{name}\": \"{v}\""),
+                }),
+            }
+        }
         "TimeZone" => time_zone_setting(v).ok_or_else(|| Error::InvalidParameterValue {
             message: format!("invalid value for parameter \"TimeZone\": \"{v}\""),
         }),
@@ -3193,6 +3253,7 @@ fn deferred_update(
             env: owned.env(now),
             sequences: None,
             recursion: Default::default(),
+            deadline: None,
         };
         let mut new = old.clone();
         for (col, e) in sets.iter() {

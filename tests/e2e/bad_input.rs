@@ -196,6 +196,25 @@ async fn deeply_nested_expression_is_handled() {
     assert_healthy(&mut b, "50000 nested NOTs").await;
 }
 
+/// A join that multiplies its inputs (here a cross product of 10^10 rows) fails with 54000
+/// once its result passes `sql::exec::MAX_JOIN_BYTES`, instead of taking the server's memory
+/// until the kernel kills it. Aspen only: PostgreSQL spills to disk and would run for hours.
+#[tokio::test]
+async fn a_join_that_multiplies_its_inputs_stops_at_its_memory_limit() {
+    let Some(mut b) = start() else { return };
+    if !matches!(b, Backend::Aspen(_)) {
+        return;
+    }
+    let client = b.connect().await;
+    let sql = "SELECT count(*) FROM generate_series(1, 100000) a, generate_series(1, 100000) b";
+    let err = tokio::time::timeout(Duration::from_secs(120), client.simple_query(sql))
+        .await
+        .expect("the cross product got no answer")
+        .expect_err("a cross product of 10^10 rows");
+    assert_eq!(err.code().map(|c| c.code()), Some("54000"), "{err:?}");
+    assert_healthy(&mut b, "a join past its memory limit").await;
+}
+
 /// Parse + Bind + Execute + Sync for `SELECT $1::int + 1` with the given Bind body parts.
 fn bind_sequence(param_formats: &[u16], params: &[Option<&[u8]>]) -> Vec<u8> {
     let mut parse = cstr("");
