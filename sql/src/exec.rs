@@ -7,6 +7,7 @@ mod to_char;
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
+use std::sync::Arc;
 
 use catalog::{DataType, Table};
 use chrono::NaiveDateTime;
@@ -38,10 +39,15 @@ pub struct Ctx<'a> {
     pub sequences: Option<&'a dyn Sequences>,
     /// Recursive WITH queries being evaluated.
     pub recursion: Recursion,
-    /// When the statement must stop (`statement_timeout`), checked between the rows of a
-    /// join's outer side and the steps of a recursive query: the loops whose time the data
-    /// does not bound.
+    /// When the statement must stop (`statement_timeout`), checked whenever a plan starts to
+    /// run (a join's inner side for each outer row, a subquery for each row that evaluates
+    /// it), between the rows of a join's outer side and the steps of a recursive query: the
+    /// loops whose time the data does not bound.
     pub deadline: Option<std::time::Instant>,
+    /// The rows of the statement's uncorrelated subqueries, run once each (PostgreSQL's
+    /// initplans), by the address of their plan; `None` for a subquery that reads the row
+    /// evaluating it and runs again for each.
+    pub initplans: HashMap<usize, Option<Arc<Vec<Vec<Value>>>>>,
 }
 
 /// The state of recursive WITH queries ([`Plan::RecursiveUnion`]) during a statement.
@@ -170,6 +176,8 @@ impl Ctx<'_> {
 
     /// Runs a plan to completion.
     pub fn run(&mut self, plan: &Plan) -> Result<Vec<Vec<Value>>> {
+        // Every run of a join's inner side or of a subquery passes here.
+        self.check_deadline()?;
         match plan {
             Plan::Values { rows, .. } => {
                 let mut out = Vec::with_capacity(rows.len());
@@ -1107,41 +1115,45 @@ impl Ctx<'_> {
         Ok(keyed.into_iter().map(|(_, r)| r).collect())
     }
 
+    /// The rows of subquery `plan` evaluated for `row`: an uncorrelated one runs once per
+    /// statement and its rows are kept ([`Ctx::initplans`]); a correlated one runs with `row`
+    /// as its nearest enclosing row.
+    fn subquery_rows(&mut self, plan: &Plan, row: &[Value]) -> Result<Arc<Vec<Vec<Value>>>> {
+        let key = plan as *const Plan as usize;
+        let once = match self.initplans.get(&key) {
+            Some(Some(rows)) => return Ok(rows.clone()),
+            Some(None) => false,
+            None => crate::bind::uncorrelated(plan),
+        };
+        self.outer.push(row.to_vec());
+        let rows = self.run(plan);
+        self.outer.pop();
+        let rows = Arc::new(rows?);
+        self.initplans.insert(key, once.then(|| rows.clone()));
+        Ok(rows)
+    }
+
     /// Evaluates an expression over `row`.
     pub fn eval(&mut self, e: &Expr, row: &[Value]) -> Result<Value> {
         match e {
             Expr::Subquery(plan) => {
-                self.outer.push(row.to_vec());
-                let rows = self.run(plan);
-                self.outer.pop();
-                let rows = rows?;
+                let rows = self.subquery_rows(plan, row)?;
                 if rows.len() > 1 {
                     return Err(Error::CardinalityViolation {
                         message: "more than one row returned by a subquery used as an expression"
                             .into(),
                     });
                 }
-                Ok(rows
-                    .into_iter()
-                    .next()
-                    .and_then(|r| r.into_iter().next())
-                    .unwrap_or(Value::Null))
+                Ok(rows.first().and_then(|r| r.first()).cloned().unwrap_or(Value::Null))
             }
             Expr::Exists(plan, negated) => {
-                self.outer.push(row.to_vec());
-                let rows = self.run(plan);
-                self.outer.pop();
-                Ok(Value::Bool(rows?.is_empty() == *negated))
+                let rows = self.subquery_rows(plan, row)?;
+                Ok(Value::Bool(rows.is_empty() == *negated))
             }
             Expr::InSubquery(x, plan, negated) => {
                 let v = self.eval(x, row)?;
-                self.outer.push(row.to_vec());
-                let rows = self.run(plan);
-                self.outer.pop();
-                let rows = rows?;
-                let candidates: Vec<Value> =
-                    rows.into_iter().filter_map(|r| r.into_iter().next()).collect();
-                Ok(in_list(&v, candidates.iter(), *negated))
+                let rows = self.subquery_rows(plan, row)?;
+                Ok(in_list(&v, rows.iter().filter_map(|r| r.first()), *negated))
             }
             Expr::Func(f @ (Func::NextVal | Func::CurrVal | Func::SetVal), args) => {
                 let mut vals = Vec::with_capacity(args.len());

@@ -1875,6 +1875,7 @@ impl Session {
             sequences: Some(self),
             recursion: Default::default(),
             deadline: self.statement_deadline(),
+            initplans: Default::default(),
         };
         match stmt {
             Statement::Query(q) => {
@@ -2469,6 +2470,7 @@ impl Session {
                         sequences: None,
                         recursion: Default::default(),
                         deadline: None,
+                        initplans: Default::default(),
                     };
                     let rows = ctx.run(&query.plan)?;
                     let n = rows.len();
@@ -2811,6 +2813,7 @@ impl Session {
                         sequences: None,
                         recursion: Default::default(),
                         deadline: None,
+                        initplans: Default::default(),
                     };
                     for (_, bytes) in rows {
                         let row = types::decode_row(&bytes, &types)?;
@@ -2853,6 +2856,7 @@ impl Session {
                 sequences: None,
                 recursion: Default::default(),
                 deadline: None,
+                initplans: Default::default(),
             };
             ctx.eval(e, &[])?
         };
@@ -3254,6 +3258,7 @@ fn deferred_update(
             sequences: None,
             recursion: Default::default(),
             deadline: None,
+            initplans: Default::default(),
         };
         let mut new = old.clone();
         for (col, e) in sets.iter() {

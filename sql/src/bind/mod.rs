@@ -17,7 +17,7 @@ use catalog::{DataType, Snapshot, Table};
 use sqlparser::ast::{self as ast, Ident, ObjectName, ObjectNamePart, Spanned};
 
 pub use ddl::{Command, CreateTable, IndexSpec, SetValue};
-pub(crate) use select::{row_local, walk as walk_expr};
+pub(crate) use select::{row_local, uncorrelated, walk as walk_expr};
 
 use crate::error::{Error, Result, Span};
 use crate::plan::Statement as PlanStatement;

@@ -2112,6 +2112,28 @@ fn map_expr_top_down(e: &Expr, f: &mut dyn FnMut(&Expr) -> Option<Expr>) -> Expr
     }
 }
 
+/// Whether a subquery gives the same rows for every row that evaluates it within a statement,
+/// so that it runs once (PostgreSQL's initplan): it reads no enclosing row and no recursive
+/// query's working table, which changes from step to step.
+pub(crate) fn uncorrelated(p: &Plan) -> bool {
+    !plan_has_outer(p) && !reads_working_table(p)
+}
+
+fn reads_working_table(p: &Plan) -> bool {
+    if matches!(p, Plan::WorkingTable { .. }) {
+        return true;
+    }
+    let mut found = p.inputs().into_iter().any(reads_working_table);
+    visit_plan_exprs(p, &mut |e| {
+        walk(e, &mut |x| {
+            if let Expr::Subquery(q) | Expr::Exists(q, _) | Expr::InSubquery(_, q, _) = x {
+                found |= reads_working_table(q)
+            }
+        })
+    });
+    found
+}
+
 /// Does a subquery plan reference any enclosing row? Conservative: an outer reference at any
 /// depth, in any expression of the plan or of plans nested in it, counts.
 fn plan_has_outer(p: &Plan) -> bool {
