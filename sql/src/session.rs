@@ -2771,7 +2771,19 @@ impl Session {
                     if index.primary {
                         return Err(Error::unsupported("dropping a PRIMARY KEY constraint"));
                     }
-                    self.stage(catalog::Ddl::DropIndex(index.id))?;
+                    // A foreign key that needs the index: PostgreSQL's words for the constraint.
+                    self.stage(catalog::Ddl::DropIndex(index.id)).map_err(|e| match e {
+                        Error::DependentObjects { detail, .. } => Error::DependentObjects {
+                            message: format!(
+                                "cannot drop constraint {name} on table {} because other \
+                                 objects depend on it",
+                                table.name
+                            ),
+                            detail,
+                        }
+                        .with_hint("Use DROP ... CASCADE to drop the dependent objects too."),
+                        other => other,
+                    })?;
                     self.pending_ddl().dropped.push(EngineObject::Index(table.id, index.id));
                     return Ok(Output::tag(Tag::new("ALTER TABLE")));
                 }
