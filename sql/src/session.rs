@@ -451,6 +451,12 @@ impl Output {
         self.notices.push(Notice { severity, code, message });
         self
     }
+
+    /// DROP … IF EXISTS of something missing: PostgreSQL's notice, `missing` being e.g.
+    /// `index "i" does not exist`.
+    fn skipping(self, missing: &str) -> Output {
+        self.with_notice("NOTICE", "00000", format!("{missing}, skipping"))
+    }
 }
 
 /// A prepared statement: parsed, bound and planned; cheap to clone (`Arc`).
@@ -805,6 +811,8 @@ pub struct Session {
     database: Arc<str>,
     /// The `TimeZone` setting, resolved.
     zone: types::Zone,
+    /// The `statement_timeout` setting, resolved (`None` when off).
+    statement_timeout: Option<std::time::Duration>,
     log_buffer: usize,
     /// Durability waits of commits whose results are still held (see [`Session::take_acks`]).
     pending_acks: Vec<wal::Ticket>,
@@ -996,6 +1004,7 @@ impl Session {
             user: "postgres".into(),
             database: "postgres".into(),
             zone: types::Zone::UTC,
+            statement_timeout: None,
             log_buffer,
             pending_acks: Vec::new(),
             defer_acks: false,
@@ -1023,7 +1032,7 @@ impl Session {
                 }
             }
         }
-        s.refresh_zone();
+        s.refresh_settings();
         if !params.iter().any(|(k, _)| k == "database") {
             s.database = s.user.clone();
         }
@@ -1031,10 +1040,13 @@ impl Session {
         s
     }
 
-    /// Resolves the `TimeZone` setting again (after any change to the settings).
-    fn refresh_zone(&mut self) {
+    /// Resolves the settings statements read (`TimeZone`, `statement_timeout`) again, after any
+    /// change to the settings, so that no statement parses them.
+    fn refresh_settings(&mut self) {
         let setting = self.setting("TimeZone").unwrap_or_default();
         self.zone = types::Zone::from_setting(&setting).map_or(types::Zone::UTC, |(z, _)| z);
+        let timeout = self.setting("statement_timeout").and_then(|v| duration_ms(&v).ok());
+        self.statement_timeout = timeout.filter(|&ms| ms > 0).map(std::time::Duration::from_millis);
     }
 
     /// The session's time zone.
@@ -1054,8 +1066,7 @@ impl Session {
 
     /// When a statement starting now must stop: `statement_timeout` from now, if set.
     fn statement_deadline(&self) -> Option<std::time::Instant> {
-        let ms = self.setting("statement_timeout").and_then(|v| duration_ms(&v).ok())?;
-        (ms > 0).then(|| std::time::Instant::now() + std::time::Duration::from_millis(ms))
+        self.statement_timeout.map(|t| std::time::Instant::now() + t)
     }
 
     /// The value of a server parameter for this session: the session's own value, else the
@@ -1405,7 +1416,7 @@ impl Session {
         }
         if let Some(saved) = open.saved_settings {
             self.settings = saved;
-            self.refresh_zone();
+            self.refresh_settings();
         }
         drop(open.txn);
     }
@@ -2179,7 +2190,7 @@ impl Session {
                     let user = self.user.to_string();
                     self.settings.clear();
                     self.settings.insert("session_authorization", user);
-                    self.refresh_zone();
+                    self.refresh_settings();
                     Ok(Output::tag(Tag::new("RESET")))
                 }
                 Some(n) => {
@@ -2331,7 +2342,7 @@ impl Session {
                 self.settings.insert(g.name, v);
             }
         }
-        self.refresh_zone();
+        self.refresh_settings();
         let mut out = Output::tag(Tag::new("SET"));
         if g.report {
             out.parameter_status
@@ -2439,11 +2450,7 @@ impl Session {
                             .with_hint("Use DROP TABLE to remove a table."))
                         }
                         None if *if_exists => {
-                            out = out.with_notice(
-                                "NOTICE",
-                                "00000",
-                                format!("view \"{n}\" does not exist, skipping"),
-                            );
+                            out = out.skipping(&format!("view \"{n}\" does not exist"));
                         }
                         None => return Err(Error::UndefinedView { name: n.clone() }),
                     }
@@ -2542,11 +2549,7 @@ impl Session {
                             .with_hint("Use DROP TABLE to remove a table."))
                         }
                         None if *if_exists => {
-                            out = out.with_notice(
-                                "NOTICE",
-                                "00000",
-                                format!("sequence \"{n}\" does not exist, skipping"),
-                            );
+                            out = out.skipping(&format!("sequence \"{n}\" does not exist"));
                         }
                         None => return Err(Error::UndefinedSequence { name: n.clone() }),
                     }
@@ -2612,11 +2615,7 @@ impl Session {
                         }
                         Some(t) => tables.push(t.clone()),
                         None if *if_exists => {
-                            out = out.with_notice(
-                                "NOTICE",
-                                "00000",
-                                format!("table \"{n}\" does not exist, skipping"),
-                            );
+                            out = out.skipping(&format!("table \"{n}\" does not exist"));
                         }
                         None => return Err(Error::UndefinedTable { name: n.clone(), span: None }),
                     }
@@ -2677,11 +2676,7 @@ impl Session {
                             self.pending_ddl().dropped.push(EngineObject::Index(t.id, i.id));
                         }
                         None if *if_exists => {
-                            out = out.with_notice(
-                                "NOTICE",
-                                "00000",
-                                format!("index \"{n}\" does not exist, skipping"),
-                            );
+                            out = out.skipping(&format!("index \"{n}\" does not exist"));
                         }
                         None => {
                             return Err(Error::UndefinedObject {
@@ -2795,11 +2790,7 @@ impl Session {
                         table.name
                     );
                     if *if_exists {
-                        return Ok(Output::tag(Tag::new("ALTER TABLE")).with_notice(
-                            "NOTICE",
-                            "00000",
-                            format!("{missing}, skipping"),
-                        ));
+                        return Ok(Output::tag(Tag::new("ALTER TABLE")).skipping(&missing));
                     }
                     return Err(Error::UndefinedObject { message: missing });
                 }

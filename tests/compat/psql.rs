@@ -164,6 +164,17 @@ async fn describe_commands_print_as_postgresql() {
     }
 }
 
+/// Runs `script` with `psql -q -f -` and checks that psql printed each of `expected` (an
+/// error with its DETAIL lines) on stderr.
+async fn assert_script_errors(b: &Backend, script: &str, expected: &[String]) {
+    let mut cmd = psql(b);
+    cmd.args(["-q", "-f", "-"]);
+    let out = run(cmd, Some(script)).await;
+    for e in expected {
+        assert!(out.stderr.contains(e.as_str()), "{e:?} missing on {}: {}", b.name(), out.stderr);
+    }
+}
+
 /// Errors as psql shows them with their DETAIL and HINT lines (PostgreSQL 15's text): a DROP
 /// that other objects depend on, a value for a GENERATED ALWAYS column, an unknown function.
 #[tokio::test]
@@ -217,12 +228,9 @@ async fn not_null_errors_say_which_row_and_column() {
         ALTER TABLE nulls ADD COLUMN c int NOT NULL;\n\
         ALTER TABLE nulls ADD PRIMARY KEY (a);\n\
         DROP TABLE nn, nulls;\n";
-    let mut cmd = psql(&b);
-    cmd.args(["-q", "-f", "-"]);
-    let out = run(cmd, Some(script)).await;
     let violates =
         "ERROR:  null value in column \"a\" of relation \"nn\" violates not-null constraint";
-    for expected in [
+    let expected: [String; 6] = [
         format!(
             "{violates}\nDETAIL:  Failing row contains (null, {}..., 1.01, ab).\n",
             "é".repeat(32)
@@ -233,14 +241,8 @@ async fn not_null_errors_say_which_row_and_column() {
         format!("{violates}\nDETAIL:  Failing row contains (null, ok, null, null).\n"),
         "ERROR:  column \"c\" of relation \"nulls\" contains null values\n".into(),
         "ERROR:  column \"a\" of relation \"nulls\" contains null values\n".into(),
-    ] {
-        assert!(
-            out.stderr.contains(&expected),
-            "{expected:?} missing on {}: {}",
-            b.name(),
-            out.stderr
-        );
-    }
+    ];
+    assert_script_errors(&b, script, &expected).await;
 }
 
 /// CHECK violations as psql shows them: the constraint PostgreSQL names (`<table>_<column>_check`
@@ -263,13 +265,10 @@ async fn check_errors_name_the_constraint_and_the_row() {
         ALTER TABLE ck ADD CHECK (a > 1);\n\
         ALTER TABLE ck ADD COLUMN c int DEFAULT 0 CHECK (c > 0);\n\
         DROP TABLE ck;\n";
-    let mut cmd = psql(&b);
-    cmd.args(["-q", "-f", "-"]);
-    let out = run(cmd, Some(script)).await;
     let violates = |name: &str| {
         format!("ERROR:  new row for relation \"ck\" violates check constraint \"{name}\"\n")
     };
-    for expected in [
+    let expected: [String; 7] = [
         format!("{}DETAIL:  Failing row contains (0, x).\n", violates("ck_a_check")),
         format!("{}DETAIL:  Failing row contains (10, x).\n", violates("ck_a_check1")),
         format!("{}DETAIL:  Failing row contains (5, x).\n", violates("ck_check")),
@@ -279,14 +278,8 @@ async fn check_errors_name_the_constraint_and_the_row() {
             .into(),
         "ERROR:  check constraint \"ck_c_check\" of relation \"ck\" is violated by some row\n"
             .into(),
-    ] {
-        assert!(
-            out.stderr.contains(&expected),
-            "{expected:?} missing on {}: {}",
-            b.name(),
-            out.stderr
-        );
-    }
+    ];
+    assert_script_errors(&b, script, &expected).await;
 }
 
 #[tokio::test]
