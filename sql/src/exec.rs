@@ -165,7 +165,43 @@ pub fn value_type(v: &Value) -> DataType {
     }
 }
 
+/// `54000` once a join's result of `rows` rows of `row_bytes` each passes [`MAX_JOIN_BYTES`].
+fn check_join_size(rows: usize, row_bytes: usize) -> Result<()> {
+    if rows.saturating_mul(row_bytes) > MAX_JOIN_BYTES {
+        return Err(Error::ProgramLimitExceeded {
+            message: format!(
+                "a join's result exceeded {} MB (Aspen keeps intermediate results in memory)",
+                MAX_JOIN_BYTES >> 20
+            ),
+        });
+    }
+    Ok(())
+}
+
 impl Ctx<'_> {
+    /// A hash join's key of `row`: `keys` evaluated and encoded so that two keys are the same
+    /// bytes exactly when every pair of values is `=` ([`types::encode_key_as`]: integers of
+    /// any width alike, numerics by value, `char(n)` without trailing spaces). `false`, and no
+    /// key, if a value is NULL.
+    fn hash_key(
+        &mut self,
+        keys: &[Expr],
+        bpchar: &[bool],
+        row: &[Value],
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        out.clear();
+        for (k, &char_n) in keys.iter().zip(bpchar) {
+            let v = self.eval(k, row)?;
+            if matches!(v, Value::Null) {
+                return Ok(false);
+            }
+            let ty = if char_n { DataType::Char(1) } else { DataType::Text };
+            types::encode_key_as(std::slice::from_ref(&v), std::slice::from_ref(&ty), out);
+        }
+        Ok(true)
+    }
+
     /// [`Error::StatementTimeout`] once the statement's deadline has passed.
     fn check_deadline(&self) -> Result<()> {
         match self.deadline {
@@ -226,15 +262,7 @@ impl Ctx<'_> {
                 let row_bytes = 48 + width * std::mem::size_of::<Value>();
                 for l in lrows {
                     self.check_deadline()?;
-                    if out.len().saturating_mul(row_bytes) > MAX_JOIN_BYTES {
-                        return Err(Error::ProgramLimitExceeded {
-                            message: format!(
-                                "a join's result exceeded {} MB (Aspen keeps intermediate \
-                                 results in memory)",
-                                MAX_JOIN_BYTES >> 20
-                            ),
-                        });
-                    }
+                    check_join_size(out.len(), row_bytes)?;
                     self.outer.push(l.clone());
                     let rrows = self.run(right);
                     self.outer.pop();
@@ -249,6 +277,60 @@ impl Ctx<'_> {
                         }
                         matched = true;
                         out.push(row);
+                    }
+                    if !matched && *kind == JoinKind::Left {
+                        let mut row = l;
+                        row.extend(std::iter::repeat_n(Value::Null, *right_width));
+                        out.push(row);
+                    }
+                }
+                Ok(out)
+            }
+            Plan::HashJoin {
+                left,
+                right,
+                kind,
+                left_keys,
+                right_keys,
+                bpchar,
+                on,
+                right_width,
+            } => {
+                let lrows = self.run(left)?;
+                if lrows.is_empty() {
+                    return Ok(lrows);
+                }
+                let rrows = self.run(right)?;
+                // Right rows by key; a key with a NULL meets no row.
+                let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+                let mut key = Vec::new();
+                for (i, r) in rrows.iter().enumerate() {
+                    if self.hash_key(right_keys, bpchar, r, &mut key)? {
+                        table.entry(std::mem::take(&mut key)).or_default().push(i);
+                    }
+                }
+                let width = lrows[0].len() + right_width;
+                let row_bytes = 48 + width * std::mem::size_of::<Value>();
+                let mut out = Vec::new();
+                for (n, l) in lrows.into_iter().enumerate() {
+                    if n % 1024 == 0 {
+                        self.check_deadline()?;
+                    }
+                    check_join_size(out.len(), row_bytes)?;
+                    let mut matched = false;
+                    if self.hash_key(left_keys, bpchar, &l, &mut key)? {
+                        for &i in table.get(&key).map_or(&[][..], Vec::as_slice) {
+                            let mut row = Vec::with_capacity(width);
+                            row.extend_from_slice(&l);
+                            row.extend_from_slice(&rrows[i]);
+                            if let Some(p) = on {
+                                if self.eval(p, &row)? != Value::Bool(true) {
+                                    continue;
+                                }
+                            }
+                            matched = true;
+                            out.push(row);
+                        }
                     }
                     if !matched && *kind == JoinKind::Left {
                         let mut row = l;

@@ -790,7 +790,7 @@ impl Gen {
             // Joins.
             3 | 4 => {
                 self.set_scope(true, true);
-                let from = match self.rng.gen_range(0..6) {
+                let from = match self.rng.gen_range(0..10) {
                     0 => "t JOIN u ON u.t_id = t.id".to_string(),
                     1 => "t LEFT JOIN u ON u.t_id = t.id".to_string(),
                     // An ON condition beyond the key: for a LEFT JOIN it filters u's rows, not
@@ -807,6 +807,17 @@ impl Gen {
                             "t LEFT JOIN (SELECT u.t_id, {f} AS agg FROM u GROUP BY u.t_id) AS g ON g.t_id = t.id"
                         )
                     }
+                    // Keys no index serves (hash joins): across integer widths, text with
+                    // more conditions, numeric against int, and a third item, joined by no
+                    // condition, written between the two that are.
+                    5 => "t JOIN u ON u.a = t.b".to_string(),
+                    6 => {
+                        let join = self.pick(&["JOIN", "LEFT JOIN"]);
+                        let on = self.predicate(1);
+                        format!("t {join} u ON u.s = t.s AND {on}")
+                    }
+                    7 => "u JOIN t ON t.n = u.a".to_string(),
+                    8 => "t, (SELECT 1 AS one) AS z, u".to_string(),
                     _ => "t, u".to_string(),
                 };
                 if from.contains("AS g") {
@@ -823,6 +834,8 @@ impl Gen {
                 let mut filter = self.predicate(2);
                 if from == "t, u" {
                     filter = format!("t.a = u.a AND {filter}");
+                } else if from.contains("AS z") {
+                    filter = format!("t.a = u.a AND z.one = 1 AND {filter}");
                 }
                 let (order, ordered) = self.order_limit(n);
                 (format!("SELECT {} FROM {from} WHERE {filter}{order}", list.join(", ")), ordered)

@@ -1536,9 +1536,114 @@ fn shift_to_inner(e: Expr, offset: usize) -> Expr {
     })
 }
 
-/// Builds a left-deep nested-loop tree, pushing each conjunct down to the first item where all
+/// Builds the join of the FROM items ([`build_left_deep`]), first reordering inner-joined
+/// items so that each is joined on a condition where the written order would join it to the
+/// items before it with none ([`join_order`]). The reordered join's columns are put back in
+/// the written order.
+fn build_join_tree(
+    mut items: Vec<FromItem>,
+    mut conjuncts: Vec<Expr>,
+    scope: &Scope,
+) -> Result<Plan> {
+    let order = join_order(&items, &conjuncts);
+    if order.iter().enumerate().all(|(i, &j)| i == j) {
+        return build_left_deep(items, conjuncts, scope);
+    }
+    // Column `c` of the written order is column `new_col[c]` of the new one.
+    let mut offsets = Vec::with_capacity(items.len());
+    let mut off = 0;
+    for it in &items {
+        offsets.push(off);
+        off += it.width;
+    }
+    let mut new_col = vec![0; off];
+    let mut next = 0;
+    for &j in &order {
+        for c in offsets[j]..offsets[j] + items[j].width {
+            new_col[c] = next;
+            next += 1;
+        }
+    }
+    let remap = |e: Expr| {
+        map_expr(e, &mut |x| match x {
+            Expr::Column(c) => Expr::Column(new_col[c]),
+            other => other,
+        })
+    };
+    // Every item is an inner join: its ON conditions are conditions of the whole join.
+    for it in &mut items {
+        conjuncts.append(&mut it.on);
+    }
+    let conjuncts = conjuncts.into_iter().map(remap).collect();
+    let mut reordered = Scope { columns: Vec::with_capacity(off) };
+    for &j in &order {
+        reordered
+            .columns
+            .extend_from_slice(&scope.columns[offsets[j]..offsets[j] + items[j].width]);
+    }
+    let mut slots: Vec<Option<FromItem>> = items.into_iter().map(Some).collect();
+    let items = order.iter().map(|&j| slots[j].take().expect("each item once")).collect();
+    let plan = build_left_deep(items, conjuncts, &reordered)?;
+    Ok(Plan::Project {
+        input: Box::new(plan),
+        exprs: new_col.iter().map(|&c| Expr::Column(c)).collect(),
+    })
+}
+
+/// The order in which to join FROM items: as written, unless every item is an inner join and
+/// the written order would join an item to those before it with no condition between them (a
+/// cross product) while a later item has one. Then, greedily from the first item, the next item
+/// is the first (in written order) that some condition, over it and the items already placed,
+/// joins to them; failing that, the first left.
+fn join_order(items: &[FromItem], conjuncts: &[Expr]) -> Vec<usize> {
+    let identity: Vec<usize> = (0..items.len()).collect();
+    if items.len() < 3 || items.iter().any(|it| it.kind != JoinKind::Inner) {
+        return identity;
+    }
+    let mut offsets = Vec::with_capacity(items.len());
+    let mut off = 0;
+    for it in items {
+        offsets.push(off);
+        off += it.width;
+    }
+    let item_of = |col: usize| offsets.iter().rposition(|o| *o <= col).unwrap_or(0);
+    // The items each condition reads (conditions with subqueries are applied last anyway).
+    let conds: Vec<Vec<usize>> = conjuncts
+        .iter()
+        .chain(items.iter().flat_map(|it| &it.on))
+        .filter(|c| !contains_subquery(c))
+        .map(|c| {
+            let mut read = Vec::new();
+            walk(c, &mut |x| {
+                if let Expr::Column(col) = x {
+                    let i = item_of(*col);
+                    if !read.contains(&i) {
+                        read.push(i);
+                    }
+                }
+            });
+            read
+        })
+        .collect();
+    let joins = |j: usize, placed: &[usize]| {
+        conds.iter().any(|read| {
+            read.contains(&j)
+                && read.iter().any(|i| placed.contains(i))
+                && read.iter().all(|i| *i == j || placed.contains(i))
+        })
+    };
+    let mut placed = vec![0];
+    while placed.len() < items.len() {
+        let unplaced: Vec<usize> = (0..items.len()).filter(|j| !placed.contains(j)).collect();
+        let next = unplaced.iter().copied().find(|&j| joins(j, &placed)).unwrap_or(unplaced[0]);
+        placed.push(next);
+    }
+    placed
+}
+
+/// Builds a left-deep tree of joins, pushing each conjunct down to the first item where all
 /// its columns are available, and choosing key or range access for each table scan.
-fn build_join_tree(items: Vec<FromItem>, conjuncts: Vec<Expr>, _scope: &Scope) -> Result<Plan> {
+fn build_left_deep(items: Vec<FromItem>, conjuncts: Vec<Expr>, scope: &Scope) -> Result<Plan> {
     if items.is_empty() {
         let plan = Plan::Values { rows: vec![vec![]], width: 0 };
         return Ok(match and_all(conjuncts) {
@@ -1569,10 +1674,10 @@ fn build_join_tree(items: Vec<FromItem>, conjuncts: Vec<Expr>, _scope: &Scope) -
         }
     }
     let mut plan: Option<Plan> = None;
-    for (i, item) in items.into_iter().enumerate() {
+    for (i, mut item) in items.into_iter().enumerate() {
         let mut preds = std::mem::take(&mut pushed[i]);
         let mut on_top = Vec::new();
-        for c in item.on {
+        for c in std::mem::take(&mut item.on) {
             if contains_subquery(&c) {
                 on_top.push(c);
             } else {
@@ -1585,23 +1690,10 @@ fn build_join_tree(items: Vec<FromItem>, conjuncts: Vec<Expr>, _scope: &Scope) -
         let on =
             if item.kind == JoinKind::Left { and_all(std::mem::take(&mut on_top)) } else { None };
         let offset = offsets[i];
-        // The first item runs at this query's own level; later items run as the inner side of a
-        // nested loop, one level deeper.
-        let preds: Vec<Expr> = if i == 0 {
-            preds
-        } else {
-            preds.into_iter().map(|p| shift_to_inner(p, offset)).collect()
-        };
-        let right = attach_filter(item.plan, preds);
         plan = Some(match plan {
-            None => right,
-            Some(left) => Plan::NestedLoop {
-                left: Box::new(left),
-                right: Box::new(right),
-                kind: item.kind,
-                on,
-                right_width: item.width,
-            },
+            // The first item runs at this query's own level.
+            None => attach_filter(item.plan, preds),
+            Some(left) => join(left, item, preds, on, offset, scope),
         });
         let post: Vec<Expr> = std::mem::take(&mut after[i]).into_iter().chain(on_top).collect();
         if let Some(p) = and_all(post) {
@@ -1613,6 +1705,161 @@ fn build_join_tree(items: Vec<FromItem>, conjuncts: Vec<Expr>, _scope: &Scope) -
         Some(p) => Plan::Filter { input: Box::new(plan), predicate: p },
         None => plan,
     })
+}
+
+/// Joins FROM item `item`, whose columns start at `offset` of the combined row, to `left`, the
+/// join of the items before it. `preds` are the conditions over the combined row that decide
+/// which pairs of rows match, `on` a LEFT JOIN's conditions with subqueries.
+///
+/// A nested loop runs the item once per left row, under it: conditions on the left row become
+/// outer references, and a key or range lookup on the item's index can use them. When no
+/// lookup uses the left row but some condition is `left expression = item expression`, a hash
+/// join runs the item once instead, with only the conditions on its own columns.
+fn join(
+    left: Plan,
+    item: FromItem,
+    preds: Vec<Expr>,
+    on: Option<Expr>,
+    offset: usize,
+    scope: &Scope,
+) -> Plan {
+    let end = offset + item.width;
+    let mut inner = item.plan.clone();
+    deepen(&mut inner, 0);
+    let shifted = preds.iter().cloned().map(|p| shift_to_inner(p, offset)).collect();
+    let nested = attach_filter(inner, shifted);
+    let lookup_uses_left = match &nested {
+        Plan::Scan { access: Access::PointGet(keys), .. } => keys.iter().any(reads_outer_row),
+        Plan::Scan { access: Access::Range { eq, lo, hi, .. }, .. } => {
+            eq.iter().chain(lo.iter().chain(hi).map(|(e, _)| e)).any(reads_outer_row)
+        }
+        _ => false,
+    };
+    let (mut own, mut cross) = (Vec::new(), Vec::new());
+    let (mut left_keys, mut right_keys, mut bpchar) = (Vec::new(), Vec::new(), Vec::new());
+    if !lookup_uses_left {
+        for p in &preds {
+            if !references_columns_below(p, offset) {
+                own.push(map_expr(p.clone(), &mut |x| match x {
+                    Expr::Column(i) => Expr::Column(i - offset),
+                    other => other,
+                }));
+            } else if let Some((l, r)) = hash_key_pair(p, offset, end) {
+                bpchar.push(may_be_bpchar(l, scope) || may_be_bpchar(r, scope));
+                left_keys.push(l.clone());
+                right_keys.push(map_expr(r.clone(), &mut |x| match x {
+                    Expr::Column(i) => Expr::Column(i - offset),
+                    other => other,
+                }));
+            } else {
+                cross.push(p.clone());
+            }
+        }
+    }
+    if left_keys.is_empty() {
+        return Plan::NestedLoop {
+            left: Box::new(left),
+            right: Box::new(nested),
+            kind: item.kind,
+            on,
+            right_width: item.width,
+        };
+    }
+    cross.extend(on);
+    Plan::HashJoin {
+        left: Box::new(left),
+        right: Box::new(attach_filter(item.plan, own)),
+        kind: item.kind,
+        left_keys,
+        right_keys,
+        bpchar,
+        on: and_all(cross),
+        right_width: item.width,
+    }
+}
+
+/// Whether `e` reads the row a nested loop runs its inner side under (`Outer { depth: 0 }`).
+fn reads_outer_row(e: &Expr) -> bool {
+    let mut found = false;
+    walk(e, &mut |x| found |= matches!(x, Expr::Outer { depth: 0, .. }));
+    found
+}
+
+/// Whether `e` reads a column left of `offset`.
+fn references_columns_below(e: &Expr, offset: usize) -> bool {
+    let mut found = false;
+    walk(e, &mut |x| found |= matches!(x, Expr::Column(i) if *i < offset));
+    found
+}
+
+/// Whether `e` reads some column and only columns in `range`.
+fn reads_only(e: &Expr, range: std::ops::Range<usize>) -> bool {
+    let (mut any, mut all) = (false, true);
+    walk(e, &mut |x| {
+        if let Expr::Column(i) = x {
+            any = true;
+            all &= range.contains(i);
+        }
+    });
+    any && all
+}
+
+/// `left = right` with `left` over the columns before `offset` and `right` over those of the
+/// item at `offset..end`, both computed from their row alone: a hash join key pair.
+fn hash_key_pair(c: &Expr, offset: usize, end: usize) -> Option<(&Expr, &Expr)> {
+    let Expr::Cmp(CmpOp::Eq, a, b) = c else { return None };
+    if !row_local(a) || !row_local(b) {
+        return None;
+    }
+    if reads_only(a, 0..offset) && reads_only(b, offset..end) {
+        Some((a, b))
+    } else if reads_only(b, 0..offset) && reads_only(a, offset..end) {
+        Some((b, a))
+    } else {
+        None
+    }
+}
+
+/// Whether `e` may be of type `char(n)`, whose `=` ignores trailing spaces.
+fn may_be_bpchar(e: &Expr, scope: &Scope) -> bool {
+    match e {
+        Expr::Column(i) => {
+            matches!(scope.columns.get(*i).map(|c| c.data_type), Some(DataType::Char(_)))
+        }
+        Expr::Cast(_, ty, _) => matches!(ty, DataType::Char(_)),
+        Expr::Case(arms, els) => {
+            arms.iter().any(|(_, t)| may_be_bpchar(t, scope))
+                || els.as_ref().is_some_and(|e| may_be_bpchar(e, scope))
+        }
+        Expr::Coalesce(list) => list.iter().any(|x| may_be_bpchar(x, scope)),
+        Expr::NullIf(a, _) => may_be_bpchar(a, scope),
+        _ => false,
+    }
+}
+
+/// Makes a plan bound at some query level run one level deeper, as the inner side of a nested
+/// loop (under each left row): every reference it makes to a row outside it, at `level` or
+/// more levels up from where it is, gets one more level.
+fn deepen(p: &mut Plan, level: usize) {
+    for e in p.exprs_mut() {
+        deepen_expr(e, level);
+    }
+    let nested = matches!(p, Plan::NestedLoop { .. });
+    for (i, input) in p.inputs_mut().into_iter().enumerate() {
+        // A nested loop's inner side runs one level below the loop.
+        deepen(input, if nested && i == 1 { level + 1 } else { level });
+    }
+}
+
+fn deepen_expr(e: &mut Expr, level: usize) {
+    match e {
+        Expr::Outer { depth, .. } if *depth >= level => *depth += 1,
+        Expr::Subquery(q) | Expr::Exists(q, _) | Expr::InSubquery(_, q, _) => deepen(q, level + 1),
+        _ => {}
+    }
+    for c in e.children_mut() {
+        deepen_expr(c, level);
+    }
 }
 
 /// Adds predicates to a plan: into a Scan's filter (choosing its access path), else a Filter.
@@ -1820,8 +2067,8 @@ fn mark_for_update(plan: &mut Plan) -> Result<()> {
             *for_update = true;
             Ok(())
         }
-        Plan::Filter { input, .. } => mark_for_update(input),
-        Plan::NestedLoop { left, right, kind, .. } => {
+        Plan::Filter { input, .. } | Plan::Project { input, .. } => mark_for_update(input),
+        Plan::NestedLoop { left, right, kind, .. } | Plan::HashJoin { left, right, kind, .. } => {
             if *kind == JoinKind::Left {
                 return Err(Error::unsupported("FOR UPDATE on the nullable side of an outer join"));
             }
@@ -1873,7 +2120,10 @@ fn check_recursive_term(plan: &Plan, id: usize, name: &str) -> Result<()> {
     let mut stack = vec![plan];
     while let Some(p) = stack.pop() {
         let place = match p {
-            Plan::NestedLoop { right, kind: JoinKind::Left, .. } if reads(right, id) => {
+            Plan::NestedLoop { right, kind: JoinKind::Left, .. }
+            | Plan::HashJoin { right, kind: JoinKind::Left, .. }
+                if reads(right, id) =>
+            {
                 "within an outer join"
             }
             // PostgreSQL refuses it only as what EXCEPT removes.
@@ -2184,6 +2434,11 @@ fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
             visit_plan_exprs(left, f);
             visit_plan_exprs(right, f);
         }
+        Plan::HashJoin { left, right, left_keys, right_keys, on, .. } => {
+            left_keys.iter().chain(right_keys).chain(on).for_each(&mut *f);
+            visit_plan_exprs(left, f);
+            visit_plan_exprs(right, f);
+        }
         Plan::Aggregate { input, group_by, aggs, .. } => {
             group_by.iter().for_each(&mut *f);
             for a in aggs {
@@ -2252,7 +2507,9 @@ pub(crate) fn width_of(p: &Plan) -> usize {
         Plan::SetOp { left, .. } => width_of(left),
         Plan::Window { input, calls } => width_of(input) + calls.len(),
         Plan::Project { exprs, .. } => exprs.len(),
-        Plan::NestedLoop { left, right_width, .. } => width_of(left) + right_width,
+        Plan::NestedLoop { left, right_width, .. } | Plan::HashJoin { left, right_width, .. } => {
+            width_of(left) + right_width
+        }
         Plan::Aggregate { group_by, aggs, .. } => group_by.len() + aggs.len(),
         Plan::Truncate { width, .. } => *width,
     }

@@ -222,6 +222,24 @@ impl Plan {
                 left.fmt_tree(f, depth + 1)?;
                 right.fmt_tree(f, depth + 1)
             }
+            Plan::HashJoin { left, right, kind, left_keys, right_keys, on, .. } => {
+                let kind = match kind {
+                    JoinKind::Inner => "",
+                    JoinKind::Left => " Left Join",
+                };
+                writeln!(f, "{arrow}Hash Join{kind}")?;
+                let conds: Vec<String> = left_keys
+                    .iter()
+                    .zip(right_keys)
+                    .map(|(l, r)| format!("{} = inner.{}", expr(l, &position), expr(r, &position)))
+                    .collect();
+                writeln!(f, "{pad}      Hash Cond: {}", conds.join(" AND "))?;
+                if let Some(on) = on {
+                    writeln!(f, "{pad}      Join Filter: {}", expr(on, &position))?;
+                }
+                left.fmt_tree(f, depth + 1)?;
+                right.fmt_tree(f, depth + 1)
+            }
             Plan::Aggregate { input, group_by, aggs, sets } => {
                 let calls: Vec<String> =
                     aggs.iter()

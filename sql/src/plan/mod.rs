@@ -437,6 +437,27 @@ pub enum Plan {
         /// Width of the right side (for NULL padding in LEFT joins).
         right_width: usize,
     },
+    /// Hash join on equality keys: the right side runs once (it reads no left row), its rows
+    /// are hashed on `right_keys`, and each left row meets the right rows whose keys equal its
+    /// `left_keys` (a NULL key meets none, as `=` is never true for it).
+    HashJoin {
+        /// Left (probe) input.
+        left: Box<Plan>,
+        /// Right (build) input, at this node's level: it reads no left row.
+        right: Box<Plan>,
+        /// Join kind (LEFT keeps every left row).
+        kind: JoinKind,
+        /// Key expressions over the left row.
+        left_keys: Vec<Expr>,
+        /// Key expressions over the right row, pairwise `=` to `left_keys`.
+        right_keys: Vec<Expr>,
+        /// Per key, whether it compares as `char(n)` (trailing spaces ignored).
+        bpchar: Vec<bool>,
+        /// The rest of the join condition, over the concatenated row.
+        on: Option<Expr>,
+        /// Width of the right side (for NULL padding in LEFT joins).
+        right_width: usize,
+    },
     /// Group and aggregate: output = group keys ++ aggregate values.
     Aggregate {
         /// Input.
@@ -559,9 +580,9 @@ impl Plan {
     /// term).
     pub fn inputs(&self) -> Vec<&Plan> {
         match self {
-            Plan::NestedLoop { left, right, .. } | Plan::SetOp { left, right, .. } => {
-                vec![left, right]
-            }
+            Plan::NestedLoop { left, right, .. }
+            | Plan::HashJoin { left, right, .. }
+            | Plan::SetOp { left, right, .. } => vec![left, right],
             Plan::RecursiveUnion { anchor, recursive, .. } => vec![anchor, recursive],
             Plan::Filter { input, .. }
             | Plan::Project { input, .. }
@@ -575,6 +596,133 @@ impl Plan {
             | Plan::Scan { .. }
             | Plan::GenerateSeries { .. }
             | Plan::WorkingTable { .. } => vec![],
+        }
+    }
+
+    /// [`Plan::inputs`], to change them.
+    pub fn inputs_mut(&mut self) -> Vec<&mut Plan> {
+        match self {
+            Plan::NestedLoop { left, right, .. }
+            | Plan::HashJoin { left, right, .. }
+            | Plan::SetOp { left, right, .. } => vec![left, right],
+            Plan::RecursiveUnion { anchor, recursive, .. } => vec![anchor, recursive],
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Aggregate { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Distinct { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Window { input, .. }
+            | Plan::Truncate { input, .. } => vec![input],
+            Plan::Values { .. }
+            | Plan::Scan { .. }
+            | Plan::GenerateSeries { .. }
+            | Plan::WorkingTable { .. } => vec![],
+        }
+    }
+
+    /// The expressions this node holds itself (not its inputs'), to change them.
+    pub fn exprs_mut(&mut self) -> Vec<&mut Expr> {
+        fn agg(a: &mut AggCall) -> impl Iterator<Item = &mut Expr> {
+            a.arg
+                .iter_mut()
+                .chain(a.delimiter.iter_mut())
+                .chain(a.filter.iter_mut())
+                .chain(a.order_by.iter_mut().map(|k| &mut k.expr))
+                .chain(a.grouping.iter_mut())
+        }
+        match self {
+            Plan::Values { rows, .. } => rows.iter_mut().flatten().collect(),
+            Plan::Scan { access, filter, limit, .. } => {
+                let mut out: Vec<&mut Expr> = match access {
+                    Access::Full => vec![],
+                    Access::PointGet(keys) => keys.iter_mut().collect(),
+                    Access::Range { eq, lo, hi, .. } => eq
+                        .iter_mut()
+                        .chain(lo.iter_mut().map(|(e, _)| e))
+                        .chain(hi.iter_mut().map(|(e, _)| e))
+                        .collect(),
+                };
+                out.extend(filter.iter_mut().chain(limit.iter_mut()));
+                out
+            }
+            Plan::GenerateSeries { args, .. } => args.iter_mut().collect(),
+            Plan::Filter { predicate, .. } => vec![predicate],
+            Plan::Project { exprs, .. } => exprs.iter_mut().collect(),
+            Plan::NestedLoop { on, .. } => on.iter_mut().collect(),
+            Plan::HashJoin { left_keys, right_keys, on, .. } => {
+                left_keys.iter_mut().chain(right_keys.iter_mut()).chain(on.iter_mut()).collect()
+            }
+            Plan::Aggregate { group_by, aggs, .. } => {
+                group_by.iter_mut().chain(aggs.iter_mut().flat_map(agg)).collect()
+            }
+            Plan::Sort { keys, .. } => keys.iter_mut().map(|k| &mut k.expr).collect(),
+            Plan::Distinct { on, .. } => on.iter_mut().collect(),
+            Plan::Window { calls, .. } => {
+                let mut out = Vec::new();
+                for c in calls {
+                    out.extend(c.partition_by.iter_mut());
+                    out.extend(c.order_by.iter_mut().map(|k| &mut k.expr));
+                    match &mut c.func {
+                        WindowFunc::NTile(e)
+                        | WindowFunc::FirstValue(e)
+                        | WindowFunc::LastValue(e) => out.push(e),
+                        WindowFunc::NthValue(a, b) => out.extend([a, b]),
+                        WindowFunc::Aggregate(a) => out.extend(agg(a)),
+                        WindowFunc::Shift { value, default, .. } => out.extend([value, default]),
+                        WindowFunc::RowNumber
+                        | WindowFunc::Rank
+                        | WindowFunc::DenseRank
+                        | WindowFunc::PercentRank
+                        | WindowFunc::CumeDist => {}
+                    }
+                }
+                out
+            }
+            Plan::Limit { limit, offset, .. } => {
+                limit.iter_mut().chain(offset.iter_mut()).collect()
+            }
+            Plan::RecursiveUnion { .. }
+            | Plan::WorkingTable { .. }
+            | Plan::SetOp { .. }
+            | Plan::Truncate { .. } => vec![],
+        }
+    }
+}
+
+impl Expr {
+    /// The expressions directly inside this one (not those of a subquery's plan), to change
+    /// them.
+    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            Expr::Literal(_)
+            | Expr::Column(_)
+            | Expr::Outer { .. }
+            | Expr::Param(_)
+            | Expr::Agg(_)
+            | Expr::Subquery(_)
+            | Expr::Exists(..) => vec![],
+            Expr::Arith(_, a, b)
+            | Expr::Cmp(_, a, b)
+            | Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::IsDistinct(a, b, _)
+            | Expr::Like(a, b, _, _)
+            | Expr::NullIf(a, b)
+            | Expr::Concat(a, b) => vec![a, b],
+            Expr::Neg(a)
+            | Expr::Not(a)
+            | Expr::IsNull(a, _)
+            | Expr::IsBool(a, _, _)
+            | Expr::Cast(a, _, _)
+            | Expr::InSubquery(a, _, _) => vec![a],
+            Expr::InList(a, list, _) => std::iter::once(&mut **a).chain(list.iter_mut()).collect(),
+            Expr::Case(arms, els) => arms
+                .iter_mut()
+                .flat_map(|(w, t)| [w, t])
+                .chain(els.iter_mut().map(|e| &mut **e))
+                .collect(),
+            Expr::Coalesce(list) | Expr::Func(_, list) => list.iter_mut().collect(),
         }
     }
 }
