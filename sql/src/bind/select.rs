@@ -2384,100 +2384,42 @@ fn reads_working_table(p: &Plan) -> bool {
     found
 }
 
-/// Does a subquery plan reference any enclosing row? Conservative: an outer reference at any
-/// depth, in any expression of the plan or of plans nested in it, counts.
+/// Does a subquery plan read any enclosing row? Only references that climb out of the plan
+/// count: a nested loop's inner side reading its left row, or a subquery inside the plan reading
+/// the plan's own rows, do not.
 fn plan_has_outer(p: &Plan) -> bool {
-    let mut found = false;
-    visit_plan_exprs(p, &mut |e| {
-        walk(e, &mut |x| match x {
-            Expr::Outer { .. } => found = true,
-            Expr::Subquery(q) | Expr::Exists(q, _) | Expr::InSubquery(_, q, _) => {
-                found |= plan_has_outer(q)
-            }
-            _ => {}
+    reads_outside(p, 0)
+}
+
+/// Whether `p`, at `level` levels below the plan being asked about, reads a row outside that
+/// plan: an outer reference of `level` or more levels up. A nested loop's inner side and a
+/// subquery are one level below what holds them.
+fn reads_outside(p: &Plan, level: usize) -> bool {
+    let nested = matches!(p, Plan::NestedLoop { .. });
+    p.exprs().into_iter().any(|e| expr_reads_outside(e, level))
+        || p.inputs().into_iter().enumerate().any(|(i, input)| {
+            reads_outside(input, if nested && i == 1 { level + 1 } else { level })
         })
+}
+
+fn expr_reads_outside(e: &Expr, level: usize) -> bool {
+    let mut found = false;
+    walk(e, &mut |x| match x {
+        Expr::Outer { depth, .. } => found |= *depth >= level,
+        Expr::Subquery(q) | Expr::Exists(q, _) | Expr::InSubquery(_, q, _) => {
+            found |= reads_outside(q, level + 1)
+        }
+        _ => {}
     });
     found
 }
 
 /// Calls `f` on every expression held directly by `p` or its input plans.
 fn visit_plan_exprs(p: &Plan, f: &mut dyn FnMut(&Expr)) {
-    match p {
-        Plan::Values { rows, .. } => rows.iter().flatten().for_each(&mut *f),
-        Plan::WorkingTable { .. } => {}
-        Plan::RecursiveUnion { anchor, recursive, .. } => {
-            visit_plan_exprs(anchor, f);
-            visit_plan_exprs(recursive, f);
-        }
-        Plan::Scan { access, filter, limit, .. } => {
-            match access {
-                Access::Full => {}
-                Access::PointGet(keys) => keys.iter().for_each(&mut *f),
-                Access::Range { eq, lo, hi, .. } => {
-                    eq.iter().for_each(&mut *f);
-                    lo.iter().chain(hi.iter()).for_each(|(e, _)| f(e));
-                }
-            }
-            filter.iter().chain(limit.iter()).for_each(&mut *f);
-        }
-        Plan::GenerateSeries { args, .. } => args.iter().for_each(&mut *f),
-        Plan::Filter { input, predicate } => {
-            f(predicate);
-            visit_plan_exprs(input, f);
-        }
-        Plan::Project { input, exprs } => {
-            exprs.iter().for_each(&mut *f);
-            visit_plan_exprs(input, f);
-        }
-        Plan::NestedLoop { left, right, on, .. } => {
-            on.iter().for_each(&mut *f);
-            visit_plan_exprs(left, f);
-            visit_plan_exprs(right, f);
-        }
-        Plan::HashJoin { left, right, left_keys, right_keys, on, .. } => {
-            left_keys.iter().chain(right_keys).chain(on).for_each(&mut *f);
-            visit_plan_exprs(left, f);
-            visit_plan_exprs(right, f);
-        }
-        Plan::Aggregate { input, group_by, aggs, .. } => {
-            group_by.iter().for_each(&mut *f);
-            for a in aggs {
-                a.arg.iter().chain(&a.filter).chain(&a.delimiter).for_each(&mut *f);
-                a.order_by.iter().for_each(|k| f(&k.expr));
-            }
-            visit_plan_exprs(input, f);
-        }
-        Plan::Sort { input, keys } => {
-            keys.iter().for_each(|k| f(&k.expr));
-            visit_plan_exprs(input, f);
-        }
-        Plan::Limit { input, limit, offset } => {
-            limit.iter().chain(offset.iter()).for_each(&mut *f);
-            visit_plan_exprs(input, f);
-        }
-        Plan::Distinct { input, on } => {
-            on.iter().for_each(&mut *f);
-            visit_plan_exprs(input, f);
-        }
-        Plan::Truncate { input, .. } => visit_plan_exprs(input, f),
-        Plan::SetOp { left, right, .. } => {
-            visit_plan_exprs(left, f);
-            visit_plan_exprs(right, f);
-        }
-        Plan::Window { input, calls } => {
-            for call in calls {
-                visit_window_call_exprs(call, f);
-            }
-            visit_plan_exprs(input, f);
-        }
+    p.exprs().into_iter().for_each(&mut *f);
+    for input in p.inputs() {
+        visit_plan_exprs(input, f);
     }
-}
-
-/// Calls `f` on every expression of a window call: its arguments, PARTITION BY and ORDER BY.
-fn visit_window_call_exprs(call: &crate::plan::WindowCall, f: &mut dyn FnMut(&Expr)) {
-    call.partition_by.iter().for_each(&mut *f);
-    call.order_by.iter().for_each(|k| f(&k.expr));
-    visit_window_call_args(call, f);
 }
 
 /// The expressions of a window call's arguments (and an aggregate's FILTER), without its

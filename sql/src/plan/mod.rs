@@ -621,6 +621,72 @@ impl Plan {
         }
     }
 
+    /// The expressions this node holds itself (not its inputs').
+    pub fn exprs(&self) -> Vec<&Expr> {
+        fn agg(a: &AggCall) -> impl Iterator<Item = &Expr> {
+            a.arg
+                .iter()
+                .chain(a.delimiter.iter())
+                .chain(a.filter.iter())
+                .chain(a.order_by.iter().map(|k| &k.expr))
+                .chain(a.grouping.iter())
+        }
+        match self {
+            Plan::Values { rows, .. } => rows.iter().flatten().collect(),
+            Plan::Scan { access, filter, limit, .. } => {
+                let mut out: Vec<&Expr> = match access {
+                    Access::Full => vec![],
+                    Access::PointGet(keys) => keys.iter().collect(),
+                    Access::Range { eq, lo, hi, .. } => eq
+                        .iter()
+                        .chain(lo.iter().map(|(e, _)| e))
+                        .chain(hi.iter().map(|(e, _)| e))
+                        .collect(),
+                };
+                out.extend(filter.iter().chain(limit.iter()));
+                out
+            }
+            Plan::GenerateSeries { args, .. } => args.iter().collect(),
+            Plan::Filter { predicate, .. } => vec![predicate],
+            Plan::Project { exprs, .. } => exprs.iter().collect(),
+            Plan::NestedLoop { on, .. } => on.iter().collect(),
+            Plan::HashJoin { left_keys, right_keys, on, .. } => {
+                left_keys.iter().chain(right_keys.iter()).chain(on.iter()).collect()
+            }
+            Plan::Aggregate { group_by, aggs, .. } => {
+                group_by.iter().chain(aggs.iter().flat_map(agg)).collect()
+            }
+            Plan::Sort { keys, .. } => keys.iter().map(|k| &k.expr).collect(),
+            Plan::Distinct { on, .. } => on.iter().collect(),
+            Plan::Window { calls, .. } => {
+                let mut out = Vec::new();
+                for c in calls {
+                    out.extend(c.partition_by.iter());
+                    out.extend(c.order_by.iter().map(|k| &k.expr));
+                    match &c.func {
+                        WindowFunc::NTile(e)
+                        | WindowFunc::FirstValue(e)
+                        | WindowFunc::LastValue(e) => out.push(e),
+                        WindowFunc::NthValue(a, b) => out.extend([a, b]),
+                        WindowFunc::Aggregate(a) => out.extend(agg(a)),
+                        WindowFunc::Shift { value, default, .. } => out.extend([value, default]),
+                        WindowFunc::RowNumber
+                        | WindowFunc::Rank
+                        | WindowFunc::DenseRank
+                        | WindowFunc::PercentRank
+                        | WindowFunc::CumeDist => {}
+                    }
+                }
+                out
+            }
+            Plan::Limit { limit, offset, .. } => limit.iter().chain(offset.iter()).collect(),
+            Plan::RecursiveUnion { .. }
+            | Plan::WorkingTable { .. }
+            | Plan::SetOp { .. }
+            | Plan::Truncate { .. } => vec![],
+        }
+    }
+
     /// The expressions this node holds itself (not its inputs'), to change them.
     pub fn exprs_mut(&mut self) -> Vec<&mut Expr> {
         fn agg(a: &mut AggCall) -> impl Iterator<Item = &mut Expr> {
