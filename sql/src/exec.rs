@@ -15,7 +15,7 @@ use chrono::NaiveDateTime;
 use crate::error::{Error, Result};
 use crate::plan::{
     Access, AggCall, AggFunc, CmpOp, Expr, Frame, FrameBound, FrameUnits, Func, JoinKind, Plan,
-    SortKey,
+    SortKey, LOOKUP_BUDGET,
 };
 use crate::types::{self, ArithOp, CastKind, Numeric, Value};
 
@@ -48,6 +48,9 @@ pub struct Ctx<'a> {
     /// initplans), by the address of their plan; `None` for a subquery that reads the row
     /// evaluating it and runs again for each.
     pub initplans: HashMap<usize, Option<Arc<Vec<Vec<Value>>>>>,
+    /// Rows the statement's scans have read so far (before their filters): what a hash join's
+    /// [`Lookup`](crate::plan::Lookup) spends of its budget.
+    pub rows_read: usize,
 }
 
 /// The state of recursive WITH queries ([`Plan::RecursiveUnion`]) during a statement.
@@ -202,6 +205,40 @@ impl Ctx<'_> {
         Ok(true)
     }
 
+    /// One left row of a nested loop: `right` run under it, the concatenated rows that `on`
+    /// accepts pushed to `out` (for a LEFT join, the row with NULLs if none).
+    fn nested_loop_row(
+        &mut self,
+        l: Vec<Value>,
+        right: &Plan,
+        on: Option<&Expr>,
+        kind: JoinKind,
+        right_width: usize,
+        out: &mut Vec<Vec<Value>>,
+    ) -> Result<()> {
+        self.outer.push(l.clone());
+        let rrows = self.run(right);
+        self.outer.pop();
+        let mut matched = false;
+        for r in rrows? {
+            let mut row = l.clone();
+            row.extend(r);
+            if let Some(p) = on {
+                if self.eval(p, &row)? != Value::Bool(true) {
+                    continue;
+                }
+            }
+            matched = true;
+            out.push(row);
+        }
+        if !matched && kind == JoinKind::Left {
+            let mut row = l;
+            row.extend(std::iter::repeat_n(Value::Null, right_width));
+            out.push(row);
+        }
+        Ok(())
+    }
+
     /// [`Error::StatementTimeout`] once the statement's deadline has passed.
     fn check_deadline(&self) -> Result<()> {
         match self.deadline {
@@ -263,26 +300,7 @@ impl Ctx<'_> {
                 for l in lrows {
                     self.check_deadline()?;
                     check_join_size(out.len(), row_bytes)?;
-                    self.outer.push(l.clone());
-                    let rrows = self.run(right);
-                    self.outer.pop();
-                    let mut matched = false;
-                    for r in rrows? {
-                        let mut row = l.clone();
-                        row.extend(r);
-                        if let Some(p) = on {
-                            if self.eval(p, &row)? != Value::Bool(true) {
-                                continue;
-                            }
-                        }
-                        matched = true;
-                        out.push(row);
-                    }
-                    if !matched && *kind == JoinKind::Left {
-                        let mut row = l;
-                        row.extend(std::iter::repeat_n(Value::Null, *right_width));
-                        out.push(row);
-                    }
+                    self.nested_loop_row(l, right, on.as_ref(), *kind, *right_width, &mut out)?;
                 }
                 Ok(out)
             }
@@ -295,10 +313,37 @@ impl Ctx<'_> {
                 bpchar,
                 on,
                 right_width,
+                lookup,
             } => {
                 let lrows = self.run(left)?;
                 if lrows.is_empty() {
                     return Ok(lrows);
+                }
+                let width = lrows[0].len() + right_width;
+                let row_bytes = 48 + width * std::mem::size_of::<Value>();
+                let mut out = Vec::new();
+                let mut lrows = lrows.into_iter().peekable();
+                if let Some(lookup) = lookup {
+                    // The nested loop serves left rows while its lookups stay cheap.
+                    let mut budget = LOOKUP_BUDGET;
+                    while budget > 0 {
+                        let Some(l) = lrows.next() else { return Ok(out) };
+                        self.check_deadline()?;
+                        check_join_size(out.len(), row_bytes)?;
+                        let before = self.rows_read;
+                        self.nested_loop_row(
+                            l,
+                            &lookup.right,
+                            lookup.on.as_ref(),
+                            *kind,
+                            *right_width,
+                            &mut out,
+                        )?;
+                        budget = budget.saturating_sub(1 + self.rows_read - before);
+                    }
+                    if lrows.peek().is_none() {
+                        return Ok(out);
+                    }
                 }
                 let rrows = self.run(right)?;
                 // Right rows by key; a key with a NULL meets no row.
@@ -309,10 +354,7 @@ impl Ctx<'_> {
                         table.entry(std::mem::take(&mut key)).or_default().push(i);
                     }
                 }
-                let width = lrows[0].len() + right_width;
-                let row_bytes = 48 + width * std::mem::size_of::<Value>();
-                let mut out = Vec::new();
-                for (n, l) in lrows.into_iter().enumerate() {
+                for (n, l) in lrows.enumerate() {
                     if n % 1024 == 0 {
                         self.check_deadline()?;
                     }
@@ -627,8 +669,10 @@ impl Ctx<'_> {
                 let env = self.env;
                 let mut pending_filter_rows: Vec<(Vec<u8>, Vec<Value>)> = Vec::new();
                 let needs_txn_filter = filter.map(needs_txn).unwrap_or(false);
+                let mut read = 0;
                 self.txn
                     .scan(t, index, lo_ref, hi_ref, *reverse, &mut |pk: &[u8], bytes: &txn::Row| {
+                        read += 1;
                         let row = match types::decode_row(bytes, &types) {
                             Ok(r) => r,
                             Err(e) => {
@@ -656,6 +700,7 @@ impl Ctx<'_> {
                         limit.map(|l| out.len() < l).unwrap_or(true)
                     })
                     .map_err(txn_error)?;
+                self.rows_read += read;
                 if let Some(e) = err {
                     return Err(e);
                 }

@@ -1887,6 +1887,7 @@ impl Session {
             recursion: Default::default(),
             deadline: self.statement_deadline(),
             initplans: Default::default(),
+            rows_read: 0,
         };
         match stmt {
             Statement::Query(q) => {
@@ -2478,6 +2479,7 @@ impl Session {
                         recursion: Default::default(),
                         deadline: None,
                         initplans: Default::default(),
+                        rows_read: 0,
                     };
                     let rows = ctx.run(&query.plan)?;
                     let n = rows.len();
@@ -2817,6 +2819,7 @@ impl Session {
                         recursion: Default::default(),
                         deadline: None,
                         initplans: Default::default(),
+                        rows_read: 0,
                     };
                     for (_, bytes) in rows {
                         let row = types::decode_row(&bytes, &types)?;
@@ -2860,6 +2863,7 @@ impl Session {
                 recursion: Default::default(),
                 deadline: None,
                 initplans: Default::default(),
+                rows_read: 0,
             };
             ctx.eval(e, &[])?
         };
@@ -3262,6 +3266,7 @@ fn deferred_update(
             recursion: Default::default(),
             deadline: None,
             initplans: Default::default(),
+            rows_read: 0,
         };
         let mut new = old.clone();
         for (col, e) in sets.iter() {

@@ -11,7 +11,7 @@ use super::expr::column_name;
 use super::{ident, Binder, Scope, ScopeColumn};
 use crate::error::{Error, Result};
 use crate::plan::{
-    Access, CmpOp, Expr, Func, JoinKind, OutColumn, Plan, Query, SetOpKind, SortKey,
+    Access, CmpOp, Expr, Func, JoinKind, Lookup, OutColumn, Plan, Query, SetOpKind, SortKey,
 };
 use crate::types::{self, CastKind};
 
@@ -1712,9 +1712,10 @@ fn build_left_deep(items: Vec<FromItem>, conjuncts: Vec<Expr>, scope: &Scope) ->
 /// which pairs of rows match, `on` a LEFT JOIN's conditions with subqueries.
 ///
 /// A nested loop runs the item once per left row, under it: conditions on the left row become
-/// outer references, and a key or range lookup on the item's index can use them. When no
-/// lookup uses the left row but some condition is `left expression = item expression`, a hash
-/// join runs the item once instead, with only the conditions on its own columns.
+/// outer references, and a key or range lookup on the item's index can use them. Unless that
+/// is a lookup of one row by the whole primary key, a condition `left expression = item
+/// expression` makes it a hash join, which runs the item once, with only the conditions on its
+/// own columns — after trying the nested loop's range lookups ([`Lookup`]) if there are some.
 fn join(
     left: Plan,
     item: FromItem,
@@ -1728,16 +1729,20 @@ fn join(
     deepen(&mut inner, 0);
     let shifted = preds.iter().cloned().map(|p| shift_to_inner(p, offset)).collect();
     let nested = attach_filter(inner, shifted);
-    let lookup_uses_left = match &nested {
-        Plan::Scan { access: Access::PointGet(keys), .. } => keys.iter().any(reads_outer_row),
-        Plan::Scan { access: Access::Range { eq, lo, hi, .. }, .. } => {
-            eq.iter().chain(lo.iter().chain(hi).map(|(e, _)| e)).any(reads_outer_row)
+    // A lookup of one row by the whole primary key is always the way; a range the left row
+    // narrows may be narrow or as wide as the table (the hash join then takes over).
+    let (point_lookup, range_lookup) = match &nested {
+        Plan::Scan { access: Access::PointGet(keys), .. } => {
+            (keys.iter().any(reads_outer_row), false)
         }
-        _ => false,
+        Plan::Scan { access: Access::Range { eq, lo, hi, .. }, .. } => {
+            (false, eq.iter().chain(lo.iter().chain(hi).map(|(e, _)| e)).any(reads_outer_row))
+        }
+        _ => (false, false),
     };
     let (mut own, mut cross) = (Vec::new(), Vec::new());
     let (mut left_keys, mut right_keys, mut bpchar) = (Vec::new(), Vec::new(), Vec::new());
-    if !lookup_uses_left {
+    if !point_lookup {
         for p in &preds {
             if !references_columns_below(p, offset) {
                 own.push(map_expr(p.clone(), &mut |x| match x {
@@ -1765,6 +1770,7 @@ fn join(
             right_width: item.width,
         };
     }
+    let lookup = range_lookup.then(|| Box::new(Lookup { right: nested, on: on.clone() }));
     cross.extend(on);
     Plan::HashJoin {
         left: Box::new(left),
@@ -1775,6 +1781,7 @@ fn join(
         bpchar,
         on: and_all(cross),
         right_width: item.width,
+        lookup,
     }
 }
 
@@ -1844,10 +1851,9 @@ fn deepen(p: &mut Plan, level: usize) {
     for e in p.exprs_mut() {
         deepen_expr(e, level);
     }
-    let nested = matches!(p, Plan::NestedLoop { .. });
-    for (i, input) in p.inputs_mut().into_iter().enumerate() {
-        // A nested loop's inner side runs one level below the loop.
-        deepen(input, if nested && i == 1 { level + 1 } else { level });
+    let under: Vec<bool> = (0..p.inputs().len()).map(|i| p.runs_under_left_row(i)).collect();
+    for (input, under) in p.inputs_mut().into_iter().zip(under) {
+        deepen(input, level + usize::from(under));
     }
 }
 
@@ -2068,12 +2074,11 @@ fn mark_for_update(plan: &mut Plan) -> Result<()> {
             Ok(())
         }
         Plan::Filter { input, .. } | Plan::Project { input, .. } => mark_for_update(input),
-        Plan::NestedLoop { left, right, kind, .. } | Plan::HashJoin { left, right, kind, .. } => {
+        Plan::NestedLoop { kind, .. } | Plan::HashJoin { kind, .. } => {
             if *kind == JoinKind::Left {
                 return Err(Error::unsupported("FOR UPDATE on the nullable side of an outer join"));
             }
-            mark_for_update(left)?;
-            mark_for_update(right)
+            plan.inputs_mut().into_iter().try_for_each(mark_for_update)
         }
         Plan::Values { .. } | Plan::GenerateSeries { .. } | Plan::WorkingTable { .. } => Ok(()),
         _ => Err(Error::unsupported("FOR UPDATE on this query")),
@@ -2120,9 +2125,9 @@ fn check_recursive_term(plan: &Plan, id: usize, name: &str) -> Result<()> {
     let mut stack = vec![plan];
     while let Some(p) = stack.pop() {
         let place = match p {
-            Plan::NestedLoop { right, kind: JoinKind::Left, .. }
-            | Plan::HashJoin { right, kind: JoinKind::Left, .. }
-                if reads(right, id) =>
+            Plan::NestedLoop { kind: JoinKind::Left, .. }
+            | Plan::HashJoin { kind: JoinKind::Left, .. }
+                if p.inputs()[1..].iter().any(|right| reads(right, id)) =>
             {
                 "within an outer join"
             }
@@ -2395,11 +2400,11 @@ fn plan_has_outer(p: &Plan) -> bool {
 /// plan: an outer reference of `level` or more levels up. A nested loop's inner side and a
 /// subquery are one level below what holds them.
 fn reads_outside(p: &Plan, level: usize) -> bool {
-    let nested = matches!(p, Plan::NestedLoop { .. });
     p.exprs().into_iter().any(|e| expr_reads_outside(e, level))
-        || p.inputs().into_iter().enumerate().any(|(i, input)| {
-            reads_outside(input, if nested && i == 1 { level + 1 } else { level })
-        })
+        || p.inputs()
+            .into_iter()
+            .enumerate()
+            .any(|(i, input)| reads_outside(input, level + usize::from(p.runs_under_left_row(i))))
 }
 
 fn expr_reads_outside(e: &Expr, level: usize) -> bool {

@@ -6,7 +6,7 @@
 
 use std::fmt::{self, Write as _};
 
-use super::{Access, CmpOp, Expr, JoinKind, Plan, SortKey, Statement};
+use super::{Access, CmpOp, Expr, JoinKind, Plan, SortKey, Statement, LOOKUP_BUDGET};
 use crate::types::ArithOp;
 use catalog::DataType;
 
@@ -222,7 +222,7 @@ impl Plan {
                 left.fmt_tree(f, depth + 1)?;
                 right.fmt_tree(f, depth + 1)
             }
-            Plan::HashJoin { left, right, kind, left_keys, right_keys, on, .. } => {
+            Plan::HashJoin { left, right, kind, left_keys, right_keys, on, lookup, .. } => {
                 let kind = match kind {
                     JoinKind::Inner => "",
                     JoinKind::Left => " Left Join",
@@ -237,8 +237,18 @@ impl Plan {
                 if let Some(on) = on {
                     writeln!(f, "{pad}      Join Filter: {}", expr(on, &position))?;
                 }
+                if lookup.is_some() {
+                    writeln!(
+                        f,
+                        "{pad}      Nested Loop first, until its lookups read {LOOKUP_BUDGET} rows"
+                    )?;
+                }
                 left.fmt_tree(f, depth + 1)?;
-                right.fmt_tree(f, depth + 1)
+                right.fmt_tree(f, depth + 1)?;
+                match lookup {
+                    Some(l) => l.right.fmt_tree(f, depth + 1),
+                    None => Ok(()),
+                }
             }
             Plan::Aggregate { input, group_by, aggs, sets } => {
                 let calls: Vec<String> =

@@ -457,6 +457,10 @@ pub enum Plan {
         on: Option<Expr>,
         /// Width of the right side (for NULL padding in LEFT joins).
         right_width: usize,
+        /// A nested loop to try first, when the right side has an index that the left row's
+        /// values narrow to a range: it serves the left rows one by one until its lookups
+        /// have read [`LOOKUP_BUDGET`] rows (before filters), and the hash join serves the rest.
+        lookup: Option<Box<Lookup>>,
     },
     /// Group and aggregate: output = group keys ++ aggregate values.
     Aggregate {
@@ -524,6 +528,21 @@ pub enum Plan {
     },
 }
 
+/// How many rows (plus one per lookup) the scans of a hash join's [`Lookup`] may read before
+/// the hash join takes over: a few left rows whose ranges are narrow are served by the index
+/// alone; a range as wide as the table costs this much once, not once per left row.
+pub const LOOKUP_BUDGET: usize = 10_000;
+
+/// The nested loop a [`Plan::HashJoin`] tries first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lookup {
+    /// The right side run under each left row (`Expr::Outer { depth: 0 }`), every join
+    /// condition in it.
+    pub right: Plan,
+    /// A LEFT JOIN's conditions with subqueries, over the concatenated row.
+    pub on: Option<Expr>,
+}
+
 /// Output column of a query.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutColumn {
@@ -580,9 +599,14 @@ impl Plan {
     /// term).
     pub fn inputs(&self) -> Vec<&Plan> {
         match self {
-            Plan::NestedLoop { left, right, .. }
-            | Plan::HashJoin { left, right, .. }
-            | Plan::SetOp { left, right, .. } => vec![left, right],
+            Plan::HashJoin { left, right, lookup, .. } => {
+                let mut out = vec![&**left, &**right];
+                out.extend(lookup.as_ref().map(|l| &l.right));
+                out
+            }
+            Plan::NestedLoop { left, right, .. } | Plan::SetOp { left, right, .. } => {
+                vec![left, right]
+            }
             Plan::RecursiveUnion { anchor, recursive, .. } => vec![anchor, recursive],
             Plan::Filter { input, .. }
             | Plan::Project { input, .. }
@@ -599,12 +623,23 @@ impl Plan {
         }
     }
 
+    /// Whether input `i` (of [`Plan::inputs`]) runs once per left row, under it: a nested
+    /// loop's inner side, a hash join's lookup. Its outer references reach one level further.
+    pub fn runs_under_left_row(&self, i: usize) -> bool {
+        matches!((self, i), (Plan::NestedLoop { .. }, 1) | (Plan::HashJoin { .. }, 2))
+    }
+
     /// [`Plan::inputs`], to change them.
     pub fn inputs_mut(&mut self) -> Vec<&mut Plan> {
         match self {
-            Plan::NestedLoop { left, right, .. }
-            | Plan::HashJoin { left, right, .. }
-            | Plan::SetOp { left, right, .. } => vec![left, right],
+            Plan::HashJoin { left, right, lookup, .. } => {
+                let mut out = vec![&mut **left, &mut **right];
+                out.extend(lookup.as_mut().map(|l| &mut l.right));
+                out
+            }
+            Plan::NestedLoop { left, right, .. } | Plan::SetOp { left, right, .. } => {
+                vec![left, right]
+            }
             Plan::RecursiveUnion { anchor, recursive, .. } => vec![anchor, recursive],
             Plan::Filter { input, .. }
             | Plan::Project { input, .. }
@@ -650,9 +685,12 @@ impl Plan {
             Plan::Filter { predicate, .. } => vec![predicate],
             Plan::Project { exprs, .. } => exprs.iter().collect(),
             Plan::NestedLoop { on, .. } => on.iter().collect(),
-            Plan::HashJoin { left_keys, right_keys, on, .. } => {
-                left_keys.iter().chain(right_keys.iter()).chain(on.iter()).collect()
-            }
+            Plan::HashJoin { left_keys, right_keys, on, lookup, .. } => left_keys
+                .iter()
+                .chain(right_keys.iter())
+                .chain(on.iter())
+                .chain(lookup.iter().flat_map(|l| l.on.iter()))
+                .collect(),
             Plan::Aggregate { group_by, aggs, .. } => {
                 group_by.iter().chain(aggs.iter().flat_map(agg)).collect()
             }
@@ -716,9 +754,12 @@ impl Plan {
             Plan::Filter { predicate, .. } => vec![predicate],
             Plan::Project { exprs, .. } => exprs.iter_mut().collect(),
             Plan::NestedLoop { on, .. } => on.iter_mut().collect(),
-            Plan::HashJoin { left_keys, right_keys, on, .. } => {
-                left_keys.iter_mut().chain(right_keys.iter_mut()).chain(on.iter_mut()).collect()
-            }
+            Plan::HashJoin { left_keys, right_keys, on, lookup, .. } => left_keys
+                .iter_mut()
+                .chain(right_keys.iter_mut())
+                .chain(on.iter_mut())
+                .chain(lookup.iter_mut().flat_map(|l| l.on.iter_mut()))
+                .collect(),
             Plan::Aggregate { group_by, aggs, .. } => {
                 group_by.iter_mut().chain(aggs.iter_mut().flat_map(agg)).collect()
             }
