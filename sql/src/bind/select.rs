@@ -1559,8 +1559,8 @@ fn build_join_tree(
     let mut new_col = vec![0; off];
     let mut next = 0;
     for &j in &order {
-        for c in offsets[j]..offsets[j] + items[j].width {
-            new_col[c] = next;
+        for slot in &mut new_col[offsets[j]..offsets[j] + items[j].width] {
+            *slot = next;
             next += 1;
         }
     }
