@@ -1416,7 +1416,71 @@ pub(crate) fn split_conjuncts(e: Expr, out: &mut Vec<Expr>) {
             split_conjuncts(*a, out);
             split_conjuncts(*b, out);
         }
+        Expr::Or(..) => factor_or(e, out),
         other => out.push(other),
+    }
+}
+
+/// Pushes an OR to `out` as conjuncts, taking out the conditions every branch has (PostgreSQL's
+/// `process_duplicate_ors`): `(a AND b) OR (a AND c)` is `a AND (b OR c)`, and `a OR (a AND
+/// c)` is `a`, in three-valued logic too. A join condition written in every branch can then
+/// choose how the join runs. Only conditions on the row alone are taken out ([`row_local`]):
+/// how often a subquery or a sequence function runs is visible.
+fn factor_or(e: Expr, out: &mut Vec<Expr>) {
+    fn disjuncts(e: Expr, out: &mut Vec<Expr>) {
+        match e {
+            Expr::Or(a, b) => {
+                disjuncts(*a, out);
+                disjuncts(*b, out);
+            }
+            other => out.push(other),
+        }
+    }
+    fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
+        match e {
+            Expr::And(a, b) => {
+                conjuncts(*a, out);
+                conjuncts(*b, out);
+            }
+            other => out.push(other),
+        }
+    }
+    let mut branches = Vec::new();
+    disjuncts(e, &mut branches);
+    let mut branches: Vec<Vec<Expr>> = branches
+        .into_iter()
+        .map(|b| {
+            let mut c = Vec::new();
+            conjuncts(b, &mut c);
+            c
+        })
+        .collect();
+    let common: Vec<Expr> = branches[0]
+        .iter()
+        .filter(|c| row_local(c) && branches[1..].iter().all(|b| b.contains(c)))
+        .cloned()
+        .collect();
+    for c in &common {
+        for b in &mut branches {
+            let i = b.iter().position(|x| x == c).expect("in every branch");
+            b.remove(i);
+        }
+    }
+    let or_of = |branches: Vec<Vec<Expr>>| {
+        branches
+            .into_iter()
+            .map(|b| and_all(b).expect("a branch keeps a condition"))
+            .reduce(|a, b| Expr::Or(Box::new(a), Box::new(b)))
+            .expect("two branches at least")
+    };
+    if common.is_empty() {
+        out.push(or_of(branches));
+        return;
+    }
+    let absorbed = branches.iter().any(Vec::is_empty);
+    out.extend(common);
+    if !absorbed {
+        out.push(or_of(branches));
     }
 }
 
