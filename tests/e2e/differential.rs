@@ -817,7 +817,7 @@ impl Gen {
                         format!("t {join} u ON u.s = t.s AND {on}")
                     }
                     7 => "u JOIN t ON t.n = u.a".to_string(),
-                    8 => "t, (SELECT 1 AS one) AS z, u".to_string(),
+                    8 => "u, (SELECT 1 AS one) AS z, t".to_string(),
                     _ => "t, u".to_string(),
                 };
                 if from.contains("AS g") {

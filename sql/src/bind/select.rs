@@ -1638,6 +1638,10 @@ fn build_join_tree(
     for it in &mut items {
         conjuncts.append(&mut it.on);
     }
+    // Conditions with subqueries are applied to the joined rows in the written order: their
+    // subqueries read those rows' columns by position.
+    let (last, conjuncts): (Vec<Expr>, Vec<Expr>) =
+        conjuncts.into_iter().partition(contains_subquery);
     let conjuncts = conjuncts.into_iter().map(remap).collect();
     let mut reordered = Scope { columns: Vec::with_capacity(off) };
     for &j in &order {
@@ -1648,9 +1652,13 @@ fn build_join_tree(
     let mut slots: Vec<Option<FromItem>> = items.into_iter().map(Some).collect();
     let items = order.iter().map(|&j| slots[j].take().expect("each item once")).collect();
     let plan = build_left_deep(items, conjuncts, &reordered)?;
-    Ok(Plan::Project {
+    let plan = Plan::Project {
         input: Box::new(plan),
         exprs: new_col.iter().map(|&c| Expr::Column(c)).collect(),
+    };
+    Ok(match and_all(last) {
+        Some(p) => Plan::Filter { input: Box::new(plan), predicate: p },
+        None => plan,
     })
 }
 
