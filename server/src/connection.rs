@@ -25,7 +25,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{FutureExt, SinkExt, StreamExt};
-use pgwire::api::cancel::DefaultCancelHandler;
 use pgwire::api::{ClientInfo, DefaultClient, ErrorHandler, PgWireConnectionState};
 use pgwire::error::{ErrorInfo, PgWireError};
 use pgwire::messages::response::{GssEncResponse, SslResponse};
@@ -55,7 +54,7 @@ pub(crate) async fn serve(stream: Stream, shared: Arc<Shared>) -> io::Result<()>
         Stream::Unix(_) => std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
     };
     let _spin = crate::busy_poll::register(std::os::fd::AsRawFd::as_raw_fd(&stream));
-    let cancel = Arc::new(DefaultCancelHandler::new(shared.cancel.clone()));
+    let cancel = Arc::new(crate::cancel::Handler(shared.cancels.clone()));
     let handler = Arc::new(Handler::new(shared));
 
     let mut socket: Socket = Framed::new(

@@ -34,7 +34,7 @@ use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse, Response};
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{
-    ClientInfo, ClientPortalStore, ConnectionManager, PgWireConnectionState, PidSecretKeyGenerator,
+    ClientInfo, ClientPortalStore, PgWireConnectionState, PidSecretKeyGenerator,
     RandomPidSecretKeyGenerator, Type, DEFAULT_NAME,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
@@ -64,8 +64,8 @@ pub struct Shared {
     pub acker: crate::ack::Acker,
     /// The database.
     pub db: Arc<Database>,
-    /// Cancel registry: BackendKeyData → the connection's cancel handle.
-    pub cancel: Arc<ConnectionManager>,
+    /// Cancel registry: BackendKeyData → the session's cancel flag.
+    pub cancels: Arc<crate::cancel::Cancels>,
     /// Process ids and secret keys for BackendKeyData.
     pub keys: RandomPidSecretKeyGenerator,
 }
@@ -360,9 +360,6 @@ impl StartupHandler for Handler {
 
         let (pid, secret_key) = self.shared.keys.generate(&*client);
         client.set_pid_and_secret_key(pid, secret_key.clone());
-        let (handle, guard) = self.shared.cancel.register(pid, secret_key.clone());
-        client.session_extensions().insert(handle);
-        client.session_extensions().insert(guard);
 
         let params: Vec<(String, String)> =
             startup.parameters.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -372,6 +369,12 @@ impl StartupHandler for Handler {
             None => Session::new(db, &params),
         };
         session.set_deferred_acks(true);
+        let guard = self.shared.cancels.register(
+            pid,
+            secret_key.to_bytes().to_vec(),
+            session.cancel_flag(),
+        );
+        client.session_extensions().insert(guard);
         *self.conn.session.lock() = Some(session);
 
         client.feed(PgWireBackendMessage::Authentication(Authentication::Ok)).await?;

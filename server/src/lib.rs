@@ -71,9 +71,8 @@
 //!
 //! # Cancellation
 //!
-//! Statements run synchronously on the connection's task, so a CancelRequest cannot interrupt
-//! one that is running; it is accepted and dropped. Interrupting a long statement needs the SQL
-//! layer to poll a cancel flag.
+//! A CancelRequest sets the named session's cancel flag, which the running statement checks
+//! where it checks `statement_timeout` (module `cancel`); shutdown sets every flag.
 //!
 //! # Testing
 //!
@@ -84,6 +83,7 @@
 pub mod ack;
 pub mod bench;
 mod busy_poll;
+pub mod cancel;
 pub mod config;
 mod connection;
 pub mod encode;

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pgwire::api::{ConnectionManager, RandomPidSecretKeyGenerator};
+use pgwire::api::RandomPidSecretKeyGenerator;
 use sql::Database;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::task::JoinSet;
@@ -148,7 +148,7 @@ impl Server {
         let shared = Arc::new(Shared {
             acker,
             db,
-            cancel: Arc::new(ConnectionManager::new()),
+            cancels: Default::default(),
             keys: RandomPidSecretKeyGenerator::default(),
         });
         let n = threads.max(1);
@@ -260,6 +260,8 @@ impl Server {
         if open > 0 {
             tracing::info!(open, "closing client connections");
         }
+        // Statements still running on the blocking pools stop at their next check.
+        self.shared.cancels.cancel_all();
         connections.shutdown().await;
         drop(self.threads);
         failure.map_or(Ok(()), Err)

@@ -44,6 +44,9 @@ pub struct Ctx<'a> {
     /// it), between the rows of a join's outer side and the steps of a recursive query: the
     /// loops whose time the data does not bound.
     pub deadline: Option<std::time::Instant>,
+    /// The session's cancel flag ([`Session::cancel_flag`](crate::session::Session)), checked
+    /// where the deadline is: set, the statement stops with `57014`.
+    pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
     /// The rows of the statement's uncorrelated subqueries, run once each (PostgreSQL's
     /// initplans), by the address of their plan; `None` for a subquery that reads the row
     /// evaluating it and runs again for each.
@@ -239,8 +242,12 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// [`Error::StatementTimeout`] once the statement's deadline has passed.
+    /// [`Error::StatementTimeout`] once the statement's deadline has passed,
+    /// [`Error::QueryCanceled`] once the session's cancel flag is set.
     fn check_deadline(&self) -> Result<()> {
+        if self.cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+            return Err(Error::QueryCanceled);
+        }
         match self.deadline {
             Some(d) if std::time::Instant::now() >= d => Err(Error::StatementTimeout),
             _ => Ok(()),

@@ -813,6 +813,10 @@ pub struct Session {
     zone: types::Zone,
     /// The `statement_timeout` setting, resolved (`None` when off).
     statement_timeout: Option<std::time::Duration>,
+    /// Set by a CancelRequest ([`Session::cancel_flag`]): the running statement stops with
+    /// `57014` at its next check. Cleared when a statement starts, so a request that arrives
+    /// while the session is idle cancels nothing (as in PostgreSQL).
+    cancel: Arc<std::sync::atomic::AtomicBool>,
     log_buffer: usize,
     /// Durability waits of commits whose results are still held (see [`Session::take_acks`]).
     pending_acks: Vec<wal::Ticket>,
@@ -1005,6 +1009,7 @@ impl Session {
             database: "postgres".into(),
             zone: types::Zone::UTC,
             statement_timeout: None,
+            cancel: Default::default(),
             log_buffer,
             pending_acks: Vec::new(),
             defer_acks: false,
@@ -1067,6 +1072,12 @@ impl Session {
     /// When a statement starting now must stop: `statement_timeout` from now, if set.
     fn statement_deadline(&self) -> Option<std::time::Instant> {
         self.statement_timeout.map(|t| std::time::Instant::now() + t)
+    }
+
+    /// The flag that cancels this session's running statement when set (from any thread):
+    /// what the server's CancelRequest handler, and its shutdown, set.
+    pub fn cancel_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.cancel.clone()
     }
 
     /// The value of a server parameter for this session: the session's own value, else the
@@ -1886,9 +1897,11 @@ impl Session {
             sequences: Some(self),
             recursion: Default::default(),
             deadline: self.statement_deadline(),
+            cancel: Some(&self.cancel),
             initplans: Default::default(),
             rows_read: 0,
         };
+        self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
         match stmt {
             Statement::Query(q) => {
                 let rows = ctx.run(&q.plan)?;
@@ -2478,6 +2491,7 @@ impl Session {
                         sequences: None,
                         recursion: Default::default(),
                         deadline: None,
+                        cancel: None,
                         initplans: Default::default(),
                         rows_read: 0,
                     };
@@ -2818,6 +2832,7 @@ impl Session {
                         sequences: None,
                         recursion: Default::default(),
                         deadline: None,
+                        cancel: None,
                         initplans: Default::default(),
                         rows_read: 0,
                     };
@@ -2862,6 +2877,7 @@ impl Session {
                 sequences: None,
                 recursion: Default::default(),
                 deadline: None,
+                cancel: None,
                 initplans: Default::default(),
                 rows_read: 0,
             };
@@ -3265,6 +3281,7 @@ fn deferred_update(
             sequences: None,
             recursion: Default::default(),
             deadline: None,
+            cancel: None,
             initplans: Default::default(),
             rows_read: 0,
         };
