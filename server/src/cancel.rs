@@ -19,10 +19,13 @@ use parking_lot::Mutex;
 use pgwire::api::cancel::CancelHandler;
 use pgwire::messages::cancel::CancelRequest;
 
-/// The cancel flags of the server's sessions, by (process id, secret key).
+/// BackendKeyData: a connection's process id and secret key.
+type Key = (i32, Vec<u8>);
+
+/// The cancel flags of the server's sessions, by BackendKeyData.
 #[derive(Default)]
 pub struct Cancels {
-    flags: Mutex<HashMap<(i32, Vec<u8>), Arc<AtomicBool>>>,
+    flags: Mutex<HashMap<Key, Arc<AtomicBool>>>,
 }
 
 impl Cancels {
