@@ -41,8 +41,8 @@ pub struct Ctx<'a> {
     pub recursion: Recursion,
     /// When the statement must stop (`statement_timeout`), checked whenever a plan starts to
     /// run (a join's inner side for each outer row, a subquery for each row that evaluates
-    /// it), between the rows of a join's outer side and the steps of a recursive query: the
-    /// loops whose time the data does not bound.
+    /// it), between the rows of a join's outer side, the steps of a recursive query, and
+    /// every 4096 rows a scan reads.
     pub deadline: Option<std::time::Instant>,
     /// The session's cancel flag ([`Session::cancel_flag`](crate::session::Session)), checked
     /// where the deadline is: set, the statement stops with `57014`.
@@ -171,6 +171,21 @@ pub fn value_type(v: &Value) -> DataType {
     }
 }
 
+/// [`Error::QueryCanceled`] once `cancel` is set, [`Error::StatementTimeout`] once `deadline`
+/// has passed.
+fn interrupted(
+    cancel: Option<&std::sync::atomic::AtomicBool>,
+    deadline: Option<std::time::Instant>,
+) -> Result<()> {
+    if cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+        return Err(Error::QueryCanceled);
+    }
+    match deadline {
+        Some(d) if std::time::Instant::now() >= d => Err(Error::StatementTimeout),
+        _ => Ok(()),
+    }
+}
+
 /// `54000` once a join's result of `rows` rows of `row_bytes` each passes [`MAX_JOIN_BYTES`].
 fn check_join_size(rows: usize, row_bytes: usize) -> Result<()> {
     if rows.saturating_mul(row_bytes) > MAX_JOIN_BYTES {
@@ -245,13 +260,7 @@ impl Ctx<'_> {
     /// [`Error::StatementTimeout`] once the statement's deadline has passed,
     /// [`Error::QueryCanceled`] once the session's cancel flag is set.
     fn check_deadline(&self) -> Result<()> {
-        if self.cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
-            return Err(Error::QueryCanceled);
-        }
-        match self.deadline {
-            Some(d) if std::time::Instant::now() >= d => Err(Error::StatementTimeout),
-            _ => Ok(()),
-        }
+        interrupted(self.cancel, self.deadline)
     }
 
     /// Runs a plan to completion.
@@ -677,9 +686,17 @@ impl Ctx<'_> {
                 let mut pending_filter_rows: Vec<(Vec<u8>, Vec<Value>)> = Vec::new();
                 let needs_txn_filter = filter.map(needs_txn).unwrap_or(false);
                 let mut read = 0;
+                let (cancel, deadline) = (self.cancel, self.deadline);
                 self.txn
                     .scan(t, index, lo_ref, hi_ref, *reverse, &mut |pk: &[u8], bytes: &txn::Row| {
                         read += 1;
+                        // A long scan stops for a cancel or the timeout too, every 4096 rows.
+                        if read % 4096 == 0 {
+                            if let Err(e) = interrupted(cancel, deadline) {
+                                err = Some(e);
+                                return false;
+                            }
+                        }
                         let row = match types::decode_row(bytes, &types) {
                             Ok(r) => r,
                             Err(e) => {
