@@ -2687,6 +2687,21 @@ impl Session {
                 for n in names {
                     let snapshot = self.snapshot();
                     match snapshot.index_by_name(n) {
+                        // A PRIMARY KEY or UNIQUE constraint's index goes with its constraint.
+                        Some((t, i)) if i.constraint => {
+                            return Err(Error::DependentObjects {
+                                message: format!(
+                                    "cannot drop index {n} because constraint {} on table {} \
+                                     requires it",
+                                    i.name, t.name
+                                ),
+                                detail: String::new(),
+                            }
+                            .with_hint(format!(
+                                "You can drop constraint {} on table {} instead.",
+                                i.name, t.name
+                            )))
+                        }
                         Some((t, i)) => {
                             self.stage(catalog::Ddl::DropIndex(i.id))?;
                             self.pending_ddl().dropped.push(EngineObject::Index(t.id, i.id));

@@ -176,7 +176,8 @@ async fn assert_script_errors(b: &Backend, script: &str, expected: &[String]) {
 }
 
 /// Errors as psql shows them with their DETAIL and HINT lines (PostgreSQL 15's text): a DROP
-/// that other objects depend on, a value for a GENERATED ALWAYS column, an unknown function.
+/// that other objects depend on, a value for a GENERATED ALWAYS column, an unknown function,
+/// a DROP INDEX of a primary key's index.
 #[tokio::test]
 async fn errors_carry_detail_and_hint() {
     if !psql_available() {
@@ -190,7 +191,8 @@ async fn errors_carry_detail_and_hint() {
         .args(["-c", "DROP TABLE hp"])
         .args(["-c", "CREATE TABLE hg (id int GENERATED ALWAYS AS IDENTITY)"])
         .args(["-c", "INSERT INTO hg VALUES (1)"])
-        .args(["-c", "SELECT nosuchfn(1)"]);
+        .args(["-c", "SELECT nosuchfn(1)"])
+        .args(["-c", "DROP INDEX hp_pkey"]);
     let out = run(cmd, None).await;
     let expected = "\
 ERROR:  cannot drop table hp because other objects depend on it
@@ -203,6 +205,8 @@ ERROR:  function nosuchfn(integer) does not exist
 LINE 1: SELECT nosuchfn(1)
                ^
 HINT:  No function matches the given name and argument types. You might need to add explicit type casts.
+ERROR:  cannot drop index hp_pkey because constraint hp_pkey on table hp requires it
+HINT:  You can drop constraint hp_pkey on table hp instead.
 ";
     assert_eq!(out.stderr, expected, "on {}", b.name());
 }
