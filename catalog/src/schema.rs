@@ -38,6 +38,9 @@ pub enum DataType {
     TimestampTz,
     /// `interval` (OID 1186): months, days and microseconds.
     Interval,
+    /// `void` (OID 2278): what a function returns that returns nothing (`pg_sleep`). Its value
+    /// prints as an empty string. Never a column's type.
+    Void,
 }
 
 impl DataType {
@@ -59,6 +62,7 @@ impl DataType {
             DataType::Bytea => 17,
             DataType::TimestampTz => 1184,
             DataType::Interval => 1186,
+            DataType::Void => 2278,
         }
     }
 
@@ -138,6 +142,7 @@ impl DataType {
             DataType::Bytea => "bytea".into(),
             DataType::TimestampTz => "timestamp with time zone".into(),
             DataType::Interval => "interval".into(),
+            DataType::Void => "void".into(),
         }
     }
 }

@@ -257,6 +257,28 @@ impl Ctx<'_> {
         Ok(())
     }
 
+    /// `pg_sleep`: waits `seconds` (nothing for less than zero or NaN) in steps of at most 10
+    /// ms, stopping with the statement's timeout or a cancel.
+    fn sleep(&self, seconds: f64) -> Result<()> {
+        if seconds.is_nan() || seconds <= 0.0 {
+            return self.check_deadline();
+        }
+        use std::time::{Duration, Instant};
+        // `None`: longer than an Instant reaches, i.e. until canceled.
+        let until =
+            Duration::try_from_secs_f64(seconds).ok().and_then(|d| Instant::now().checked_add(d));
+        let step = Duration::from_millis(10);
+        loop {
+            self.check_deadline()?;
+            let now = Instant::now();
+            match until {
+                Some(u) if now >= u => return Ok(()),
+                Some(u) => std::thread::sleep((u - now).min(step)),
+                None => std::thread::sleep(step),
+            }
+        }
+    }
+
     /// [`Error::StatementTimeout`] once the statement's deadline has passed,
     /// [`Error::QueryCanceled`] once the session's cancel flag is set.
     fn check_deadline(&self) -> Result<()> {
@@ -1313,6 +1335,15 @@ impl Ctx<'_> {
                 }
                 self.sequence_call(*f, &vals)
             }
+            Expr::Func(Func::PgSleep, args) => {
+                let seconds = match self.eval(&args[0], row)? {
+                    Value::Float64(s) => s,
+                    // Strict: NULL in, NULL out, no wait.
+                    _ => return Ok(Value::Null),
+                };
+                self.sleep(seconds)?;
+                Ok(Value::Text(String::new()))
+            }
             other => {
                 if needs_txn(other) {
                     // A subquery nested inside: evaluate children through self.
@@ -1486,7 +1517,7 @@ fn needs_txn(e: &Expr) -> bool {
             Expr::Subquery(_)
                 | Expr::Exists(..)
                 | Expr::InSubquery(..)
-                | Expr::Func(Func::NextVal | Func::CurrVal | Func::SetVal, _)
+                | Expr::Func(Func::NextVal | Func::CurrVal | Func::SetVal | Func::PgSleep, _)
         )
     });
     found

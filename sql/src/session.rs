@@ -61,6 +61,9 @@ pub trait Checkpointer: Send + Sync {
 /// (Subqueries inside expressions are not inspected.)
 fn plan_is_short(plan: &crate::plan::Plan) -> bool {
     use crate::plan::{Access, Plan};
+    if !plan.exprs().into_iter().all(expr_is_short) {
+        return false;
+    }
     match plan {
         Plan::Values { .. } => true,
         Plan::Scan { access, limit, .. } => match access {
@@ -74,6 +77,20 @@ fn plan_is_short(plan: &crate::plan::Plan) -> bool {
         Plan::GenerateSeries { .. } | Plan::RecursiveUnion { .. } => false,
         other => other.inputs().into_iter().all(plan_is_short),
     }
+}
+
+/// Whether an expression evaluates quickly: its subqueries' plans are short, and it does not
+/// wait (`pg_sleep`).
+fn expr_is_short(e: &Expr) -> bool {
+    let mut short = true;
+    crate::bind::walk_expr(e, &mut |x| match x {
+        Expr::Subquery(p) | Expr::Exists(p, _) | Expr::InSubquery(_, p, _) => {
+            short &= plan_is_short(p)
+        }
+        Expr::Func(crate::plan::Func::PgSleep, _) => short = false,
+        _ => {}
+    });
+    short
 }
 
 /// A bound statement cached for reuse.
@@ -961,9 +978,10 @@ impl Prepared {
         match &cached.bound {
             Bound::Plan(Statement::Query(q)) => plan_is_short(&q.plan),
             Bound::Plan(Statement::Insert { source, .. }) => plan_is_short(source),
-            Bound::Plan(Statement::Update { scan, .. } | Statement::Delete { scan, .. }) => {
-                plan_is_short(scan)
+            Bound::Plan(Statement::Update { scan, sets, .. }) => {
+                plan_is_short(scan) && sets.iter().all(|(_, e)| expr_is_short(e))
             }
+            Bound::Plan(Statement::Delete { scan, .. }) => plan_is_short(scan),
             Bound::Command(
                 Command::Begin(_)
                 | Command::Commit

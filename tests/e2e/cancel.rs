@@ -3,8 +3,9 @@
 //! A client cancels its running statement by opening a second connection and sending the
 //! process id and secret key that BackendKeyData gave it. The statement fails with 57014
 //! "canceling statement due to user request" and the session goes on; a request that arrives
-//! while the session is idle cancels nothing. SIGTERM stops the server even while a statement
-//! runs (Aspen only). `TEST_AGAINST_PG=1` runs the first two against PostgreSQL 15.
+//! while the session is idle cancels nothing; `pg_sleep` holds up no other session. SIGTERM
+//! stops the server even while a statement runs (Aspen only). `TEST_AGAINST_PG=1` runs the
+//! others against PostgreSQL 15.
 
 use std::time::{Duration, Instant};
 
@@ -113,4 +114,32 @@ async fn sigterm_stops_the_server_while_a_statement_runs() {
         assert!(Instant::now() < deadline, "the server was still running 30 s after SIGTERM");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// `pg_sleep` waits on the server's blocking pool, not on the thread that serves other
+/// connections too: sessions opened after it (dealt to every connection thread) still answer
+/// while it sleeps, and it ends at its cancel.
+#[tokio::test]
+async fn a_sleeping_statement_holds_up_no_other_session() {
+    let Some(backend) = Backend::from_env() else { return };
+    let (mut stream, key) = session_with_key(&backend).await;
+    stream.write_all(&query("SELECT pg_sleep(600)")).await.expect("send");
+    let sleeper = tokio::spawn(async move { read_reply(&mut stream, 0).await });
+    for i in 0..4 {
+        let (mut other, _) = session_with_key(&backend).await;
+        other.write_all(&query("SELECT 1")).await.expect("send");
+        let reply = tokio::time::timeout(Duration::from_secs(30), read_reply(&mut other, 0))
+            .await
+            .unwrap_or_else(|_| panic!("session {i} got no answer while another slept"));
+        assert!(reply.error().is_none(), "{reply:?}");
+    }
+    assert!(!sleeper.is_finished(), "pg_sleep(600) ended early");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !sleeper.is_finished() {
+        assert!(Instant::now() < deadline, "pg_sleep ran on through 60 s of cancels");
+        send_cancel(backend.port(), key).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let reply = sleeper.await.expect("sleeper");
+    assert_eq!(reply.error().as_deref(), Some("57014"), "{reply:?}");
 }

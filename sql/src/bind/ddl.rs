@@ -459,6 +459,7 @@ impl Binder<'_> {
             if columns.iter().any(|x| x.name == name) {
                 return Err(Error::DuplicateColumn { name });
             }
+            storable(&name, c.data_type)?;
             columns.push(Column {
                 name,
                 position: position as u16,
@@ -682,6 +683,7 @@ impl Binder<'_> {
             if create.def.columns.iter().any(|x| x.name == c.name) {
                 return Err(Error::DuplicateColumn { name: c.name.clone() });
             }
+            storable(&c.name, c.data_type)?;
             create.def.columns.push(Column {
                 name: c.name.clone(),
                 position: position as u16,
@@ -1810,4 +1812,15 @@ fn constraint_name_taken(table: &Table, name: &str) -> bool {
     table.checks.iter().any(|c| c.name == name)
         || table.foreign_keys.iter().any(|f| f.name == name)
         || table.indexes.iter().any(|i| i.constraint && i.name == name)
+}
+
+/// `42P16` for a column of a pseudo-type (`void`, what `pg_sleep` returns), which no table or
+/// view column may have.
+fn storable(name: &str, ty: DataType) -> Result<()> {
+    match ty {
+        DataType::Void => Err(Error::InvalidTableDefinition {
+            message: format!("column \"{name}\" has pseudo-type void"),
+        }),
+        _ => Ok(()),
+    }
 }

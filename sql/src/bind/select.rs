@@ -1990,7 +1990,7 @@ pub(crate) fn row_local(e: &Expr) -> bool {
                 | Expr::Exists(..)
                 | Expr::InSubquery(..)
                 | Expr::Agg(_)
-                | Expr::Func(Func::NextVal | Func::CurrVal | Func::SetVal, _)
+                | Expr::Func(Func::NextVal | Func::CurrVal | Func::SetVal | Func::PgSleep, _)
         );
     });
     local
@@ -2007,7 +2007,7 @@ pub(crate) fn row_independent(e: &Expr) -> bool {
                 | Expr::Subquery(_)
                 | Expr::Exists(..)
                 | Expr::InSubquery(..)
-                | Expr::Func(Func::NextVal | Func::CurrVal | Func::SetVal, _)
+                | Expr::Func(Func::NextVal | Func::CurrVal | Func::SetVal | Func::PgSleep, _)
         )
     });
     ok

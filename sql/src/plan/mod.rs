@@ -171,6 +171,9 @@ pub enum Func {
     Pi,
     /// random() — volatile
     Random,
+    /// pg_sleep(seconds): waits, returns void. Evaluated by [`crate::exec::Ctx`], which stops
+    /// the wait for a cancel or the statement's timeout.
+    PgSleep,
     /// `text ~ pattern` (POSIX regular expression match): args are the text, the pattern and
     /// whether case is ignored (`~*`, a `Bool` literal).
     RegexMatch,

@@ -156,6 +156,7 @@ pub fn cast_zoned(
     }
     let range = || Error::DatetimeFieldOverflow { message: "timestamp out of range".into() };
     Ok(match to {
+        DataType::Void => return Err(cannot_cast(from, to)),
         DataType::Bool => match v {
             Value::Bool(b) => Value::Bool(b),
             Value::Int32(i) => Value::Bool(i != 0),
