@@ -6,6 +6,9 @@
 //!   pgjdbc ([`metadata`]) and psql's `\d` family ([`describe`]).
 //! - [`bind`] resolves names against one catalog snapshot and types every expression
 //!   (PostgreSQL's rules), producing a [`plan`]: a tree of enums that prints as EXPLAIN shows.
+//!   It also plans: each scan's access path (a key, an index range, or everything), and each
+//!   join — a nested loop of key lookups, else a hash join on an equality — in the written
+//!   order unless that order would make a cross product. There are no statistics.
 //! - [`exec`] runs a plan in one `txn::Transaction`; sequences, which are not transactional,
 //!   are called through the session ([`exec::Sequences`]), and what expressions read from the
 //!   session (clock, names, `TimeZone`) comes in an [`exec::Env`].
