@@ -1455,11 +1455,13 @@ fn factor_or(e: Expr, out: &mut Vec<Expr>) {
             c
         })
         .collect();
-    let common: Vec<Expr> = branches[0]
-        .iter()
-        .filter(|c| row_local(c) && branches[1..].iter().all(|b| b.contains(c)))
-        .cloned()
-        .collect();
+    // Each common condition once, even if a branch repeats it (that branch keeps the rest).
+    let mut common: Vec<Expr> = Vec::new();
+    for c in &branches[0] {
+        if row_local(c) && !common.contains(c) && branches[1..].iter().all(|b| b.contains(c)) {
+            common.push(c.clone());
+        }
+    }
     for c in &common {
         for b in &mut branches {
             let i = b.iter().position(|x| x == c).expect("in every branch");
