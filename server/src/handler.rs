@@ -97,10 +97,29 @@ enum CopyState {
 impl Connection {
     /// Runs `f` on the session. Before startup completes there is none (pgwire routes no
     /// queries then), which is reported as a protocol violation rather than a panic.
+    ///
+    /// A panic in `f` is a bug in one statement: it fails the session's transaction (a block
+    /// enters the failed state) and answers `XX000`, and the connection — and the others its
+    /// thread serves — go on.
     fn with_session<R>(&self, f: impl FnOnce(&mut Session) -> R) -> PgWireResult<R> {
         let mut guard = self.session.lock();
         match guard.as_mut() {
-            Some(session) => Ok(f(session)),
+            Some(session) => {
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(session))) {
+                    Ok(r) => Ok(r),
+                    Err(panic) => {
+                        let what = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        tracing::error!(what, "a statement panicked");
+                        session.fail_transaction();
+                        let error = sql::Error::internal(format!("the statement panicked: {what}"));
+                        Err(sql_error(error, ""))
+                    }
+                }
+            }
             None => Err(protocol_error(ProtocolError::Violation(
                 "query before startup completed".into(),
             ))),

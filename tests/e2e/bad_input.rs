@@ -298,3 +298,36 @@ async fn error_mid_pipeline_skips_to_sync() {
     assert!(second.error().is_none() && second.messages.iter().any(|m| m.tag == b'D'));
     assert_healthy(&mut b, "an error mid-pipeline").await;
 }
+
+/// A bug that panics inside one statement (here the debug build's `aspen_debug_panic()`)
+/// answers XX000 and fails that session's transaction block; the session, and the other
+/// sessions its connection thread serves, go on. Aspen only.
+#[tokio::test]
+async fn a_statement_that_panics_costs_only_that_statement() {
+    let Some(mut b) = start() else { return };
+    if !matches!(b, Backend::Aspen(_)) {
+        return;
+    }
+    let client = b.connect().await;
+    // Sessions on every connection thread.
+    let mut others = Vec::new();
+    for _ in 0..3 {
+        others.push(b.connect().await);
+    }
+    client.batch_execute("BEGIN").await.expect("BEGIN");
+    let err = client.simple_query("SELECT aspen_debug_panic()").await.expect_err("a panic");
+    assert_eq!(err.code().map(|c| c.code()), Some("XX000"), "{err:?}");
+    let err = client.simple_query("SELECT 1").await.expect_err("the block failed");
+    assert_eq!(err.code().map(|c| c.code()), Some("25P02"), "{err:?}");
+    client.batch_execute("ROLLBACK").await.expect("ROLLBACK");
+    // The extended protocol too, outside a block.
+    let err = client.query("SELECT aspen_debug_panic()", &[]).await.expect_err("a panic");
+    assert_eq!(err.code().map(|c| c.code()), Some("XX000"), "{err:?}");
+    let row = client.query_one("SELECT 41 + 1", &[]).await.expect("the session goes on");
+    assert_eq!(row.get::<_, i32>(0), 42);
+    for other in &others {
+        let row = other.query_one("SELECT 2", &[]).await.expect("another session goes on");
+        assert_eq!(row.get::<_, i32>(0), 2);
+    }
+    assert_healthy(&mut b, "a statement that panicked").await;
+}

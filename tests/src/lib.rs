@@ -33,7 +33,7 @@
 //! | `slt` (`slt.rs`, `harness = false`) | the sqllogictest corpus `slt/*.slt`, one fresh Aspen per file; `# comparable` files also against PostgreSQL 15 |
 //! | `isolation` (`e2e/isolation.rs`) | the ten classic anomalies (G0 … G2) are prevented |
 //! | `concurrency` (`e2e/concurrency.rs`) | concurrent transfers + inserts + range reads keep the total |
-//! | `bad_input` (`e2e/bad_input.rs`) | malformed protocol, bad UTF-8, huge and deep queries: an error, and the server keeps serving |
+//! | `bad_input` (`e2e/bad_input.rs`) | malformed protocol, bad UTF-8, huge and deep queries, a statement that panics: an error, and the server keeps serving |
 //! | `cancel` (`e2e/cancel.rs`) | CancelRequest stops a running statement (57014) and the session goes on; one while idle cancels nothing; `pg_sleep` holds up no other session; SIGTERM stops a server that is running a statement |
 //! | `psql` (`compat/psql.rs`) | `psql -c`, `psql -f`, and an interactive session over stdin |
 //! | `client_binary` (`compat/client_binary.rs`) | tokio-postgres binary parameters and results for every supported type, inferred parameter types, result column names, a 2000-parameter INSERT |

@@ -185,6 +185,9 @@ impl Binder<'_> {
             ("cbrt", 1) => self.bind_fixed(name, &[P::Float], T::Float64, Func::Cbrt, args, e),
             ("pi", 0) => self.bind_fixed(name, &[], T::Float64, Func::Pi, args, e),
             ("random", 0) => self.bind_fixed(name, &[], T::Float64, Func::Random, args, e),
+            ("aspen_debug_panic", 0) if cfg!(debug_assertions) => {
+                self.bind_fixed(name, &[], T::Bool, Func::DebugPanic, args, e)
+            }
             ("pg_sleep", 1) => self.bind_fixed(name, &[P::Float], T::Void, Func::PgSleep, args, e),
             ("log", 2) => {
                 let ret = T::Numeric(None);

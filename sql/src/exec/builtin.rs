@@ -523,6 +523,7 @@ pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
         },
         Func::Pi => Value::Float64(std::f64::consts::PI),
         Func::Random => Value::Float64(random()),
+        Func::DebugPanic => panic!("aspen_debug_panic() called"),
         Func::Div => match (&args[0], &args[1]) {
             (Value::Numeric(x), Value::Numeric(y)) => Value::Numeric(x.div_trunc(y)?),
             other => return Err(Error::internal(format!("div{other:?}"))),

@@ -171,6 +171,9 @@ pub enum Func {
     Pi,
     /// random() — volatile
     Random,
+    /// aspen_debug_panic(): panics, so that tests can check a bug in one statement costs only
+    /// that statement. Bound only in debug builds.
+    DebugPanic,
     /// pg_sleep(seconds): waits, returns void. Evaluated by [`crate::exec::Ctx`], which stops
     /// the wait for a cancel or the statement's timeout.
     PgSleep,
