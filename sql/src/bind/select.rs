@@ -808,7 +808,9 @@ impl Binder<'_> {
             let c = self.bind_condition(w, &scope, "WHERE")?;
             split_conjuncts(c, &mut conjuncts);
         }
-        let mut plan = build_join_tree(items, conjuncts, &scope)?;
+        // FOR UPDATE locks the rows a join reads: only the joined ones with nested loops, as
+        // in PostgreSQL, but every row of its right side with a hash join.
+        let mut plan = build_join_tree(items, conjuncts, &scope, !for_update)?;
 
         // Grouping.
         let (group_exprs, grouping_sets) = match &select.group_by {
@@ -1610,10 +1612,11 @@ fn build_join_tree(
     mut items: Vec<FromItem>,
     mut conjuncts: Vec<Expr>,
     scope: &Scope,
+    hash: bool,
 ) -> Result<Plan> {
     let order = join_order(&items, &conjuncts);
     if order.iter().enumerate().all(|(i, &j)| i == j) {
-        return build_left_deep(items, conjuncts, scope);
+        return build_left_deep(items, conjuncts, scope, hash);
     }
     // Column `c` of the written order is column `new_col[c]` of the new one.
     let mut offsets = Vec::with_capacity(items.len());
@@ -1653,7 +1656,7 @@ fn build_join_tree(
     }
     let mut slots: Vec<Option<FromItem>> = items.into_iter().map(Some).collect();
     let items = order.iter().map(|&j| slots[j].take().expect("each item once")).collect();
-    let plan = build_left_deep(items, conjuncts, &reordered)?;
+    let plan = build_left_deep(items, conjuncts, &reordered, hash)?;
     let plan = Plan::Project {
         input: Box::new(plan),
         exprs: new_col.iter().map(|&c| Expr::Column(c)).collect(),
@@ -1717,7 +1720,13 @@ fn join_order(items: &[FromItem], conjuncts: &[Expr]) -> Vec<usize> {
 
 /// Builds a left-deep tree of joins, pushing each conjunct down to the first item where all
 /// its columns are available, and choosing key or range access for each table scan.
-fn build_left_deep(items: Vec<FromItem>, conjuncts: Vec<Expr>, scope: &Scope) -> Result<Plan> {
+/// `hash`: whether joins may be hash joins ([`join`]).
+fn build_left_deep(
+    items: Vec<FromItem>,
+    conjuncts: Vec<Expr>,
+    scope: &Scope,
+    hash: bool,
+) -> Result<Plan> {
     if items.is_empty() {
         let plan = Plan::Values { rows: vec![vec![]], width: 0 };
         return Ok(match and_all(conjuncts) {
@@ -1767,7 +1776,7 @@ fn build_left_deep(items: Vec<FromItem>, conjuncts: Vec<Expr>, scope: &Scope) ->
         plan = Some(match plan {
             // The first item runs at this query's own level.
             None => attach_filter(item.plan, preds),
-            Some(left) => join(left, item, preds, on, offset, scope),
+            Some(left) => join(left, item, preds, on, offset, scope, hash),
         });
         let post: Vec<Expr> = std::mem::take(&mut after[i]).into_iter().chain(on_top).collect();
         if let Some(p) = and_all(post) {
@@ -1797,6 +1806,7 @@ fn join(
     on: Option<Expr>,
     offset: usize,
     scope: &Scope,
+    hash: bool,
 ) -> Plan {
     let end = offset + item.width;
     let mut inner = item.plan.clone();
@@ -1816,7 +1826,7 @@ fn join(
     };
     let (mut own, mut cross) = (Vec::new(), Vec::new());
     let (mut left_keys, mut right_keys, mut bpchar) = (Vec::new(), Vec::new(), Vec::new());
-    if !point_lookup {
+    if hash && !point_lookup {
         for p in &preds {
             if !references_columns_below(p, offset) {
                 own.push(map_expr(p.clone(), &mut |x| match x {
