@@ -426,6 +426,16 @@ impl Error {
         "ERROR"
     }
 
+    /// `2BP01` for a DROP of `object` (e.g. `index t_pkey`), which `owner` (e.g. `constraint
+    /// t_pkey on table t`) requires, with PostgreSQL's hint to drop that instead.
+    pub fn required_by(object: &str, owner: &str) -> Error {
+        Error::DependentObjects {
+            message: format!("cannot drop {object} because {owner} requires it"),
+            detail: String::new(),
+        }
+        .with_hint(format!("You can drop {owner} instead."))
+    }
+
     /// Shorthand for an internal error (a bug).
     pub fn internal(message: impl Into<String>) -> Error {
         Error::Internal { message: message.into() }

@@ -100,6 +100,8 @@ struct Cached {
     param_types: Vec<DataType>,
     columns: Option<Arc<Vec<ColumnInfo>>>,
     version: u64,
+    /// [`Prepared::is_short`], decided once when the statement is bound.
+    short: bool,
 }
 
 /// Cached plans by (statement text, declared parameter OIDs).
@@ -974,27 +976,31 @@ impl Prepared {
     /// CHECKPOINT and unbounded scans are not. [`Session::runs_briefly`] adds the session's
     /// state (a COMMIT that publishes schema changes waits for the log).
     pub fn is_short(&self) -> bool {
-        let Some(cached) = &self.plan else { return true };
-        match &cached.bound {
-            Bound::Plan(Statement::Query(q)) => plan_is_short(&q.plan),
-            Bound::Plan(Statement::Insert { source, .. }) => plan_is_short(source),
-            Bound::Plan(Statement::Update { scan, sets, .. }) => {
-                plan_is_short(scan) && sets.iter().all(|(_, e)| expr_is_short(e))
-            }
-            Bound::Plan(Statement::Delete { scan, .. }) => plan_is_short(scan),
-            Bound::Command(
-                Command::Begin(_)
-                | Command::Commit
-                | Command::Rollback
-                | Command::Set { .. }
-                | Command::SetTransaction
-                | Command::Show(_)
-                | Command::ShowAll
-                | Command::Reset(_)
-                | Command::NoOp(_),
-            ) => true,
-            Bound::Command(_) => false,
+        self.plan.as_ref().is_none_or(|c| c.short)
+    }
+}
+
+/// [`Prepared::is_short`] of a bound statement.
+fn bound_is_short(bound: &Bound) -> bool {
+    match bound {
+        Bound::Plan(Statement::Query(q)) => plan_is_short(&q.plan),
+        Bound::Plan(Statement::Insert { source, .. }) => plan_is_short(source),
+        Bound::Plan(Statement::Update { scan, sets, .. }) => {
+            plan_is_short(scan) && sets.iter().all(|(_, e)| expr_is_short(e))
         }
+        Bound::Plan(Statement::Delete { scan, .. }) => plan_is_short(scan),
+        Bound::Command(
+            Command::Begin(_)
+            | Command::Commit
+            | Command::Rollback
+            | Command::Set { .. }
+            | Command::SetTransaction
+            | Command::Show(_)
+            | Command::ShowAll
+            | Command::Reset(_)
+            | Command::NoOp(_),
+        ) => true,
+        Bound::Command(_) => false,
     }
 }
 
@@ -1786,6 +1792,7 @@ impl Session {
         };
         Ok(Cached {
             param_types: binder.param_types(),
+            short: bound_is_short(&bound),
             bound,
             columns,
             version: snapshot.version().0,
@@ -2563,18 +2570,10 @@ impl Session {
                         }
                         // An identity column's.
                         Some((t, c)) => {
-                            return Err(Error::DependentObjects {
-                                message: format!(
-                                    "cannot drop sequence {n} because column {} of table {} \
-                                     requires it",
-                                    c.name, t.name
-                                ),
-                                detail: String::new(),
-                            }
-                            .with_hint(format!(
-                                "You can drop column {} of table {} instead.",
-                                c.name, t.name
-                            )))
+                            return Err(Error::required_by(
+                                &format!("sequence {n}"),
+                                &format!("column {} of table {}", c.name, t.name),
+                            ))
                         }
                         None if snapshot.relation_exists(n) => {
                             return Err(Error::WrongObjectType {
@@ -2707,18 +2706,10 @@ impl Session {
                     match snapshot.index_by_name(n) {
                         // A PRIMARY KEY or UNIQUE constraint's index goes with its constraint.
                         Some((t, i)) if i.constraint => {
-                            return Err(Error::DependentObjects {
-                                message: format!(
-                                    "cannot drop index {n} because constraint {} on table {} \
-                                     requires it",
-                                    i.name, t.name
-                                ),
-                                detail: String::new(),
-                            }
-                            .with_hint(format!(
-                                "You can drop constraint {} on table {} instead.",
-                                i.name, t.name
-                            )))
+                            return Err(Error::required_by(
+                                &format!("index {n}"),
+                                &format!("constraint {} on table {}", i.name, t.name),
+                            ))
                         }
                         Some((t, i)) => {
                             self.stage(catalog::Ddl::DropIndex(i.id))?;

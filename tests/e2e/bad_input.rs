@@ -38,6 +38,11 @@ fn start() -> Option<Backend> {
     Backend::from_env()
 }
 
+/// [`start`] for the cases that are Aspen's own (`None` against PostgreSQL).
+fn start_aspen() -> Option<Backend> {
+    start().filter(|b| matches!(b, Backend::Aspen(_)))
+}
+
 #[tokio::test]
 async fn startup_with_bad_length_is_rejected() {
     let Some(mut b) = start() else { return };
@@ -201,10 +206,7 @@ async fn deeply_nested_expression_is_handled() {
 /// until the kernel kills it. Aspen only: PostgreSQL spills to disk and would run for hours.
 #[tokio::test]
 async fn a_join_that_multiplies_its_inputs_stops_at_its_memory_limit() {
-    let Some(mut b) = start() else { return };
-    if !matches!(b, Backend::Aspen(_)) {
-        return;
-    }
+    let Some(mut b) = start_aspen() else { return };
     let client = b.connect().await;
     let sql = "SELECT count(*) FROM generate_series(1, 100000) a, generate_series(1, 100000) b";
     let err = tokio::time::timeout(Duration::from_secs(120), client.simple_query(sql))
@@ -304,10 +306,7 @@ async fn error_mid_pipeline_skips_to_sync() {
 /// sessions its connection thread serves, go on. Aspen only.
 #[tokio::test]
 async fn a_statement_that_panics_costs_only_that_statement() {
-    let Some(mut b) = start() else { return };
-    if !matches!(b, Backend::Aspen(_)) {
-        return;
-    }
+    let Some(mut b) = start_aspen() else { return };
     let client = b.connect().await;
     // Sessions on every connection thread.
     let mut others = Vec::new();

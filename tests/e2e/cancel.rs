@@ -48,6 +48,27 @@ async fn send_cancel(port: u16, key: [u8; 8]) {
     let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut rest)).await;
 }
 
+/// Sends CancelRequests every 200 ms until `task` (reading the canceled statement's reply)
+/// ends, and returns what it returned. A request that arrives before the statement starts
+/// cancels nothing, hence the repeats.
+async fn cancel_until_done<T>(port: u16, key: [u8; 8], task: tokio::task::JoinHandle<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !task.is_finished() {
+        assert!(Instant::now() < deadline, "the statement ran on through 60 s of cancels");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        send_cancel(port, key).await;
+    }
+    task.await.expect("the reading task")
+}
+
+/// Runs `sql` on `stream` and checks that it answers rows and no error.
+async fn assert_answers(stream: &mut TcpStream, sql: &str, after: &str) {
+    stream.write_all(&query(sql)).await.expect("send");
+    let reply = read_reply(stream, 0).await;
+    assert!(reply.error().is_none(), "{after}: {reply:?}");
+    assert!(reply.messages.iter().any(|m| m.tag == b'D'), "{after}: {reply:?}");
+}
+
 /// The error message (field `M`) of the first ErrorResponse.
 fn error_message(reply: &Reply) -> Option<String> {
     let e = reply.messages.iter().find(|m| m.tag == b'E')?;
@@ -64,22 +85,11 @@ async fn a_cancel_request_stops_the_running_statement_and_the_session_goes_on() 
         let reply = read_reply(&mut stream, 0).await;
         (stream, reply)
     });
-    // A request that arrives before the statement starts cancels nothing, so send one every
-    // 200 ms until the statement ends.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !reader.is_finished() {
-        assert!(Instant::now() < deadline, "the statement ran on through 60 s of cancels");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        send_cancel(backend.port(), key).await;
-    }
-    let (mut stream, reply) = reader.await.expect("reader");
+    let (mut stream, reply) = cancel_until_done(backend.port(), key, reader).await;
     assert_eq!(reply.error().as_deref(), Some("57014"), "{reply:?}");
     assert_eq!(error_message(&reply).as_deref(), Some("canceling statement due to user request"));
     assert_eq!(reply.status(), Some('I'), "{reply:?}");
-    stream.write_all(&query("SELECT 41 + 1")).await.expect("send");
-    let reply = read_reply(&mut stream, 0).await;
-    assert!(reply.error().is_none(), "the session after a cancel: {reply:?}");
-    assert!(reply.messages.iter().any(|m| m.tag == b'D'), "{reply:?}");
+    assert_answers(&mut stream, "SELECT 41 + 1", "the session after a cancel").await;
 }
 
 #[tokio::test]
@@ -91,10 +101,8 @@ async fn a_cancel_request_while_idle_cancels_nothing() {
     let (_other, other_key) = session_with_key(&backend).await;
     send_cancel(backend.port(), other_key).await;
     send_cancel(backend.port(), [0, 0, 0, 1, 9, 9, 9, 9]).await;
-    stream.write_all(&query("SELECT count(*) FROM generate_series(1, 1000)")).await.expect("send");
-    let reply = read_reply(&mut stream, 0).await;
-    assert!(reply.error().is_none(), "{reply:?}");
-    assert!(reply.messages.iter().any(|m| m.tag == b'D'), "{reply:?}");
+    let sql = "SELECT count(*) FROM generate_series(1, 1000)";
+    assert_answers(&mut stream, sql, "the session after cancels while idle").await;
 }
 
 #[tokio::test]
@@ -127,19 +135,12 @@ async fn a_sleeping_statement_holds_up_no_other_session() {
     let sleeper = tokio::spawn(async move { read_reply(&mut stream, 0).await });
     for i in 0..4 {
         let (mut other, _) = session_with_key(&backend).await;
-        other.write_all(&query("SELECT 1")).await.expect("send");
-        let reply = tokio::time::timeout(Duration::from_secs(30), read_reply(&mut other, 0))
+        let answer = assert_answers(&mut other, "SELECT 1", "another session while one slept");
+        tokio::time::timeout(Duration::from_secs(30), answer)
             .await
             .unwrap_or_else(|_| panic!("session {i} got no answer while another slept"));
-        assert!(reply.error().is_none(), "{reply:?}");
     }
     assert!(!sleeper.is_finished(), "pg_sleep(600) ended early");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !sleeper.is_finished() {
-        assert!(Instant::now() < deadline, "pg_sleep ran on through 60 s of cancels");
-        send_cancel(backend.port(), key).await;
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let reply = sleeper.await.expect("sleeper");
+    let reply = cancel_until_done(backend.port(), key, sleeper).await;
     assert_eq!(reply.error().as_deref(), Some("57014"), "{reply:?}");
 }

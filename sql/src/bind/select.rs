@@ -1438,22 +1438,14 @@ fn factor_or(e: Expr, out: &mut Vec<Expr>) {
             other => out.push(other),
         }
     }
-    fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
-        match e {
-            Expr::And(a, b) => {
-                conjuncts(*a, out);
-                conjuncts(*b, out);
-            }
-            other => out.push(other),
-        }
-    }
     let mut branches = Vec::new();
     disjuncts(e, &mut branches);
+    // Each branch's conditions (an OR inside one factored the same way).
     let mut branches: Vec<Vec<Expr>> = branches
         .into_iter()
         .map(|b| {
             let mut c = Vec::new();
-            conjuncts(b, &mut c);
+            split_conjuncts(b, &mut c);
             c
         })
         .collect();
