@@ -212,6 +212,12 @@ pub enum Ddl {
     /// `ALTER TABLE … DROP CONSTRAINT name` of a `CHECK` constraint or a foreign key (an index
     /// that backs a constraint is dropped with [`Ddl::DropIndex`]).
     DropConstraint { table: TableId, name: String },
+    /// `ALTER TABLE … DROP COLUMN`: the column at `position` is marked dropped
+    /// ([`Column::dropped`]); the table's indexes, checks and foreign keys that use it go with
+    /// it, as in PostgreSQL. Foreign keys of other tables that reference it are in the way
+    /// ([`Error::DependentObjects`]) unless `cascade`, which drops them too. A column of the
+    /// primary key the rows are keyed by cannot be dropped. Views are the caller's to check.
+    DropColumn { table: TableId, position: u16, cascade: bool },
 }
 
 /// What `ALTER TABLE … ALTER COLUMN` changes ([`Catalog::alter_column`]).
@@ -685,6 +691,7 @@ impl Catalog {
         for (id, table) in &tables {
             if current.table_map().get(id).is_none_or(|c| !Arc::ptr_eq(c, table)) {
                 puts.push((table_key(*id), encode_table(table)));
+                deletes.extend(lost_sequence_keys(current.table_by_id(*id), table));
             }
         }
         for (id, table) in current.table_map() {
@@ -722,6 +729,7 @@ impl Catalog {
         }
         for table in &change.put {
             puts.push((table_key(table.id), encode_table(table)));
+            deletes.extend(lost_sequence_keys(current.table_by_id(table.id), table));
         }
         self.store.write_batch(puts, deletes)?;
 
@@ -1017,6 +1025,77 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             add_check(&mut changed, check)?;
             Change { put: vec![changed], delete: Vec::new() }
         }
+        Ddl::DropColumn { table, position, cascade } => {
+            let mut changed = Table::clone(must_get_table(snapshot, table)?);
+            let column =
+                changed.columns.get(usize::from(position)).filter(|c| !c.dropped).ok_or_else(
+                    || {
+                        Error::InvalidDefinition(format!(
+                            "column {position} of {} does not exist",
+                            changed.name
+                        ))
+                    },
+                )?;
+            let name = column.name.clone();
+            let keyed = !changed.hidden_pk;
+            if keyed && changed.primary_index().is_some_and(|pk| pk.columns.contains(&position)) {
+                return Err(Error::InvalidDefinition(format!(
+                    "column \"{name}\" is in the primary key of \"{}\"",
+                    changed.name
+                )));
+            }
+            let dependents: Vec<(&Arc<Table>, &ForeignKey)> = snapshot
+                .referencing_fks(table)
+                .into_iter()
+                .filter(|(t, fk)| t.id != table && fk.ref_columns.contains(&position))
+                .collect();
+            let lines: Vec<String> = dependents
+                .iter()
+                .map(|(t, fk)| format!("constraint {} on table {}", fk.name, t.name))
+                .collect();
+            if !cascade && !lines.is_empty() {
+                let detail: Vec<String> = lines
+                    .iter()
+                    .map(|l| format!("{l} depends on column {name} of table {}", changed.name))
+                    .collect();
+                return Err(Error::DependentObjects {
+                    message: format!(
+                        "cannot drop column {name} of table {} because other objects depend on \
+                         it",
+                        changed.name
+                    ),
+                    detail: Some(detail.join("\n")),
+                });
+            }
+            let uses = |columns: &[u16]| columns.contains(&position);
+            changed.indexes.retain(|i| !uses(&i.columns));
+            changed.checks.retain(|c| !uses(&c.columns));
+            changed
+                .foreign_keys
+                .retain(|f| !uses(&f.columns) && !(f.ref_table == table && uses(&f.ref_columns)));
+            let column = &mut changed.columns[usize::from(position)];
+            *column = Column {
+                name: format!("........pg.dropped.{}........", position + 1),
+                position,
+                data_type: column.data_type,
+                not_null: false,
+                default: None,
+                sequence: None,
+                dropped: true,
+            };
+            let mut referencing: BTreeMap<TableId, Table> = BTreeMap::new();
+            for (t, _) in &dependents {
+                referencing
+                    .entry(t.id)
+                    .or_insert_with(|| Table::clone(t))
+                    .foreign_keys
+                    .retain(|fk| !(fk.ref_table == table && uses(&fk.ref_columns)));
+            }
+            applied.notices = lines.into_iter().map(|l| format!("drop cascades to {l}")).collect();
+            let mut put = vec![changed];
+            put.extend(referencing.into_values());
+            Change { put, delete: Vec::new() }
+        }
         Ddl::DropConstraint { table, name } => {
             let mut changed = Table::clone(must_get_table(snapshot, table)?);
             let (checks, fks) = (changed.checks.len(), changed.foreign_keys.len());
@@ -1039,6 +1118,18 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
 fn sequence_keys(table: &Table) -> impl Iterator<Item = String> + '_ {
     let owned = table.columns.iter().filter(|c| c.sequence.is_some());
     owned.map(|c| sequence_key(table.id, c.position))
+}
+
+/// The store keys of the sequences that `old`'s columns had and `new`'s no longer have (a
+/// dropped column's).
+fn lost_sequence_keys(old: Option<&Arc<Table>>, new: &Table) -> Vec<String> {
+    let Some(old) = old else { return Vec::new() };
+    old.columns
+        .iter()
+        .filter(|c| c.sequence.is_some())
+        .filter(|c| new.columns.get(usize::from(c.position)).is_none_or(|n| n.sequence.is_none()))
+        .map(|c| sequence_key(old.id, c.position))
+        .collect()
 }
 
 fn meta_puts(version: CatalogVersion, counters: Counters) -> Vec<(String, Vec<u8>)> {
@@ -1314,6 +1405,7 @@ mod tests {
             not_null: false,
             default: None,
             sequence: None,
+            dropped: false,
         }
     }
 
@@ -1723,6 +1815,88 @@ mod tests {
         assert!(after.checks.is_empty() && after.foreign_keys.is_empty());
         let err = catalog.apply(Ddl::DropConstraint { table: t.id, name: "second".into() });
         assert!(matches!(err, Err(Error::UndefinedObject(_))), "{err:?}");
+    }
+
+    /// DROP COLUMN marks the column dropped in place (positions stay), takes the indexes,
+    /// checks and foreign keys that use it and its sequence's stored counter with it, and is
+    /// durable; another table's foreign key on it is in the way unless `cascade`; a column of
+    /// the primary key stays.
+    #[test]
+    fn drop_column_marks_it_dropped_and_takes_what_uses_it() {
+        let store = MemStore::new();
+        let catalog = Catalog::with_store(Box::new(store.clone())).unwrap();
+        let mut serial = column("n", DataType::Int32);
+        serial.sequence = Some(crate::Sequence::counting(
+            "t_n_seq".into(),
+            crate::Generated::Serial,
+            DataType::Int32,
+        ));
+        let t = catalog
+            .create_table(TableDef {
+                columns: vec![
+                    column("id", DataType::Int32),
+                    column("v", DataType::Text),
+                    serial,
+                    column("w", DataType::Int64),
+                ],
+                indexes: vec![
+                    index("t_pkey", &[0], true, true),
+                    IndexDef { constraint: true, ..index("t_v_key", &[1], true, false) },
+                    index("t_vw", &[3, 1], false, false),
+                    index("t_w", &[3], false, false),
+                ],
+                checks: vec![crate::schema::Check {
+                    name: "t_v_check".into(),
+                    sql: "v <> ''".into(),
+                    columns: vec![1],
+                }],
+                ..simple("t")
+            })
+            .unwrap();
+        let seq = t.columns[2].sequence.clone().unwrap();
+        catalog.nextval(t.id, 2, &seq).unwrap();
+        let sequence_keys = |store: &MemStore| -> usize {
+            let all = store.load_all().unwrap();
+            all.iter().filter(|(k, _)| k.starts_with(SEQUENCE_PREFIX)).count()
+        };
+        assert_eq!(sequence_keys(&store), 1);
+        let child = catalog.create_table(TableDef {
+            foreign_keys: vec![fk("child_fk", &[1], t.id, &[1])],
+            ..simple("child")
+        });
+        let child = child.unwrap();
+        let drop = |position, cascade| Ddl::DropColumn { table: t.id, position, cascade };
+        let err = catalog.apply(drop(1, false)).unwrap_err();
+        assert!(matches!(err, Error::DependentObjects { .. }), "{err:?}");
+        assert!(matches!(catalog.apply(drop(0, true)), Err(Error::InvalidDefinition(_))));
+        let applied = catalog.apply(drop(1, true)).unwrap().1;
+        assert_eq!(applied.notices, ["drop cascades to constraint child_fk on table child"]);
+        catalog.apply(drop(2, false)).unwrap();
+        assert!(matches!(catalog.apply(drop(2, false)), Err(Error::InvalidDefinition(_))));
+        assert_eq!(sequence_keys(&store), 0, "the serial column's counter went with it");
+
+        let reopened = Catalog::with_store(Box::new(store.clone())).unwrap();
+        let snapshot = reopened.snapshot();
+        let after = snapshot.table("t").unwrap();
+        let columns: Vec<(&str, u16, bool)> =
+            after.columns.iter().map(|c| (c.name.as_str(), c.position, c.dropped)).collect();
+        assert_eq!(
+            columns,
+            [
+                ("id", 0, false),
+                ("........pg.dropped.2........", 1, true),
+                ("........pg.dropped.3........", 2, true),
+                ("w", 3, false),
+            ]
+        );
+        assert!(after.columns[2].sequence.is_none() && after.checks.is_empty());
+        let indexes: Vec<&str> = after.indexes.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(indexes, ["t_pkey", "t_w"]);
+        assert!(after.column("........pg.dropped.2........").is_none());
+        let visible: Vec<&str> = after.visible_columns().map(|c| c.name.as_str()).collect();
+        assert_eq!(visible, ["id", "w"]);
+        assert!(snapshot.table_by_id(child.id).unwrap().foreign_keys.is_empty());
+        assert!(!snapshot.relation_exists("t_n_seq"));
     }
 
     #[test]

@@ -173,6 +173,12 @@ pub struct Column {
     /// ([`crate::Catalog::nextval`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence: Option<Sequence>,
+    /// Dropped by `ALTER TABLE … DROP COLUMN` (PostgreSQL's `attisdropped`): the column keeps
+    /// its position in the rows already written (so that they decode, and so that the drop is
+    /// one catalog write, atomic across a crash), but SQL no longer sees it. Its name becomes
+    /// `........pg.dropped.N........` and it has no default, no constraint and no sequence.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dropped: bool,
 }
 
 /// How a column's sequence supplies its values.
@@ -326,9 +332,15 @@ impl Table {
         self.view.is_some()
     }
 
-    /// Finds a column by (folded) name.
+    /// Finds a column by (folded) name; a dropped column is not found.
     pub fn column(&self, name: &str) -> Option<&Column> {
-        self.columns.iter().find(|c| c.name == name)
+        self.visible_columns().find(|c| c.name == name)
+    }
+
+    /// The columns SQL sees, in order: every column but the dropped ones. (`columns` is the
+    /// physical row: positions index it.)
+    pub fn visible_columns(&self) -> impl Iterator<Item = &Column> + '_ {
+        self.columns.iter().filter(|c| !c.dropped)
     }
 
     /// Whether this "table" is a sequence of its own ([`Generated::Standalone`]): not a table

@@ -16,6 +16,7 @@ fn column(name: &str, data_type: DataType, not_null: bool, default: Option<&str>
         not_null,
         default: default.map(|sql| ColumnDefault { sql: sql.into() }),
         sequence: None,
+        dropped: false,
     }
 }
 

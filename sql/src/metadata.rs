@@ -240,10 +240,11 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
             for t in tables.iter().filter(|t| matches(SCHEMA, schema) && matches(&t.name, table)) {
                 let key: Vec<u16> =
                     t.primary_index().map(|i| i.columns.clone()).unwrap_or_default();
-                for (attnum, c) in t.columns.iter().enumerate() {
+                for c in t.visible_columns() {
                     if !matches(&c.name, column) {
                         continue;
                     }
+                    let attnum = usize::from(c.position);
                     rows.push(vec![
                         text(SCHEMA),
                         text(&t.name),

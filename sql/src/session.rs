@@ -2800,6 +2800,15 @@ impl Session {
                 self.add_check(table, check, expr)?;
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
             }
+            Command::DropColumn { table, name, position, cascade } => {
+                let out = Output::tag(Tag::new("ALTER TABLE"));
+                let Some(position) = *position else {
+                    let missing =
+                        format!("column \"{name}\" of relation \"{}\" does not exist", table.name);
+                    return Ok(out.skipping(&missing));
+                };
+                self.drop_column(table, name, position, *cascade, out)
+            }
             Command::DropConstraint { table, name, if_exists } => {
                 let index = table.indexes.iter().find(|i| i.constraint && i.name == *name);
                 if let Some(index) = index {
@@ -2870,6 +2879,68 @@ impl Session {
             }
             other => Err(Error::internal(format!("unexpected command {other:?}"))),
         }
+    }
+
+    /// ALTER TABLE … DROP COLUMN: the catalog marks the column dropped and drops the indexes,
+    /// checks and foreign keys that use it (and, with CASCADE, other tables' foreign keys
+    /// that reference it). No row is rewritten: rows keep the column's value in its place,
+    /// unread, so the whole change is one catalog write. A view whose query no longer binds
+    /// as it did without the column depends on it: in the way, or dropped with CASCADE.
+    fn drop_column(
+        &mut self,
+        table: &Arc<Table>,
+        name: &str,
+        position: u16,
+        cascade: bool,
+        mut out: Output,
+    ) -> Result<Output> {
+        let in_the_way = |detail: Vec<String>| {
+            Error::DependentObjects {
+                message: format!(
+                    "cannot drop column {name} of table {} because other objects depend on it",
+                    table.name
+                ),
+                detail: detail.join("\n"),
+            }
+            .with_hint(CASCADE_HINT)
+        };
+        let applied = self
+            .stage(catalog::Ddl::DropColumn { table: table.id, position, cascade })
+            .map_err(|e| match e {
+            Error::DependentObjects { detail, .. } => {
+                in_the_way(detail.lines().map(str::to_string).collect())
+            }
+            other => other,
+        })?;
+        for n in applied.notices {
+            out = out.with_notice("NOTICE", "00000", n);
+        }
+        let snapshot = self.snapshot();
+        let broken: Vec<&Arc<Table>> = snapshot
+            .tables()
+            .filter(|v| v.view.as_ref().is_some_and(|d| d.depends.contains(&table.id)))
+            .filter(|v| !crate::bind::view_still_binds(&snapshot, v))
+            .collect();
+        if !broken.is_empty() {
+            if !cascade {
+                return Err(in_the_way(
+                    broken
+                        .iter()
+                        .map(|v| {
+                            format!(
+                                "view {} depends on column {name} of table {}",
+                                v.name, table.name
+                            )
+                        })
+                        .collect(),
+                ));
+            }
+            out = self.drop_relations(broken.iter().map(|v| v.id).collect(), true, out)?;
+        }
+        for index in table.indexes.iter().filter(|i| i.columns.contains(&position)) {
+            self.pending_ddl().dropped.push(EngineObject::Index(table.id, index.id));
+        }
+        Ok(out)
     }
 
     /// ALTER TABLE … ADD COLUMN: existing rows get the default (or NULL); NOT NULL without a

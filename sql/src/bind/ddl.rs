@@ -149,6 +149,17 @@ pub enum Command {
         /// IF EXISTS.
         if_exists: bool,
     },
+    /// ALTER TABLE … DROP [COLUMN] [IF EXISTS] name [CASCADE].
+    DropColumn {
+        /// Table.
+        table: Arc<Table>,
+        /// The column's name.
+        name: String,
+        /// Its position, or `None` when there is no such column (IF EXISTS: a notice).
+        position: Option<u16>,
+        /// CASCADE: foreign keys and views that use the column are dropped too.
+        cascade: bool,
+    },
     /// ALTER TABLE … RENAME TO.
     RenameTable {
         /// Table.
@@ -302,6 +313,7 @@ impl Binder<'_> {
                     not_null: true,
                     default: None,
                     sequence: Some(seq),
+                    dropped: false,
                 };
                 let def = TableDef {
                     name,
@@ -467,6 +479,7 @@ impl Binder<'_> {
                 not_null: false,
                 default: None,
                 sequence: None,
+                dropped: false,
             });
         }
         let mut depends = std::mem::take(&mut self.relations_read);
@@ -691,6 +704,7 @@ impl Binder<'_> {
                 not_null: false,
                 default: None,
                 sequence: None,
+                dropped: false,
             });
         }
         Ok(Command::CreateTableAs { create, query: Box::new(query) })
@@ -739,6 +753,7 @@ impl Binder<'_> {
                 not_null: false,
                 default: None,
                 sequence: None,
+                dropped: false,
             };
             let mut taken = |n: &str| {
                 self.snapshot.relation_exists(n)
@@ -1142,6 +1157,7 @@ impl Binder<'_> {
                     not_null: false,
                     default: None,
                     sequence: None,
+                    dropped: false,
                 };
                 let mut pending_checks = Vec::new();
                 for opt in &column_def.options {
@@ -1172,6 +1188,28 @@ impl Binder<'_> {
                     }
                 }
                 Ok(Command::AddColumn { table, column, if_not_exists: *if_not_exists, checks })
+            }
+            ast::AlterTableOperation::DropColumn {
+                column_names, if_exists, drop_behavior, ..
+            } => {
+                let [column] = column_names.as_slice() else {
+                    return Err(Error::unsupported("DROP COLUMN of several columns"));
+                };
+                let name = ident(column);
+                let position = table.column(&name).map(|c| c.position);
+                if position.is_none() && !*if_exists {
+                    return Err(Error::UndefinedColumn {
+                        name: format!("\"{name}\" of relation \"{}\"", table.name),
+                        span: None,
+                    });
+                }
+                if table.primary_index().is_some_and(|pk| {
+                    !table.hidden_pk && position.is_some_and(|p| pk.columns.contains(&p))
+                }) {
+                    return Err(Error::unsupported("dropping a column of the primary key"));
+                }
+                let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
+                Ok(Command::DropColumn { table, name, position, cascade })
             }
             ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
                 self.refuse_if_viewed(&table, "renaming a column")?;

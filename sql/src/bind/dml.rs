@@ -73,7 +73,7 @@ impl Binder<'_> {
             ins.table_alias.as_ref().map(|a| ident(&a.alias)).unwrap_or_else(|| table.name.clone());
         // Target columns.
         let targets: Vec<usize> = if ins.columns.is_empty() {
-            (0..table.columns.len()).collect()
+            table.visible_columns().map(|c| usize::from(c.position)).collect()
         } else {
             let mut out: Vec<usize> = Vec::new();
             for c in &ins.columns {
@@ -344,7 +344,7 @@ impl Binder<'_> {
         for item in items {
             match item {
                 SelectItem::Wildcard(_) => {
-                    for (i, c) in scope.columns.iter().enumerate() {
+                    for (i, c) in scope.visible() {
                         out.push((
                             Expr::Column(i),
                             OutColumn {

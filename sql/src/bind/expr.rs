@@ -606,7 +606,7 @@ impl Binder<'_> {
     ) -> Result<Typed> {
         let find = |s: &Scope| -> Result<Option<usize>> {
             let mut found = None;
-            for (i, c) in s.columns.iter().enumerate() {
+            for (i, c) in s.visible() {
                 let rel_ok = match rel {
                     None => true,
                     Some(r) => c.relation.as_deref() == Some(r),

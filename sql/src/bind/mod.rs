@@ -19,6 +19,11 @@ use sqlparser::ast::{self as ast, Ident, ObjectName, ObjectNamePart, Spanned};
 pub use ddl::{Command, CreateTable, IndexSpec, SetValue};
 pub(crate) use select::{row_local, uncorrelated, walk as walk_expr};
 
+/// See [`Binder::view_still_binds`].
+pub(crate) fn view_still_binds(snapshot: &Snapshot, view: &Table) -> bool {
+    Binder::view_still_binds(snapshot, view)
+}
+
 use crate::error::{Error, Result, Span};
 use crate::plan::Statement as PlanStatement;
 
@@ -42,6 +47,9 @@ pub(crate) struct ScopeColumn {
     pub data_type: DataType,
     /// Source (table oid, attnum) for RowDescription.
     pub source: Option<(u32, i16)>,
+    /// A dropped column of a table ([`catalog::Column::dropped`]): it keeps its place in the
+    /// row, but no name finds it and `*` leaves it out.
+    pub hidden: bool,
 }
 
 /// The columns of the current FROM clause (a concatenated row).
@@ -61,9 +69,15 @@ impl Scope {
                     name: c.name.clone(),
                     data_type: c.data_type,
                     source: Some((table.id.oid(), c.position as i16 + 1)),
+                    hidden: c.dropped,
                 })
                 .collect(),
         }
+    }
+
+    /// The columns SQL sees (not [`ScopeColumn::hidden`]), with their indexes in the row.
+    pub fn visible(&self) -> impl Iterator<Item = (usize, &ScopeColumn)> + '_ {
+        self.columns.iter().enumerate().filter(|(_, c)| !c.hidden)
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use catalog::{DataType, Table};
+use catalog::{DataType, Snapshot, Table};
 use sqlparser::ast::{self as ast, Expr as AstExpr, SelectItem, SetExpr, TableFactor};
 
 use super::expr::column_name;
@@ -272,6 +272,7 @@ impl Binder<'_> {
                                 name: c.name.clone(),
                                 data_type: c.data_type,
                                 source: c.source,
+                                hidden: false,
                             })
                             .collect(),
                     };
@@ -565,10 +566,9 @@ impl Binder<'_> {
                     alias.as_ref().map(|a| ident(&a.name)).unwrap_or_else(|| table.name.clone());
                 let mut scope = Scope::from_table(&table, &alias_name);
                 if let Some(a) = alias {
-                    for (i, c) in a.columns.iter().enumerate() {
-                        if let Some(col) = scope.columns.get_mut(i) {
-                            col.name = ident(&c.name);
-                        }
+                    let visible = scope.columns.iter_mut().filter(|c| !c.hidden);
+                    for (col, c) in visible.zip(&a.columns) {
+                        col.name = ident(&c.name);
                     }
                 }
                 let plan = Plan::Scan {
@@ -599,6 +599,13 @@ impl Binder<'_> {
             }
             other => Err(Error::unsupported(format!("FROM item {other}"))),
         }
+    }
+
+    /// Whether `view`'s query still binds over `snapshot` to the columns it had when it was
+    /// created (after a column of a table it reads was dropped: if not, the view used it).
+    pub(crate) fn view_still_binds(snapshot: &Snapshot, view: &Table) -> bool {
+        let Some(def) = &view.view else { return true };
+        Binder::new(snapshot, &def.query, Vec::new()).bind_view(view, def).is_ok()
     }
 
     /// A view read in FROM: its query bound afresh, by a binder of its own (it sees no CTE or
@@ -740,6 +747,7 @@ impl Binder<'_> {
                 name: col,
                 data_type: ty,
                 source: None,
+                hidden: false,
             }],
         };
         (Plan::GenerateSeries { args, data_type: ty }, scope)
@@ -828,7 +836,8 @@ impl Binder<'_> {
         // Bind the select list (aggregates are collected into self.aggs).
         let mut exprs = Vec::new();
         let mut columns = Vec::new();
-        let bound_items = self.bind_select_items(&select.projection, &scope);
+        let bound_items =
+            self.bind_select_items(&select.projection, &scope, select.from.is_empty());
         let bound_items = match bound_items {
             Ok(b) => b,
             Err(e) => {
@@ -1292,10 +1301,13 @@ impl Binder<'_> {
         Ok(OrderTarget::Input(expr))
     }
 
+    /// The select list over `scope` (`no_from`: the query has no FROM clause, where `*`
+    /// means nothing).
     fn bind_select_items(
         &mut self,
         items: &[SelectItem],
         scope: &Scope,
+        no_from: bool,
     ) -> Result<Vec<(Expr, OutColumn)>> {
         let mut out = Vec::new();
         for item in items {
@@ -1329,13 +1341,13 @@ impl Binder<'_> {
                 }
                 SelectItem::Wildcard(opts) => {
                     reject_wildcard_options(opts)?;
-                    if scope.columns.is_empty() {
+                    if no_from {
                         return Err(Error::SyntaxMisuse {
                             message: "SELECT * with no tables specified is not valid".into(),
                             span: None,
                         });
                     }
-                    for (i, c) in scope.columns.iter().enumerate() {
+                    for (i, c) in scope.visible() {
                         out.push((
                             Expr::Column(i),
                             OutColumn {
@@ -1360,6 +1372,9 @@ impl Binder<'_> {
                     for (i, c) in scope.columns.iter().enumerate() {
                         if c.relation.as_deref() == Some(rel.as_str()) {
                             any = true;
+                            if c.hidden {
+                                continue;
+                            }
                             out.push((
                                 Expr::Column(i),
                                 OutColumn {
@@ -2574,6 +2589,7 @@ fn output_scope(columns: &[OutColumn], rel: Option<String>) -> Scope {
             name: c.name.clone(),
             data_type: c.data_type,
             source: None,
+            hidden: false,
         })
         .collect();
     Scope { columns }

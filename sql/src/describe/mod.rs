@@ -503,8 +503,7 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
             }
             let rows = match relation {
                 Some(Relation::Table(table) | Relation::View(table)) => table
-                    .columns
-                    .iter()
+                    .visible_columns()
                     .map(|c| {
                         let default =
                             c.default.as_ref().and_then(|d| deparse_default(&d.sql, c.data_type));
