@@ -2800,6 +2800,15 @@ impl Session {
                 self.add_check(table, check, expr)?;
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
             }
+            Command::AlterTableActions { sql, actions } => {
+                let mut out = Output::tag(Tag::new("ALTER TABLE"));
+                for action in actions {
+                    let snapshot = self.snapshot();
+                    let cmd = Binder::new(&snapshot, sql, Vec::new()).bind_command(action)?;
+                    out.notices.extend(self.run_ddl(&cmd)?.notices);
+                }
+                Ok(out)
+            }
             Command::DropColumn { table, name, position, cascade } => {
                 let out = Output::tag(Tag::new("ALTER TABLE"));
                 let Some(position) = *position else {

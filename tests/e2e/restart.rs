@@ -5,7 +5,8 @@
 //! record somebody waits for), so once a synchronous reader has seen them they survive a
 //! crash. A transaction too large for one log record spills its writes to a file of its log
 //! device and survives a crash like any other; so do timestamptz and interval values and their
-//! indexes. Aspen only (there is nothing to compare with
+//! indexes. A dropped column stays dropped, and rows written before the drop (in the log and
+//! in a checkpoint) still read right. Aspen only (there is nothing to compare with
 //! PostgreSQL).
 
 use std::ffi::OsString;

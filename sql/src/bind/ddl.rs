@@ -160,6 +160,15 @@ pub enum Command {
         /// CASCADE: foreign keys and views that use the column are dropped too.
         cascade: bool,
     },
+    /// ALTER TABLE with several actions (`ADD COLUMN a int, ADD COLUMN b int`): each one an
+    /// ALTER TABLE of its own, bound and run in order when the statement runs (each sees the
+    /// changes of those before it), all in the statement's transaction.
+    AlterTableActions {
+        /// The text the statement came in: error positions point into it.
+        sql: Arc<str>,
+        /// One ALTER TABLE statement per action.
+        actions: Vec<ast::Statement>,
+    },
     /// ALTER TABLE … RENAME TO.
     RenameTable {
         /// Table.
@@ -1142,10 +1151,40 @@ impl Binder<'_> {
         Ok((expr, columns))
     }
 
+    /// ALTER TABLE with several actions: [`Command::AlterTableActions`]. A rename is a
+    /// statement of its own in PostgreSQL's grammar, never one action among others.
+    fn bind_alter_table_actions(&mut self, at: &ast::AlterTable) -> Result<Command> {
+        use ast::AlterTableOperation as Op;
+        let is_rename = |op: &Op| {
+            matches!(
+                op,
+                Op::RenameTable { .. } | Op::RenameColumn { .. } | Op::RenameConstraint { .. }
+            )
+        };
+        if let Some(at_rename) = at.operations.iter().position(is_rename) {
+            // The parser stops at the comma after a rename, or at a rename after a comma.
+            let near = if at_rename == 0 { "," } else { "RENAME" };
+            return Err(Error::Syntax {
+                message: format!("syntax error at or near \"{near}\""),
+                span: None,
+            });
+        }
+        let actions = at
+            .operations
+            .iter()
+            .map(|op| {
+                let mut one = at.clone();
+                one.operations = vec![op.clone()];
+                ast::Statement::AlterTable(one)
+            })
+            .collect();
+        Ok(Command::AlterTableActions { sql: Arc::from(self.sql), actions })
+    }
+
     fn bind_alter_table(&mut self, at: &ast::AlterTable) -> Result<Command> {
         let table = self.table(&at.name)?;
         let [op] = at.operations.as_slice() else {
-            return Err(Error::unsupported("ALTER TABLE with several actions"));
+            return self.bind_alter_table_actions(at);
         };
         match op {
             ast::AlterTableOperation::AddColumn { column_def, if_not_exists, .. } => {
