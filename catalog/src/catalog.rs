@@ -265,7 +265,7 @@ static NEXT_PRIVATE_VERSION: std::sync::atomic::AtomicU64 =
 /// prepared commit) is the rollback: nothing was published. The ids a staged change assigns
 /// are reserved durably when it is staged, so they are never handed out twice, even if the
 /// batch is rolled back and the server restarts (log records may already name them).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct DdlBatch {
     base: Arc<Snapshot>,
     working: Arc<Snapshot>,
@@ -1070,9 +1070,9 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             let uses = |columns: &[u16]| columns.contains(&position);
             changed.indexes.retain(|i| !uses(&i.columns));
             changed.checks.retain(|c| !uses(&c.columns));
-            changed
-                .foreign_keys
-                .retain(|f| !uses(&f.columns) && !(f.ref_table == table && uses(&f.ref_columns)));
+            // Its own foreign keys on the column, and those that reference it from this table.
+            let refers = |f: &ForeignKey| f.ref_table == table && uses(&f.ref_columns);
+            changed.foreign_keys.retain(|f| !uses(&f.columns) && !refers(f));
             let column = &mut changed.columns[usize::from(position)];
             *column = Column {
                 name: format!("........pg.dropped.{}........", position + 1),

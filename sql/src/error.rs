@@ -178,6 +178,8 @@ pub enum Error {
     DuplicatePreparedStatement { name: String },
     /// `26000`: EXECUTE or DEALLOCATE of a name not prepared.
     UndefinedPreparedStatement { name: String },
+    /// `3B001`: RELEASE or ROLLBACK TO of a savepoint the transaction does not have.
+    UndefinedSavepoint { name: String },
     /// `42601`: EXECUTE with too few or too many arguments.
     WrongParameterCount { name: String, detail: String },
     /// `25P02`: current transaction is aborted, commands ignored until end of transaction block.
@@ -287,6 +289,7 @@ impl Error {
             Error::UndefinedView { .. } => "42P01",
             Error::DuplicatePreparedStatement { .. } => "42P05",
             Error::UndefinedPreparedStatement { .. } => "26000",
+            Error::UndefinedSavepoint { .. } => "3B001",
             Error::WrongParameterCount { .. } => "42601",
             Error::InFailedTransaction => "25P02",
             Error::ActiveTransaction { .. } => "25001",
@@ -551,6 +554,7 @@ impl fmt::Display for Error {
             Error::UndefinedPreparedStatement { name } => {
                 write!(f, "prepared statement \"{name}\" does not exist")
             }
+            Error::UndefinedSavepoint { name } => write!(f, "savepoint \"{name}\" does not exist"),
             Error::WrongParameterCount { name, .. } => {
                 write!(f, "wrong number of parameters for prepared statement \"{name}\"")
             }

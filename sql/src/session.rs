@@ -510,18 +510,31 @@ struct OpenTxn {
     saved_settings: Option<BTreeMap<&'static str, String>>,
     /// Tables TRUNCATEd in this transaction (COPY FREEZE takes only these and new ones).
     truncated: Vec<TableId>,
+    /// SAVEPOINTs, innermost last.
+    savepoints: Vec<SavepointState>,
+    /// The engine transaction of a block that failed while it had savepoints: ROLLBACK TO
+    /// SAVEPOINT takes it back (and `txn` is `None` meanwhile, as in any failed block).
+    parked: Option<txn::Transaction>,
+    /// Tables created after a savepoint that ROLLBACK TO took back: out of the catalog, but
+    /// left in the engine until the transaction ends (its read set may name them, and commit
+    /// validates that every table it read is still there).
+    doomed: Vec<EngineObject>,
+}
+
+/// What `SAVEPOINT name` remembers, for ROLLBACK TO: the write set, the schema changes so
+/// far, the settings and what was truncated.
+struct SavepointState {
+    name: String,
+    writes: txn::Savepoint,
+    /// The catalog batch and how many engine objects had been created and dropped.
+    ddl: Option<(catalog::DdlBatch, usize, usize)>,
+    settings: BTreeMap<&'static str, String>,
+    truncated: usize,
 }
 
 impl OpenTxn {
     fn new(txn: txn::Transaction, implicit: bool) -> OpenTxn {
-        OpenTxn {
-            txn: Some(txn),
-            now: now(),
-            implicit,
-            ddl: None,
-            saved_settings: None,
-            truncated: Vec::new(),
-        }
+        OpenTxn { txn: Some(txn), implicit, ..OpenTxn::failed() }
     }
 
     /// What a failed block keeps until ROLLBACK: only the fact that it failed.
@@ -533,6 +546,9 @@ impl OpenTxn {
             ddl: None,
             saved_settings: None,
             truncated: Vec::new(),
+            savepoints: Vec::new(),
+            parked: None,
+            doomed: Vec::new(),
         }
     }
 
@@ -1377,6 +1393,16 @@ impl Session {
     /// batch is validated under the catalog's writer lock, the rows commit and are made
     /// durable (blocking), and then the batch is published. Any failure rolls everything back.
     fn commit_open(&mut self, mut open: OpenTxn) -> Result<()> {
+        // Tables a ROLLBACK TO took back go once the commit has validated the reads of them.
+        let doomed = std::mem::take(&mut open.doomed);
+        let result = self.commit_open_inner(open);
+        for object in doomed.into_iter().rev() {
+            object.drop_from(&self.db.engine);
+        }
+        result
+    }
+
+    fn commit_open_inner(&mut self, mut open: OpenTxn) -> Result<()> {
         let Some(t) = open.txn.take() else {
             self.rollback_open(open);
             return Ok(());
@@ -1449,11 +1475,58 @@ impl Session {
                 object.drop_from(&self.db.engine);
             }
         }
+        for object in open.doomed.into_iter().rev() {
+            object.drop_from(&self.db.engine);
+        }
         if let Some(saved) = open.saved_settings {
             self.settings = saved;
             self.refresh_settings();
         }
         drop(open.txn);
+    }
+
+    /// ROLLBACK TO [SAVEPOINT] name: the write set, schema changes, settings and truncations
+    /// go back to what they were at the savepoint, which stays (later ones go); a failed block
+    /// is in progress again. Reads made since stay in the read set (see
+    /// [`txn::Transaction::rollback_to`]). Indexes created since are dropped now; tables, at
+    /// the end of the transaction ([`OpenTxn::doomed`]).
+    fn rollback_to_savepoint(&mut self, name: &str) -> Result<Output> {
+        let db = self.db.clone();
+        let Some(open) = self.txn.as_mut().filter(|o| !o.implicit) else {
+            return Err(outside_block("ROLLBACK TO SAVEPOINT"));
+        };
+        let i = savepoint_index(open, name)?;
+        let mut t = open
+            .txn
+            .take()
+            .or_else(|| open.parked.take())
+            .ok_or_else(|| Error::internal("a block with savepoints lost its transaction"))?;
+        open.savepoints.truncate(i + 1);
+        let sp = &open.savepoints[i];
+        t.rollback_to(&sp.writes);
+        open.txn = Some(t);
+        let created_since = match (open.ddl.as_mut(), &sp.ddl) {
+            (Some(pending), Some((batch, created, dropped))) => {
+                pending.batch = batch.clone();
+                pending.dropped.truncate(*dropped);
+                pending.created.split_off(*created)
+            }
+            (Some(_), None) => open.ddl.take().map(|p| p.created).unwrap_or_default(),
+            (None, _) => Vec::new(),
+        };
+        for object in created_since.into_iter().rev() {
+            match object {
+                EngineObject::Index(..) => object.drop_from(&db.engine),
+                EngineObject::Table(_) => open.doomed.push(object),
+            }
+        }
+        open.truncated.truncate(sp.truncated);
+        let settings = sp.settings.clone();
+        if settings != self.settings {
+            self.settings = settings;
+            self.refresh_settings();
+        }
+        Ok(Output::tag(Tag::new("ROLLBACK")))
     }
 
     /// The status for ReadyForQuery. An implicit transaction is not a block (`I`).
@@ -1469,7 +1542,18 @@ impl Session {
     /// encoding) fails the current transaction, as any statement error does: a block enters
     /// the failed state, an implicit transaction is rolled back.
     pub fn fail_transaction(&mut self) {
-        let Some(open) = self.txn.take() else { return };
+        let Some(mut open) = self.txn.take() else { return };
+        if !open.implicit && !open.savepoints.is_empty() {
+            // ROLLBACK TO SAVEPOINT may take the block back: keep everything, the engine
+            // transaction parked (unless a statement lost it, when only ROLLBACK is left).
+            if let Some(t) = open.txn.take() {
+                open.parked = Some(t);
+            }
+            if open.parked.is_some() {
+                self.txn = Some(open);
+                return;
+            }
+        }
         let block = !open.implicit;
         self.rollback_open(open);
         if block {
@@ -1896,7 +1980,11 @@ impl Session {
             }
             Err(e) => {
                 let e = e.or_serialization_failure(|| t.reads_still_valid());
-                t.abort();
+                match &mut self.txn {
+                    // ROLLBACK TO SAVEPOINT may take the block back to before this statement.
+                    Some(open) if !open.savepoints.is_empty() => open.parked = Some(t),
+                    _ => t.abort(),
+                }
                 Err(e)
             }
         }
@@ -2217,7 +2305,32 @@ impl Session {
                     }
                 }
             }
+            Command::RollbackTo(name) => self.rollback_to_savepoint(name),
             _ if failed => Err(Error::InFailedTransaction),
+            Command::Savepoint(name) => {
+                let Some(open) = self.txn.as_mut().filter(|o| !o.implicit) else {
+                    return Err(outside_block("SAVEPOINT"));
+                };
+                let t = open.txn.as_ref().ok_or(Error::InFailedTransaction)?;
+                let ddl =
+                    open.ddl.as_ref().map(|d| (d.batch.clone(), d.created.len(), d.dropped.len()));
+                open.savepoints.push(SavepointState {
+                    name: name.clone(),
+                    writes: t.savepoint(),
+                    ddl,
+                    settings: self.settings.clone(),
+                    truncated: open.truncated.len(),
+                });
+                Ok(Output::tag(Tag::new("SAVEPOINT")))
+            }
+            Command::Release(name) => {
+                let Some(open) = self.txn.as_mut().filter(|o| !o.implicit) else {
+                    return Err(outside_block("RELEASE SAVEPOINT"));
+                };
+                let i = savepoint_index(open, name)?;
+                open.savepoints.truncate(i);
+                Ok(Output::tag(Tag::new("RELEASE")))
+            }
             Command::SetTransaction => Ok(Output::tag(Tag::new("SET"))),
             Command::Set { name, value } => {
                 self.save_settings();
@@ -3120,6 +3233,19 @@ impl Session {
 /// The same table definition (the same `Arc`, or equal).
 fn same_table(a: &Arc<Table>, b: &Arc<Table>) -> bool {
     Arc::ptr_eq(a, b) || **a == **b
+}
+
+/// A savepoint command outside a transaction block: 25P01, as in PostgreSQL.
+fn outside_block(what: &str) -> Error {
+    Error::NoActiveTransaction { message: format!("{what} can only be used in transaction blocks") }
+}
+
+/// The innermost savepoint named `name` (3B001 if there is none).
+fn savepoint_index(open: &OpenTxn, name: &str) -> Result<usize> {
+    open.savepoints
+        .iter()
+        .rposition(|s| s.name == name)
+        .ok_or_else(|| Error::UndefinedSavepoint { name: name.into() })
 }
 
 /// `40001` if a table this transaction wrote was changed (or dropped) by a schema change

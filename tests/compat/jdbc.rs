@@ -65,6 +65,8 @@ fn pgjdbc_batch_prepared_and_transactions() {
             "column v text autoincrement=NO default=null",
             "tz 2024-07-01T06:30:00.250Z 1 day 02:00:00 2024-07-02T08:30:00.250Z",
             "healed 4 n",
+            "autosave caught 23505",
+            "savepoints 1001 kept, 1003 kept, 1004 auto, 1005 auto",
         ],
         "on {backend}"
     );

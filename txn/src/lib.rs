@@ -146,7 +146,7 @@ pub use engine::{Engine, IndexSpec};
 pub use error::Error;
 pub use index::{hash_key, IKey};
 pub use replay::ReplayBatch;
-pub use transaction::{CommitInfo, Projection, RowFn, Transaction};
+pub use transaction::{CommitInfo, Projection, RowFn, Savepoint, Transaction};
 
 /// A table's identity (the SQL layer maps its catalog ids to these).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]

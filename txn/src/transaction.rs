@@ -39,6 +39,7 @@ pub(crate) fn apply_deferred(f: &DeferredFn, table: TableId, row: &[u8]) -> Resu
     f(row).map_err(|_| Error::conflict(table, "deferred update no longer applies"))
 }
 
+#[derive(Clone)]
 pub(crate) struct WriteEntry {
     pub(crate) kind: WriteKind,
     /// The existing record (all kinds but `Insert`).
@@ -59,6 +60,7 @@ impl WriteEntry {
 }
 
 /// The writes of one table, in key order (the global lock order is (table id, key)).
+#[derive(Clone)]
 pub(crate) struct TableWrites {
     pub(crate) table: Arc<Table>,
     pub(crate) entries: BTreeMap<Key, WriteEntry>,
@@ -121,6 +123,14 @@ pub struct Transaction {
     /// Inserted under a fresh key ([`Transaction::insert_fresh`]): never blind, like an insert
     /// that recorded its uniqueness check as a read.
     pub(crate) inserted_fresh: bool,
+}
+
+/// A transaction's writes at one point of its read phase (SQL's `SAVEPOINT`), to go back to
+/// with [`Transaction::rollback_to`].
+#[derive(Clone)]
+pub struct Savepoint {
+    writes: BTreeMap<TableId, TableWrites>,
+    inserted_fresh: bool,
 }
 
 /// The result of a successful commit.
@@ -691,6 +701,21 @@ impl Transaction {
         self.scans.push(entry);
         self.table_writes(slot).emptied = true;
         Ok(out)
+    }
+
+    /// The write set as it is now (SQL's `SAVEPOINT`). A copy: it costs as much as the writes
+    /// so far.
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint { writes: self.writes.clone(), inserted_fresh: self.inserted_fresh }
+    }
+
+    /// Forgets every write since `savepoint` (SQL's `ROLLBACK TO SAVEPOINT`), also after an
+    /// error left the write set half-done. What was read since stays in the read and scan sets
+    /// and is validated at commit: the client saw those rows, and what it does next may
+    /// depend on them (PostgreSQL's SSI keeps a rolled-back subtransaction's reads too).
+    pub fn rollback_to(&mut self, savepoint: &Savepoint) {
+        self.writes = savepoint.writes.clone();
+        self.inserted_fresh = savepoint.inserted_fresh;
     }
 
     /// Whether the transaction has inserted, updated or deleted anything (lock-only entries from

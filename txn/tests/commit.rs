@@ -266,3 +266,47 @@ fn delete_all_takes_every_visible_row_and_validates_like_reads() {
         assert_eq!(keys(&engine).1, after.iter().map(|k| k.to_vec()).collect::<Vec<_>>());
     }
 }
+
+/// `rollback_to` forgets the writes since the savepoint and keeps those before it; the reads
+/// made after the savepoint still validate at commit (a change to a row read there is a
+/// conflict).
+#[test]
+fn rollback_to_a_savepoint_forgets_later_writes_and_keeps_later_reads() {
+    let (engine, _) = setup();
+    let mut t = engine.begin(0);
+    t.insert(T, b"a".to_vec(), b"1".to_vec()).unwrap();
+    t.insert(T, b"r".to_vec(), b"0".to_vec()).unwrap();
+    t.commit().unwrap();
+
+    let mut t = engine.begin(0);
+    t.update(T, b"a", b"2".to_vec()).unwrap();
+    let sp = t.savepoint();
+    t.insert(T, b"b".to_vec(), b"3".to_vec()).unwrap();
+    t.update(T, b"a", b"4".to_vec()).unwrap();
+    t.delete(T, b"r").unwrap();
+    t.rollback_to(&sp);
+    assert_eq!(t.get(T, b"a").unwrap().as_deref(), Some(&b"2".to_vec()));
+    assert_eq!(t.get(T, b"b").unwrap(), None);
+    assert!(t.get(T, b"r").unwrap().is_some());
+    // The savepoint stays usable: again, and after a write since.
+    t.insert(T, b"c".to_vec(), b"5".to_vec()).unwrap();
+    t.rollback_to(&sp);
+    t.commit().unwrap();
+    let mut t = engine.begin(0);
+    assert_eq!(t.get(T, b"a").unwrap().as_deref(), Some(&b"2".to_vec()));
+    assert_eq!(t.get(T, b"b").unwrap(), None);
+    assert_eq!(t.get(T, b"c").unwrap(), None);
+    assert!(t.get(T, b"r").unwrap().is_some());
+    t.commit().unwrap();
+
+    // A read made after the savepoint, then rolled back to, still validates.
+    let mut t = engine.begin(0);
+    let sp = t.savepoint();
+    assert!(t.get(T, b"r").unwrap().is_some());
+    t.rollback_to(&sp);
+    t.insert(T, b"d".to_vec(), b"6".to_vec()).unwrap();
+    let mut other = engine.begin(1);
+    other.update(T, b"r", b"9".to_vec()).unwrap();
+    other.commit().unwrap();
+    assert!(t.commit().unwrap_err().is_conflict());
+}

@@ -51,6 +51,12 @@ pub enum Command {
     Commit,
     /// ROLLBACK / ABORT.
     Rollback,
+    /// SAVEPOINT name.
+    Savepoint(String),
+    /// RELEASE [SAVEPOINT] name.
+    Release(String),
+    /// ROLLBACK TO [SAVEPOINT] name.
+    RollbackTo(String),
     /// SET name = value.
     Set {
         /// Parameter name (folded).
@@ -238,9 +244,9 @@ impl Binder<'_> {
             }
             S::Commit { chain: false, .. } => Command::Commit,
             S::Rollback { chain: false, savepoint: None } => Command::Rollback,
-            S::Rollback { savepoint: Some(_), .. }
-            | S::Savepoint { .. }
-            | S::ReleaseSavepoint { .. } => return Err(Error::unsupported("savepoints")),
+            S::Rollback { chain: false, savepoint: Some(name) } => Command::RollbackTo(ident(name)),
+            S::Savepoint { name } => Command::Savepoint(ident(name)),
+            S::ReleaseSavepoint { name } => Command::Release(ident(name)),
             S::Set(set) => self.bind_set(set)?,
             S::ShowVariable { variable } => {
                 let name = variable.iter().map(ident).collect::<Vec<_>>().join(" ");

@@ -5,7 +5,9 @@
 // and identity columns, and how DatabaseMetaData describes them; a timestamptz bound from an
 // OffsetDateTime, an interval, and timestamptz + interval read back; a server-side prepared
 // SELECT * whose result columns an ALTER TABLE changed, which pgjdbc prepares afresh on the
-// server's "cached plan must not change result type". Prints lines the test checks.
+// server's "cached plan must not change result type"; Connection.setSavepoint / rollback(sp),
+// and autosave=always, which wraps each statement of a transaction in a savepoint so that an
+// error (a duplicate key) does not end the transaction. Prints lines the test checks.
 import java.sql.*;
 import java.math.BigDecimal;
 public class JdbcSmoke {
@@ -74,6 +76,29 @@ public class JdbcSmoke {
         p.setInt(1, 1);
         try (ResultSet r = p.executeQuery()) { r.next(); System.out.println("healed " + r.getMetaData().getColumnCount() + " " + r.getString(4)); }
       }
+      c.setAutoCommit(false);
+      try (Statement s = c.createStatement()) {
+        s.executeUpdate("INSERT INTO j (id, name) VALUES (1001, 'kept')");
+        Savepoint sp = c.setSavepoint();
+        s.executeUpdate("INSERT INTO j (id, name) VALUES (1002, 'undone')");
+        c.rollback(sp);
+        s.executeUpdate("INSERT INTO j (id, name) VALUES (1003, 'kept')");
+        c.commit();
+      }
+    }
+    try (Connection c = DriverManager.getConnection(url + "&autosave=always")) {
+      c.setAutoCommit(false);
+      try (PreparedStatement p = c.prepareStatement("INSERT INTO j (id, name) VALUES (?, 'auto')")) {
+        for (int id : new int[] {1004, 1, 1005}) {
+          p.setInt(1, id);
+          try { p.executeUpdate(); } catch (SQLException e) { System.out.println("autosave caught " + e.getSQLState()); }
+        }
+      }
+      c.commit();
+      try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT string_agg(id || ' ' || name, ', ' ORDER BY id) FROM j WHERE id > 1000")) {
+        r.next(); System.out.println("savepoints " + r.getString(1));
+      }
+      c.commit();
     }
   }
 }
