@@ -25,7 +25,7 @@ pub(crate) fn view_still_binds(snapshot: &Snapshot, view: &Table) -> bool {
 }
 
 use crate::error::{Error, Result, Span};
-use crate::plan::Statement as PlanStatement;
+use crate::plan::{Query, Statement as PlanStatement};
 
 /// The result of binding one statement.
 #[derive(Debug, Clone)]
@@ -309,6 +309,16 @@ impl<'a> Binder<'a> {
     }
 
     /// Resolves a (possibly schema-qualified) name of a table or a view (what FROM reads).
+    /// A `pg_catalog` or `information_schema` relation Aspen answers
+    /// ([`crate::describe::system`]), as constant rows from this binder's snapshot.
+    pub(crate) fn system_relation(&self, name: &ObjectName) -> Result<Option<Query>> {
+        let (schema, table) = self.object_name(name)?;
+        if schema.as_deref().is_some_and(|s| s != "pg_catalog" && s != "information_schema") {
+            return Ok(None);
+        }
+        Ok(crate::describe::system::relation(self.snapshot, schema.as_deref(), &table))
+    }
+
     pub(crate) fn relation(&self, name: &ObjectName) -> Result<Arc<Table>> {
         let (schema, table) = self.object_name(name)?;
         let span = self.span_of(name);

@@ -555,6 +555,10 @@ impl Binder<'_> {
                         return Ok(derived(q, Some(rel), alias.as_ref()));
                     }
                 }
+                if let Some(query) = self.system_relation(name)? {
+                    let rel = alias.as_ref().map(|a| ident(&a.name)).unwrap_or(tname);
+                    return Ok(derived(query, Some(rel), alias.as_ref()));
+                }
                 let table = self.relation(name)?;
                 self.relations_read.push(table.id);
                 if let Some(view) = &table.view {

@@ -26,6 +26,8 @@
 
 use catalog::{DataType, FkAction, Generated, Index, Snapshot, Table};
 
+pub(crate) mod system;
+
 use crate::bind::display_ident;
 use crate::metadata::{constant, literal, rows_query as query, text};
 use crate::plan::{Expr, Func, Query};
