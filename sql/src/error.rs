@@ -55,6 +55,9 @@ pub enum Error {
     UndefinedColumn { name: String, span: Option<Span> },
     /// `42702`: column reference "x" is ambiguous.
     AmbiguousColumn { name: String, span: Option<Span> },
+    /// `42703` / `42702` / `42701`: a column of `JOIN … USING` that one side (`left` or
+    /// `right`) does not have, has more than once, or that the list names twice.
+    UsingColumn { name: String, side: &'static str, fault: UsingFault },
     /// `42883`: function / operator does not exist.
     UndefinedFunction { name: String, span: Option<Span> },
     /// `42725`: function is not unique (several candidates fit equally well).
@@ -216,6 +219,16 @@ pub enum Error {
     Hinted { error: Box<Error>, hint: String },
 }
 
+/// What is wrong with a column of `JOIN … USING` ([`Error::UsingColumn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsingFault {
+    /// The side does not have it.
+    Missing,
+    /// The side has it more than once.
+    Ambiguous,
+    /// The list names it twice.
+    Repeated,
+}
 impl Error {
     /// [`Error::GeneratedAlways`] for `column`.
     pub fn generated_always(column: &str, update: bool) -> Error {
@@ -238,6 +251,9 @@ impl Error {
             Error::MissingFromEntry { .. } => "42P01",
             Error::UndefinedColumn { .. } => "42703",
             Error::AmbiguousColumn { .. } => "42702",
+            Error::UsingColumn { fault: UsingFault::Missing, .. } => "42703",
+            Error::UsingColumn { fault: UsingFault::Ambiguous, .. } => "42702",
+            Error::UsingColumn { fault: UsingFault::Repeated, .. } => "42701",
             Error::UndefinedFunction { .. } => "42883",
             Error::AmbiguousFunction { .. } => "42725",
             Error::UndefinedObject { .. } => "42704",
@@ -491,6 +507,16 @@ impl fmt::Display for Error {
             Error::UndefinedColumn { name, .. } => write!(f, "column {name} does not exist"),
             Error::AmbiguousColumn { name, .. } => {
                 write!(f, "column reference \"{name}\" is ambiguous")
+            }
+            Error::UsingColumn { name, side, fault: UsingFault::Missing } => write!(
+                f,
+                "column \"{name}\" specified in USING clause does not exist in {side} table"
+            ),
+            Error::UsingColumn { name, side, fault: UsingFault::Ambiguous } => {
+                write!(f, "common column name \"{name}\" appears more than once in {side} table")
+            }
+            Error::UsingColumn { name, fault: UsingFault::Repeated, .. } => {
+                write!(f, "column name \"{name}\" appears more than once in USING clause")
             }
             // `name` is "function f(types)" or "operator <signature>", as PostgreSQL words each.
             Error::UndefinedFunction { name, .. } => match name.strip_prefix("operator ") {

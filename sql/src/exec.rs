@@ -356,10 +356,12 @@ impl Ctx<'_> {
                 lookup,
             } => {
                 let lrows = self.run(left)?;
-                if lrows.is_empty() {
+                let full = *kind == JoinKind::Full;
+                if lrows.is_empty() && !full {
                     return Ok(lrows);
                 }
-                let width = lrows[0].len() + right_width;
+                let left_width = crate::bind::width_of(left);
+                let width = left_width + right_width;
                 let row_bytes = 48 + width * std::mem::size_of::<Value>();
                 let mut out = Vec::new();
                 let mut lrows = lrows.into_iter().peekable();
@@ -386,6 +388,8 @@ impl Ctx<'_> {
                     }
                 }
                 let rrows = self.run(right)?;
+                // FULL: which right rows met a left row.
+                let mut met = vec![false; if full { rrows.len() } else { 0 }];
                 // Right rows by key; a key with a NULL meets no row.
                 let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
                 let mut key = Vec::new();
@@ -411,14 +415,24 @@ impl Ctx<'_> {
                                 }
                             }
                             matched = true;
+                            if full {
+                                met[i] = true;
+                            }
                             out.push(row);
                         }
                     }
-                    if !matched && *kind == JoinKind::Left {
+                    if !matched && *kind != JoinKind::Inner {
                         let mut row = l;
                         row.extend(std::iter::repeat_n(Value::Null, *right_width));
                         out.push(row);
                     }
+                }
+                for (r, _) in rrows.into_iter().zip(met).filter(|(_, met)| !met) {
+                    check_join_size(out.len(), row_bytes)?;
+                    let mut row = Vec::with_capacity(width);
+                    row.extend(std::iter::repeat_n(Value::Null, left_width));
+                    row.extend(r);
+                    out.push(row);
                 }
                 Ok(out)
             }

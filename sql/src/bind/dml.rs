@@ -344,7 +344,7 @@ impl Binder<'_> {
         for item in items {
             match item {
                 SelectItem::Wildcard(_) => {
-                    for (i, c) in scope.visible() {
+                    for (i, c) in scope.star() {
                         out.push((
                             Expr::Column(i),
                             OutColumn {

@@ -608,7 +608,7 @@ impl Binder<'_> {
             let mut found = None;
             for (i, c) in s.visible() {
                 let rel_ok = match rel {
-                    None => true,
+                    None => !c.shadowed,
                     Some(r) => c.relation.as_deref() == Some(r),
                 };
                 if rel_ok && c.name == name {

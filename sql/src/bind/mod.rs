@@ -17,7 +17,7 @@ use catalog::{DataType, Snapshot, Table};
 use sqlparser::ast::{self as ast, Ident, ObjectName, ObjectNamePart, Spanned};
 
 pub use ddl::{Command, CreateTable, IndexSpec, SetValue};
-pub(crate) use select::{row_local, uncorrelated, walk as walk_expr};
+pub(crate) use select::{row_local, uncorrelated, walk as walk_expr, width_of};
 
 /// See [`Binder::view_still_binds`].
 pub(crate) fn view_still_binds(snapshot: &Snapshot, view: &Table) -> bool {
@@ -50,12 +50,18 @@ pub(crate) struct ScopeColumn {
     /// A dropped column of a table ([`catalog::Column::dropped`]): it keeps its place in the
     /// row, but no name finds it and `*` leaves it out.
     pub hidden: bool,
+    /// The column of a `JOIN … USING` / `NATURAL JOIN` merged into the other side's: found
+    /// only by its qualified name (`b.id`), and `*` leaves it out.
+    pub shadowed: bool,
 }
 
 /// The columns of the current FROM clause (a concatenated row).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Scope {
     pub columns: Vec<ScopeColumn>,
+    /// What `*` stands for, when a USING / NATURAL join put its merged columns first (as
+    /// PostgreSQL does); otherwise the visible columns in order.
+    pub star: Option<Vec<usize>>,
 }
 
 impl Scope {
@@ -70,8 +76,18 @@ impl Scope {
                     data_type: c.data_type,
                     source: Some((table.id.oid(), c.position as i16 + 1)),
                     hidden: c.dropped,
+                    shadowed: false,
                 })
                 .collect(),
+            star: None,
+        }
+    }
+
+    /// The columns `*` stands for, with their indexes in the row.
+    pub fn star(&self) -> Vec<(usize, &ScopeColumn)> {
+        match &self.star {
+            Some(star) => star.iter().map(|&i| (i, &self.columns[i])).collect(),
+            None => self.visible().filter(|(_, c)| !c.shadowed).collect(),
         }
     }
 

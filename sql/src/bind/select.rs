@@ -273,8 +273,10 @@ impl Binder<'_> {
                                 data_type: c.data_type,
                                 source: c.source,
                                 hidden: false,
+                                shadowed: false,
                             })
                             .collect(),
+                        star: None,
                     };
                     return self.finish_query(
                         inner.plan,
@@ -487,23 +489,30 @@ impl Binder<'_> {
     }
 
     /// Binds FROM: returns the items and the combined scope.
+    ///
+    /// `a RIGHT JOIN b ON …` becomes `b LEFT JOIN (a) ON …` with the columns put back in the
+    /// written order: what is joined so far becomes one item, the inner side of that join.
+    /// `JOIN … USING (cols)` and `NATURAL JOIN` are joins on equal columns whose pairs merge:
+    /// the left column stands for both (the right one for a RIGHT JOIN), the other is found
+    /// only by its qualified name, and `*` lists the merged columns first ([`Scope::star`]).
     fn bind_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(Vec<FromItem>, Scope)> {
         let mut items = Vec::new();
         let mut scope = Scope::default();
         for twj in from {
             let (plan, s) = self.bind_table_factor(&twj.relation)?;
             let width = s.columns.len();
-            scope.columns.extend(s.columns);
+            extend_scope(&mut scope, s);
             items.push(FromItem { plan, width, kind: JoinKind::Inner, on: vec![] });
             for join in &twj.joins {
                 let (plan, s) = self.bind_table_factor(&join.relation)?;
                 let width = s.columns.len();
-                scope.columns.extend(s.columns);
                 use ast::JoinOperator as J;
-                let (kind, constraint) = match &join.join_operator {
-                    J::Join(c) | J::Inner(c) => (JoinKind::Inner, Some(c)),
-                    J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, Some(c)),
-                    J::CrossJoin(c) => (JoinKind::Inner, Some(c)),
+                let (kind, right, constraint) = match &join.join_operator {
+                    J::Join(c) | J::Inner(c) => (JoinKind::Inner, false, Some(c)),
+                    J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, false, Some(c)),
+                    J::Right(c) | J::RightOuter(c) => (JoinKind::Left, true, Some(c)),
+                    J::FullOuter(c) => (JoinKind::Full, false, Some(c)),
+                    J::CrossJoin(c) => (JoinKind::Inner, false, Some(c)),
                     other => {
                         return Err(Error::unsupported(
                             format!("join type {other:?}")
@@ -514,31 +523,172 @@ impl Binder<'_> {
                         ))
                     }
                 };
+                let left_width = scope.columns.len();
                 let mut on = vec![];
                 match constraint {
                     Some(ast::JoinConstraint::On(e)) => {
+                        extend_scope(&mut scope, s);
                         let c = self.bind_condition(e, &scope, "JOIN/ON")?;
                         split_conjuncts(c, &mut on);
                     }
                     Some(ast::JoinConstraint::None) | None => {
-                        if kind == JoinKind::Left {
+                        if kind != JoinKind::Inner {
+                            let which = match (kind, right) {
+                                (JoinKind::Full, _) => "FULL",
+                                (_, true) => "RIGHT",
+                                _ => "LEFT",
+                            };
                             return Err(Error::Syntax {
-                                message: "syntax error: LEFT JOIN needs ON".into(),
+                                message: format!("syntax error: {which} JOIN needs ON"),
                                 span: None,
                             });
                         }
+                        extend_scope(&mut scope, s);
                     }
-                    Some(ast::JoinConstraint::Using(_)) => {
-                        return Err(Error::unsupported("JOIN … USING"))
+                    Some(ast::JoinConstraint::Using(_) | ast::JoinConstraint::Natural)
+                        if kind == JoinKind::Full =>
+                    {
+                        // The merged column would be COALESCE(left, right).
+                        return Err(Error::unsupported("FULL JOIN with USING or NATURAL"));
+                    }
+                    Some(ast::JoinConstraint::Using(names)) => {
+                        let names = names
+                            .iter()
+                            .map(|n| match n.0.as_slice() {
+                                [ast::ObjectNamePart::Identifier(id)] => Ok(ident(id)),
+                                _ => Err(Error::unsupported(format!("USING column {n}"))),
+                            })
+                            .collect::<Result<Vec<_>>>()?;
+                        on = self.merge_columns(&mut scope, s, &names, right)?;
                     }
                     Some(ast::JoinConstraint::Natural) => {
-                        return Err(Error::unsupported("NATURAL JOIN"))
+                        let names = common_columns(&scope, &s);
+                        on = self.merge_columns(&mut scope, s, &names, right)?;
                     }
                 }
-                items.push(FromItem { plan, width, kind, on });
+                if kind == JoinKind::Full {
+                    let left_scope =
+                        Scope { columns: scope.columns[..left_width].to_vec(), star: None };
+                    let left =
+                        build_join_tree(std::mem::take(&mut items), vec![], &left_scope, true)?;
+                    let plan = full_join(left, plan, left_width, width, on, &scope)?;
+                    let width = left_width + width;
+                    items.push(FromItem { plan, width, kind: JoinKind::Inner, on: vec![] });
+                    continue;
+                }
+                if !right {
+                    items.push(FromItem { plan, width, kind, on });
+                    continue;
+                }
+                if on.iter().any(contains_subquery) {
+                    return Err(Error::unsupported(
+                        "a subquery in the ON condition of a RIGHT JOIN",
+                    ));
+                }
+                // Everything so far becomes the inner side of `b LEFT JOIN (…)`.
+                let left_scope =
+                    Scope { columns: scope.columns[..left_width].to_vec(), star: None };
+                let left = build_join_tree(std::mem::take(&mut items), vec![], &left_scope, true)?;
+                let swap = |c: usize| if c < left_width { c + width } else { c - left_width };
+                let on = on
+                    .into_iter()
+                    .map(|e| {
+                        map_expr(e, &mut |x| match x {
+                            Expr::Column(c) => Expr::Column(swap(c)),
+                            other => other,
+                        })
+                    })
+                    .collect();
+                let mut swapped =
+                    Scope { columns: scope.columns[left_width..].to_vec(), star: None };
+                swapped.columns.extend_from_slice(&scope.columns[..left_width]);
+                let pair = vec![
+                    FromItem { plan, width, kind: JoinKind::Inner, on: vec![] },
+                    FromItem { plan: left, width: left_width, kind: JoinKind::Left, on },
+                ];
+                let joined = build_left_deep(pair, vec![], &swapped, true)?;
+                let exprs = (0..left_width + width).map(|c| Expr::Column(swap(c))).collect();
+                let plan = Plan::Project { input: Box::new(joined), exprs };
+                items.push(FromItem {
+                    plan,
+                    width: left_width + width,
+                    kind: JoinKind::Inner,
+                    on: vec![],
+                });
             }
         }
         Ok((items, scope))
+    }
+
+    /// `JOIN … USING (names)` between `scope` (the left side) and `right`: appends `right` to
+    /// `scope`, merges each named pair (the right column shadowed, or the left one for a RIGHT
+    /// JOIN), puts the merged columns first in `*`, and returns the equalities to join on.
+    fn merge_columns(
+        &mut self,
+        scope: &mut Scope,
+        right: Scope,
+        names: &[String],
+        right_join: bool,
+    ) -> Result<Vec<Expr>> {
+        use crate::error::UsingFault;
+        let find = |s: &Scope, name: &str, side: &'static str| -> Result<usize> {
+            let mut found = s.visible().filter(|(_, c)| !c.shadowed && c.name == name);
+            let fault = match (found.next(), found.next()) {
+                (Some((i, _)), None) => return Ok(i),
+                (None, _) => UsingFault::Missing,
+                (Some(_), Some(_)) => UsingFault::Ambiguous,
+            };
+            Err(Error::UsingColumn { name: name.into(), side, fault })
+        };
+        let offset = scope.columns.len();
+        let mut pairs = Vec::with_capacity(names.len());
+        for (k, name) in names.iter().enumerate() {
+            if names[..k].contains(name) {
+                let fault = UsingFault::Repeated;
+                return Err(Error::UsingColumn { name: name.clone(), side: "", fault });
+            }
+            pairs.push((find(scope, name, "left")?, offset + find(&right, name, "right")?));
+        }
+        let left_star: Vec<usize> = scope.star().into_iter().map(|(i, _)| i).collect();
+        let right_star: Vec<usize> = right.star().into_iter().map(|(i, _)| offset + i).collect();
+        extend_scope(scope, right);
+        let mut on = Vec::with_capacity(pairs.len());
+        for &(l, r) in &pairs {
+            // The equality, bound as `l.name = r.name` over a scope of the two columns.
+            let two = Scope {
+                columns: vec![
+                    ScopeColumn { relation: Some("l".into()), ..scope.columns[l].clone() },
+                    ScopeColumn { relation: Some("r".into()), ..scope.columns[r].clone() },
+                ],
+                star: None,
+            };
+            let name = ast::Ident::with_quote('"', scope.columns[l].name.clone());
+            let side =
+                |rel: &str| AstExpr::CompoundIdentifier(vec![ast::Ident::new(rel), name.clone()]);
+            let eq = AstExpr::BinaryOp {
+                left: Box::new(side("l")),
+                op: ast::BinaryOperator::Eq,
+                right: Box::new(side("r")),
+            };
+            let bound = self.bind_condition(&eq, &two, "JOIN/USING")?;
+            on.push(map_expr(bound, &mut |x| match x {
+                Expr::Column(0) => Expr::Column(l),
+                Expr::Column(1) => Expr::Column(r),
+                other => other,
+            }));
+        }
+        let merged: Vec<usize> =
+            pairs.iter().map(|&(l, r)| if right_join { r } else { l }).collect();
+        for &(l, r) in &pairs {
+            scope.columns[if right_join { l } else { r }].shadowed = true;
+        }
+        let used_left: Vec<usize> = pairs.iter().map(|p| p.0).collect();
+        let used_right: Vec<usize> = pairs.iter().map(|p| p.1).collect();
+        let mut star = merged;
+        star.extend(left_star.into_iter().filter(|i| !used_left.contains(i)));
+        star.extend(right_star.into_iter().filter(|i| !used_right.contains(i)));
+        scope.star = Some(star);
+        Ok(on)
     }
 
     fn bind_table_factor(&mut self, tf: &TableFactor) -> Result<(Plan, Scope)> {
@@ -752,7 +902,9 @@ impl Binder<'_> {
                 data_type: ty,
                 source: None,
                 hidden: false,
+                shadowed: false,
             }],
+            star: None,
         };
         (Plan::GenerateSeries { args, data_type: ty }, scope)
     }
@@ -1351,7 +1503,7 @@ impl Binder<'_> {
                             span: None,
                         });
                     }
-                    for (i, c) in scope.visible() {
+                    for (i, c) in scope.star() {
                         out.push((
                             Expr::Column(i),
                             OutColumn {
@@ -1659,7 +1811,7 @@ fn build_join_tree(
     let (last, conjuncts): (Vec<Expr>, Vec<Expr>) =
         conjuncts.into_iter().partition(contains_subquery);
     let conjuncts = conjuncts.into_iter().map(remap).collect();
-    let mut reordered = Scope { columns: Vec::with_capacity(off) };
+    let mut reordered = Scope { columns: Vec::with_capacity(off), star: None };
     for &j in &order {
         reordered
             .columns
@@ -1676,6 +1828,81 @@ fn build_join_tree(
         Some(p) => Plan::Filter { input: Box::new(plan), predicate: p },
         None => plan,
     })
+}
+
+/// `left FULL JOIN right ON on` (`left` the joined items so far, `left_width` columns wide):
+/// a hash join on the condition's equalities between the two sides, the rest checked on each
+/// pair (a pair that fails it is no match). Nothing is pushed below it: a row of either side
+/// that meets none on the other still comes, with NULLs. Without an equality to hash: 0A000,
+/// as in PostgreSQL.
+fn full_join(
+    left: Plan,
+    right: Plan,
+    left_width: usize,
+    right_width: usize,
+    on: Vec<Expr>,
+    scope: &Scope,
+) -> Result<Plan> {
+    let end = left_width + right_width;
+    let (mut left_keys, mut right_keys, mut bpchar, mut rest) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for c in on {
+        if contains_subquery(&c) {
+            return Err(Error::unsupported("a subquery in the ON condition of a FULL JOIN"));
+        }
+        match hash_key_pair(&c, left_width, end) {
+            Some((l, r)) => {
+                bpchar.push(may_be_bpchar(l, scope) || may_be_bpchar(r, scope));
+                left_keys.push(l.clone());
+                right_keys.push(map_expr(r.clone(), &mut |x| match x {
+                    Expr::Column(i) => Expr::Column(i - left_width),
+                    other => other,
+                }));
+            }
+            None => rest.push(c),
+        }
+    }
+    if left_keys.is_empty() {
+        return Err(Error::unsupported_msg(
+            "FULL JOIN is only supported with merge-joinable or hash-joinable join conditions",
+        ));
+    }
+    Ok(Plan::HashJoin {
+        left: Box::new(left),
+        right: Box::new(right),
+        kind: JoinKind::Full,
+        left_keys,
+        right_keys,
+        bpchar,
+        on: and_all(rest),
+        right_width,
+        lookup: None,
+    })
+}
+
+/// Appends the columns of `more` to `scope`; a reordered `*` gets `more`'s too.
+fn extend_scope(scope: &mut Scope, more: Scope) {
+    let offset = scope.columns.len();
+    if let Some(star) = &mut scope.star {
+        star.extend(more.star().into_iter().map(|(i, _)| offset + i));
+    }
+    scope.columns.extend(more.columns);
+}
+
+/// The column names `NATURAL JOIN` joins on: those the left side and `right` both show, in
+/// the left side's order.
+fn common_columns(left: &Scope, right: &Scope) -> Vec<String> {
+    let shown = |s: &Scope| -> Vec<String> {
+        s.visible().filter(|(_, c)| !c.shadowed).map(|(_, c)| c.name.clone()).collect()
+    };
+    let theirs = shown(right);
+    let mut names: Vec<String> = Vec::new();
+    for name in shown(left) {
+        if theirs.contains(&name) && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
 }
 
 /// The order in which to join FROM items: as written, unless every item is an inner join and
@@ -2170,7 +2397,7 @@ fn mark_for_update(plan: &mut Plan) -> Result<()> {
         }
         Plan::Filter { input, .. } | Plan::Project { input, .. } => mark_for_update(input),
         Plan::NestedLoop { kind, .. } | Plan::HashJoin { kind, .. } => {
-            if *kind == JoinKind::Left {
+            if *kind != JoinKind::Inner {
                 return Err(Error::unsupported("FOR UPDATE on the nullable side of an outer join"));
             }
             plan.inputs_mut().into_iter().try_for_each(mark_for_update)
@@ -2223,6 +2450,11 @@ fn check_recursive_term(plan: &Plan, id: usize, name: &str) -> Result<()> {
             Plan::NestedLoop { kind: JoinKind::Left, .. }
             | Plan::HashJoin { kind: JoinKind::Left, .. }
                 if p.inputs()[1..].iter().any(|right| reads(right, id)) =>
+            {
+                "within an outer join"
+            }
+            Plan::HashJoin { kind: JoinKind::Full, .. }
+                if p.inputs().iter().any(|side| reads(side, id)) =>
             {
                 "within an outer join"
             }
@@ -2594,7 +2826,8 @@ fn output_scope(columns: &[OutColumn], rel: Option<String>) -> Scope {
             data_type: c.data_type,
             source: None,
             hidden: false,
+            shadowed: false,
         })
         .collect();
-    Scope { columns }
+    Scope { columns, star: None }
 }

@@ -214,6 +214,7 @@ impl Plan {
                 let kind = match kind {
                     JoinKind::Inner => "",
                     JoinKind::Left => " Left Join",
+                    JoinKind::Full => " Full Join",
                 };
                 writeln!(f, "{arrow}Nested Loop{kind}")?;
                 if let Some(on) = on {
@@ -226,6 +227,7 @@ impl Plan {
                 let kind = match kind {
                     JoinKind::Inner => "",
                     JoinKind::Left => " Left Join",
+                    JoinKind::Full => " Full Join",
                 };
                 writeln!(f, "{arrow}Hash Join{kind}")?;
                 let conds: Vec<String> = left_keys

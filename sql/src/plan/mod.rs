@@ -361,6 +361,9 @@ pub enum JoinKind {
     Inner,
     /// LEFT OUTER.
     Left,
+    /// FULL OUTER: also every right row that met no left row, with NULLs on the left. Only a
+    /// [`Plan::HashJoin`] (as in PostgreSQL, the condition must have an equality to hash).
+    Full,
 }
 
 /// A query plan node. Every node produces rows of `Vec<Value>`.
