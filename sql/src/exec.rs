@@ -201,6 +201,13 @@ fn check_join_size(rows: usize, row_bytes: usize) -> Result<()> {
     Ok(())
 }
 
+/// A row with its primary key, as [`Ctx::scan`] returns them.
+pub(crate) type KeyedRow = (Vec<u8>, Vec<Value>);
+
+/// The target rows of UPDATE … FROM / DELETE … USING that meet the other tables' rows, and
+/// the first row each meets ([`Ctx::join_others`]).
+pub(crate) type JoinedTargets = (Vec<KeyedRow>, Vec<Vec<Value>>);
+
 impl Ctx<'_> {
     /// A hash join's key of `row`: `keys` evaluated and encoded so that two keys are the same
     /// bytes exactly when every pair of values is `=` ([`types::encode_key_as`]: integers of
@@ -223,6 +230,57 @@ impl Ctx<'_> {
             types::encode_key_as(std::slice::from_ref(&v), std::slice::from_ref(&ty), out);
         }
         Ok(true)
+    }
+
+    /// UPDATE … FROM / DELETE … USING: the target rows (`(key, row)` from [`Ctx::scan`]) that
+    /// meet a row of the other tables, and for each the first row it meets.
+    pub(crate) fn join_others(
+        &mut self,
+        targets: Vec<KeyedRow>,
+        from: &crate::plan::JoinedFrom,
+    ) -> Result<JoinedTargets> {
+        let others = self.run(&from.plan)?;
+        let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+        let mut key = Vec::new();
+        let hashed = !from.from_keys.is_empty();
+        if hashed {
+            for (i, r) in others.iter().enumerate() {
+                if self.hash_key(&from.from_keys, &from.bpchar, r, &mut key)? {
+                    table.entry(std::mem::take(&mut key)).or_default().push(i);
+                }
+            }
+        }
+        let all: Vec<usize> = if hashed { Vec::new() } else { (0..others.len()).collect() };
+        let (mut out, mut met_rows) = (Vec::new(), Vec::new());
+        for (n, (k, row)) in targets.into_iter().enumerate() {
+            if n % 1024 == 0 {
+                self.check_deadline()?;
+            }
+            let candidates = if hashed {
+                if !self.hash_key(&from.target_keys, &from.bpchar, &row, &mut key)? {
+                    continue;
+                }
+                table.get(&key).map_or(&[][..], Vec::as_slice)
+            } else {
+                &all[..]
+            };
+            let mut met = None;
+            for &i in candidates {
+                if let Some(on) = &from.on {
+                    let joined = [row.as_slice(), &others[i]].concat();
+                    if self.eval(on, &joined)? != Value::Bool(true) {
+                        continue;
+                    }
+                }
+                met = Some(i);
+                break;
+            }
+            if let Some(i) = met {
+                out.push((k, row));
+                met_rows.push(others[i].clone());
+            }
+        }
+        Ok((out, met_rows))
     }
 
     /// One left row of a nested loop: `right` run under it, the concatenated rows that `on`

@@ -2100,12 +2100,12 @@ impl Session {
                 }
                 Ok(dml_output("INSERT", n, returning.is_some(), cached, out_rows))
             }
-            Statement::Update { table, scan, sets, returning, deferrable, checks } => {
+            Statement::Update { table, scan, sets, returning, deferrable, checks, from } => {
                 self.note_written(table)?;
                 if *deferrable && defer && deferred_update(&mut ctx, table, scan, sets, self)? {
                     return Ok(dml_output("UPDATE", 1, false, cached, Vec::new()));
                 }
-                let rows = ctx.scan(scan)?;
+                let (rows, others) = scan_joined(&mut ctx, scan, from.as_deref())?;
                 let n = rows.len();
                 let mut out_rows = Vec::new();
                 let pk_cols: Vec<usize> = table
@@ -2119,10 +2119,14 @@ impl Session {
                     table.foreign_keys.iter().any(|fk| fk.columns.contains(&(*c as u16)))
                 });
                 let mut fk_rows = Vec::new();
-                for (key, old) in rows {
+                for (i, (key, old)) in rows.into_iter().enumerate() {
+                    // With FROM, SET and RETURNING read the other tables' row after the target's.
+                    let other = others.get(i);
+                    let joined = other.map(|o| [old.as_slice(), o].concat());
+                    let input = joined.as_deref().unwrap_or(&old);
                     let mut new = old.clone();
                     for (col, e) in sets.iter() {
-                        new[*col] = ctx.eval(e, &old)?;
+                        new[*col] = ctx.eval(e, input)?;
                     }
                     let new = check_row(table, checks, new, &ctx.env)?;
                     let key_changed = pk_cols.iter().any(|c| {
@@ -2153,8 +2157,10 @@ impl Session {
                         ctx.txn.update(t, &key, bytes).map_err(|e| unique_error(e, table, &new))?;
                     }
                     if let Some(r) = returning {
+                        let joined = other.map(|o| [new.as_slice(), o].concat());
+                        let row = joined.as_deref().unwrap_or(&new);
                         out_rows.push(
-                            r.iter().map(|(e, _)| ctx.eval(e, &new)).collect::<Result<Vec<_>>>()?,
+                            r.iter().map(|(e, _)| ctx.eval(e, row)).collect::<Result<Vec<_>>>()?,
                         );
                     }
                 }
@@ -2164,14 +2170,14 @@ impl Session {
                 check_still_referenced(&mut ctx, &snapshot, still_referenced)?;
                 Ok(dml_output("UPDATE", n, returning.is_some(), cached, out_rows))
             }
-            Statement::Delete { table, scan, returning } => {
+            Statement::Delete { table, scan, returning, from } => {
                 self.note_written(table)?;
-                let rows = ctx.scan(scan)?;
+                let (rows, others) = scan_joined(&mut ctx, scan, from.as_deref())?;
                 let n = rows.len();
                 let mut out_rows = Vec::new();
                 let snapshot = self.snapshot();
                 let mut still_referenced = Vec::new();
-                for (key, old) in rows {
+                for (i, (key, old)) in rows.into_iter().enumerate() {
                     check_referencing(
                         &mut ctx,
                         &snapshot,
@@ -2182,8 +2188,10 @@ impl Session {
                     )?;
                     ctx.txn.delete(exec::tid(table), &key).map_err(exec::txn_error)?;
                     if let Some(r) = returning {
+                        let joined = others.get(i).map(|o| [old.as_slice(), o].concat());
+                        let row = joined.as_deref().unwrap_or(&old);
                         out_rows.push(
-                            r.iter().map(|(e, _)| ctx.eval(e, &old)).collect::<Result<Vec<_>>>()?,
+                            r.iter().map(|(e, _)| ctx.eval(e, row)).collect::<Result<Vec<_>>>()?,
                         );
                     }
                 }
@@ -3233,6 +3241,21 @@ impl Session {
 /// The same table definition (the same `Arc`, or equal).
 fn same_table(a: &Arc<Table>, b: &Arc<Table>) -> bool {
     Arc::ptr_eq(a, b) || **a == **b
+}
+
+/// Rows of table `key`, value pairs an UPDATE or DELETE changes: those of `scan`, and with
+/// FROM / USING only those that meet a row of the other tables, whose first such row comes
+/// second (one per target row; empty without FROM).
+fn scan_joined(
+    ctx: &mut Ctx,
+    scan: &Plan,
+    from: Option<&crate::plan::JoinedFrom>,
+) -> Result<exec::JoinedTargets> {
+    let rows = ctx.scan(scan)?;
+    match from {
+        Some(from) => ctx.join_others(rows, from),
+        None => Ok((rows, Vec::new())),
+    }
 }
 
 /// A savepoint command outside a transaction block: 25P01, as in PostgreSQL.

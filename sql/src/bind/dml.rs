@@ -7,12 +7,15 @@ use sqlparser::ast::{self as ast, Expr as AstExpr, SelectItem, SetExpr};
 
 use super::expr::Typed;
 use super::select::{
-    key_column, row_independent, row_local, scan_with, split_conjuncts, width_of, DEFAULT_MARKER,
+    and_all, build_join_tree, contains_subquery, hash_key_pair, key_column, map_expr,
+    may_be_bpchar, row_independent, row_local, scan_with, split_conjuncts, walk, width_of,
+    DEFAULT_MARKER,
 };
 use super::{ident, Binder, Scope};
 use crate::error::{Error, Result};
 use crate::plan::{
-    Access, CmpOp, ConflictUpdate, Expr, InsertValue, OnConflict, OutColumn, Plan, Statement,
+    Access, CmpOp, ConflictUpdate, Expr, InsertValue, JoinedFrom, OnConflict, OutColumn, Plan,
+    Statement,
 };
 use crate::types::CastKind;
 
@@ -327,10 +330,18 @@ impl Binder<'_> {
         table: &Arc<Table>,
         alias: &str,
     ) -> Result<Option<Vec<(Expr, OutColumn)>>> {
+        self.bind_returning_over(items, &Scope::from_table(table, alias))
+    }
+
+    /// RETURNING over `scope` (the target row, and the other tables' of UPDATE … FROM).
+    fn bind_returning_over(
+        &mut self,
+        items: Option<&[SelectItem]>,
+        scope: &Scope,
+    ) -> Result<Option<Vec<(Expr, OutColumn)>>> {
         let Some(items) = items else { return Ok(None) };
-        let scope = Scope::from_table(table, alias);
         let saved = self.aggs.take();
-        let bound = self.bind_returning_items(items, &scope);
+        let bound = self.bind_returning_items(items, scope);
         self.aggs = saved;
         Ok(Some(bound?))
     }
@@ -373,6 +384,27 @@ impl Binder<'_> {
                     };
                     out.push((expr, OutColumn { name, data_type: ty, source }));
                 }
+                SelectItem::QualifiedWildcard(
+                    ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                    _,
+                ) => {
+                    let rel = self.object_name(n)?.1;
+                    let of_rel: Vec<(usize, &super::ScopeColumn)> = scope
+                        .visible()
+                        .filter(|(_, c)| c.relation.as_deref() == Some(rel.as_str()))
+                        .collect();
+                    if of_rel.is_empty() {
+                        return Err(Error::MissingFromEntry { table: rel, span: None });
+                    }
+                    for (i, c) in of_rel {
+                        let column = OutColumn {
+                            name: c.name.clone(),
+                            data_type: c.data_type,
+                            source: c.source,
+                        };
+                        out.push((Expr::Column(i), column));
+                    }
+                }
                 _ => return Err(Error::unsupported("this RETURNING item")),
             }
         }
@@ -395,21 +427,43 @@ impl Binder<'_> {
     }
 
     pub(crate) fn bind_update(&mut self, up: &ast::Update) -> Result<Statement> {
-        if up.from.is_some() {
-            return Err(Error::unsupported("UPDATE … FROM"));
-        }
         if up.or.is_some() || !up.order_by.is_empty() || up.limit.is_some() {
             return Err(Error::unsupported("this form of UPDATE"));
         }
         let (table, alias) = self.single_table(&up.table)?;
-        let scope = Scope::from_table(&table, &alias);
+        let mut scope = Scope::from_table(&table, &alias);
+        let others = match &up.from {
+            None => None,
+            Some(ast::UpdateTableFromKind::AfterSet(f)) => Some(self.bind_others(f, &mut scope)?),
+            Some(ast::UpdateTableFromKind::BeforeSet(_)) => {
+                return Err(Error::unsupported("UPDATE FROM … SET"))
+            }
+        };
         let sets = self.bind_assignments(&table, &up.assignments, &scope)?;
         let mut conjuncts = Vec::new();
         if let Some(w) = &up.selection {
             let c = self.bind_condition(w, &scope, "WHERE")?;
             split_conjuncts(c, &mut conjuncts);
         }
-        self.finish_update(table, alias, sets, conjuncts, up)
+        let (conjuncts, from) = joined_from(&table, others, conjuncts, &scope)?;
+        self.finish_update(table, sets, conjuncts, from, up, &scope)
+    }
+
+    /// The other tables of UPDATE … FROM / DELETE … USING, their columns appended to `scope`
+    /// (after the target's).
+    fn bind_others(
+        &mut self,
+        from: &[ast::TableWithJoins],
+        scope: &mut Scope,
+    ) -> Result<(Vec<super::select::FromItem>, Scope)> {
+        let (items, others) = self.bind_from(from)?;
+        let offset = scope.columns.len();
+        scope.columns.extend(others.columns.iter().cloned());
+        if let Some(star) = &others.star {
+            let target: Vec<usize> = (0..offset).filter(|&i| !scope.columns[i].hidden).collect();
+            scope.star = Some(target.into_iter().chain(star.iter().map(|i| offset + i)).collect());
+        }
+        Ok((items, others))
     }
 
     /// UPDATE's `SET column = value, …` (also ON CONFLICT DO UPDATE's) over `scope`.
@@ -467,31 +521,37 @@ impl Binder<'_> {
     fn finish_update(
         &mut self,
         table: Arc<Table>,
-        alias: String,
         sets: Vec<(usize, Expr)>,
         conjuncts: Vec<Expr>,
+        from: Option<Box<JoinedFrom>>,
         up: &ast::Update,
+        scope: &Scope,
     ) -> Result<Statement> {
         let scan = scan_with(table.clone(), conjuncts);
-        let returning = self.bind_returning(up.returning.as_deref(), &table, &alias)?;
+        let returning = self.bind_returning_over(up.returning.as_deref(), scope)?;
         // A deferred update checks nothing at commit: no CHECK may read a column it sets (a
         // check of other columns holds for the new row as it held for the old).
         let deferrable = returning.is_none()
+            && from.is_none()
             && deferrable_update(&table, &scan, &sets)
             && !table
                 .checks
                 .iter()
                 .any(|c| sets.iter().any(|(s, _)| c.columns.contains(&(*s as u16))));
         let checks = self.table_checks(&table)?;
-        Ok(Statement::Update { table, scan, sets: sets.into(), returning, deferrable, checks })
+        Ok(Statement::Update {
+            table,
+            scan,
+            sets: sets.into(),
+            returning,
+            deferrable,
+            checks,
+            from,
+        })
     }
 
     pub(crate) fn bind_delete(&mut self, del: &ast::Delete) -> Result<Statement> {
-        if del.using.is_some()
-            || !del.order_by.is_empty()
-            || del.limit.is_some()
-            || !del.tables.is_empty()
-        {
+        if !del.order_by.is_empty() || del.limit.is_some() || !del.tables.is_empty() {
             return Err(Error::unsupported("this form of DELETE"));
         }
         let from = match &del.from {
@@ -501,16 +561,69 @@ impl Binder<'_> {
             return Err(Error::unsupported("DELETE from several tables"));
         };
         let (table, alias) = self.single_table(twj)?;
-        let scope = Scope::from_table(&table, &alias);
+        let mut scope = Scope::from_table(&table, &alias);
+        let others = match &del.using {
+            Some(using) => Some(self.bind_others(using, &mut scope)?),
+            None => None,
+        };
         let mut conjuncts = Vec::new();
         if let Some(w) = &del.selection {
             let c = self.bind_condition(w, &scope, "WHERE")?;
             split_conjuncts(c, &mut conjuncts);
         }
+        let (conjuncts, from) = joined_from(&table, others, conjuncts, &scope)?;
         let scan = scan_with(table.clone(), conjuncts);
-        let returning = self.bind_returning(del.returning.as_deref(), &table, &alias)?;
-        Ok(Statement::Delete { table, scan, returning })
+        let returning = self.bind_returning_over(del.returning.as_deref(), &scope)?;
+        Ok(Statement::Delete { table, scan, returning, from })
     }
+}
+
+/// Splits the WHERE conditions of UPDATE … FROM / DELETE … USING (bound over `scope`: the
+/// target's columns, then the other tables'): those that read only the target filter its scan
+/// (returned), those that read only the others join them, equalities between the two are the
+/// hash keys, and the rest (and anything with a subquery) is checked on each pair. Without
+/// other tables every condition filters the scan.
+fn joined_from(
+    table: &Table,
+    others: Option<(Vec<super::select::FromItem>, Scope)>,
+    conjuncts: Vec<Expr>,
+    scope: &Scope,
+) -> Result<(Vec<Expr>, Option<Box<JoinedFrom>>)> {
+    let Some((items, others)) = others else { return Ok((conjuncts, None)) };
+    let width = table.columns.len();
+    let end = scope.columns.len();
+    let reads = |e: &Expr, range: std::ops::Range<usize>| {
+        let mut hit = false;
+        walk(e, &mut |x| hit |= matches!(x, Expr::Column(i) if range.contains(i)));
+        hit
+    };
+    let to_others = |e: Expr| {
+        map_expr(e, &mut |x| match x {
+            Expr::Column(i) => Expr::Column(i - width),
+            other => other,
+        })
+    };
+    let (mut own, mut theirs, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut target_keys, mut from_keys, mut bpchar) = (Vec::new(), Vec::new(), Vec::new());
+    for c in conjuncts {
+        let (target, other) = (reads(&c, 0..width), reads(&c, width..end));
+        if contains_subquery(&c) {
+            rest.push(c);
+        } else if !other {
+            own.push(c);
+        } else if !target {
+            theirs.push(to_others(c));
+        } else if let Some((t, o)) = hash_key_pair(&c, width, end) {
+            bpchar.push(may_be_bpchar(t, scope) || may_be_bpchar(o, scope));
+            target_keys.push(t.clone());
+            from_keys.push(to_others(o.clone()));
+        } else {
+            rest.push(c);
+        }
+    }
+    let plan = build_join_tree(items, theirs, &others, true)?;
+    let from = JoinedFrom { plan, target_keys, from_keys, bpchar, on: and_all(rest) };
+    Ok((own, Some(Box::new(from))))
 }
 
 /// Whether an UPDATE may run as a deferred update (see `Statement::Update::deferrable`): its

@@ -16,7 +16,7 @@ use crate::plan::{
 use crate::types::{self, CastKind};
 
 /// One FROM item while building the join tree.
-struct FromItem {
+pub(crate) struct FromItem {
     plan: Plan,
     width: usize,
     kind: JoinKind,
@@ -495,7 +495,10 @@ impl Binder<'_> {
     /// `JOIN … USING (cols)` and `NATURAL JOIN` are joins on equal columns whose pairs merge:
     /// the left column stands for both (the right one for a RIGHT JOIN), the other is found
     /// only by its qualified name, and `*` lists the merged columns first ([`Scope::star`]).
-    fn bind_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(Vec<FromItem>, Scope)> {
+    pub(crate) fn bind_from(
+        &mut self,
+        from: &[ast::TableWithJoins],
+    ) -> Result<(Vec<FromItem>, Scope)> {
         let mut items = Vec::new();
         let mut scope = Scope::default();
         for twj in from {
@@ -1651,7 +1654,7 @@ fn factor_or(e: Expr, out: &mut Vec<Expr>) {
     }
 }
 
-fn and_all(mut parts: Vec<Expr>) -> Option<Expr> {
+pub(crate) fn and_all(mut parts: Vec<Expr>) -> Option<Expr> {
     let first = if parts.is_empty() { return None } else { parts.remove(0) };
     Some(parts.into_iter().fold(first, |acc, e| Expr::And(Box::new(acc), Box::new(e))))
 }
@@ -1771,7 +1774,7 @@ fn shift_to_inner(e: Expr, offset: usize) -> Expr {
 /// items so that each is joined on a condition where the written order would join it to the
 /// items before it with none ([`join_order`]). The reordered join's columns are put back in
 /// the written order.
-fn build_join_tree(
+pub(crate) fn build_join_tree(
     mut items: Vec<FromItem>,
     mut conjuncts: Vec<Expr>,
     scope: &Scope,
@@ -2135,7 +2138,7 @@ fn reads_only(e: &Expr, range: std::ops::Range<usize>) -> bool {
 
 /// `left = right` with `left` over the columns before `offset` and `right` over those of the
 /// item at `offset..end`, both computed from their row alone: a hash join key pair.
-fn hash_key_pair(c: &Expr, offset: usize, end: usize) -> Option<(&Expr, &Expr)> {
+pub(crate) fn hash_key_pair(c: &Expr, offset: usize, end: usize) -> Option<(&Expr, &Expr)> {
     let Expr::Cmp(CmpOp::Eq, a, b) = c else { return None };
     if !row_local(a) || !row_local(b) {
         return None;
@@ -2150,7 +2153,7 @@ fn hash_key_pair(c: &Expr, offset: usize, end: usize) -> Option<(&Expr, &Expr)> 
 }
 
 /// Whether `e` may be of type `char(n)`, whose `=` ignores trailing spaces.
-fn may_be_bpchar(e: &Expr, scope: &Scope) -> bool {
+pub(crate) fn may_be_bpchar(e: &Expr, scope: &Scope) -> bool {
     match e {
         Expr::Column(i) => {
             matches!(scope.columns.get(*i).map(|c| c.data_type), Some(DataType::Char(_)))

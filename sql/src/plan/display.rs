@@ -401,14 +401,36 @@ impl Statement {
             }
             Statement::Delete { table, scan, .. } => (format!("Delete on {}", table.name), scan),
         };
-        struct Child<'a>(&'a Plan);
+        let from = match self {
+            Statement::Update { from, .. } | Statement::Delete { from, .. } => from.as_deref(),
+            _ => None,
+        };
+        struct Child<'a>(&'a Plan, usize);
         impl fmt::Display for Child<'_> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                self.0.fmt_tree(f, 1)
+                self.0.fmt_tree(f, self.1)
             }
         }
         let mut out = vec![head];
-        out.extend(lines(&Child(plan).to_string()));
+        out.extend(lines(&Child(plan, 1).to_string()));
+        if let Some(from) = from {
+            // The other tables of UPDATE … FROM / DELETE … USING, and how target rows meet them.
+            let keys: Vec<String> = from
+                .target_keys
+                .iter()
+                .zip(&from.from_keys)
+                .map(|(t, o)| format!("{} = other.{}", expr(t, &position), expr(o, &position)))
+                .collect();
+            let mut how = keys.join(" AND ");
+            if let Some(on) = &from.on {
+                if !how.is_empty() {
+                    how.push_str(" AND ");
+                }
+                how.push_str(&expr(on, &position));
+            }
+            out.push(format!("->  Joined with (first match): {how}"));
+            out.extend(lines(&Child(&from.plan, 2).to_string()));
+        }
         out
     }
 }

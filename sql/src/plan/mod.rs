@@ -987,6 +987,9 @@ pub enum Statement {
         deferrable: bool,
         /// The table's CHECK constraints, checked on every new row.
         checks: Arc<[Check]>,
+        /// `UPDATE … FROM`: only target rows that meet a row of these tables are updated; `sets`
+        /// and `returning` read the target row followed by the first row met.
+        from: Option<Box<JoinedFrom>>,
     },
     /// DELETE.
     Delete {
@@ -996,7 +999,27 @@ pub enum Statement {
         scan: Plan,
         /// RETURNING expressions over the deleted row.
         returning: Option<Vec<(Expr, OutColumn)>>,
+        /// `DELETE … USING`: only target rows that meet a row of these tables are deleted;
+        /// `returning` reads the target row followed by the first row met.
+        from: Option<Box<JoinedFrom>>,
     },
+}
+
+/// The other tables of `UPDATE … FROM` / `DELETE … USING`, and how a target row meets their
+/// rows: on equal keys (hashed), then `on` over the target row followed by theirs. As in
+/// PostgreSQL, a target row that meets several is changed once, with the first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JoinedFrom {
+    /// Their rows, joined, with the conditions that read only them.
+    pub plan: Plan,
+    /// Key expressions over the target row …
+    pub target_keys: Vec<Expr>,
+    /// … and over their row (`target_keys[i] = from_keys[i]`).
+    pub from_keys: Vec<Expr>,
+    /// Per key: compare as `char(n)` (trailing spaces do not count).
+    pub bpchar: Vec<bool>,
+    /// The rest of the condition, over the target row followed by theirs.
+    pub on: Option<Expr>,
 }
 
 /// A table's CHECK constraint, bound over its row: a row written must not make `expr` false.
