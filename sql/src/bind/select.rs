@@ -22,6 +22,10 @@ pub(crate) struct FromItem {
     kind: JoinKind,
     /// ON condition, bound against the combined scope up to and including this item.
     on: Vec<Expr>,
+    /// A LATERAL subquery: bound with the items before it as its innermost outer scope (its
+    /// references to their row are `Outer { depth: 0 }`), so it is always the inner side of a
+    /// nested loop, run under each row of those items.
+    lateral: bool,
 }
 
 impl Binder<'_> {
@@ -502,12 +506,12 @@ impl Binder<'_> {
         let mut items = Vec::new();
         let mut scope = Scope::default();
         for twj in from {
-            let (plan, s) = self.bind_table_factor(&twj.relation)?;
+            let (plan, s, lateral) = self.bind_from_factor(&twj.relation, &scope)?;
             let width = s.columns.len();
             extend_scope(&mut scope, s);
-            items.push(FromItem { plan, width, kind: JoinKind::Inner, on: vec![] });
+            items.push(FromItem { plan, width, kind: JoinKind::Inner, on: vec![], lateral });
             for join in &twj.joins {
-                let (plan, s) = self.bind_table_factor(&join.relation)?;
+                let (plan, s, lateral) = self.bind_from_factor(&join.relation, &scope)?;
                 let width = s.columns.len();
                 use ast::JoinOperator as J;
                 let (kind, right, constraint) = match &join.join_operator {
@@ -569,6 +573,14 @@ impl Binder<'_> {
                         on = self.merge_columns(&mut scope, s, &names, right)?;
                     }
                 }
+                if lateral && (right || kind == JoinKind::Full) {
+                    return Err(Error::InvalidColumnReference {
+                        message: "invalid reference to FROM-clause entry: the combining JOIN \
+                                  type must be INNER or LEFT for a LATERAL reference"
+                            .into(),
+                        span: None,
+                    });
+                }
                 if kind == JoinKind::Full {
                     let left_scope =
                         Scope { columns: scope.columns[..left_width].to_vec(), star: None };
@@ -576,11 +588,17 @@ impl Binder<'_> {
                         build_join_tree(std::mem::take(&mut items), vec![], &left_scope, true)?;
                     let plan = full_join(left, plan, left_width, width, on, &scope)?;
                     let width = left_width + width;
-                    items.push(FromItem { plan, width, kind: JoinKind::Inner, on: vec![] });
+                    items.push(FromItem {
+                        plan,
+                        width,
+                        kind: JoinKind::Inner,
+                        on: vec![],
+                        lateral: false,
+                    });
                     continue;
                 }
                 if !right {
-                    items.push(FromItem { plan, width, kind, on });
+                    items.push(FromItem { plan, width, kind, on, lateral });
                     continue;
                 }
                 if on.iter().any(contains_subquery) {
@@ -606,8 +624,14 @@ impl Binder<'_> {
                     Scope { columns: scope.columns[left_width..].to_vec(), star: None };
                 swapped.columns.extend_from_slice(&scope.columns[..left_width]);
                 let pair = vec![
-                    FromItem { plan, width, kind: JoinKind::Inner, on: vec![] },
-                    FromItem { plan: left, width: left_width, kind: JoinKind::Left, on },
+                    FromItem { plan, width, kind: JoinKind::Inner, on: vec![], lateral: false },
+                    FromItem {
+                        plan: left,
+                        width: left_width,
+                        kind: JoinKind::Left,
+                        on,
+                        lateral: false,
+                    },
                 ];
                 let joined = build_left_deep(pair, vec![], &swapped, true)?;
                 let exprs = (0..left_width + width).map(|c| Expr::Column(swap(c))).collect();
@@ -617,10 +641,32 @@ impl Binder<'_> {
                     width: left_width + width,
                     kind: JoinKind::Inner,
                     on: vec![],
+                    lateral: false,
                 });
             }
         }
         Ok((items, scope))
+    }
+
+    /// A FROM item after the items bound so far (`scope`): a LATERAL subquery sees their
+    /// columns (the third value says it is one); anything else is bound on its own.
+    fn bind_from_factor(&mut self, tf: &TableFactor, scope: &Scope) -> Result<(Plan, Scope, bool)> {
+        let TableFactor::Derived { lateral: true, subquery, alias, .. } = tf else {
+            let (plan, s) = self.bind_table_factor(tf)?;
+            return Ok((plan, s, false));
+        };
+        if scope.columns.is_empty() {
+            let (plan, s) = self.bind_table_factor(tf)?;
+            return Ok((plan, s, false));
+        }
+        let saved = self.aggs.take();
+        self.outer.push(scope.clone());
+        let q = self.bind_query(subquery);
+        self.outer.pop();
+        self.aggs = saved;
+        let rel = alias.as_ref().map(|a| ident(&a.name));
+        let (plan, s) = derived(q?, rel, alias.as_ref());
+        Ok((plan, s, true))
     }
 
     /// `JOIN … USING (names)` between `scope` (the left side) and `right`: appends `right` to
@@ -738,11 +784,9 @@ impl Binder<'_> {
                 };
                 Ok((plan, scope))
             }
-            TableFactor::Derived { lateral, subquery, alias, .. } => {
-                if *lateral {
-                    return Err(Error::unsupported("LATERAL"));
-                }
-                // A derived table sees only the enclosing query's outer scopes, not its siblings.
+            TableFactor::Derived { subquery, alias, .. } => {
+                // A derived table sees only the enclosing query's outer scopes, not its siblings
+                // (a LATERAL one after other items: `bind_from_factor`).
                 let saved = self.aggs.take();
                 let q = self.bind_query(subquery);
                 self.aggs = saved;
@@ -1915,7 +1959,7 @@ fn common_columns(left: &Scope, right: &Scope) -> Vec<String> {
 /// joins to them; failing that, the first left.
 fn join_order(items: &[FromItem], conjuncts: &[Expr]) -> Vec<usize> {
     let identity: Vec<usize> = (0..items.len()).collect();
-    if items.len() < 3 || items.iter().any(|it| it.kind != JoinKind::Inner) {
+    if items.len() < 3 || items.iter().any(|it| it.kind != JoinKind::Inner || it.lateral) {
         return identity;
     }
     let mut offsets = Vec::with_capacity(items.len());
@@ -2050,6 +2094,17 @@ fn join(
     hash: bool,
 ) -> Plan {
     let end = offset + item.width;
+    if item.lateral {
+        // Bound under the left row already: no deeper, and never hashed (it depends on it).
+        let shifted = preds.iter().cloned().map(|p| shift_to_inner(p, offset)).collect();
+        return Plan::NestedLoop {
+            left: Box::new(left),
+            right: Box::new(attach_filter(item.plan, shifted)),
+            kind: item.kind,
+            on,
+            right_width: item.width,
+        };
+    }
     let mut inner = item.plan.clone();
     deepen(&mut inner, 0);
     let shifted = preds.iter().cloned().map(|p| shift_to_inner(p, offset)).collect();
