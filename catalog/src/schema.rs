@@ -38,6 +38,8 @@ pub enum DataType {
     TimestampTz,
     /// `interval` (OID 1186): months, days and microseconds.
     Interval,
+    /// `uuid` (OID 2950): 16 bytes, ordered bytewise.
+    Uuid,
     /// `void` (OID 2278): what a function returns that returns nothing (`pg_sleep`). Its value
     /// prints as an empty string. Never a column's type.
     Void,
@@ -62,6 +64,7 @@ impl DataType {
             DataType::Bytea => 17,
             DataType::TimestampTz => 1184,
             DataType::Interval => 1186,
+            DataType::Uuid => 2950,
             DataType::Void => 2278,
         }
     }
@@ -84,6 +87,7 @@ impl DataType {
             1114 => DataType::Timestamp,
             1184 => DataType::TimestampTz,
             1186 => DataType::Interval,
+            2950 => DataType::Uuid,
             17 => DataType::Bytea,
             _ => return None,
         })
@@ -106,7 +110,7 @@ impl DataType {
             DataType::Int16 => 2,
             DataType::Int32 | DataType::Float32 | DataType::Date => 4,
             DataType::Int64 | DataType::Float64 | DataType::Timestamp | DataType::TimestampTz => 8,
-            DataType::Interval => 16,
+            DataType::Interval | DataType::Uuid => 16,
             _ => -1,
         }
     }
@@ -142,6 +146,7 @@ impl DataType {
             DataType::Bytea => "bytea".into(),
             DataType::TimestampTz => "timestamp with time zone".into(),
             DataType::Interval => "interval".into(),
+            DataType::Uuid => "uuid".into(),
             DataType::Void => "void".into(),
         }
     }

@@ -170,6 +170,7 @@ pub fn value_type(v: &Value) -> DataType {
         Value::Bytea(_) => DataType::Bytea,
         Value::TimestampTz(_) => DataType::TimestampTz,
         Value::Interval(_) => DataType::Interval,
+        Value::Uuid(_) => DataType::Uuid,
     }
 }
 

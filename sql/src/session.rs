@@ -3088,7 +3088,13 @@ impl Session {
         let default = binder.column_default(&with_col, col.position as usize)?;
         let mut volatile = false;
         crate::bind::walk_expr(&default, &mut |x| {
-            volatile |= matches!(x, crate::plan::Expr::Func(crate::plan::Func::Random, _))
+            volatile |= matches!(
+                x,
+                crate::plan::Expr::Func(
+                    crate::plan::Func::Random | crate::plan::Func::GenRandomUuid,
+                    _
+                )
+            )
         });
         let fill = {
             let e = &default;

@@ -3,7 +3,8 @@
 //! bytea) including NULLs and extreme values, a prepared statement reused many times, parameter
 //! types inferred by the server, result column names and types from Describe, a 2000-parameter
 //! multi-row INSERT, exact command counts, and numerics beyond what `rust_decimal` holds (60
-//! digits, 1000 fractional digits, NaN, ±Infinity) as raw binary parameters and results.
+//! digits, 1000 fractional digits, NaN, ±Infinity) as raw binary parameters and results, and
+//! uuid.
 //!
 //! `TEST_AGAINST_PG=1` runs the same checks against PostgreSQL 15.
 
@@ -445,6 +446,45 @@ raw_type!(
     RawInterval,
     INTERVAL
 );
+raw_type!(
+    /// A uuid in PostgreSQL's binary format (its 16 bytes).
+    RawUuid,
+    UUID
+);
+
+/// uuid over the binary protocol: a parameter's 16 bytes are the value (its text form prints
+/// them in order), a result's are the value's, and a uuid key looked up by a binary parameter
+/// finds its row.
+#[tokio::test]
+async fn uuid_in_binary() {
+    let Some(b) = Backend::from_env() else { return };
+    let c = b.connect().await;
+    timed("create", c.batch_execute("CREATE TABLE ids (id uuid PRIMARY KEY, n int)"))
+        .await
+        .expect("create");
+    let insert =
+        timed("prepare", c.prepare("INSERT INTO ids VALUES ($1, $2)")).await.expect("prepare");
+    assert_eq!(insert.params(), [Type::UUID, Type::INT4]);
+    let bytes: Vec<u8> = (0u8..16).map(|i| i * 17).collect();
+    timed("insert", c.execute(&insert, &[&RawUuid(bytes.clone()), &7i32])).await.expect("insert");
+    let row = timed("select", c.query_one("SELECT id, id::text FROM ids WHERE n = 7", &[]))
+        .await
+        .expect("select");
+    assert_eq!(row.get::<_, RawUuid>(0).0, bytes);
+    assert_eq!(row.get::<_, String>(1), "00112233-4455-6677-8899-aabbccddeeff");
+    let row = timed("by key", c.query_one("SELECT n FROM ids WHERE id = $1", &[&RawUuid(bytes)]))
+        .await
+        .expect("lookup by a binary uuid");
+    assert_eq!(row.get::<_, i32>(0), 7);
+    let err = timed("short", c.query_one("SELECT $1::uuid", &[&RawUuid(vec![1, 2, 3])]))
+        .await
+        .expect_err("13 bytes short");
+    assert_eq!(tests::sqlstate(&err), Some("08P01"), "{err:?}");
+    let err = timed("long", c.query_one("SELECT $1::uuid", &[&RawUuid(vec![0; 17])]))
+        .await
+        .expect_err("a byte too many");
+    assert_eq!(tests::sqlstate(&err), Some("22P03"), "{err:?}");
+}
 
 /// Big, tiny and special numerics: text → server → binary result → binary parameter → server →
 /// text gives back the same text and the same bytes; the special values have PostgreSQL's bytes.

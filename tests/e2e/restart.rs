@@ -4,8 +4,8 @@
 //! off`: their log records are written lazily (after `--wal-writer-delay-ms`, or with the next
 //! record somebody waits for), so once a synchronous reader has seen them they survive a
 //! crash. A transaction too large for one log record spills its writes to a file of its log
-//! device and survives a crash like any other; so do timestamptz and interval values and their
-//! indexes. A dropped column stays dropped, and rows written before the drop (in the log and
+//! device and survives a crash like any other; so do timestamptz, interval and uuid values and
+//! their indexes. A dropped column stays dropped, and rows written before the drop (in the log and
 //! in a checkpoint) still read right. Aspen only (there is nothing to compare with
 //! PostgreSQL).
 
@@ -419,4 +419,40 @@ async fn dropped_columns_stay_dropped_across_crashes() {
         // The second round recovers from a checkpoint taken after the drops.
         timed("checkpoint", c.batch_execute("CHECKPOINT")).await.expect("checkpoint");
     }
+}
+
+#[tokio::test]
+async fn uuid_values_and_keys_survive_a_crash() {
+    if tests::against_pg() {
+        println!("Aspen-only, skipping under TEST_AGAINST_PG=1");
+        return;
+    }
+    let mut server = AspenServer::start();
+    let c = timed("connect", connect(server.port())).await.expect("connect");
+    let setup = "CREATE TABLE ids (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), other uuid UNIQUE, n int);
+         INSERT INTO ids VALUES ('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '00000000-0000-0000-0000-000000000001', 1);
+         CHECKPOINT;
+         INSERT INTO ids (other, n) VALUES ('ffffffff-ffff-ffff-ffff-ffffffffffff', 2);";
+    timed("setup", c.batch_execute(setup)).await.expect("setup");
+    let generated: String =
+        timed("generated", c.query_one("SELECT id::text FROM ids WHERE n = 2", &[]))
+            .await
+            .expect("generated id")
+            .get(0);
+    drop(c);
+    server.restart();
+    let c = timed("reconnect", connect(server.port())).await.expect("connect after restart");
+    let lookup = "SELECT n FROM ids WHERE id = 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'";
+    let row = timed("by key", c.query_one(lookup, &[])).await.expect("lookup");
+    assert_eq!(row.get::<_, i32>(0), 1);
+    let by_generated = format!("SELECT n FROM ids WHERE id = '{generated}'");
+    let row = timed("generated", c.query_one(&by_generated, &[])).await.expect("generated");
+    assert_eq!(row.get::<_, i32>(0), 2);
+    let err = timed(
+        "unique",
+        c.batch_execute("INSERT INTO ids (other) VALUES ('ffffffff-ffff-ffff-ffff-ffffffffffff')"),
+    )
+    .await
+    .expect_err("the unique uuid index survived");
+    assert_eq!(sqlstate(&err), Some("23505"));
 }

@@ -226,7 +226,7 @@ fn raw_size(values: &[Value]) -> u64 {
             | Value::Numeric(_)
             | Value::Timestamp(_)
             | Value::TimestampTz(_) => 8,
-            Value::Interval(_) => 16,
+            Value::Interval(_) | Value::Uuid(_) => 16,
             Value::Text(s) => s.len() as u64,
             Value::Bytea(b) => b.len() as u64,
         })

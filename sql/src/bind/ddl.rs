@@ -665,6 +665,7 @@ impl Binder<'_> {
                 ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampTz,
             },
             D::Interval { fields: None, precision: None } => DataType::Interval,
+            D::Uuid => DataType::Uuid,
             D::Interval { .. } => {
                 return Err(Error::unsupported("interval with fields or a precision"))
             }

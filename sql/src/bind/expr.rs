@@ -2102,7 +2102,7 @@ impl Binder<'_> {
                         }
                     },
                     AggFunc::Min | AggFunc::Max => match t.ty {
-                        DataType::Bool | DataType::Bytea => {
+                        DataType::Bool | DataType::Bytea | DataType::Uuid => {
                             return Err(Error::UndefinedFunction {
                                 name: format!("function {name}({})", t.ty.base_name()),
                                 span: self.span_of(e),

@@ -185,6 +185,9 @@ impl Binder<'_> {
             ("cbrt", 1) => self.bind_fixed(name, &[P::Float], T::Float64, Func::Cbrt, args, e),
             ("pi", 0) => self.bind_fixed(name, &[], T::Float64, Func::Pi, args, e),
             ("random", 0) => self.bind_fixed(name, &[], T::Float64, Func::Random, args, e),
+            ("gen_random_uuid", 0) => {
+                self.bind_fixed(name, &[], T::Uuid, Func::GenRandomUuid, args, e)
+            }
             ("aspen_debug_panic", 0) if cfg!(debug_assertions) => {
                 self.bind_fixed(name, &[], T::Bool, Func::DebugPanic, args, e)
             }

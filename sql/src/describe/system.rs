@@ -144,6 +144,7 @@ fn type_name(data_type: DataType) -> &'static str {
         DataType::Bytea => "bytea",
         DataType::TimestampTz => "timestamptz",
         DataType::Interval => "interval",
+        DataType::Uuid => "uuid",
         DataType::Void => "void",
     }
 }
@@ -282,7 +283,9 @@ fn type_numbers(data_type: DataType) -> TypeNumbers {
         DataType::Timestamp | DataType::TimestampTz | DataType::Interval => {
             TypeNumbers { datetime: Some(6), ..TypeNumbers::default() }
         }
-        DataType::Bool | DataType::Bytea | DataType::Void => TypeNumbers::default(),
+        DataType::Bool | DataType::Bytea | DataType::Uuid | DataType::Void => {
+            TypeNumbers::default()
+        }
     }
 }
 
@@ -654,6 +657,9 @@ const PG_ATTRIBUTE: &[(&str, DataType)] = &[
 
 /// `typalign` of a type.
 fn align(data_type: DataType) -> &'static str {
+    if data_type == DataType::Uuid {
+        return "c";
+    }
     match data_type.type_size() {
         1 => "c",
         2 => "s",
@@ -771,7 +777,7 @@ const fn ty(
     TypeRow { ty, category, preferred, array, io, typmod }
 }
 
-const TYPES: [TypeRow; 16] = [
+const TYPES: [TypeRow; 17] = [
     ty(DataType::Bool, "B", true, 1000, "bool", false),
     ty(DataType::Bytea, "U", false, 1001, "bytea", false),
     ty(DataType::Int64, "N", false, 1016, "int8", false),
@@ -787,6 +793,7 @@ const TYPES: [TypeRow; 16] = [
     ty(DataType::TimestampTz, "D", true, 1185, "timestamptz_", true),
     ty(DataType::Interval, "T", true, 1187, "interval_", true),
     ty(DataType::Numeric(None), "N", false, 1231, "numeric_", true),
+    ty(DataType::Uuid, "U", false, 2951, "uuid_", false),
     ty(DataType::Void, "P", false, 0, "void_", false),
 ];
 

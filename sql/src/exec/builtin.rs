@@ -523,6 +523,15 @@ pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
         },
         Func::Pi => Value::Float64(std::f64::consts::PI),
         Func::Random => Value::Float64(random()),
+        Func::GenRandomUuid => {
+            let mut u = [0u8; 16];
+            getrandom::getrandom(&mut u)
+                .map_err(|e| Error::internal(format!("could not generate random values: {e}")))?;
+            // RFC 4122 version 4, variant 1.
+            u[6] = (u[6] & 0x0F) | 0x40;
+            u[8] = (u[8] & 0x3F) | 0x80;
+            Value::Uuid(u)
+        }
         Func::DebugPanic => panic!("aspen_debug_panic() called"),
         Func::Div => match (&args[0], &args[1]) {
             (Value::Numeric(x), Value::Numeric(y)) => Value::Numeric(x.div_trunc(y)?),

@@ -171,6 +171,9 @@ pub enum Func {
     Pi,
     /// random() — volatile
     Random,
+    /// gen_random_uuid() — volatile: a version 4 UUID from the operating system's random
+    /// source, as PostgreSQL's.
+    GenRandomUuid,
     /// aspen_debug_panic(): panics, so that tests can check a bug in one statement costs only
     /// that statement. Bound only in debug builds.
     DebugPanic,

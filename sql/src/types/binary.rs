@@ -79,6 +79,13 @@ pub fn decode_binary(b: &[u8], ty: &DataType) -> Result<Value> {
             })?)
         }
         DataType::Interval => Value::Interval(Interval::from_be_bytes(fixed(b)?)),
+        // `uuid_recv` reads 16 bytes: fewer is a short message, more a bad format.
+        DataType::Uuid if b.len() < 16 => {
+            return Err(Error::ProtocolViolation {
+                message: "insufficient data left in message".into(),
+            })
+        }
+        DataType::Uuid => Value::Uuid(fixed(b)?),
     })
 }
 
@@ -204,6 +211,7 @@ pub fn encode_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
         }
         (Value::Interval(i), _) => out.extend_from_slice(&i.to_be_bytes()),
         (Value::Bytea(b), _) => out.extend_from_slice(b),
+        (Value::Uuid(u), _) => out.extend_from_slice(u),
     }
 }
 

@@ -215,6 +215,10 @@ pub fn cast_zoned(
             Value::Bytea(b) => Value::Bytea(b),
             _ => return Err(cannot_cast(from, to)),
         },
+        DataType::Uuid => match v {
+            Value::Uuid(u) => Value::Uuid(u),
+            _ => return Err(cannot_cast(from, to)),
+        },
         DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
             unreachable!("string targets handled above")
         }

@@ -59,6 +59,7 @@ pub fn compare(l: &Value, r: &Value) -> Option<Ordering> {
         (V::Bytea(a), V::Bytea(b)) => a.cmp(b),
         (V::TimestampTz(a), V::TimestampTz(b)) => a.cmp(b),
         (V::Interval(a), V::Interval(b)) => a.cmp_span(b),
+        (V::Uuid(a), V::Uuid(b)) => a.cmp(b),
         (V::Numeric(a), other) if as_i64(other).is_some() => {
             a.cmp(&Numeric::from(as_i64(other).expect("checked")))
         }
@@ -103,7 +104,8 @@ fn kind_rank(v: &Value) -> u8 {
         Value::Bytea(_) => 4,
         Value::TimestampTz(_) => 5,
         Value::Interval(_) => 6,
-        Value::Null => 7,
+        Value::Uuid(_) => 7,
+        Value::Null => 8,
     }
 }
 

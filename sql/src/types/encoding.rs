@@ -75,6 +75,7 @@ const KEY_TIMESTAMP: u8 = 0x07;
 const KEY_BYTEA: u8 = 0x08;
 const KEY_TIMESTAMPTZ: u8 = 0x09;
 const KEY_INTERVAL: u8 = 0x0A;
+const KEY_UUID: u8 = 0x0B;
 
 fn put_varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
@@ -124,6 +125,7 @@ pub fn encode_row(values: &[Value], out: &mut Vec<u8>) {
                 out.extend_from_slice(&i.days.to_le_bytes());
                 out.extend_from_slice(&i.months.to_le_bytes());
             }
+            Value::Uuid(u) => out.extend_from_slice(u),
         }
     }
 }
@@ -316,6 +318,7 @@ impl<'a> Reader<'a> {
                 let months = i32::from_le_bytes(self.array()?);
                 Value::Interval(Interval { months, days, micros })
             }
+            DataType::Uuid => Value::Uuid(self.array()?),
         })
     }
 
@@ -329,7 +332,7 @@ impl<'a> Reader<'a> {
             DataType::Float64 | DataType::Timestamp | DataType::TimestampTz => {
                 self.take(8).map(drop)
             }
-            DataType::Interval => self.take(16).map(drop),
+            DataType::Interval | DataType::Uuid => self.take(16).map(drop),
             DataType::Numeric(_) => self.numeric().map(drop),
             DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea => {
                 let n = self.len()?;
@@ -439,6 +442,10 @@ fn encode_key_value(v: &Value, bpchar: bool, out: &mut Vec<u8>) {
             out.push(KEY_INTERVAL);
             let span = i.span() as u128 ^ (1 << 127);
             out.extend_from_slice(&span.to_be_bytes());
+        }
+        Value::Uuid(u) => {
+            out.push(KEY_UUID);
+            out.extend_from_slice(u);
         }
     }
 }
@@ -554,6 +561,7 @@ mod tests {
         DataType::Bytea,
         DataType::TimestampTz,
         DataType::Interval,
+        DataType::Uuid,
     ];
 
     /// A random value of type `ty`, biased towards edge cases; NULL one time in ten.
@@ -648,6 +656,13 @@ mod tests {
             DataType::Bytea => {
                 let n = rng.below(4);
                 Value::Bytea((0..n).map(|_| [0u8, 1, 0xFF, 0x80][rng.below(4) as usize]).collect())
+            }
+            DataType::Uuid => {
+                let mut u = [0u8; 16];
+                for b in &mut u {
+                    *b = [0u8, 1, 0x7F, 0x80, 0xFF][rng.below(5) as usize];
+                }
+                Value::Uuid(u)
             }
         }
     }

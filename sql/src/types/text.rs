@@ -57,7 +57,44 @@ pub fn parse_text_zoned(s: &str, ty: &DataType, zone: Zone) -> Result<Value> {
         DataType::Bytea => Value::Bytea(parse_bytea(s)?),
         DataType::TimestampTz => Value::TimestampTz(datetime::parse_timestamptz(s, zone)?),
         DataType::Interval => Value::Interval(parse_interval(s)?),
+        DataType::Uuid => Value::Uuid(parse_uuid(s)?),
     })
+}
+
+/// `uuid_in`: 32 hex digits, optionally in braces, with a hyphen allowed after any group of
+/// four (`a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`, `{A0EEBC999C0B4EF8BB6D6BB9BD380A11}`);
+/// nothing else, not even spaces (`22P02`).
+fn parse_uuid(s: &str) -> Result<[u8; 16]> {
+    let bad = || Error::InvalidTextRepresentation {
+        message: format!("invalid input syntax for type uuid: \"{s}\""),
+    };
+    let b = s.as_bytes();
+    let braces = b.first() == Some(&b'{');
+    let mut i = usize::from(braces);
+    let mut out = [0u8; 16];
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    for (n, byte) in out.iter_mut().enumerate() {
+        let (Some(hi), Some(lo)) =
+            (b.get(i).copied().and_then(digit), b.get(i + 1).copied().and_then(digit))
+        else {
+            return Err(bad());
+        };
+        *byte = hi << 4 | lo;
+        i += 2;
+        if b.get(i) == Some(&b'-') && n % 2 == 1 && n < 15 {
+            i += 1;
+        }
+    }
+    if braces {
+        if b.get(i) != Some(&b'}') {
+            return Err(bad());
+        }
+        i += 1;
+    }
+    if i != b.len() {
+        return Err(bad());
+    }
+    Ok(out)
 }
 
 /// The text form of `v` (PostgreSQL's output function). `ty` is the value's SQL type; the
@@ -109,6 +146,14 @@ pub fn format_text_zoned_into(v: &Value, ty: &DataType, zone: Zone, out: &mut St
         Value::Bytea(b) => {
             out.push_str("\\x");
             for byte in b {
+                let _ = write!(out, "{byte:02x}");
+            }
+        }
+        Value::Uuid(u) => {
+            for (n, byte) in u.iter().enumerate() {
+                if matches!(n, 4 | 6 | 8 | 10) {
+                    out.push('-');
+                }
                 let _ = write!(out, "{byte:02x}");
             }
         }

@@ -38,6 +38,8 @@ pub enum Value {
     TimestampTz(NaiveDateTime),
     /// interval
     Interval(Interval),
+    /// uuid: its 16 bytes
+    Uuid([u8; 16]),
 }
 
 impl Value {
@@ -64,6 +66,7 @@ impl Value {
             Value::Bytea(_) => "bytea",
             Value::TimestampTz(_) => "timestamp with time zone",
             Value::Interval(_) => "interval",
+            Value::Uuid(_) => "uuid",
         }
     }
 
@@ -85,6 +88,7 @@ impl Value {
             Value::Bytea(_) => DataType::Bytea,
             Value::TimestampTz(_) => DataType::TimestampTz,
             Value::Interval(_) => DataType::Interval,
+            Value::Uuid(_) => DataType::Uuid,
         })
     }
 }
