@@ -3249,9 +3249,9 @@ fn same_table(a: &Arc<Table>, b: &Arc<Table>) -> bool {
     Arc::ptr_eq(a, b) || **a == **b
 }
 
-/// Rows of table `key`, value pairs an UPDATE or DELETE changes: those of `scan`, and with
-/// FROM / USING only those that meet a row of the other tables, whose first such row comes
-/// second (one per target row; empty without FROM).
+/// The `(key, row)` pairs an UPDATE or DELETE changes: the rows of `scan`, and with FROM /
+/// USING only those that meet a row of the other tables; second, the first row each meets
+/// (one per target row; empty without FROM).
 fn scan_joined(
     ctx: &mut Ctx,
     scan: &Plan,
