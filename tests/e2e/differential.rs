@@ -5,14 +5,16 @@
 //! type-correct queries over two small tables with NULLs in every nullable column —
 //! projections of nested expressions (arithmetic of every numeric type, text functions, CASE,
 //! COALESCE / NULLIF, casts, date arithmetic), WHERE with AND / OR / NOT, IN, BETWEEN, LIKE,
-//! IS [NOT] DISTINCT FROM, EXISTS and IN subqueries, inner / left / comma joins, GROUP BY (and
+//! IS [NOT] DISTINCT FROM, EXISTS and IN subqueries, inner / left / right / full / comma joins
+//! and LATERAL subqueries, GROUP BY (and
 //! ROLLUP / CUBE / GROUPING SETS, GROUPING()) with aggregates (DISTINCT too, and the statistics) and
 //! HAVING, DISTINCT and DISTINCT ON, window
 //! functions with frames and named windows, UNION / INTERSECT / EXCEPT, ORDER BY with LIMIT /
 //! OFFSET — and runs each on both servers. Timestamps with time zone are read and
 //! printed in a zone chosen per seed (New York, Paris, UTC, Kolkata: daylight saving changes
 //! fall inside the rows' dates). It then runs random UPDATE / DELETE /
-//! INSERT … SELECT statements, RETURNING, upserts, correlated subqueries in SET and multi-row
+//! INSERT … SELECT statements, UPDATE … FROM, DELETE … USING, RETURNING, upserts, correlated
+//! subqueries in SET and multi-row
 //! VALUES with DEFAULT on both and compares what they return, their row counts and the tables
 //! after.
 //!
@@ -790,7 +792,7 @@ impl Gen {
             // Joins.
             3 | 4 => {
                 self.set_scope(true, true);
-                let from = match self.rng.gen_range(0..10) {
+                let from = match self.rng.gen_range(0..14) {
                     0 => "t JOIN u ON u.t_id = t.id".to_string(),
                     1 => "t LEFT JOIN u ON u.t_id = t.id".to_string(),
                     // An ON condition beyond the key: for a LEFT JOIN it filters u's rows, not
@@ -818,6 +820,21 @@ impl Gen {
                     }
                     7 => "u JOIN t ON t.n = u.a".to_string(),
                     8 => "u, (SELECT 1 AS one) AS z, t".to_string(),
+                    // Outer joins that keep the right side's rows (WHERE filters above them),
+                    // and a LATERAL subquery that reads t's row (named u: u's columns).
+                    10 => "t RIGHT JOIN u ON u.t_id = t.id".to_string(),
+                    11 => {
+                        let on = self.predicate(1);
+                        format!("t FULL JOIN u ON u.t_id = t.id AND {on}")
+                    }
+                    12 => "t FULL JOIN u ON u.a = t.b".to_string(),
+                    13 => {
+                        let join = self.pick(&["CROSS JOIN", "LEFT JOIN"]);
+                        let on = if join == "LEFT JOIN" { " ON true" } else { "" };
+                        format!(
+                            "t {join} LATERAL (SELECT * FROM u WHERE u.t_id = t.id ORDER BY u.id LIMIT 1) AS u{on}"
+                        )
+                    }
                     _ => "t, u".to_string(),
                 };
                 if from.contains("AS g") {
@@ -1040,7 +1057,22 @@ impl Gen {
 
     /// A data change, on the same rows for both servers.
     fn change(&mut self, next_id: &mut i32) -> String {
-        match self.rng.gen_range(0..8) {
+        match self.rng.gen_range(0..10) {
+            // UPDATE … FROM / DELETE … USING on t's key: each u row meets one t row at most.
+            8 => {
+                self.set_scope(true, true);
+                format!(
+                    "UPDATE u SET a = (t.a + coalesce(u.a, 0)) % 50 FROM t WHERE t.id = u.t_id AND {} RETURNING u.id, u.a, t.s",
+                    self.predicate(2)
+                )
+            }
+            9 => {
+                self.set_scope(true, true);
+                format!(
+                    "DELETE FROM u USING t WHERE t.id = u.t_id AND {} RETURNING u.id, t.a",
+                    self.predicate(2)
+                )
+            }
             // RETURNING: the rows a change wrote, as it wrote them.
             4 => {
                 self.set_scope(false, true);
