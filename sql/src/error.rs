@@ -22,7 +22,8 @@ macro_rules! with_span {
             | Error::CannotCoerce { $span, .. }
             | Error::Grouping { $span, .. }
             | Error::InvalidColumnReference { $span, .. }
-            | Error::SyntaxMisuse { $span, .. } => $on,
+            | Error::SyntaxMisuse { $span, .. }
+            | Error::Positioned { $span, .. } => $on,
             _ => $none,
         }
     };
@@ -217,6 +218,9 @@ pub enum Error {
     Context { error: Box<Error>, context: String },
     /// `error`, with a suggestion (the ErrorResponse `H` field, psql's HINT line).
     Hinted { error: Box<Error>, hint: String },
+    /// `error`, pointing at the construct it comes from (the ErrorResponse `P` field): a
+    /// literal that does not convert to its type, at the literal.
+    Positioned { error: Box<Error>, span: Option<Span> },
 }
 
 /// What is wrong with a column of `JOIN … USING` ([`Error::UsingColumn`]).
@@ -319,7 +323,9 @@ impl Error {
             Error::IoError { .. } => "58030",
             Error::DataCorrupted { .. } => "XX001",
             Error::Internal { .. } => "XX000",
-            Error::Context { error, .. } | Error::Hinted { error, .. } => error.sqlstate(),
+            Error::Context { error, .. }
+            | Error::Hinted { error, .. }
+            | Error::Positioned { error, .. } => error.sqlstate(),
         }
     }
 
@@ -341,7 +347,9 @@ impl Error {
     /// Whether retrying the same statement or transaction may succeed (serialization failures).
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Context { error, .. } | Error::Hinted { error, .. } => error.is_retryable(),
+            Error::Context { error, .. }
+            | Error::Hinted { error, .. }
+            | Error::Positioned { error, .. } => error.is_retryable(),
             other => matches!(other, Error::SerializationFailure { .. }),
         }
     }
@@ -359,9 +367,21 @@ impl Error {
     pub fn context(&self) -> Option<&str> {
         match self {
             Error::Context { context, .. } => Some(context),
-            Error::Hinted { error, .. } => error.context(),
+            Error::Hinted { error, .. } | Error::Positioned { error, .. } => error.context(),
             _ => None,
         }
+    }
+
+    /// `self` pointing at `span` (see [`Error::Positioned`]), unless it points somewhere
+    /// already.
+    pub(crate) fn at(self, at: Option<Span>) -> Error {
+        if at.is_none() || with_span!(&self, span => span.is_some(), false) {
+            return self;
+        }
+        if let Error::Hinted { error, hint } = self {
+            return Error::Hinted { error: Box::new(error.at(at)), hint };
+        }
+        Error::Positioned { error: Box::new(self), span: at }
     }
 
     /// `self` with a hint (see [`Error::Hinted`]).
@@ -373,7 +393,7 @@ impl Error {
     pub fn hint(&self) -> Option<&str> {
         match self {
             Error::Hinted { hint, .. } => Some(hint),
-            Error::Context { error, .. } => error.hint(),
+            Error::Context { error, .. } | Error::Positioned { error, .. } => error.hint(),
             Error::GeneratedAlways { update: false, .. } => {
                 Some("Use OVERRIDING SYSTEM VALUE to override.")
             }
@@ -425,7 +445,9 @@ impl Error {
             Error::DependentObjects { detail, .. } => (!detail.is_empty()).then_some(detail),
             Error::NotNullViolation { row, .. } => row.as_deref(),
             Error::CheckViolation { row, .. } => Some(row),
-            Error::Context { error, .. } | Error::Hinted { error, .. } => error.detail(),
+            Error::Context { error, .. }
+            | Error::Hinted { error, .. }
+            | Error::Positioned { error, .. } => error.detail(),
             _ => None,
         }
     }
@@ -435,7 +457,9 @@ impl Error {
     pub fn routine(&self) -> Option<&'static str> {
         match self {
             Error::ResultTypeChanged => Some("RevalidateCachedQuery"),
-            Error::Context { error, .. } | Error::Hinted { error, .. } => error.routine(),
+            Error::Context { error, .. }
+            | Error::Hinted { error, .. }
+            | Error::Positioned { error, .. } => error.routine(),
             _ => None,
         }
     }
@@ -638,7 +662,9 @@ impl fmt::Display for Error {
             Error::IoError { message } => write!(f, "{message}"),
             Error::DataCorrupted { message } => write!(f, "{message}"),
             Error::Internal { message } => write!(f, "internal error: {message}"),
-            Error::Context { error, .. } | Error::Hinted { error, .. } => write!(f, "{error}"),
+            Error::Context { error, .. }
+            | Error::Hinted { error, .. }
+            | Error::Positioned { error, .. } => write!(f, "{error}"),
         }
     }
 }

@@ -211,6 +211,51 @@ HINT:  You can drop constraint hp_pkey on table hp instead.
     assert_eq!(out.stderr, expected, "on {}", b.name());
 }
 
+/// A literal that does not read as the type it meets is an error at the literal (psql's LINE
+/// and caret), wherever it stands: in a cast, a comparison, arithmetic, VALUES, SET; a cast
+/// that does not exist points at the cast; a value too long or too precise for its column has
+/// no position, as in PostgreSQL.
+#[tokio::test]
+async fn literal_errors_point_at_the_literal() {
+    if !psql_available() {
+        return;
+    }
+    let Some(b) = Backend::from_env() else { return };
+    let mut cmd = psql(&b);
+    cmd.arg("-q").args(["-c", "CREATE TABLE lp (id int PRIMARY KEY, u uuid, n numeric(5,2))"]);
+    for sql in [
+        "SELECT CAST('abc' AS int)",
+        "SELECT * FROM lp WHERE u = 'zz'",
+        "SELECT 1 + 'x'",
+        "INSERT INTO lp (id, n) VALUES (1, '12345.6')",
+        "UPDATE lp SET id = 'one'",
+        "SELECT 1::uuid",
+    ] {
+        cmd.args(["-c", sql]);
+    }
+    let out = run(cmd, None).await;
+    let expected = "\
+ERROR:  invalid input syntax for type integer: \"abc\"
+LINE 1: SELECT CAST('abc' AS int)
+                    ^
+ERROR:  invalid input syntax for type uuid: \"zz\"
+LINE 1: SELECT * FROM lp WHERE u = 'zz'
+                                   ^
+ERROR:  invalid input syntax for type integer: \"x\"
+LINE 1: SELECT 1 + 'x'
+                   ^
+ERROR:  numeric field overflow
+DETAIL:  A field with precision 5, scale 2 must round to an absolute value less than 10^3.
+ERROR:  invalid input syntax for type integer: \"one\"
+LINE 1: UPDATE lp SET id = 'one'
+                           ^
+ERROR:  cannot cast type integer to uuid
+LINE 1: SELECT 1::uuid
+                ^
+";
+    assert_eq!(out.stderr, expected, "on {}", b.name());
+}
+
 /// Constraint errors as psql shows them, DETAIL lines included: the row that failed NOT
 /// NULL (coerced to the columns' types, long values cut at 64 bytes), and the message for a
 /// NOT NULL column or primary key added over NULLs.

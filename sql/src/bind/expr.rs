@@ -72,6 +72,9 @@ impl Binder<'_> {
         node: &AstExpr,
     ) -> Result<Expr> {
         if t.unknown {
+            // A literal that does not read as `to` is an error at the literal (a length or
+            // precision it exceeds is not: PostgreSQL checks that in the cast, unplaced).
+            let at = |b: &Self, s: &str| b.literal_span(node, s);
             return match t.expr {
                 // Read in the session's time zone when the statement runs: the plan is shared
                 // by sessions in different zones.
@@ -82,14 +85,21 @@ impl Binder<'_> {
                 // unconstrained type, then cast.
                 Expr::Literal(Value::Text(s)) if kind == CastKind::Explicit => {
                     let base = unconstrained(to);
-                    let v = types::parse_text(&s, &base)?;
+                    let v = types::parse_text(&s, &base).map_err(|e| e.at(at(self, &s)))?;
                     Ok(Expr::Literal(if base == to {
                         v
                     } else {
                         types::cast(v, &base, &to, kind)?
                     }))
                 }
-                Expr::Literal(Value::Text(s)) => Ok(Expr::Literal(types::parse_text(&s, &to)?)),
+                Expr::Literal(Value::Text(s)) => {
+                    let base = unconstrained(to);
+                    let v = types::parse_text(&s, &base).map_err(|e| e.at(at(self, &s)))?;
+                    if base == to {
+                        return Ok(Expr::Literal(v));
+                    }
+                    Ok(Expr::Literal(types::parse_text(&s, &to)?))
+                }
                 Expr::Literal(Value::Null) => Ok(Expr::Literal(Value::Null)),
                 Expr::Param(i) => {
                     self.params[i] = Some(to);
@@ -234,7 +244,24 @@ impl Binder<'_> {
                     }
                 }
                 let t = self.bind_expr(expr, scope)?;
-                let out = self.coerce(t, ty, CastKind::Explicit, e)?;
+                // A literal's own errors point at it; a cast that does not exist, at the cast
+                // (PostgreSQL's location of `x::t` is its `::`).
+                let node = if t.unknown { expr.as_ref() } else { e };
+                let out =
+                    self.coerce(t, ty, CastKind::Explicit, node).map_err(|err| match err {
+                        Error::CannotCoerce { message, span }
+                            if *kind == ast::CastKind::DoubleColon =>
+                        {
+                            let colons = crate::parse::offset_of(
+                                self.sql,
+                                ast::Spanned::span(expr.as_ref()).end,
+                            )
+                            .and_then(|end| Some(end + self.sql.get(end..)?.find("::")?))
+                            .map(|start| crate::error::Span { start });
+                            Error::CannotCoerce { message, span: colons.or(span) }
+                        }
+                        other => other,
+                    })?;
                 Ok(Typed::known(out, ty))
             }
             AstExpr::UnaryOp { op, expr } => match op {

@@ -302,6 +302,18 @@ impl<'a> Binder<'a> {
         crate::parse::offset_of(self.sql, loc).map(|start| Span { start })
     }
 
+    /// Where the string literal `'text'` is written inside `node` (the first place, as a
+    /// plain quoted literal), else where `node` starts: what an error about the literal's
+    /// value points at.
+    pub(crate) fn literal_span(&self, node: &impl Spanned, text: &str) -> Option<Span> {
+        let start = self.span_of(node)?.start;
+        let end = node.span().end;
+        let end = crate::parse::offset_of(self.sql, end).unwrap_or(self.sql.len());
+        let written = self.sql.get(start..end.max(start))?;
+        let quoted = format!("'{}'", text.replace('\'', "''"));
+        Some(Span { start: start + written.find(&quoted).unwrap_or(0) })
+    }
+
     /// Resolves a (possibly schema-qualified) table name: a table, not a view (what is
     /// written, altered or indexed).
     pub(crate) fn table(&self, name: &ObjectName) -> Result<Arc<Table>> {
