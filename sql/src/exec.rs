@@ -7,7 +7,7 @@ mod builtin;
 mod to_char;
 
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -89,6 +89,10 @@ pub struct Env<'a> {
     pub database: &'a str,
     /// The session's time zone (`timestamptz` input, output and arithmetic).
     pub zone: types::Zone,
+    /// The session's own parameter values (`current_setting`).
+    pub settings: &'a BTreeMap<&'static str, String>,
+    /// The server's, under the session's (the built-in defaults are `crate::session`'s).
+    pub server_settings: &'a BTreeMap<&'static str, String>,
 }
 
 /// The sequence functions, which are not transactional and keep per-session state
@@ -1953,6 +1957,16 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
         Func::CurrentSchema => Value::Text("public".into()),
         Func::CurrentDatabase => Value::Text(env.database.into()),
         Func::CurrentUser => Value::Text(env.user.into()),
+        Func::CurrentSetting => {
+            let Value::Text(name) = &args[0] else {
+                return Err(Error::internal("current_setting of a non-text name"));
+            };
+            match crate::session::setting_value(env.settings, env.server_settings, name) {
+                Some(value) => Value::Text(value),
+                None if args.get(1) == Some(&Value::Bool(true)) => Value::Null,
+                None => return Err(Error::UnrecognizedParameter { name: name.clone() }),
+            }
+        }
         Func::AtTimeZone => {
             let zone =
                 match &args[1] {

@@ -507,7 +507,7 @@ struct OpenTxn {
     ddl: Option<PendingDdl>,
     /// The session settings before the first SET of this transaction, restored if it rolls
     /// back (SET is transactional in PostgreSQL).
-    saved_settings: Option<BTreeMap<&'static str, String>>,
+    saved_settings: Option<Settings>,
     /// Tables TRUNCATEd in this transaction (COPY FREEZE takes only these and new ones).
     truncated: Vec<TableId>,
     /// SAVEPOINTs, innermost last.
@@ -528,7 +528,7 @@ struct SavepointState {
     writes: txn::Savepoint,
     /// The catalog batch and how many engine objects had been created and dropped.
     ddl: Option<(catalog::DdlBatch, usize, usize)>,
-    settings: BTreeMap<&'static str, String>,
+    settings: Settings,
     truncated: usize,
 }
 
@@ -835,12 +835,28 @@ fn guc(name: &str) -> Option<&'static Guc> {
     GUCS.iter().find(|g| g.name.eq_ignore_ascii_case(name))
 }
 
+/// A session's own parameter values, shared (cheaply cloned) with what evaluates
+/// expressions for it ([`exec::Env::settings`]); copied on write.
+type Settings = Arc<BTreeMap<&'static str, String>>;
+
+/// The value of server parameter `name`: the session's own, else the server's, else the
+/// built-in default (SHOW, `current_setting`).
+pub(crate) fn setting_value(
+    session: &BTreeMap<&'static str, String>,
+    server: &BTreeMap<&'static str, String>,
+    name: &str,
+) -> Option<String> {
+    let g = guc(name)?;
+    let value = session.get(g.name).or_else(|| server.get(g.name));
+    Some(value.cloned().unwrap_or_else(|| g.default.to_string()))
+}
+
 /// One client session.
 pub struct Session {
     db: Arc<Database>,
     txn: Option<OpenTxn>,
     /// Session values that differ from the defaults, by canonical name.
-    settings: BTreeMap<&'static str, String>,
+    settings: Settings,
     /// Shared with deferred updates' functions (which may evaluate `current_user`).
     user: Arc<str>,
     database: Arc<str>,
@@ -1044,7 +1060,7 @@ impl Session {
         let mut s = Session {
             db,
             txn: None,
-            settings: BTreeMap::new(),
+            settings: Settings::default(),
             user: "postgres".into(),
             database: "postgres".into(),
             zone: types::Zone::UTC,
@@ -1071,7 +1087,7 @@ impl Session {
                             Some(v.clone())
                         };
                         if let (false, Some(v)) = (READ_ONLY_GUCS.contains(&g.name), v) {
-                            s.settings.insert(g.name, v);
+                            Arc::make_mut(&mut s.settings).insert(g.name, v);
                         }
                     }
                 }
@@ -1081,7 +1097,8 @@ impl Session {
         if !params.iter().any(|(k, _)| k == "database") {
             s.database = s.user.clone();
         }
-        s.settings.insert("session_authorization", s.user.to_string());
+        let user = s.user.to_string();
+        Arc::make_mut(&mut s.settings).insert("session_authorization", user);
         s
     }
 
@@ -1101,12 +1118,25 @@ impl Session {
 
     /// What expressions read from the session, for a statement at `now`.
     fn env(&self, now: NaiveDateTime) -> exec::Env<'_> {
-        exec::Env { now, user: &self.user, database: &self.database, zone: self.zone }
+        exec::Env {
+            now,
+            user: &self.user,
+            database: &self.database,
+            zone: self.zone,
+            settings: &self.settings,
+            server_settings: &self.db.settings,
+        }
     }
 
     /// The session's part of an [`Env`], owned, for work that borrows the session mutably.
     fn owned_env(&self) -> OwnedEnv {
-        OwnedEnv { user: self.user.clone(), database: self.database.clone(), zone: self.zone }
+        OwnedEnv {
+            user: self.user.clone(),
+            database: self.database.clone(),
+            zone: self.zone,
+            settings: self.settings.clone(),
+            db: self.db.clone(),
+        }
     }
 
     /// When a statement starting now must stop: `statement_timeout` from now, if set.
@@ -1123,9 +1153,7 @@ impl Session {
     /// The value of a server parameter for this session: the session's own value, else the
     /// server's, else the built-in default.
     pub fn setting(&self, name: &str) -> Option<String> {
-        let g = guc(name)?;
-        let value = self.settings.get(g.name).or_else(|| self.db.settings.get(g.name));
-        Some(value.cloned().unwrap_or_else(|| g.default.to_string()))
+        setting_value(&self.settings, &self.db.settings, name)
     }
 
     /// The acknowledge rule (DESIGN.md §3) is applied by whoever sends results to the client.
@@ -2348,8 +2376,9 @@ impl Session {
                 None => {
                     self.save_settings();
                     let user = self.user.to_string();
-                    self.settings.clear();
-                    self.settings.insert("session_authorization", user);
+                    let settings = Arc::make_mut(&mut self.settings);
+                    settings.clear();
+                    settings.insert("session_authorization", user);
                     self.refresh_settings();
                     Ok(Output::tag(Tag::new("RESET")))
                 }
@@ -2495,11 +2524,11 @@ impl Session {
         }
         match value {
             SetValue::Default => {
-                self.settings.remove(g.name);
+                Arc::make_mut(&mut self.settings).remove(g.name);
             }
             SetValue::Value(v) => {
                 let v = validate_setting(g.name, v)?;
-                self.settings.insert(g.name, v);
+                Arc::make_mut(&mut self.settings).insert(g.name, v);
             }
         }
         self.refresh_settings();
@@ -3376,11 +3405,20 @@ struct OwnedEnv {
     user: Arc<str>,
     database: Arc<str>,
     zone: types::Zone,
+    settings: Settings,
+    db: Arc<Database>,
 }
 
 impl OwnedEnv {
     fn env(&self, now: NaiveDateTime) -> Env<'_> {
-        Env { now, user: &self.user, database: &self.database, zone: self.zone }
+        Env {
+            now,
+            user: &self.user,
+            database: &self.database,
+            zone: self.zone,
+            settings: &self.settings,
+            server_settings: &self.db.settings,
+        }
     }
 }
 

@@ -185,6 +185,13 @@ impl Binder<'_> {
             ("cbrt", 1) => self.bind_fixed(name, &[P::Float], T::Float64, Func::Cbrt, args, e),
             ("pi", 0) => self.bind_fixed(name, &[], T::Float64, Func::Pi, args, e),
             ("random", 0) => self.bind_fixed(name, &[], T::Float64, Func::Random, args, e),
+            ("current_setting", 1) => {
+                self.bind_fixed(name, &[P::Text], T::Text, Func::CurrentSetting, args, e)
+            }
+            ("current_setting", 2) => {
+                let params = [P::Text, P::Bool];
+                self.bind_fixed(name, &params, T::Text, Func::CurrentSetting, args, e)
+            }
             ("gen_random_uuid", 0) => {
                 self.bind_fixed(name, &[], T::Uuid, Func::GenRandomUuid, args, e)
             }
@@ -286,6 +293,7 @@ impl Binder<'_> {
                 P::Int => self.coerce_implicit(a, DataType::Int32, e)?,
                 P::Float => self.coerce_implicit(a, DataType::Float64, e)?,
                 P::Numeric => self.coerce_implicit(a, DataType::Numeric(None), e)?,
+                P::Bool => self.coerce_implicit(a, DataType::Bool, e)?,
             });
         }
         Ok(Typed { expr: Expr::Func(f, out), ty: ret, unknown: false })
@@ -324,6 +332,8 @@ enum P {
     Float,
     /// `numeric`: the integer types, numeric or unknown.
     Numeric,
+    /// `boolean` or unknown.
+    Bool,
 }
 
 impl P {
@@ -339,6 +349,7 @@ impl P {
                 a.ty,
                 DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::Numeric(_)
             ),
+            P::Bool => a.ty == DataType::Bool,
         }
     }
 }

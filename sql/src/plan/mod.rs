@@ -171,6 +171,9 @@ pub enum Func {
     Pi,
     /// random() — volatile
     Random,
+    /// current_setting(name [, missing_ok]): the session's value of a server parameter, as
+    /// SHOW gives it (stable: read when the statement runs).
+    CurrentSetting,
     /// gen_random_uuid() — volatile: a version 4 UUID from the operating system's random
     /// source, as PostgreSQL's.
     GenRandomUuid,
