@@ -831,6 +831,13 @@ const READ_ONLY_GUCS: &[&str] = &[
     "transaction_isolation",
 ];
 
+/// Every parameter Aspen knows: its name, built-in default, description, and whether SET may
+/// change it (`pg_settings`).
+pub(crate) fn parameters() -> impl Iterator<Item = (&'static str, &'static str, &'static str, bool)>
+{
+    GUCS.iter().map(|g| (g.name, g.default, g.description, !READ_ONLY_GUCS.contains(&g.name)))
+}
+
 fn guc(name: &str) -> Option<&'static Guc> {
     GUCS.iter().find(|g| g.name.eq_ignore_ascii_case(name))
 }

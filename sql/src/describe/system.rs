@@ -5,6 +5,7 @@
 //! recognised psql and pgjdbc queries ([`super`], [`crate::metadata`]) these are ordinary
 //! relations: a query may filter, join, group and order them as it likes.
 //!
+//! `pg_settings` lists the parameters SHOW knows, its `setting` read when the statement runs.
 //! They list what Aspen has: the `public` schema's tables, views, indexes and sequences, the
 //! types of [`DataType`], one database and one role (the current ones), and the three schemas.
 //! They do not list themselves (PostgreSQL's list its own catalogs too), nor system columns
@@ -59,6 +60,7 @@ pub(crate) fn relation(snapshot: &Snapshot, schema: Option<&str>, name: &str) ->
             "pg_type" => (PG_TYPE, pg_type()),
             "pg_database" => (PG_DATABASE, pg_database()),
             "pg_roles" => (PG_ROLES, pg_roles()),
+            "pg_settings" => (PG_SETTINGS, pg_settings()),
             _ => return None,
         },
         _ => return None,
@@ -870,4 +872,47 @@ fn pg_roles() -> Vec<Vec<Expr>> {
     let mut row = vec![user(), b(true), b(true), b(true), b(true), b(true), b(true), i4(-1)];
     row.extend([t("********"), null(), b(true), null(), oid(OWNER)]);
     vec![row]
+}
+
+const PG_SETTINGS: &[(&str, DataType)] = &[
+    ("name", T),
+    ("setting", T),
+    ("unit", T),
+    ("category", T),
+    ("short_desc", T),
+    ("extra_desc", T),
+    ("context", T),
+    ("vartype", T),
+    ("source", T),
+    ("min_val", T),
+    ("max_val", T),
+    ("enumvals", T),
+    ("boot_val", T),
+    ("reset_val", T),
+    ("sourcefile", T),
+    ("sourceline", I4),
+    ("pending_restart", B),
+];
+
+/// One row per parameter SHOW knows; `setting` is the session's value when the statement runs
+/// (`current_setting`). What Aspen does not track (unit, category, source, bounds) is NULL.
+fn pg_settings() -> Vec<Vec<Expr>> {
+    let mut params: Vec<_> = crate::session::parameters().collect();
+    params.sort_by_key(|p| p.0.to_ascii_lowercase());
+    params
+        .into_iter()
+        .map(|(name, default, description, settable)| {
+            let setting = Expr::Func(Func::CurrentSetting, vec![t(name)]);
+            // The type as the default's form tells it.
+            let vartype = match default {
+                "on" | "off" => "bool",
+                d if d.parse::<i64>().is_ok() => "integer",
+                _ => "string",
+            };
+            let mut row = vec![t(name), setting, null(), null(), t(description), null()];
+            row.extend([t(if settable { "user" } else { "internal" }), t(vartype), null()]);
+            row.extend([null(), null(), null(), t(default), null(), null(), null(), b(false)]);
+            row
+        })
+        .collect()
 }
