@@ -182,6 +182,8 @@ pub enum Error {
     DuplicatePreparedStatement { name: String },
     /// `26000`: EXECUTE or DEALLOCATE of a name not prepared.
     UndefinedPreparedStatement { name: String },
+    /// `42602`: invalid name syntax (a relation name written as text that does not parse).
+    InvalidName { message: String },
     /// `3B001`: RELEASE or ROLLBACK TO of a savepoint the transaction does not have.
     UndefinedSavepoint { name: String },
     /// `42601`: EXECUTE with too few or too many arguments.
@@ -310,6 +312,7 @@ impl Error {
             Error::DuplicatePreparedStatement { .. } => "42P05",
             Error::UndefinedPreparedStatement { .. } => "26000",
             Error::UndefinedSavepoint { .. } => "3B001",
+            Error::InvalidName { .. } => "42602",
             Error::WrongParameterCount { .. } => "42601",
             Error::InFailedTransaction => "25P02",
             Error::ActiveTransaction { .. } => "25001",
@@ -605,6 +608,7 @@ impl fmt::Display for Error {
                 write!(f, "prepared statement \"{name}\" does not exist")
             }
             Error::UndefinedSavepoint { name } => write!(f, "savepoint \"{name}\" does not exist"),
+            Error::InvalidName { message } => write!(f, "{message}"),
             Error::WrongParameterCount { name, .. } => {
                 write!(f, "wrong number of parameters for prepared statement \"{name}\"")
             }

@@ -1011,6 +1011,50 @@ impl Binder<'_> {
     /// `nextval('name')`, `currval('name')`, `setval('name', value [, is_called])`. The name is
     /// a string constant (as in PostgreSQL, usually cast to `regclass`), resolved now to the
     /// column that owns the sequence.
+    /// `to_regclass(name)`: the relation's name if `name` (read as `regclass` reads text) names
+    /// one — a table, view, index or sequence — else NULL (never an error). Aspen has no
+    /// `regclass` type: the result is the name as text, which prints as PostgreSQL prints the
+    /// regclass. Resolved when bound, from the statement's catalog (a schema change binds the
+    /// statement again), so the argument must be a constant.
+    fn bind_to_regclass(&mut self, args: &[&AstExpr], scope: &Scope, e: &AstExpr) -> Result<Typed> {
+        let [arg] = args else {
+            return Err(Error::UndefinedFunction {
+                name: format!("function to_regclass with {} arguments", args.len()),
+                span: self.span_of(e),
+            });
+        };
+        let text = match self.bind_expr(arg, scope)?.expr {
+            Expr::Literal(Value::Text(s)) => s,
+            Expr::Literal(Value::Null) => {
+                return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Text))
+            }
+            _ => {
+                return Err(Error::Unsupported {
+                    feature: "to_regclass of a name that is not a constant".into(),
+                    span: self.span_of(*arg),
+                })
+            }
+        };
+        // An unquoted name cannot hold spaces; more than three parts is no relation name.
+        let unquoted_space = !text.contains('"') && text.trim().contains(char::is_whitespace);
+        if text.split('.').count() > 3 && !text.contains('"') {
+            return Err(Error::Syntax {
+                message: format!("improper relation name (too many dotted names): {text}"),
+                span: None,
+            });
+        }
+        let Some(name) = relation_name(&text).filter(|_| !unquoted_space) else {
+            return Err(Error::InvalidName { message: "invalid name syntax".into() });
+        };
+        let found = Some(name).filter(|n| {
+            self.snapshot.relation_exists(n)
+                || self.snapshot.index_by_name(n).is_some()
+                || self.snapshot.sequence(n).is_some()
+        });
+        let value = found.map_or(Value::Null, |n| Value::Text(super::display_ident(&n)));
+        Ok(Typed::known(Expr::Literal(value), DataType::Text))
+    }
+
     /// `pg_get_serial_sequence(table, column)`: the schema-qualified, quoted name of the
     /// sequence a serial or identity column owns (NULL for other columns), which a loader
     /// passes to `setval`. The table name is read as SQL reads one (folded unless quoted), the
@@ -1724,6 +1768,9 @@ impl Binder<'_> {
         }
         if name == "pg_get_serial_sequence" {
             return self.bind_serial_sequence(&arg_exprs, e);
+        }
+        if name == "to_regclass" {
+            return self.bind_to_regclass(&arg_exprs, scope, e);
         }
         let args: Vec<Typed> =
             arg_exprs.iter().map(|a| self.bind_expr(a, scope)).collect::<Result<_>>()?;
