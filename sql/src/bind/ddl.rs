@@ -726,10 +726,48 @@ impl Binder<'_> {
         Ok(Command::CreateTableAs { create, query: Box::new(query) })
     }
 
-    fn bind_create_table(&mut self, ct: &ast::CreateTable) -> Result<CreateTable> {
-        if ct.query.is_some() || ct.like.is_some() || ct.clone.is_some() {
-            return Err(Error::unsupported("CREATE TABLE AS / LIKE"));
+    /// `CREATE TABLE t (LIKE source [EXCLUDING DEFAULTS])`: the source's columns with their
+    /// names, types and NOT NULL, as PostgreSQL copies them by default — no default, identity,
+    /// constraint or index (INCLUDING … answers 0A000).
+    fn like_columns(&self, like: &ast::CreateTableLike) -> Result<Vec<Column>> {
+        if matches!(like.defaults, Some(ast::CreateTableLikeDefaults::Including)) {
+            return Err(Error::unsupported("LIKE … INCLUDING DEFAULTS"));
         }
+        let source = self.relation(&like.name)?;
+        if source.is_sequence() {
+            return Err(Error::unsupported("LIKE of a sequence"));
+        }
+        Ok(source
+            .visible_columns()
+            .enumerate()
+            .map(|(position, c)| Column {
+                name: c.name.clone(),
+                position: position as u16,
+                data_type: c.data_type,
+                not_null: c.not_null
+                    || source
+                        .primary_index()
+                        .is_some_and(|pk| !source.hidden_pk && pk.columns.contains(&c.position)),
+                default: None,
+                sequence: None,
+                dropped: false,
+            })
+            .collect())
+    }
+
+    fn bind_create_table(&mut self, ct: &ast::CreateTable) -> Result<CreateTable> {
+        if ct.query.is_some() || ct.clone.is_some() {
+            return Err(Error::unsupported("CREATE TABLE AS / CLONE"));
+        }
+        let like = match &ct.like {
+            None => Vec::new(),
+            Some(ast::CreateTableLikeKind::Parenthesized(like))
+                if ct.columns.is_empty() && ct.constraints.is_empty() =>
+            {
+                self.like_columns(like)?
+            }
+            Some(_) => return Err(Error::unsupported("LIKE with other columns or constraints")),
+        };
         if ct.temporary {
             return Err(Error::unsupported("temporary tables"));
         }
@@ -746,7 +784,7 @@ impl Binder<'_> {
             storage_parameters(options)?;
         }
         let name = self.new_relation_name(&ct.name)?;
-        let mut columns: Vec<Column> = Vec::new();
+        let mut columns: Vec<Column> = like;
         let mut indexes: Vec<IndexDef> = Vec::new();
         let mut fks: Vec<ForeignKey> = Vec::new();
         let mut pending_fk: Vec<PendingFk> = Vec::new();
