@@ -3085,7 +3085,7 @@ impl Session {
         let broken: Vec<&Arc<Table>> = snapshot
             .tables()
             .filter(|v| v.view.as_ref().is_some_and(|d| d.depends.contains(&table.id)))
-            .filter(|v| !crate::bind::view_still_binds(&snapshot, v))
+            .filter(|v| !Binder::view_still_binds(&snapshot, v))
             .collect();
         if !broken.is_empty() {
             if !cascade {

@@ -766,7 +766,13 @@ impl Binder<'_> {
             {
                 self.like_columns(like)?
             }
-            Some(_) => return Err(Error::unsupported("LIKE with other columns or constraints")),
+            // `CREATE TABLE t LIKE s` (MySQL's form) is no PostgreSQL syntax.
+            Some(_) => {
+                return Err(Error::Syntax {
+                    message: "syntax error at or near \"LIKE\"".into(),
+                    span: None,
+                })
+            }
         };
         if ct.temporary {
             return Err(Error::unsupported("temporary tables"));

@@ -19,11 +19,6 @@ use sqlparser::ast::{self as ast, Ident, ObjectName, ObjectNamePart, Spanned};
 pub use ddl::{Command, CreateTable, IndexSpec, SetValue};
 pub(crate) use select::{row_local, uncorrelated, walk as walk_expr, width_of};
 
-/// See [`Binder::view_still_binds`].
-pub(crate) fn view_still_binds(snapshot: &Snapshot, view: &Table) -> bool {
-    Binder::view_still_binds(snapshot, view)
-}
-
 use crate::error::{Error, Result, Span};
 use crate::plan::{Query, Statement as PlanStatement};
 

@@ -28,6 +28,13 @@ pub(crate) struct FromItem {
     lateral: bool,
 }
 
+impl FromItem {
+    /// An item joined to those before it with no condition of its own.
+    fn plain(plan: Plan, width: usize) -> FromItem {
+        FromItem { plan, width, kind: JoinKind::Inner, on: vec![], lateral: false }
+    }
+}
+
 impl Binder<'_> {
     /// Binds a full query (SELECT / VALUES with ORDER BY, LIMIT, FOR UPDATE).
     pub(crate) fn bind_query(&mut self, q: &ast::Query) -> Result<Query> {
@@ -509,7 +516,7 @@ impl Binder<'_> {
             let (plan, s, lateral) = self.bind_from_factor(&twj.relation, &scope)?;
             let width = s.columns.len();
             extend_scope(&mut scope, s);
-            items.push(FromItem { plan, width, kind: JoinKind::Inner, on: vec![], lateral });
+            items.push(FromItem { lateral, ..FromItem::plain(plan, width) });
             for join in &twj.joins {
                 let (plan, s, lateral) = self.bind_from_factor(&join.relation, &scope)?;
                 let width = s.columns.len();
@@ -581,68 +588,21 @@ impl Binder<'_> {
                         span: None,
                     });
                 }
-                if kind == JoinKind::Full {
-                    let left_scope =
-                        Scope { columns: scope.columns[..left_width].to_vec(), star: None };
-                    let left =
-                        build_join_tree(std::mem::take(&mut items), vec![], &left_scope, true)?;
-                    let plan = full_join(left, plan, left_width, width, on, &scope)?;
-                    let width = left_width + width;
-                    items.push(FromItem {
-                        plan,
-                        width,
-                        kind: JoinKind::Inner,
-                        on: vec![],
-                        lateral: false,
-                    });
-                    continue;
-                }
-                if !right {
+                if kind != JoinKind::Full && !right {
                     items.push(FromItem { plan, width, kind, on, lateral });
                     continue;
                 }
-                if on.iter().any(contains_subquery) {
-                    return Err(Error::unsupported(
-                        "a subquery in the ON condition of a RIGHT JOIN",
-                    ));
-                }
-                // Everything so far becomes the inner side of `b LEFT JOIN (…)`.
+                // Everything joined so far becomes one side of a join that keeps the right
+                // side's rows that meet none.
                 let left_scope =
                     Scope { columns: scope.columns[..left_width].to_vec(), star: None };
                 let left = build_join_tree(std::mem::take(&mut items), vec![], &left_scope, true)?;
-                let swap = |c: usize| if c < left_width { c + width } else { c - left_width };
-                let on = on
-                    .into_iter()
-                    .map(|e| {
-                        map_expr(e, &mut |x| match x {
-                            Expr::Column(c) => Expr::Column(swap(c)),
-                            other => other,
-                        })
-                    })
-                    .collect();
-                let mut swapped =
-                    Scope { columns: scope.columns[left_width..].to_vec(), star: None };
-                swapped.columns.extend_from_slice(&scope.columns[..left_width]);
-                let pair = vec![
-                    FromItem { plan, width, kind: JoinKind::Inner, on: vec![], lateral: false },
-                    FromItem {
-                        plan: left,
-                        width: left_width,
-                        kind: JoinKind::Left,
-                        on,
-                        lateral: false,
-                    },
-                ];
-                let joined = build_left_deep(pair, vec![], &swapped, true)?;
-                let exprs = (0..left_width + width).map(|c| Expr::Column(swap(c))).collect();
-                let plan = Plan::Project { input: Box::new(joined), exprs };
-                items.push(FromItem {
-                    plan,
-                    width: left_width + width,
-                    kind: JoinKind::Inner,
-                    on: vec![],
-                    lateral: false,
-                });
+                let plan = if kind == JoinKind::Full {
+                    full_join(left, plan, left_width, width, on, &scope)?
+                } else {
+                    right_join(left, plan, left_width, width, on, &scope)?
+                };
+                items.push(FromItem::plain(plan, left_width + width));
             }
         }
         Ok((items, scope))
@@ -659,14 +619,29 @@ impl Binder<'_> {
             let (plan, s) = self.bind_table_factor(tf)?;
             return Ok((plan, s, false));
         }
-        let saved = self.aggs.take();
-        self.outer.push(scope.clone());
-        let q = self.bind_query(subquery);
-        self.outer.pop();
-        self.aggs = saved;
-        let rel = alias.as_ref().map(|a| ident(&a.name));
-        let (plan, s) = derived(q?, rel, alias.as_ref());
+        let (plan, s) = self.bind_derived(subquery, alias.as_ref(), Some(scope))?;
         Ok((plan, s, true))
+    }
+
+    /// A subquery in FROM. It sees the enclosing query's outer scopes, not its siblings —
+    /// except a LATERAL one, which sees `lateral` (the items before it) as its innermost.
+    fn bind_derived(
+        &mut self,
+        subquery: &ast::Query,
+        alias: Option<&ast::TableAlias>,
+        lateral: Option<&Scope>,
+    ) -> Result<(Plan, Scope)> {
+        let saved = self.aggs.take();
+        if let Some(scope) = lateral {
+            self.outer.push(scope.clone());
+        }
+        let q = self.bind_query(subquery);
+        if lateral.is_some() {
+            self.outer.pop();
+        }
+        self.aggs = saved;
+        let rel = alias.map(|a| ident(&a.name));
+        Ok(derived(q?, rel, alias))
     }
 
     /// `JOIN … USING (names)` between `scope` (the left side) and `right`: appends `right` to
@@ -784,15 +759,9 @@ impl Binder<'_> {
                 };
                 Ok((plan, scope))
             }
+            // A LATERAL one after other items: `bind_from_factor`.
             TableFactor::Derived { subquery, alias, .. } => {
-                // A derived table sees only the enclosing query's outer scopes, not its siblings
-                // (a LATERAL one after other items: `bind_from_factor`).
-                let saved = self.aggs.take();
-                let q = self.bind_query(subquery);
-                self.aggs = saved;
-                let q = q?;
-                let rel = alias.as_ref().map(|a| ident(&a.name));
-                Ok(derived(q, rel, alias.as_ref()))
+                self.bind_derived(subquery, alias.as_ref(), None)
             }
             TableFactor::Function { name, args, alias, .. } => {
                 let (_, tname) = self.object_name(name)?;
@@ -1875,6 +1844,38 @@ pub(crate) fn build_join_tree(
         Some(p) => Plan::Filter { input: Box::new(plan), predicate: p },
         None => plan,
     })
+}
+
+/// `left RIGHT JOIN right ON on` (`left` the joined items so far, `left_width` columns wide):
+/// `right LEFT JOIN left`, its columns put back in the written order.
+fn right_join(
+    left: Plan,
+    right: Plan,
+    left_width: usize,
+    width: usize,
+    on: Vec<Expr>,
+    scope: &Scope,
+) -> Result<Plan> {
+    if on.iter().any(contains_subquery) {
+        return Err(Error::unsupported("a subquery in the ON condition of a RIGHT JOIN"));
+    }
+    let swap = |c: usize| if c < left_width { c + width } else { c - left_width };
+    let on = on
+        .into_iter()
+        .map(|e| {
+            map_expr(e, &mut |x| match x {
+                Expr::Column(c) => Expr::Column(swap(c)),
+                other => other,
+            })
+        })
+        .collect();
+    let mut swapped = Scope { columns: scope.columns[left_width..].to_vec(), star: None };
+    swapped.columns.extend_from_slice(&scope.columns[..left_width]);
+    let inner = FromItem { kind: JoinKind::Left, on, ..FromItem::plain(left, left_width) };
+    let joined =
+        build_left_deep(vec![FromItem::plain(right, width), inner], vec![], &swapped, true)?;
+    let exprs = (0..left_width + width).map(|c| Expr::Column(swap(c))).collect();
+    Ok(Plan::Project { input: Box::new(joined), exprs })
 }
 
 /// `left FULL JOIN right ON on` (`left` the joined items so far, `left_width` columns wide):
