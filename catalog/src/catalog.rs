@@ -1447,6 +1447,7 @@ mod tests {
             ref_table,
             ref_columns: ref_columns.to_vec(),
             on_delete: FkAction::Cascade,
+            on_update: FkAction::NoAction,
         }
     }
 
@@ -1781,6 +1782,7 @@ mod tests {
             ref_table: parent.id,
             ref_columns: vec![0],
             on_delete: FkAction::NoAction,
+            on_update: FkAction::NoAction,
         };
         let check = |name: &str, columns: Vec<u16>| crate::schema::Check {
             name: name.into(),

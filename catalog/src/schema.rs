@@ -253,13 +253,37 @@ pub struct Index {
     pub constraint: bool,
 }
 
-/// `ON DELETE` action of a foreign key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// `ON DELETE` / `ON UPDATE` action of a foreign key: what happens to the rows that reference
+/// a key when it is deleted or changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FkAction {
-    /// `NO ACTION` / `RESTRICT` (the default).
+    /// `NO ACTION` (the default): an error if rows still reference the key when the statement
+    /// ends, unless the statement put the key back.
+    #[default]
     NoAction,
-    /// `CASCADE`.
+    /// `RESTRICT`: an error if rows still reference the key when the statement ends, even if
+    /// the statement put the key back.
+    Restrict,
+    /// `CASCADE`: the referencing rows are deleted (ON DELETE) or take the new key (ON UPDATE).
     Cascade,
+    /// `SET NULL`: the referencing columns become NULL.
+    SetNull,
+    /// `SET DEFAULT`: the referencing columns take their defaults, which must then reference
+    /// a row.
+    SetDefault,
+}
+
+impl FkAction {
+    /// The action as SQL writes it (`pg_get_constraintdef`).
+    pub fn sql(self) -> &'static str {
+        match self {
+            FkAction::NoAction => "NO ACTION",
+            FkAction::Restrict => "RESTRICT",
+            FkAction::Cascade => "CASCADE",
+            FkAction::SetNull => "SET NULL",
+            FkAction::SetDefault => "SET DEFAULT",
+        }
+    }
 }
 
 /// A foreign key constraint, stored in the catalog.
@@ -275,6 +299,10 @@ pub struct ForeignKey {
     pub ref_columns: Vec<u16>,
     /// `ON DELETE` action.
     pub on_delete: FkAction,
+    /// `ON UPDATE` action (catalogs written before it was kept read as NO ACTION, the only
+    /// one accepted then).
+    #[serde(default)]
+    pub on_update: FkAction,
 }
 
 /// A `CHECK` constraint, stored in the catalog: a boolean expression over the row that no row

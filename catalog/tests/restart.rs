@@ -69,6 +69,7 @@ fn catalog_survives_restart() {
                     ref_table: warehouse.id,
                     ref_columns: vec![0],
                     on_delete: FkAction::Cascade,
+                    on_update: FkAction::Cascade,
                 }],
                 hidden_pk: false,
                 view: None,
@@ -107,6 +108,7 @@ fn catalog_survives_restart() {
     assert_eq!(refs.len(), 1);
     assert_eq!(refs[0].0.id, district.id);
     assert_eq!(refs[0].1.on_delete, FkAction::Cascade);
+    assert_eq!(refs[0].1.on_update, FkAction::Cascade);
     assert_eq!(warehouse.checks[0].sql, "w_tax >= 0");
     let (table, unique) = after.index_by_name("warehouse_w_name_key").unwrap();
     assert_eq!((table.id, unique.unique, unique.primary), (warehouse.id, true, false));

@@ -4,6 +4,7 @@
 //! rows a scan reads.
 
 mod builtin;
+pub(crate) mod constraints;
 mod to_char;
 
 use std::cmp::Ordering;

@@ -350,10 +350,6 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
                         .filter(|i| i.unique && same_columns(&i.columns, &fk.ref_columns))
                         .min_by_key(|i| !i.primary);
                     let Some(backing) = backing else { continue };
-                    let delete_rule = match fk.on_delete {
-                        FkAction::Cascade => 0,
-                        FkAction::NoAction => 3,
-                    };
                     for (n, (col, ref_col)) in fk.columns.iter().zip(&fk.ref_columns).enumerate() {
                         let row = vec![
                             Value::Null,
@@ -365,8 +361,8 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
                             text(&fk_t.name),
                             text(&fk_t.columns[*col as usize].name),
                             Value::Int32(n as i32 + 1),
-                            Value::Int32(3),
-                            Value::Int32(delete_rule),
+                            Value::Int32(jdbc_rule(fk.on_update)),
+                            Value::Int32(jdbc_rule(fk.on_delete)),
                             text(&fk.name),
                             text(&backing.name),
                             Value::Int32(7),
@@ -432,6 +428,19 @@ pub(crate) fn rows_query(columns: Vec<(&str, DataType)>, rows: Vec<Vec<Expr>>) -
             .into_iter()
             .map(|(name, data_type)| OutColumn { name: name.to_string(), data_type, source: None })
             .collect(),
+    }
+}
+
+/// JDBC's `DatabaseMetaData` rule number for a foreign key action (`importedKeyCascade` = 0,
+/// `Restrict` = 1, `SetNull` = 2, `NoAction` = 3, `SetDefault` = 4), as pgjdbc derives it from
+/// `confupdtype` / `confdeltype`.
+fn jdbc_rule(action: FkAction) -> i32 {
+    match action {
+        FkAction::Cascade => 0,
+        FkAction::Restrict => 1,
+        FkAction::SetNull => 2,
+        FkAction::NoAction => 3,
+        FkAction::SetDefault => 4,
     }
 }
 

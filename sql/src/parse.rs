@@ -264,6 +264,16 @@ fn refuse_unknown_statements(tokens: &[TokenWithSpan]) -> Result<()> {
             return Err(Error::unsupported("BETWEEN SYMMETRIC / ASYMMETRIC"));
         }
     }
+    // PostgreSQL 15's column list for a foreign key's `ON DELETE SET NULL (b)`.
+    for w in significant.windows(4) {
+        if is_word(w[0], "delete")
+            && is_word(w[1], "set")
+            && (is_word(w[2], "null") || is_word(w[2], "default"))
+            && w[3].token == Token::LParen
+        {
+            return Err(Error::unsupported("ON DELETE SET NULL / SET DEFAULT of a column list"));
+        }
+    }
     let mut words = tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_)));
     let mut at_start = true;
     while let Some(t) = words.next() {

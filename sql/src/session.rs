@@ -27,6 +27,7 @@ use parking_lot::RwLock;
 
 use crate::bind::{Binder, Bound, Command, SetValue};
 use crate::error::{Error, Result};
+use crate::exec::constraints::{check_foreign_key, check_row, unique_error, Referential};
 use crate::exec::{self, Ctx, Env};
 use crate::parse::Parsed;
 use crate::plan::{Access, Expr, InsertValue, OutColumn, Plan, Statement};
@@ -2067,9 +2068,10 @@ impl Session {
                 let rows = ctx.run(source)?;
                 let mut out_rows = Vec::new();
                 let mut n = 0;
+                let snapshot = self.snapshot();
                 // Foreign keys hold at the end of the statement (PostgreSQL), so a row may
                 // reference one inserted after it, or itself.
-                let mut fk_rows = Vec::new();
+                let mut referential = Referential::default();
                 // ON CONFLICT DO UPDATE: the rows this statement inserted or updated.
                 let mut touched: HashSet<Vec<u8>> = HashSet::new();
                 for src in rows {
@@ -2096,9 +2098,12 @@ impl Session {
                             let update = oc.update.as_ref().expect("DO UPDATE");
                             let (proposed, touched) = (&row, &mut touched);
                             match upsert(
-                                &mut ctx, table, checks, update, old_key, old, proposed, touched,
+                                &mut ctx, table, checks, update, old_key, &old, proposed, touched,
                             )? {
-                                Some(new) => new,
+                                Some(new) => {
+                                    referential.changed(&snapshot, table, &old, Some(&new));
+                                    new
+                                }
                                 None => continue, // its WHERE did not hold
                             }
                         }
@@ -2125,14 +2130,9 @@ impl Session {
                             r.iter().map(|(e, _)| ctx.eval(e, &row)).collect::<Result<Vec<_>>>()?,
                         );
                     }
-                    if !table.foreign_keys.is_empty() {
-                        fk_rows.push(row);
-                    }
+                    referential.written(table, &row);
                 }
-                let snapshot = self.snapshot();
-                for row in &fk_rows {
-                    check_foreign_keys(&mut ctx, &snapshot, table, row)?;
-                }
+                referential.finish(&mut ctx, &snapshot)?;
                 Ok(dml_output("INSERT", n, returning.is_some(), cached, out_rows))
             }
             Statement::Update { table, scan, sets, returning, deferrable, checks, from } => {
@@ -2148,12 +2148,12 @@ impl Session {
                     .map(|i| i.columns.iter().map(|c| *c as usize).collect())
                     .unwrap_or_default();
                 let snapshot = self.snapshot();
-                let mut still_referenced = Vec::new();
-                // As for INSERT: the new rows' foreign keys are checked when the statement ends.
+                // As for INSERT: the new rows' foreign keys are checked when the statement ends,
+                // and so are the rows that reference a key it changed.
                 let sets_fk = sets.iter().any(|(c, _)| {
                     table.foreign_keys.iter().any(|fk| fk.columns.contains(&(*c as u16)))
                 });
-                let mut fk_rows = Vec::new();
+                let mut referential = Referential::default();
                 for (i, (key, old)) in rows.into_iter().enumerate() {
                     // With FROM, SET and RETURNING read the other tables' row after the target's.
                     let other = others.get(i);
@@ -2168,18 +2168,9 @@ impl Session {
                         types::compare(&old[*c], &new[*c]) != Some(std::cmp::Ordering::Equal)
                     });
                     if sets_fk {
-                        fk_rows.push(new.clone());
+                        referential.written(table, &new);
                     }
-                    if key_changed {
-                        check_referencing(
-                            &mut ctx,
-                            &snapshot,
-                            table,
-                            &old,
-                            false,
-                            &mut still_referenced,
-                        )?;
-                    }
+                    referential.changed(&snapshot, table, &old, Some(&new));
                     let mut bytes = Vec::with_capacity(64);
                     types::encode_row(&new, &mut bytes);
                     let t = exec::tid(table);
@@ -2199,10 +2190,7 @@ impl Session {
                         );
                     }
                 }
-                for row in &fk_rows {
-                    check_foreign_keys(&mut ctx, &snapshot, table, row)?;
-                }
-                check_still_referenced(&mut ctx, &snapshot, still_referenced)?;
+                referential.finish(&mut ctx, &snapshot)?;
                 Ok(dml_output("UPDATE", n, returning.is_some(), cached, out_rows))
             }
             Statement::Delete { table, scan, returning, from } => {
@@ -2211,17 +2199,10 @@ impl Session {
                 let n = rows.len();
                 let mut out_rows = Vec::new();
                 let snapshot = self.snapshot();
-                let mut still_referenced = Vec::new();
+                let mut referential = Referential::default();
                 for (i, (key, old)) in rows.into_iter().enumerate() {
-                    check_referencing(
-                        &mut ctx,
-                        &snapshot,
-                        table,
-                        &old,
-                        true,
-                        &mut still_referenced,
-                    )?;
                     ctx.txn.delete(exec::tid(table), &key).map_err(exec::txn_error)?;
+                    referential.changed(&snapshot, table, &old, None);
                     if let Some(r) = returning {
                         let joined = others.get(i).map(|o| [old.as_slice(), o].concat());
                         let row = joined.as_deref().unwrap_or(&old);
@@ -2230,7 +2211,7 @@ impl Session {
                         );
                     }
                 }
-                check_still_referenced(&mut ctx, &snapshot, still_referenced)?;
+                referential.finish(&mut ctx, &snapshot)?;
                 Ok(dml_output("DELETE", n, returning.is_some(), cached, out_rows))
             }
         }
@@ -3602,329 +3583,6 @@ fn deferred_update(
     ctx.txn.update_deferred(exec::tid(table), &k, Arc::new(f)).map_err(exec::txn_error)?
 }
 
-/// Type-modifier, NOT NULL and CHECK constraints for a row about to be written, in
-/// PostgreSQL's order (`ExecConstraints`): the whole row is coerced to its columns' types
-/// first, then NOT NULL is checked column by column, then each CHECK in name order (`checks`
-/// comes sorted); a CHECK that is NULL passes.
-fn check_row(
-    table: &Table,
-    checks: &[crate::plan::Check],
-    row: Vec<Value>,
-    env: &Env<'_>,
-) -> Result<Vec<Value>> {
-    let mut out = Vec::with_capacity(row.len());
-    for (v, c) in row.into_iter().zip(&table.columns) {
-        let v = match c.data_type {
-            DataType::Varchar(Some(_)) | DataType::Char(_) | DataType::Numeric(Some(_))
-                if !v.is_null() =>
-            {
-                types::cast(v, &c.data_type, &c.data_type, types::CastKind::Assignment)?
-            }
-            _ => v,
-        };
-        out.push(v);
-    }
-    if let Some(c) = out.iter().zip(&table.columns).find(|(v, c)| v.is_null() && c.not_null) {
-        return Err(Error::NotNullViolation {
-            column: c.1.name.clone(),
-            table: table.name.clone(),
-            row: Some(failing_row(table, &out).into()),
-        });
-    }
-    for check in checks {
-        if exec::eval_pure(&check.expr, &out, &[], &[], env)? == Value::Bool(false) {
-            return Err(Error::CheckViolation {
-                constraint: check.name.clone(),
-                table: table.name.clone(),
-                row: failing_row(table, &out).into(),
-            });
-        }
-    }
-    Ok(out)
-}
-
-/// PostgreSQL's DETAIL for a row that violates a constraint: "Failing row contains (…)." with
-/// each value in its text form, `null` for NULL, and values longer than 64 bytes cut there
-/// with "..." (`ExecBuildSlotValueDescription`).
-fn failing_row(table: &Table, row: &[Value]) -> String {
-    const MAX_FIELD: usize = 64;
-    let mut out = String::from("Failing row contains (");
-    for (i, (v, c)) in row.iter().zip(&table.columns).enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        if v.is_null() {
-            out.push_str("null");
-            continue;
-        }
-        let text = types::format_text(v, &c.data_type);
-        if text.len() <= MAX_FIELD {
-            out.push_str(&text);
-        } else {
-            let cut = (0..=MAX_FIELD).rev().find(|&at| text.is_char_boundary(at)).unwrap_or(0);
-            out.push_str(&text[..cut]);
-            out.push_str("...");
-        }
-    }
-    out.push_str(").");
-    out
-}
-
-/// Foreign keys of `table`: the referenced row must exist (NULL keys are not checked).
-fn check_foreign_keys(
-    ctx: &mut Ctx<'_>,
-    snapshot: &Snapshot,
-    table: &Table,
-    row: &[Value],
-) -> Result<()> {
-    for fk in &table.foreign_keys {
-        check_foreign_key(ctx, snapshot, table, fk, row)?;
-    }
-    Ok(())
-}
-
-/// Foreign key `fk` of `table` holds for `row`: the referenced row exists, or a key column is
-/// NULL.
-fn check_foreign_key(
-    ctx: &mut Ctx<'_>,
-    snapshot: &Snapshot,
-    table: &Table,
-    fk: &catalog::ForeignKey,
-    row: &[Value],
-) -> Result<()> {
-    let vals: Vec<Value> = fk.columns.iter().map(|c| row[*c as usize].clone()).collect();
-    if vals.iter().any(|v| v.is_null()) {
-        return Ok(());
-    }
-    let Some(parent) = snapshot.table_by_id(fk.ref_table) else { return Ok(()) };
-    if row_exists(ctx, parent, &fk.ref_columns, &vals, fk_keyed(table, parent, fk))? {
-        return Ok(());
-    }
-    Err(Error::ForeignKeyViolation {
-        constraint: fk.name.as_str().into(),
-        detail: format!(
-            "{} is not present in table \"{}\".",
-            key_text(table, &fk.columns, &vals),
-            parent.name
-        )
-        .into(),
-        table: table.name.as_str().into(),
-        referenced_from: None,
-    })
-}
-
-/// Does `table` have a row whose `cols` equal `vals`? Through the primary key or an index on
-/// exactly those columns when there is one and `keyed`, else a scan ([`matching_rows`]).
-fn row_exists(
-    ctx: &mut Ctx<'_>,
-    table: &Table,
-    cols: &[u16],
-    vals: &[Value],
-    keyed: bool,
-) -> Result<bool> {
-    if let Some(pk) = table.primary_index().filter(|_| keyed) {
-        if pk.columns == cols {
-            let mut key = Vec::new();
-            types::encode_key(vals, &mut key);
-            return Ok(ctx.txn.get(exec::tid(table), &key).map_err(exec::txn_error)?.is_some());
-        }
-    }
-    Ok(!matching_rows(ctx, table, cols, vals, keyed, true)?.is_empty())
-}
-
-/// Whether the values of one side of `fk` (between `child` and `parent`) can be looked up by
-/// key on the other: each pair of columns has types whose values compare equal exactly when
-/// their key encodings are equal (integers of any width, floats, numerics of one typmod,
-/// text and varchar, `char(n)` of one length, or one type). Otherwise the lookup scans and
-/// compares values ([`matching_rows`]).
-fn fk_keyed(child: &Table, parent: &Table, fk: &catalog::ForeignKey) -> bool {
-    use catalog::DataType as T;
-    fk.columns.iter().zip(&fk.ref_columns).all(|(c, r)| {
-        let (a, b) =
-            (&child.columns[*c as usize].data_type, &parent.columns[*r as usize].data_type);
-        match (a, b) {
-            (T::Int16 | T::Int32 | T::Int64, T::Int16 | T::Int32 | T::Int64) => true,
-            (T::Float32 | T::Float64, T::Float32 | T::Float64) => true,
-            (T::Text | T::Varchar(_), T::Text | T::Varchar(_)) => true,
-            (T::Numeric(_), _) | (T::Char(_), _) => a == b,
-            _ => std::mem::discriminant(a) == std::mem::discriminant(b),
-        }
-    })
-}
-
-/// The rows of `table` (primary key, decoded row) whose `cols` equal `vals` — at most one if
-/// `first` — through the primary key or an index on exactly those columns (in any order) when
-/// there is one and `keyed` (the values' key encodings are the columns': [`fk_keyed`]), else a
-/// scan of the whole table comparing values.
-fn matching_rows(
-    ctx: &mut Ctx<'_>,
-    table: &Table,
-    cols: &[u16],
-    vals: &[Value],
-    keyed: bool,
-    first: bool,
-) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
-    let t = exec::tid(table);
-    let types_ = exec::column_types(table);
-    let mut key = Vec::new();
-    if let Some(pk) = table.primary_index().filter(|_| keyed) {
-        if pk.columns == cols {
-            types::encode_key(vals, &mut key);
-            return match ctx.txn.get(t, &key).map_err(exec::txn_error)? {
-                Some(bytes) => Ok(vec![(key, types::decode_row(&bytes, &types_)?)]),
-                None => Ok(Vec::new()),
-            };
-        }
-    }
-    let mut sorted: Vec<(u16, Value)> = cols.iter().copied().zip(vals.iter().cloned()).collect();
-    let index = table.indexes.iter().filter(|_| keyed).find(|i| {
-        !i.primary && i.columns.len() == cols.len() && i.columns.iter().all(|c| cols.contains(c))
-    });
-    let idx = match index {
-        Some(i) => {
-            sorted.sort_by_key(|(c, _)| i.columns.iter().position(|x| x == c));
-            let ordered: Vec<Value> = sorted.iter().map(|(_, v)| v.clone()).collect();
-            types::encode_key(&ordered, &mut key);
-            Some(txn::IndexId(i.id.0))
-        }
-        None => None,
-    };
-    // Prefix bounds (`Transaction::scan`): every entry whose index key is `key`, or all.
-    let (lo, hi) = match idx {
-        Some(_) => (std::ops::Bound::Included(&key[..]), std::ops::Bound::Included(&key[..])),
-        None => (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
-    };
-    let mut matches = Vec::new();
-    let mut err = None;
-    ctx.txn
-        .scan(t, idx, lo, hi, false, &mut |k, bytes| {
-            match types::decode_row(bytes, &types_) {
-                Ok(row) => {
-                    if cols.iter().zip(vals).all(|(c, v)| {
-                        types::compare(&row[*c as usize], v) == Some(std::cmp::Ordering::Equal)
-                    }) {
-                        matches.push((k.to_vec(), row));
-                        return !first;
-                    }
-                }
-                Err(e) => {
-                    err = Some(e);
-                    return false;
-                }
-            }
-            true
-        })
-        .map_err(exec::txn_error)?;
-    match err {
-        Some(e) => Err(e),
-        None => Ok(matches),
-    }
-}
-
-/// A key of table `table` that a DELETE or UPDATE removed while rows of `child` referenced it
-/// through `fk` (NO ACTION): an error only if some still do when the statement ends, as in
-/// PostgreSQL, so one statement may delete a row and the rows that reference it, or a row that
-/// references itself ([`check_still_referenced`]).
-struct StillReferenced {
-    table: catalog::TableId,
-    child: catalog::TableId,
-    fk: catalog::ForeignKey,
-    vals: Vec<Value>,
-}
-
-/// Rows of other tables that reference `row` of `table`: with ON DELETE CASCADE (and
-/// `deleting`) they are deleted too; otherwise the key goes to `pending`, to be checked when
-/// the statement ends ([`check_still_referenced`]).
-fn check_referencing(
-    ctx: &mut Ctx<'_>,
-    snapshot: &Snapshot,
-    table: &Table,
-    row: &[Value],
-    deleting: bool,
-    pending: &mut Vec<StillReferenced>,
-) -> Result<()> {
-    for (child, fk) in snapshot.referencing_fks(table.id) {
-        let vals: Vec<Value> = fk.ref_columns.iter().map(|c| row[*c as usize].clone()).collect();
-        if vals.iter().any(|v| v.is_null()) {
-            continue;
-        }
-        let matches = referencing_rows(ctx, child, table, fk, &vals)?;
-        if matches.is_empty() {
-            continue;
-        }
-        if deleting && fk.on_delete == catalog::FkAction::Cascade {
-            for (k, r) in matches {
-                if child.id == table.id && r == row {
-                    continue;
-                }
-                check_referencing(ctx, snapshot, child, &r, true, pending)?;
-                ctx.txn.delete(exec::tid(child), &k).map_err(exec::txn_error)?;
-            }
-            continue;
-        }
-        pending.push(StillReferenced { table: table.id, child: child.id, fk: fk.clone(), vals });
-    }
-    Ok(())
-}
-
-/// The end of a DELETE or UPDATE: a key in `pending` may no longer be referenced, unless the
-/// statement put it back in its table (an UPDATE that swapped keys).
-fn check_still_referenced(
-    ctx: &mut Ctx<'_>,
-    snapshot: &Snapshot,
-    pending: Vec<StillReferenced>,
-) -> Result<()> {
-    for p in pending {
-        let (Some(table), Some(child)) =
-            (snapshot.table_by_id(p.table), snapshot.table_by_id(p.child))
-        else {
-            continue;
-        };
-        if row_exists(ctx, table, &p.fk.ref_columns, &p.vals, true)?
-            || referencing_rows(ctx, child, table, &p.fk, &p.vals)?.is_empty()
-        {
-            continue;
-        }
-        return Err(Error::ForeignKeyViolation {
-            constraint: p.fk.name.as_str().into(),
-            detail: format!(
-                "{} is still referenced from table \"{}\".",
-                key_text(table, &p.fk.ref_columns, &p.vals),
-                child.name
-            )
-            .into(),
-            table: table.name.as_str().into(),
-            referenced_from: Some(child.name.as_str().into()),
-        });
-    }
-    Ok(())
-}
-
-/// The rows of `child` (primary key, decoded row) whose `fk` columns equal `vals`, a key of
-/// `parent`.
-fn referencing_rows(
-    ctx: &mut Ctx<'_>,
-    child: &Table,
-    parent: &Table,
-    fk: &catalog::ForeignKey,
-    vals: &[Value],
-) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
-    matching_rows(ctx, child, &fk.columns, vals, fk_keyed(child, parent, fk), false)
-}
-
-/// `Key (a, b)=(1, x)`: the start of PostgreSQL's detail for a key of `table`'s columns `cols`
-/// holding `vals` (each printed as its column's type).
-fn key_text(table: &Table, cols: &[u16], vals: &[Value]) -> String {
-    let names: Vec<&str> = cols.iter().map(|c| table.columns[*c as usize].name.as_str()).collect();
-    let texts: Vec<String> = cols
-        .iter()
-        .zip(vals)
-        .map(|(c, v)| types::format_text(v, &table.columns[*c as usize].data_type))
-        .collect();
-    format!("Key ({})=({})", names.join(", "), texts.join(", "))
-}
-
-/// Maps an engine unique violation to 23505 with PostgreSQL's constraint name and detail.
 /// The row (key and values) that `proposed` would clash with on ON CONFLICT's target index,
 /// if any. NULLs never clash. The lookup is a read like any other: validated at commit.
 fn clashing_row(
@@ -3965,7 +3623,7 @@ fn upsert(
     checks: &[crate::plan::Check],
     update: &crate::plan::ConflictUpdate,
     key: Vec<u8>,
-    old: Vec<Value>,
+    old: &[Value],
     proposed: &[Value],
     touched: &mut HashSet<Vec<u8>>,
 ) -> Result<Option<Vec<Value>>> {
@@ -3984,33 +3642,29 @@ fn upsert(
             return Ok(None);
         }
     }
-    let mut new = old.clone();
+    let mut new = old.to_vec();
     for (col, e) in &update.sets {
         new[*col] = ctx.eval(e, &both)?;
     }
     let new = check_row(table, checks, new, &ctx.env)?;
     let mut bytes = Vec::with_capacity(64);
     types::encode_row(&new, &mut bytes);
-    ctx.txn.update(exec::tid(table), &key, bytes).map_err(|e| unique_error(e, table, &new))?;
-    touched.insert(key);
-    Ok(Some(new))
-}
-
-fn unique_error(e: txn::Error, table: &Table, row: &[Value]) -> Error {
-    match e {
-        txn::Error::UniqueViolation { index, .. } => {
-            let idx = match index {
-                None => table.primary_index(),
-                Some(id) => table.indexes.iter().find(|i| i.id.0 == id.0),
-            };
-            let Some(idx) = idx else { return exec::txn_error(e) };
-            let vals: Vec<Value> = idx.columns.iter().map(|c| row[*c as usize].clone()).collect();
-            Error::UniqueViolation {
-                constraint: idx.name.clone(),
-                detail: format!("{} already exists.", key_text(table, &idx.columns, &vals)),
-                table: table.name.clone(),
-            }
-        }
-        other => exec::txn_error(other),
+    let t = exec::tid(table);
+    let key_changed = table.primary_index().is_some_and(|pk| {
+        pk.columns.iter().any(|c| {
+            let c = usize::from(*c);
+            types::compare(&old[c], &new[c]) != Some(std::cmp::Ordering::Equal)
+        })
+    });
+    if key_changed {
+        ctx.txn.delete(t, &key).map_err(exec::txn_error)?;
+        let new_key = exec::primary_key(table, &new, ctx.engine);
+        touched.insert(new_key.bytes.clone());
+        exec::insert_row(ctx.txn, table, new_key, bytes)
+            .map_err(|e| unique_error(e, table, &new))?;
+    } else {
+        ctx.txn.update(t, &key, bytes).map_err(|e| unique_error(e, table, &new))?;
+        touched.insert(key);
     }
+    Ok(Some(new))
 }

@@ -102,8 +102,8 @@ index md_child index_name=md_child_idx non_unique=t type=3 ordinal_position=1 co
 index md_child index_name=md_child_idx non_unique=t type=3 ordinal_position=2 column_name=c_p asc_or_desc=A
 unique md_child index_name=md_child_pkey column_name=c_id
 unique md_child index_name=md_child_t column_name=t
-imported md_child pktable_name=md_parent pkcolumn_name=p_w fktable_name=md_child fkcolumn_name=c_w key_seq=1 update_rule=3 delete_rule=0 fk_name=md_child_c_w_c_p_fkey pk_name=md_parent_pkey deferrability=7
-imported md_child pktable_name=md_parent pkcolumn_name=p_id fktable_name=md_child fkcolumn_name=c_p key_seq=2 update_rule=3 delete_rule=0 fk_name=md_child_c_w_c_p_fkey pk_name=md_parent_pkey deferrability=7
+imported md_child pktable_name=md_parent pkcolumn_name=p_w fktable_name=md_child fkcolumn_name=c_w key_seq=1 update_rule=1 delete_rule=0 fk_name=md_child_c_w_c_p_fkey pk_name=md_parent_pkey deferrability=7
+imported md_child pktable_name=md_parent pkcolumn_name=p_id fktable_name=md_child fkcolumn_name=c_p key_seq=2 update_rule=1 delete_rule=0 fk_name=md_child_c_w_c_p_fkey pk_name=md_parent_pkey deferrability=7
 column md_parent column_name=p_id data_type=4 type_name=int4 column_size=10 decimal_digits=0 is_nullable=NO ordinal_position=1 column_def=null is_autoincrement=NO
 column md_parent column_name=p_w data_type=5 type_name=int2 column_size=5 decimal_digits=0 is_nullable=NO ordinal_position=2 column_def=null is_autoincrement=NO
 column md_parent column_name=name data_type=12 type_name=varchar column_size=16 decimal_digits=0 is_nullable=YES ordinal_position=3 column_def=null is_autoincrement=NO

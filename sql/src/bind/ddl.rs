@@ -1511,14 +1511,14 @@ fn foreign_key(
             message: "number of referencing and referenced columns for foreign key disagree".into(),
         });
     }
-    let on_delete = match spec.on_delete {
-        None | Some(A::NoAction) | Some(A::Restrict) => FkAction::NoAction,
+    let action = |a: Option<A>| match a {
+        None | Some(A::NoAction) => FkAction::NoAction,
+        Some(A::Restrict) => FkAction::Restrict,
         Some(A::Cascade) => FkAction::Cascade,
-        Some(other) => return Err(Error::unsupported(format!("ON DELETE {other}"))),
+        Some(A::SetNull) => FkAction::SetNull,
+        Some(A::SetDefault) => FkAction::SetDefault,
     };
-    if let Some(other) = spec.on_update.filter(|a| !matches!(a, A::NoAction | A::Restrict)) {
-        return Err(Error::unsupported(format!("ON UPDATE {other}")));
-    }
+    let (on_delete, on_update) = (action(spec.on_delete), action(spec.on_update));
     if let Some(m) = spec.match_kind.filter(|m| *m != ast::ConstraintReferenceMatchKind::Simple) {
         return Err(Error::unsupported(format!("foreign keys with {m}")));
     }
@@ -1536,7 +1536,7 @@ fn foreign_key(
             .find(|n| !taken(n))
             .expect("some suffix is free")
     });
-    Ok(ForeignKey { name, columns: positions, ref_table, ref_columns, on_delete })
+    Ok(ForeignKey { name, columns: positions, ref_table, ref_columns, on_delete, on_update })
 }
 
 /// The integer type of `serial` / `bigserial` / `smallserial` (and `serial2/4/8`), if that is

@@ -276,15 +276,6 @@ impl Binder<'_> {
                 let mut scope = Scope::from_table(table, alias);
                 scope.columns.extend(Scope::from_table(table, "excluded").columns);
                 let sets = self.bind_assignments(table, &up.assignments, &scope)?;
-                let keys: Vec<usize> = table
-                    .primary_index()
-                    .map(|i| i.columns.iter().map(|c| usize::from(*c)).collect())
-                    .unwrap_or_default();
-                if sets.iter().any(|(c, _)| keys.contains(c)) {
-                    return Err(Error::unsupported(
-                        "ON CONFLICT DO UPDATE of a primary-key column",
-                    ));
-                }
                 let filter = up
                     .selection
                     .as_ref()

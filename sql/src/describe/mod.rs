@@ -759,13 +759,15 @@ fn foreign_key_def(snapshot: &Snapshot, table: &Table, fk: &catalog::ForeignKey)
         Some(t) => (display_ident(&t.name), column_list(t, &fk.ref_columns)),
         None => ("?".into(), String::new()),
     };
-    let on_delete = match fk.on_delete {
-        FkAction::Cascade => " ON DELETE CASCADE",
-        FkAction::NoAction => "",
+    let action = |on: &str, a: FkAction| match a {
+        FkAction::NoAction => String::new(),
+        a => format!(" ON {on} {}", a.sql()),
     };
     format!(
-        "FOREIGN KEY ({}) REFERENCES {target}({target_columns}){on_delete}",
-        column_list(table, &fk.columns)
+        "FOREIGN KEY ({}) REFERENCES {target}({target_columns}){}{}",
+        column_list(table, &fk.columns),
+        action("UPDATE", fk.on_update),
+        action("DELETE", fk.on_delete),
     )
 }
 

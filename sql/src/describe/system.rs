@@ -15,7 +15,7 @@
 //! [`super::Relation::oid`]. Views say they are not insertable or updatable (Aspen's are
 //! read-only). Any other relation of either schema answers `0A000`, as before.
 
-use catalog::{DataType, Generated, Snapshot, Table};
+use catalog::{DataType, Generated, Index, Snapshot, Table};
 
 use super::{deparse_default, index_def, relations, storage, Relation, SCHEMA};
 use crate::metadata::{rows_query, text};
@@ -49,6 +49,9 @@ pub(crate) fn relation(snapshot: &Snapshot, schema: Option<&str>, name: &str) ->
         }
         (Some("information_schema"), "key_column_usage") => {
             (INFO_KEY_COLUMN_USAGE, info_key_column_usage(snapshot))
+        }
+        (Some("information_schema"), "referential_constraints") => {
+            (INFO_REFERENTIAL_CONSTRAINTS, info_referential_constraints(snapshot))
         }
         (None | Some("pg_catalog"), name) => match name {
             "pg_tables" => (PG_TABLES, pg_tables(snapshot)),
@@ -472,19 +475,66 @@ fn info_key_column_usage(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
         }
         for fk in &table.foreign_keys {
             // Where each referenced column stands in the referenced table's unique key.
-            let key = snapshot.table_by_id(fk.ref_table).and_then(|r| {
-                r.indexes.iter().find(|i| {
-                    i.unique
-                        && i.columns.len() == fk.ref_columns.len()
-                        && fk.ref_columns.iter().all(|c| i.columns.contains(c))
-                })
-            });
+            let key = referenced_key(snapshot, fk);
             for (ordinal, (position, referenced)) in
                 fk.columns.iter().zip(&fk.ref_columns).enumerate()
             {
                 let unique = key.and_then(|k| k.columns.iter().position(|c| c == referenced));
                 row(&fk.name, *position, ordinal, unique.or(Some(ordinal)));
             }
+        }
+    }
+    rows
+}
+
+/// The unique index of the referenced table that `fk` references: one over exactly its
+/// referenced columns (in any order), the primary key first.
+fn referenced_key<'a>(snapshot: &'a Snapshot, fk: &catalog::ForeignKey) -> Option<&'a Index> {
+    let referenced = snapshot.table_by_id(fk.ref_table)?;
+    referenced
+        .indexes
+        .iter()
+        .filter(|i| {
+            i.unique
+                && i.columns.len() == fk.ref_columns.len()
+                && fk.ref_columns.iter().all(|c| i.columns.contains(c))
+        })
+        .min_by_key(|i| !i.primary)
+}
+
+const INFO_REFERENTIAL_CONSTRAINTS: &[(&str, DataType)] = &[
+    ("constraint_catalog", T),
+    ("constraint_schema", T),
+    ("constraint_name", T),
+    ("unique_constraint_catalog", T),
+    ("unique_constraint_schema", T),
+    ("unique_constraint_name", T),
+    ("match_option", T),
+    ("update_rule", T),
+    ("delete_rule", T),
+];
+
+fn info_referential_constraints(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
+    let mut rows = Vec::new();
+    for table in tables(snapshot).into_iter().filter(|t| !t.is_view()) {
+        for fk in &table.foreign_keys {
+            // A key made by CREATE UNIQUE INDEX is no constraint: PostgreSQL shows NULL.
+            let key = referenced_key(snapshot, fk).filter(|i| i.constraint);
+            let (catalog, schema, name) = match key {
+                Some(k) => (database(), t(SCHEMA), t(&k.name)),
+                None => (null(), null(), null()),
+            };
+            rows.push(vec![
+                database(),
+                t(SCHEMA),
+                t(&fk.name),
+                catalog,
+                schema,
+                name,
+                t("NONE"),
+                t(fk.on_update.sql()),
+                t(fk.on_delete.sql()),
+            ]);
         }
     }
     rows

@@ -18,7 +18,7 @@ public class JdbcMetadata {
         s.execute("DROP TABLE IF EXISTS md_parent");
         s.execute("CREATE TABLE md_parent (p_id int NOT NULL, p_w smallint NOT NULL, name varchar(16), amt numeric(12,2), PRIMARY KEY (p_w, p_id))");
         s.execute("CREATE TABLE md_child (c_id bigint PRIMARY KEY, c_p int NOT NULL, c_w smallint NOT NULL, note char(8), n int DEFAULT 7, ts timestamp, f float8, b boolean, t text, "
-            + "FOREIGN KEY (c_w, c_p) REFERENCES md_parent (p_w, p_id) ON DELETE CASCADE)");
+            + "FOREIGN KEY (c_w, c_p) REFERENCES md_parent (p_w, p_id) ON UPDATE RESTRICT ON DELETE CASCADE)");
         s.execute("CREATE INDEX md_child_idx ON md_child (c_w, c_p)");
         s.execute("CREATE UNIQUE INDEX md_child_t ON md_child (t)");
       }
