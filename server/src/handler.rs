@@ -388,6 +388,7 @@ impl StartupHandler for Handler {
             None => Session::new(db, &params),
         };
         session.set_deferred_acks(true);
+        session.set_backend_pid(pid);
         let guard = self.shared.cancels.register(
             pid,
             secret_key.to_bytes().to_vec(),

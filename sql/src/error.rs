@@ -171,6 +171,8 @@ pub enum Error {
     },
     /// `40001`: could not serialize access (OCC validation failed or a conflict).
     SerializationFailure { message: String },
+    /// `40P01`: deadlock detected (sessions waiting for each other's advisory locks).
+    Deadlock { detail: String },
     /// `42P01`: DROP VIEW of a name that is no relation.
     UndefinedView { name: String },
     /// `54023`: too many arguments (GROUPING's 31).
@@ -306,6 +308,7 @@ impl Error {
             Error::UnsupportedMessage { .. } => "0A000",
             Error::ForeignKeyViolation { .. } => "23503",
             Error::SerializationFailure { .. } => "40001",
+            Error::Deadlock { .. } => "40P01",
             Error::ResultTypeChanged => "0A000",
             Error::TooManyArguments { .. } => "54023",
             Error::UndefinedView { .. } => "42P01",
@@ -445,6 +448,7 @@ impl Error {
             | Error::GeneratedAlways { detail, .. }
             | Error::WrongParameterCount { detail, .. } => Some(detail),
             Error::ForeignKeyViolation { detail, .. } => Some(detail),
+            Error::Deadlock { detail } => Some(detail),
             Error::DependentObjects { detail, .. } => (!detail.is_empty()).then_some(detail),
             Error::NotNullViolation { row, .. } => row.as_deref(),
             Error::CheckViolation { row, .. } => Some(row),
@@ -647,6 +651,7 @@ impl fmt::Display for Error {
                 )
             }
             Error::SerializationFailure { message } => write!(f, "{message}"),
+            Error::Deadlock { .. } => write!(f, "deadlock detected"),
             Error::InFailedTransaction => write!(
                 f,
                 "current transaction is aborted, commands ignored until end of transaction block"

@@ -37,9 +37,9 @@ pub struct Ctx<'a> {
     pub outer: Vec<Vec<Value>>,
     /// The session's clock, names and time zone.
     pub env: Env<'a>,
-    /// The session's sequences (`nextval`, `currval`, `setval`); `None` where a plan cannot
-    /// call them.
-    pub sequences: Option<&'a dyn Sequences>,
+    /// The functions the session evaluates (sequences, advisory locks, `pg_backend_pid`);
+    /// `None` where a plan cannot call them.
+    pub session: Option<&'a dyn SessionFunctions>,
     /// Recursive WITH queries being evaluated.
     pub recursion: Recursion,
     /// When the statement must stop (`statement_timeout`), checked whenever a plan starts to
@@ -96,16 +96,28 @@ pub struct Env<'a> {
     pub server_settings: &'a BTreeMap<&'static str, String>,
 }
 
-/// The sequence functions, which are not transactional and keep per-session state
-/// (`currval`), so the session evaluates them. Sequences are named by the table and column
-/// that own them (the arguments `Func::NextVal` carries).
-pub trait Sequences {
+/// The functions whose state is the session's, not the rows' or the transaction's, so the
+/// session evaluates them: the sequence functions (not transactional; `currval` is per
+/// session), the advisory locks (held by the session or its transaction) and
+/// `pg_backend_pid`. Sequences are named by the table and column that own them (the
+/// arguments `Func::NextVal` carries).
+pub trait SessionFunctions {
     /// `nextval`.
     fn nextval(&self, table: u32, position: u16) -> Result<i64>;
     /// `currval`: this session's last `nextval` of the sequence.
     fn currval(&self, table: u32, position: u16) -> Result<i64>;
     /// `setval`; returns `value`.
     fn setval(&self, table: u32, position: u16, value: i64, is_called: bool) -> Result<i64>;
+    /// An advisory-lock function on `key` (`None` for `pg_advisory_unlock_all`). A wait
+    /// calls `wait` between steps, which fails once the statement times out or is canceled.
+    fn advisory(
+        &self,
+        call: crate::plan::AdvisoryCall,
+        key: Option<crate::advisory::LockKey>,
+        wait: &dyn Fn() -> Result<()>,
+    ) -> Result<Value>;
+    /// `pg_backend_pid()`.
+    fn backend_pid(&self) -> i32;
 }
 
 /// The engine's id for a catalog table.
@@ -1415,6 +1427,17 @@ impl Ctx<'_> {
                 }
                 self.sequence_call(*f, &vals)
             }
+            Expr::Func(Func::Advisory(call), args) => {
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a, row)?);
+                }
+                self.advisory_call(*call, &vals)
+            }
+            Expr::Func(Func::BackendPid, _) => match self.session {
+                Some(session) => Ok(Value::Int32(session.backend_pid())),
+                None => Err(Error::unsupported("pg_backend_pid() here")),
+            },
             Expr::Func(Func::PgSleep, args) => {
                 let seconds = match self.eval(&args[0], row)? {
                     Value::Float64(s) => s,
@@ -1435,7 +1458,7 @@ impl Ctx<'_> {
     }
 
     fn sequence_call(&mut self, f: Func, args: &[Value]) -> Result<Value> {
-        let Some(seq) = self.sequences else {
+        let Some(seq) = self.session else {
             return Err(Error::unsupported("sequence functions here"));
         };
         let int = |v: &Value| match v {
@@ -1456,6 +1479,25 @@ impl Ctx<'_> {
                 seq.setval(table, position, int(&args[2])?, called)?
             }
         }))
+    }
+
+    /// An advisory-lock function with its arguments: strict (a NULL key locks nothing and
+    /// gives NULL), a wait stopped by the statement's timeout or a cancel.
+    fn advisory_call(&mut self, call: crate::plan::AdvisoryCall, args: &[Value]) -> Result<Value> {
+        use crate::advisory::LockKey;
+        let Some(session) = self.session else {
+            return Err(Error::unsupported("advisory lock functions here"));
+        };
+        if args.iter().any(Value::is_null) {
+            return Ok(Value::Null);
+        }
+        let key = match args {
+            [] => None,
+            [Value::Int64(k)] => Some(LockKey::Int8(*k)),
+            [Value::Int32(a), Value::Int32(b)] => Some(LockKey::Int4Pair(*a, *b)),
+            other => return Err(Error::internal(format!("advisory lock key {other:?}"))),
+        };
+        session.advisory(call, key, &|| self.check_deadline())
     }
 
     /// Evaluation of a non-subquery node that has a subquery somewhere below it.
@@ -1592,13 +1634,8 @@ fn set_operation(
 fn needs_txn(e: &Expr) -> bool {
     let mut found = false;
     crate::bind::walk_expr(e, &mut |x| {
-        found |= matches!(
-            x,
-            Expr::Subquery(_)
-                | Expr::Exists(..)
-                | Expr::InSubquery(..)
-                | Expr::Func(Func::NextVal | Func::CurrVal | Func::SetVal | Func::PgSleep, _)
-        )
+        found |= matches!(x, Expr::Subquery(_) | Expr::Exists(..) | Expr::InSubquery(..))
+            || matches!(x, Expr::Func(f, _) if f.uses_session())
     });
     found
 }

@@ -9,9 +9,11 @@
 //!   It also plans: each scan's access path (a key, an index range, or everything), and each
 //!   join — a nested loop of key lookups, else a hash join on an equality — in the written
 //!   order unless that order would make a cross product. There are no statistics.
-//! - [`exec`] runs a plan in one `txn::Transaction`; sequences, which are not transactional,
-//!   are called through the session ([`exec::Sequences`]), and what expressions read from the
-//!   session (clock, names, `TimeZone`) comes in an [`exec::Env`].
+//! - [`exec`] runs a plan in one `txn::Transaction` and enforces the constraints of the rows
+//!   it writes (`exec::constraints`, foreign key actions included); sequences and advisory
+//!   locks ([`advisory`]), which are not transactional, are called through the session
+//!   ([`exec::SessionFunctions`]), and what expressions read from the session (clock, names,
+//!   `TimeZone`) comes in an [`exec::Env`].
 //! - [`session`] owns the transaction state machine (blocks, implicit transactions, 25P02),
 //!   the plan cache, transactional DDL through the catalog, and the commit, which orders
 //!   schema changes against writers.
@@ -20,6 +22,7 @@
 //!   sessions in different zones share ([`types::zone_dependent`]); [`error`] decides every
 //!   SQLSTATE in one place.
 
+pub mod advisory;
 pub mod bind;
 pub mod copy;
 pub mod describe;

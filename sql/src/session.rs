@@ -81,14 +81,14 @@ fn plan_is_short(plan: &crate::plan::Plan) -> bool {
 }
 
 /// Whether an expression evaluates quickly: its subqueries' plans are short, and it does not
-/// wait (`pg_sleep`).
+/// wait (`pg_sleep`, `pg_advisory_lock`).
 fn expr_is_short(e: &Expr) -> bool {
     let mut short = true;
     crate::bind::walk_expr(e, &mut |x| match x {
         Expr::Subquery(p) | Expr::Exists(p, _) | Expr::InSubquery(_, p, _) => {
             short &= plan_is_short(p)
         }
-        Expr::Func(crate::plan::Func::PgSleep, _) => short = false,
+        Expr::Func(f, _) if f.waits() => short = false,
         _ => {}
     });
     short
@@ -124,6 +124,10 @@ pub struct Database {
     /// writer either commits before the change's engine commit (whose validation then sees the
     /// writer's rows, as its scans must) or sees the published change and fails (`40001`).
     schema_gate: RwLock<()>,
+    /// The sessions' advisory locks.
+    advisory: crate::advisory::AdvisoryLocks,
+    /// Numbers the sessions (their identity in `advisory`).
+    next_session: std::sync::atomic::AtomicU64,
 }
 
 impl Database {
@@ -157,6 +161,8 @@ impl Database {
             settings,
             checkpointer: std::sync::OnceLock::new(),
             schema_gate: RwLock::new(()),
+            advisory: Default::default(),
+            next_session: Default::default(),
         };
         let snapshot = db.catalog.snapshot();
         for table in snapshot.tables() {
@@ -896,6 +902,17 @@ pub struct Session {
     /// end (not transactional, as in PostgreSQL). The extended protocol's named statements
     /// are the server's and live apart from these.
     prepared: HashMap<String, SqlPrepared>,
+    /// Who this session is to the advisory locks (and its BackendKeyData process id).
+    holder: crate::advisory::Holder,
+    /// Whether its transaction may hold advisory locks (`pg_advisory_xact_lock`), released
+    /// when it ends ([`Session::end_of_call`]).
+    xact_locks: std::sync::atomic::AtomicBool,
+    /// Whether the running statement took or released an advisory lock: it is then not
+    /// retried after a conflict, which would take or release it again.
+    advisory_used: std::sync::atomic::AtomicBool,
+    /// Warnings raised while a statement's expressions ran (`pg_advisory_unlock` of a lock
+    /// not held), sent with its result.
+    warnings: parking_lot::Mutex<Vec<Notice>>,
 }
 
 /// A statement of SQL-level PREPARE ([`Command::Prepare`]).
@@ -908,7 +925,62 @@ struct SqlPrepared {
     cached: Arc<Cached>,
 }
 
-impl crate::exec::Sequences for Session {
+impl Drop for Session {
+    /// A session dropped without [`Session::close`] still lets go of its advisory locks.
+    fn drop(&mut self) {
+        self.db.advisory.release_session(self.holder);
+    }
+}
+
+impl crate::exec::SessionFunctions for Session {
+    fn advisory(
+        &self,
+        call: crate::plan::AdvisoryCall,
+        key: Option<crate::advisory::LockKey>,
+        wait: &dyn Fn() -> Result<()>,
+    ) -> Result<Value> {
+        use crate::advisory::Scope;
+        use crate::plan::AdvisoryOp as Op;
+        let locks = &self.db.advisory;
+        let void = Value::Text(String::new());
+        self.advisory_used.store(true, Ordering::Relaxed);
+        let Some(key) = key else {
+            locks.release_all(self.holder, Scope::Session);
+            return Ok(void);
+        };
+        if call.scope == Scope::Transaction {
+            self.xact_locks.store(true, Ordering::Relaxed);
+        }
+        Ok(match call.op {
+            Op::Lock => {
+                locks.lock(self.holder, key, call.mode, call.scope, Some(wait))?;
+                void
+            }
+            Op::TryLock => {
+                Value::Bool(locks.lock(self.holder, key, call.mode, call.scope, None)?)
+            }
+            Op::Unlock => {
+                let unlocked = locks.unlock(self.holder, key, call.mode);
+                if !unlocked {
+                    self.warnings.lock().push(Notice {
+                        severity: "WARNING",
+                        code: "01000",
+                        message: format!("you don't own a lock of type {}", call.mode.name()),
+                    });
+                }
+                Value::Bool(unlocked)
+            }
+            Op::UnlockAll => {
+                locks.release_all(self.holder, Scope::Session);
+                void
+            }
+        })
+    }
+
+    fn backend_pid(&self) -> i32 {
+        self.holder.pid
+    }
+
     fn nextval(&self, table: u32, position: u16) -> Result<i64> {
         let (id, seq) = self.sequence_of(table, position)?;
         let value = self.db.catalog.nextval(id, position, &seq).map_err(catalog_error)?;
@@ -1020,15 +1092,26 @@ impl Prepared {
     }
 }
 
+/// Whether a RETURNING list evaluates quickly ([`expr_is_short`]).
+fn returning_is_short(returning: &Option<Vec<(Expr, OutColumn)>>) -> bool {
+    returning.iter().flatten().all(|(e, _)| expr_is_short(e))
+}
+
 /// [`Prepared::is_short`] of a bound statement.
 fn bound_is_short(bound: &Bound) -> bool {
     match bound {
         Bound::Plan(Statement::Query(q)) => plan_is_short(&q.plan),
-        Bound::Plan(Statement::Insert { source, .. }) => plan_is_short(source),
-        Bound::Plan(Statement::Update { scan, sets, .. }) => {
-            plan_is_short(scan) && sets.iter().all(|(_, e)| expr_is_short(e))
+        Bound::Plan(Statement::Insert { source, returning, .. }) => {
+            plan_is_short(source) && returning_is_short(returning)
         }
-        Bound::Plan(Statement::Delete { scan, .. }) => plan_is_short(scan),
+        Bound::Plan(Statement::Update { scan, sets, returning, .. }) => {
+            plan_is_short(scan)
+                && sets.iter().all(|(_, e)| expr_is_short(e))
+                && returning_is_short(returning)
+        }
+        Bound::Plan(Statement::Delete { scan, returning, .. }) => {
+            plan_is_short(scan) && returning_is_short(returning)
+        }
         Bound::Command(
             Command::Begin(_)
             | Command::Commit
@@ -1065,6 +1148,8 @@ impl Session {
     /// use different buffers where it can: two cores that share a buffer share its latch.
     pub fn on_log_buffer(db: Arc<Database>, params: &[(String, String)], n: usize) -> Session {
         let log_buffer = n % db.log_buffers;
+        let holder =
+            crate::advisory::Holder { id: db.next_session.fetch_add(1, Ordering::Relaxed), pid: 0 };
         let mut s = Session {
             db,
             txn: None,
@@ -1081,6 +1166,10 @@ impl Session {
             written: Default::default(),
             currvals: Default::default(),
             prepared: HashMap::new(),
+            holder,
+            xact_locks: Default::default(),
+            advisory_used: Default::default(),
+            warnings: Default::default(),
         };
         for (k, v) in params {
             match k.as_str() {
@@ -1271,6 +1360,7 @@ impl Session {
         if let Err(e) = self.end_implicit() {
             out.push(Err(e));
         }
+        self.end_of_call();
         out
     }
 
@@ -1283,6 +1373,7 @@ impl Session {
         if let Err(e) = self.end_implicit() {
             out.push(Err(e));
         }
+        self.end_of_call();
         out
     }
 
@@ -1341,6 +1432,13 @@ impl Session {
     /// Extended protocol Execute of a bound portal. `params` are already decoded to
     /// `stmt.param_types`. The full result is returned.
     pub fn execute_prepared(&mut self, stmt: &Prepared, params: Vec<Value>) -> Result<Output> {
+        let out = self.execute_portal(stmt, params);
+        self.end_of_call();
+        out
+    }
+
+    /// [`Session::execute_prepared`] but for what ends the call.
+    fn execute_portal(&mut self, stmt: &Prepared, params: Vec<Value>) -> Result<Output> {
         let Some(cached) = &stmt.plan else {
             return Ok(Output::tag(Tag::new("")));
         };
@@ -1389,7 +1487,24 @@ impl Session {
     /// is rolled back and the error is returned (the client sees it before ReadyForQuery).
     pub fn sync(&mut self) -> Result<()> {
         self.pipelined = false;
-        self.end_implicit()
+        let ended = self.end_implicit();
+        self.end_of_call();
+        ended
+    }
+
+    /// The end of a client's call (a Query, an Execute, a Sync, a COPY, an error): if no
+    /// transaction is open any more, the advisory locks its transaction took are released,
+    /// as PostgreSQL releases them when the transaction ends.
+    fn end_of_call(&self) {
+        if self.txn.is_none() && self.xact_locks.swap(false, Ordering::Relaxed) {
+            self.db.advisory.release_all(self.holder, crate::advisory::Scope::Transaction);
+        }
+    }
+
+    /// The process id the session's BackendKeyData gave the client (`pg_backend_pid()`, and
+    /// how advisory-lock deadlocks name it).
+    pub fn set_backend_pid(&mut self, pid: i32) {
+        self.holder.pid = pid;
     }
 
     /// Commits the implicit transaction, if one is open.
@@ -1578,6 +1693,12 @@ impl Session {
     /// encoding) fails the current transaction, as any statement error does: a block enters
     /// the failed state, an implicit transaction is rolled back.
     pub fn fail_transaction(&mut self) {
+        self.fail_open_transaction();
+        self.end_of_call();
+    }
+
+    /// [`Session::fail_transaction`] but for what ends the call.
+    fn fail_open_transaction(&mut self) {
         let Some(mut open) = self.txn.take() else { return };
         if !open.implicit && !open.savepoints.is_empty() {
             // ROLLBACK TO SAVEPOINT may take the block back: keep everything, the engine
@@ -1750,6 +1871,7 @@ impl Session {
         if copy.own {
             self.end_implicit()?;
         }
+        self.end_of_call();
         Ok(Output::tag(Tag::rows("COPY", copy.rows as usize)))
     }
 
@@ -1802,6 +1924,7 @@ impl Session {
         if let Some(open) = self.txn.take() {
             self.rollback_open(open);
         }
+        self.db.advisory.release_session(self.holder);
     }
 
     /// Records a statement error: inside a block the block fails (its transaction is aborted).
@@ -1935,43 +2058,63 @@ impl Session {
         match &cached.bound {
             Bound::Command(cmd) => self.run_command(cmd),
             Bound::Plan(stmt) => {
-                if let Some(OpenTxn { txn: None, .. }) = &self.txn {
-                    return Err(Error::InFailedTransaction);
+                let out = self.run_statement(stmt, cached, params);
+                let warnings = std::mem::take(self.warnings.get_mut());
+                out.map(|mut o| {
+                    o.notices.extend(warnings);
+                    o
+                })
+            }
+        }
+    }
+
+    /// A query or DML statement: in the open transaction, or in its own.
+    fn run_statement(
+        &mut self,
+        stmt: &Statement,
+        cached: &Cached,
+        params: &[Value],
+    ) -> Result<Output> {
+        if let Some(OpenTxn { txn: None, .. }) = &self.txn {
+            return Err(Error::InFailedTransaction);
+        }
+        if self.txn.is_none() && self.pipelined {
+            self.open_implicit();
+        }
+        if self.txn.is_some() {
+            return self.run_in_block(stmt, cached, params);
+        }
+        // Autocommit: run, commit; retry a bounded number of times on conflicts.
+        let mut attempt = 0;
+        loop {
+            let now = now();
+            let mut t = self.db.engine.begin(self.log_buffer);
+            self.written.get_mut().clear();
+            // A deferrable UPDATE runs as an ordinary one first: alone in its
+            // transaction, it reads and commits within this call, so a conflict is
+            // rare and deferring would be pure overhead. A retry defers it, so a hot
+            // row's increments stop conflicting instead of using up the retries.
+            let defer = attempt > 0;
+            self.advisory_used.store(false, Ordering::Relaxed);
+            let result = self.run_plan(&mut t, now, stmt, cached, params, defer);
+            let result = match result {
+                Ok(out) => self.commit(t).map(|_| out),
+                Err(e) => {
+                    let e = e.or_serialization_failure(|| t.reads_still_valid());
+                    t.abort();
+                    Err(e)
                 }
-                if self.txn.is_none() && self.pipelined {
-                    self.open_implicit();
+            };
+            match result {
+                Err(e)
+                    if e.is_retryable()
+                        && attempt < AUTOCOMMIT_RETRIES
+                        && !self.advisory_used.load(Ordering::Relaxed) =>
+                {
+                    attempt += 1;
+                    std::thread::yield_now();
                 }
-                if self.txn.is_some() {
-                    return self.run_in_block(stmt, cached, params);
-                }
-                // Autocommit: run, commit; retry a bounded number of times on conflicts.
-                let mut attempt = 0;
-                loop {
-                    let now = now();
-                    let mut t = self.db.engine.begin(self.log_buffer);
-                    self.written.get_mut().clear();
-                    // A deferrable UPDATE runs as an ordinary one first: alone in its
-                    // transaction, it reads and commits within this call, so a conflict is
-                    // rare and deferring would be pure overhead. A retry defers it, so a hot
-                    // row's increments stop conflicting instead of using up the retries.
-                    let defer = attempt > 0;
-                    let result = self.run_plan(&mut t, now, stmt, cached, params, defer);
-                    let result = match result {
-                        Ok(out) => self.commit(t).map(|_| out),
-                        Err(e) => {
-                            let e = e.or_serialization_failure(|| t.reads_still_valid());
-                            t.abort();
-                            Err(e)
-                        }
-                    };
-                    match result {
-                        Err(e) if e.is_retryable() && attempt < AUTOCOMMIT_RETRIES => {
-                            attempt += 1;
-                            std::thread::yield_now();
-                        }
-                        other => return other,
-                    }
-                }
+                other => return other,
             }
         }
     }
@@ -2043,7 +2186,7 @@ impl Session {
             params,
             outer: vec![],
             env: self.env(now),
-            sequences: Some(self),
+            session: Some(self),
             recursion: Default::default(),
             deadline: self.statement_deadline(),
             cancel: Some(&self.cancel),
@@ -2651,7 +2794,7 @@ impl Session {
                         params: &[],
                         outer: vec![],
                         env: owned.env(now()),
-                        sequences: None,
+                        session: None,
                         recursion: Default::default(),
                         deadline: None,
                         cancel: None,
@@ -3009,7 +3152,7 @@ impl Session {
                         params: &[],
                         outer: vec![],
                         env: owned.env(now()),
-                        sequences: None,
+                        session: None,
                         recursion: Default::default(),
                         deadline: None,
                         cancel: None,
@@ -3122,7 +3265,7 @@ impl Session {
                 params: &[],
                 outer: vec![],
                 env: self.env(now()),
-                sequences: None,
+                session: None,
                 recursion: Default::default(),
                 deadline: None,
                 cancel: None,
@@ -3563,7 +3706,7 @@ fn deferred_update(
             params: &params,
             outer: vec![],
             env: owned.env(now),
-            sequences: None,
+            session: None,
             recursion: Default::default(),
             deadline: None,
             cancel: None,

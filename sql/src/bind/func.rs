@@ -23,7 +23,7 @@ use sqlparser::ast::Expr as AstExpr;
 use super::expr::{fold_cast, is_numeric, Typed};
 use super::Binder;
 use crate::error::{Error, Result};
-use crate::plan::{Expr, Func};
+use crate::plan::{AdvisoryCall, AdvisoryOp, Expr, Func};
 use crate::types::{CastKind, Value};
 
 /// The type name PostgreSQL prints for an argument in "function f(...) does not exist".
@@ -199,6 +199,22 @@ impl Binder<'_> {
                 self.bind_fixed(name, &[], T::Bool, Func::DebugPanic, args, e)
             }
             ("pg_sleep", 1) => self.bind_fixed(name, &[P::Float], T::Void, Func::PgSleep, args, e),
+            ("pg_backend_pid", 0) => {
+                self.bind_fixed(name, &[], T::Int32, Func::BackendPid, args, e)
+            }
+            (_, 0..=2) if advisory_call(name).is_some() => {
+                let call = advisory_call(name).expect("matched");
+                let ret = match call.op {
+                    AdvisoryOp::Lock | AdvisoryOp::UnlockAll => T::Void,
+                    AdvisoryOp::TryLock | AdvisoryOp::Unlock => T::Bool,
+                };
+                let params: &[P] = match (call.op, args.len()) {
+                    (AdvisoryOp::UnlockAll, _) => &[],
+                    (_, 1) => &[P::BigInt],
+                    _ => &[P::Int, P::Int],
+                };
+                self.bind_fixed(name, params, ret, Func::Advisory(call), args, e)
+            }
             ("log", 2) => {
                 let ret = T::Numeric(None);
                 self.bind_fixed(name, &[P::Numeric, P::Numeric], ret, Func::Log, args, e)
@@ -291,6 +307,7 @@ impl Binder<'_> {
             out.push(match p {
                 P::Text => self.text_expr(a, e)?,
                 P::Int => self.coerce_implicit(a, DataType::Int32, e)?,
+                P::BigInt => self.coerce_implicit(a, DataType::Int64, e)?,
                 P::Float => self.coerce_implicit(a, DataType::Float64, e)?,
                 P::Numeric => self.coerce_implicit(a, DataType::Numeric(None), e)?,
                 P::Bool => self.coerce_implicit(a, DataType::Bool, e)?,
@@ -328,12 +345,41 @@ enum P {
     Text,
     /// `integer`: smallint, integer or unknown.
     Int,
+    /// `bigint`: smallint, integer, bigint or unknown.
+    BigInt,
     /// `double precision`: any numeric type or unknown.
     Float,
     /// `numeric`: the integer types, numeric or unknown.
     Numeric,
     /// `boolean` or unknown.
     Bool,
+}
+
+/// The advisory-lock function `name` is, if it is one: `pg_[try_]advisory_[xact_]lock[_shared]`,
+/// `pg_advisory_unlock[_shared]` or `pg_advisory_unlock_all`.
+fn advisory_call(name: &str) -> Option<AdvisoryCall> {
+    use crate::advisory::{Mode, Scope};
+    let rest = name.strip_prefix("pg_")?;
+    if rest == "advisory_unlock_all" {
+        return Some(AdvisoryCall {
+            op: AdvisoryOp::UnlockAll,
+            mode: Mode::Exclusive,
+            scope: Scope::Session,
+        });
+    }
+    let (rest, mode) = match rest.strip_suffix("_shared") {
+        Some(r) => (r, Mode::Shared),
+        None => (rest, Mode::Exclusive),
+    };
+    let (op, scope) = match rest {
+        "advisory_lock" => (AdvisoryOp::Lock, Scope::Session),
+        "advisory_xact_lock" => (AdvisoryOp::Lock, Scope::Transaction),
+        "try_advisory_lock" => (AdvisoryOp::TryLock, Scope::Session),
+        "try_advisory_xact_lock" => (AdvisoryOp::TryLock, Scope::Transaction),
+        "advisory_unlock" => (AdvisoryOp::Unlock, Scope::Session),
+        _ => return None,
+    };
+    Some(AdvisoryCall { op, mode, scope })
 }
 
 impl P {
@@ -344,6 +390,7 @@ impl P {
         match self {
             P::Text => matches!(a.ty, DataType::Text | DataType::Varchar(_) | DataType::Char(_)),
             P::Int => matches!(a.ty, DataType::Int16 | DataType::Int32),
+            P::BigInt => matches!(a.ty, DataType::Int16 | DataType::Int32 | DataType::Int64),
             P::Float => is_numeric(&a.ty),
             P::Numeric => matches!(
                 a.ty,

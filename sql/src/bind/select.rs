@@ -11,7 +11,7 @@ use super::expr::column_name;
 use super::{ident, Binder, Scope, ScopeColumn};
 use crate::error::{Error, Result};
 use crate::plan::{
-    Access, CmpOp, Expr, Func, JoinKind, Lookup, OutColumn, Plan, Query, SetOpKind, SortKey,
+    Access, CmpOp, Expr, JoinKind, Lookup, OutColumn, Plan, Query, SetOpKind, SortKey,
 };
 use crate::types::{self, CastKind};
 
@@ -2292,15 +2292,14 @@ pub(crate) fn key_column(e: &Expr, table: &Table) -> Option<usize> {
 pub(crate) fn row_local(e: &Expr) -> bool {
     let mut local = true;
     walk(e, &mut |x| {
-        local &= !matches!(
+        local &= !(matches!(
             x,
             Expr::Outer { .. }
                 | Expr::Subquery(_)
                 | Expr::Exists(..)
                 | Expr::InSubquery(..)
                 | Expr::Agg(_)
-                | Expr::Func(Func::NextVal | Func::CurrVal | Func::SetVal | Func::PgSleep, _)
-        );
+        ) || matches!(x, Expr::Func(f, _) if f.uses_session()));
     });
     local
 }
@@ -2309,15 +2308,14 @@ pub(crate) fn row_local(e: &Expr) -> bool {
 pub(crate) fn row_independent(e: &Expr) -> bool {
     let mut ok = true;
     walk(e, &mut |x| {
-        ok &= !matches!(
+        ok &= !(matches!(
             x,
             Expr::Column(_)
                 | Expr::Agg(_)
                 | Expr::Subquery(_)
                 | Expr::Exists(..)
                 | Expr::InSubquery(..)
-                | Expr::Func(Func::NextVal | Func::CurrVal | Func::SetVal | Func::PgSleep, _)
-        )
+        ) || matches!(x, Expr::Func(f, _) if f.uses_session()))
     });
     ok
 }

@@ -33,6 +33,9 @@ const OID: DataType = DataType::Int64;
 const PG_CATALOG: i64 = 11;
 const INFORMATION_SCHEMA: i64 = 13207;
 const PUBLIC: i64 = 2200;
+/// The database's OID (`pg_database.oid`; PostgreSQL's `postgres` database has 5).
+pub(crate) const DATABASE_OID: i64 = 5;
+
 /// The bootstrap superuser's OID, which owns everything here.
 const OWNER: i64 = 10;
 
@@ -896,7 +899,7 @@ const PG_DATABASE: &[(&str, DataType)] = &[
 
 fn pg_database() -> Vec<Vec<Expr>> {
     // Encoding 6 is UTF8; 1663 is pg_default.
-    let mut row = vec![oid(5), database(), oid(OWNER), i4(6), t("c"), b(false), b(true)];
+    let mut row = vec![oid(DATABASE_OID), database(), oid(OWNER), i4(6), t("c"), b(false), b(true)];
     row.extend([i4(-1), oid(0), oid(0), oid(1663), t("C.UTF-8"), t("C.UTF-8")]);
     row.extend([null(), null(), null()]);
     vec![row]

@@ -29,6 +29,54 @@ pub enum CmpOp {
     GtEq,
 }
 
+/// What an advisory-lock function does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdvisoryOp {
+    /// `pg_advisory_[xact_]lock[_shared]`: waits until it holds the lock; returns void.
+    Lock,
+    /// `pg_try_advisory_[xact_]lock[_shared]`: takes the lock if it can at once; returns
+    /// whether it did.
+    TryLock,
+    /// `pg_advisory_unlock[_shared]`: releases one session-level hold; returns whether there
+    /// was one.
+    Unlock,
+    /// `pg_advisory_unlock_all()`: releases every session-level hold; returns void.
+    UnlockAll,
+}
+
+/// An advisory-lock function: what it does, in which mode, for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdvisoryCall {
+    /// Lock, try, unlock, unlock all.
+    pub op: AdvisoryOp,
+    /// Exclusive or `_shared`.
+    pub mode: crate::advisory::Mode,
+    /// The session's or (`_xact_`) the transaction's.
+    pub scope: crate::advisory::Scope,
+}
+
+impl Func {
+    /// Evaluated through the session ([`crate::exec::SessionFunctions`]) or with its wait
+    /// checks, never as a pure function of the row: sequences, advisory locks, sleeping.
+    pub fn uses_session(self) -> bool {
+        matches!(
+            self,
+            Func::NextVal
+                | Func::CurrVal
+                | Func::SetVal
+                | Func::PgSleep
+                | Func::Advisory(_)
+                | Func::BackendPid
+        )
+    }
+
+    /// May wait for a long time (so the statement is not run on a connection's own thread).
+    pub fn waits(self) -> bool {
+        matches!(self, Func::PgSleep)
+            || matches!(self, Func::Advisory(AdvisoryCall { op: AdvisoryOp::Lock, .. }))
+    }
+}
+
 /// Built-in scalar functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Func {
@@ -183,6 +231,11 @@ pub enum Func {
     /// pg_sleep(seconds): waits, returns void. Evaluated by [`crate::exec::Ctx`], which stops
     /// the wait for a cancel or the statement's timeout.
     PgSleep,
+    /// The `pg_advisory_…lock…` functions (`crate::advisory`), evaluated by the session; the
+    /// arguments are the key (one `bigint` or two `integer`s; none for `unlock_all`).
+    Advisory(AdvisoryCall),
+    /// pg_backend_pid(): the process id of the session's BackendKeyData.
+    BackendPid,
     /// `text ~ pattern` (POSIX regular expression match): args are the text, the pattern and
     /// whether case is ignored (`~*`, a `Bool` literal).
     RegexMatch,
@@ -196,7 +249,7 @@ pub enum Func {
     /// date_trunc(field, timestamp): the timestamp cut down to the field.
     DateTrunc,
     /// nextval(sequence): args are the owning table's id and the column's position (`Int64`
-    /// literals). Not transactional; evaluated through the session (`exec::Sequences`).
+    /// literals). Not transactional; evaluated through the session (`exec::SessionFunctions`).
     NextVal,
     /// currval(sequence): the same arguments.
     CurrVal,
