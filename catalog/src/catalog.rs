@@ -10,7 +10,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 use crate::ids::{CatalogVersion, IndexId, TableId};
-use crate::schema::{Column, ForeignKey, Index, Table};
+use crate::schema::{Column, DataType, ForeignKey, Generated, Index, Sequence, Table};
 use crate::snapshot::Snapshot;
 use crate::store::{CatalogStore, MemStore, RocksStore};
 use crate::Error;
@@ -229,6 +229,11 @@ pub enum ColumnChange {
     NotNull(bool),
     /// `RENAME COLUMN … TO name`.
     Rename(String),
+    /// `[SET DATA] TYPE t`, where the rows need no rewrite: the caller has checked that every
+    /// row's bytes mean the same values under `t` (and that those values fit it). An
+    /// identity column's sequence that counted to the old type's largest value counts to the
+    /// new one's.
+    Type(DataType),
 }
 
 /// What a successful [`Ddl`] produced.
@@ -1004,6 +1009,17 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                     check_name(&name, "column")?;
                     column.name = name.clone();
                     check_columns(&mut changed.columns)?;
+                }
+                ColumnChange::Type(data_type) => {
+                    if let Some(seq) = column.sequence.as_mut() {
+                        let old =
+                            Sequence::counting(String::new(), seq.generated, column.data_type);
+                        if seq.generated != Generated::Serial && seq.max == old.max {
+                            seq.max =
+                                Sequence::counting(String::new(), seq.generated, data_type).max;
+                        }
+                    }
+                    column.data_type = data_type;
                 }
             }
             Change { put: vec![changed], delete: Vec::new() }
@@ -1923,6 +1939,28 @@ mod tests {
         let v = reopened.snapshot().table("a").unwrap().columns[1].clone();
         assert!(v.default.is_none() && !v.not_null);
         assert!(reopened.snapshot().table("a").unwrap().columns[0].not_null);
+    }
+
+    #[test]
+    fn alter_column_type_keeps_a_custom_identity_bound() {
+        let catalog = Catalog::in_memory();
+        let mut def = simple("a");
+        def.columns[0].sequence =
+            Some(Sequence::counting("a_id_seq".into(), Generated::Always, DataType::Int32));
+        let mut b = simple("b");
+        b.columns[0].sequence =
+            Some(Sequence { max: 1000, ..def.columns[0].sequence.clone().unwrap() });
+        b.columns[0].sequence.as_mut().unwrap().name = "b_id_seq".into();
+        let (a, b) = (catalog.create_table(def).unwrap(), catalog.create_table(b).unwrap());
+        for t in [a.id, b.id] {
+            catalog.alter_column(t, 0, ColumnChange::Type(DataType::Int64)).unwrap();
+        }
+        let snapshot = catalog.snapshot();
+        let column = |t: &str| snapshot.table(t).unwrap().columns[0].clone();
+        assert_eq!(column("a").data_type, DataType::Int64);
+        // The default bound follows the type; one the user chose stays.
+        assert_eq!(column("a").sequence.unwrap().max, i64::MAX);
+        assert_eq!(column("b").sequence.unwrap().max, 1000);
     }
 
     #[test]

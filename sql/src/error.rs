@@ -148,6 +148,9 @@ pub enum Error {
     GeneratedAlways { column: String, update: bool, detail: String },
     /// `0A000` with a full PostgreSQL message (e.g. cannot truncate a referenced table).
     UnsupportedMessage { message: String },
+    /// `0A000`: cannot alter type of a column used by a view or rule; `detail` names them
+    /// (`rule _RETURN on view v depends on column "c"`).
+    ColumnUsedByView { detail: String },
     /// `23502`: null value in column "c" of relation "t" violates not-null constraint.
     /// `row`: the DETAIL, "Failing row contains (…)." where the row is known.
     NotNullViolation { column: String, table: String, row: Option<Box<str>> },
@@ -305,7 +308,7 @@ impl Error {
             Error::DuplicateAlias { .. } => "42712",
             Error::Windowing { .. } => "42P20",
             Error::CantChangeRuntimeParam { .. } => "55P02",
-            Error::UnsupportedMessage { .. } => "0A000",
+            Error::UnsupportedMessage { .. } | Error::ColumnUsedByView { .. } => "0A000",
             Error::ForeignKeyViolation { .. } => "23503",
             Error::SerializationFailure { .. } => "40001",
             Error::Deadlock { .. } => "40P01",
@@ -448,7 +451,7 @@ impl Error {
             | Error::GeneratedAlways { detail, .. }
             | Error::WrongParameterCount { detail, .. } => Some(detail),
             Error::ForeignKeyViolation { detail, .. } => Some(detail),
-            Error::Deadlock { detail } => Some(detail),
+            Error::Deadlock { detail } | Error::ColumnUsedByView { detail } => Some(detail),
             Error::DependentObjects { detail, .. } => (!detail.is_empty()).then_some(detail),
             Error::NotNullViolation { row, .. } => row.as_deref(),
             Error::CheckViolation { row, .. } => Some(row),
@@ -600,6 +603,9 @@ impl fmt::Display for Error {
                 write!(f, "parameter \"{name}\" cannot be changed")
             }
             Error::UnsupportedMessage { message } => write!(f, "{message}"),
+            Error::ColumnUsedByView { .. } => {
+                write!(f, "cannot alter type of a column used by a view or rule")
+            }
             Error::ObjectNotInPrerequisiteState { message } => write!(f, "{message}"),
             Error::UndefinedSequence { name } => write!(f, "sequence \"{name}\" does not exist"),
             Error::ResultTypeChanged => write!(f, "cached plan must not change result type"),

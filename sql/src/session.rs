@@ -3038,14 +3038,21 @@ impl Session {
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
             }
             Command::AlterColumn { table, position, change } => {
-                if *change == catalog::ColumnChange::NotNull(true) {
-                    self.check_no_nulls(table, *position)?;
+                match change {
+                    catalog::ColumnChange::NotNull(true) => {
+                        self.check_no_nulls(table, *position)?
+                    }
+                    catalog::ColumnChange::Type(to) => self.check_retype(table, *position, to)?,
+                    _ => {}
                 }
                 self.stage(catalog::Ddl::AlterColumn {
                     table: table.id,
                     position: *position,
                     change: change.clone(),
                 })?;
+                if let catalog::ColumnChange::Type(_) = change {
+                    self.refuse_broken_views(table, *position)?;
+                }
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
             }
             Command::AddColumn { table, column, if_not_exists, checks } => {
@@ -3347,6 +3354,62 @@ impl Session {
             }
             Ok(())
         })
+    }
+
+    /// ALTER TABLE … ALTER COLUMN … TYPE `to` (one the rows need no rewrite for:
+    /// `types::retypes_in_place`): every value of the column must convert to `to` as an
+    /// assignment does (else its error: 22003 out of range, 22001 too long) and stay the same
+    /// value — one that would change (a varchar's trailing spaces cut) needs the rewrite
+    /// Aspen does not do.
+    fn check_retype(&mut self, table: &Arc<Table>, position: u16, to: &DataType) -> Result<()> {
+        self.with_txn(|_, t| {
+            let types = exec::column_types(table);
+            let column = usize::from(position);
+            let from = &types[column];
+            let mut outcome: Result<()> = Ok(());
+            let all = std::ops::Bound::Unbounded;
+            t.scan(exec::tid(table), None, all, all, false, &mut |_, row| {
+                outcome = types::decode_column(row, &types, column).and_then(|v| {
+                    let cast = types::cast(v.clone(), from, to, types::CastKind::Assignment)?;
+                    // The same value is the same bytes (the row is not rewritten).
+                    let (mut stored, mut wanted) = (Vec::new(), Vec::new());
+                    types::encode_row(std::slice::from_ref(&v), &mut stored);
+                    types::encode_row(std::slice::from_ref(&cast), &mut wanted);
+                    if stored != wanted {
+                        return Err(Error::unsupported(format!(
+                            "ALTER COLUMN … TYPE {} that changes a stored value ({})",
+                            to.sql_name(),
+                            types::format_text(&v, from)
+                        )));
+                    }
+                    Ok(())
+                });
+                outcome.is_ok()
+            })
+            .map_err(exec::txn_error)?;
+            outcome
+        })
+    }
+
+    /// After a column's type changed: a view on its table that no longer binds as it was
+    /// created (its column types changed) is in the way, as in PostgreSQL (which refuses any
+    /// view that reads the column).
+    fn refuse_broken_views(&mut self, table: &Arc<Table>, position: u16) -> Result<()> {
+        let snapshot = self.snapshot();
+        let broken = snapshot
+            .tables()
+            .filter(|v| v.view.as_ref().is_some_and(|d| d.depends.contains(&table.id)))
+            .find(|v| !Binder::view_still_binds(&snapshot, v));
+        match broken {
+            Some(v) => Err(Error::ColumnUsedByView {
+                detail: format!(
+                    "rule _RETURN on view {} depends on column \"{}\"",
+                    v.name,
+                    table.columns[usize::from(position)].name
+                ),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// ALTER TABLE … ADD PRIMARY KEY: re-keys every row by the new key (in the transaction),

@@ -1344,7 +1344,8 @@ impl Binder<'_> {
                 })?;
                 let identity =
                     column.sequence.as_ref().is_some_and(|s| s.generated != Generated::Serial);
-                if identity && !matches!(op, ast::AlterColumnOperation::SetNotNull) {
+                let retype = matches!(op, ast::AlterColumnOperation::SetDataType { .. });
+                if identity && !matches!(op, ast::AlterColumnOperation::SetNotNull) && !retype {
                     return Err(Error::SyntaxMisuse {
                         message: format!(
                             "column \"{name}\" of relation \"{}\" is an identity column",
@@ -1362,6 +1363,32 @@ impl Binder<'_> {
                         catalog::ColumnChange::Default(Some(ColumnDefault {
                             sql: value.to_string(),
                         }))
+                    }
+                    ast::AlterColumnOperation::SetDataType { data_type, using, .. } => {
+                        if using.is_some() {
+                            return Err(Error::unsupported("ALTER COLUMN … TYPE … USING"));
+                        }
+                        let to = self.data_type(data_type)?;
+                        let from = column.data_type;
+                        let narrower = |t: &DataType| match t {
+                            DataType::Int16 => 0,
+                            DataType::Int32 => 1,
+                            _ => 2,
+                        };
+                        if identity && narrower(&to) < narrower(&from) {
+                            return Err(Error::unsupported(
+                                "narrowing the type of an identity column",
+                            ));
+                        }
+                        if !crate::types::retypes_in_place(&from, &to) {
+                            return Err(Error::unsupported(format!(
+                                "ALTER COLUMN … TYPE from {} to {} (its rows would have to be \
+                                 rewritten)",
+                                from.sql_name(),
+                                to.sql_name()
+                            )));
+                        }
+                        catalog::ColumnChange::Type(to)
                     }
                     other => return Err(Error::unsupported(format!("ALTER COLUMN … {other}"))),
                 };

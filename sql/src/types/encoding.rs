@@ -362,6 +362,23 @@ pub fn decode_row(bytes: &[u8], types: &[DataType]) -> Result<Vec<Value>> {
     Ok(out)
 }
 
+/// Whether the bytes [`encode_row`] writes for a column of type `from`, and its key
+/// encoding, mean the same values when the column is of type `to`, so that ALTER COLUMN …
+/// TYPE needs no rewrite: integers of any width (one zigzag varint, one key form), text and
+/// varchar (the same string), numeric to unconstrained numeric or to a precision with the
+/// same scale (the same digits and scale). The values must still fit `to`: the caller checks
+/// them.
+pub fn retypes_in_place(from: &DataType, to: &DataType) -> bool {
+    use DataType as T;
+    match (from, to) {
+        (T::Int16 | T::Int32 | T::Int64, T::Int16 | T::Int32 | T::Int64) => true,
+        (T::Text | T::Varchar(_), T::Text | T::Varchar(_)) => true,
+        (T::Numeric(_), T::Numeric(None)) => true,
+        (T::Numeric(Some((_, a))), T::Numeric(Some((_, b)))) => a == b,
+        _ => from == to,
+    }
+}
+
 /// Decodes only column `idx` of a row written by [`encode_row`], skipping the columns before
 /// it without allocating.
 pub fn decode_column(bytes: &[u8], types: &[DataType], idx: usize) -> Result<Value> {

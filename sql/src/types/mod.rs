@@ -35,7 +35,8 @@ pub use compare::{compare, compare_as, sort_cmp, sort_cmp_as};
 pub use datetime::{datetime_unit, Zone};
 pub(crate) use datetime::{make_date, make_timestamp};
 pub use encoding::{
-    decode_column, decode_row, decode_row_id_key, encode_key, encode_key_as, encode_row, KEY_NULL,
+    decode_column, decode_row, decode_row_id_key, encode_key, encode_key_as, encode_row,
+    retypes_in_place, KEY_NULL,
 };
 pub use interval::{age, Interval};
 pub use like::like;
