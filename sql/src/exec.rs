@@ -1875,6 +1875,7 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
     let strict = !matches!(
         f,
         Func::Concat
+            | Func::FormatType
             | Func::Now
             | Func::LocalTimestamp
             | Func::CurrentDate
@@ -1992,6 +1993,21 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
         Func::LocalTimestamp => Value::Timestamp(local_time(env.now, env.zone)?),
         Func::CurrentDate => Value::Date(local_time(env.now, env.zone)?.date()),
         Func::Version => Value::Text(VERSION.into()),
+        Func::PostmasterStartTime => Value::TimestampTz(crate::session::server_start_time()),
+        Func::FormatType => {
+            let typmod = match &args[1] {
+                Value::Int32(m) => Some(*m),
+                _ => None,
+            };
+            match &args[0] {
+                Value::Int64(oid) => Value::Text(builtin::format_type(*oid, typmod)),
+                _ => Value::Null,
+            }
+        }
+        Func::PgSizePretty => match &args[0] {
+            Value::Int64(n) => Value::Text(builtin::size_pretty(*n)),
+            other => return Err(Error::internal(format!("pg_size_pretty of {other:?}"))),
+        },
         Func::CurrentSchema => Value::Text("public".into()),
         Func::CurrentDatabase => Value::Text(env.database.into()),
         Func::CurrentUser => Value::Text(env.user.into()),

@@ -172,6 +172,7 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
         .map_err(|e| convert_error(sql, ParserError::TokenizerError(e.to_string())))?;
     check_operator_count(&tokens)?;
     let tokens = expand_table_statements(tokens);
+    let tokens = drop_index_concurrently(tokens);
     let tokens = order_identity_options(tokens);
     refuse_unknown_statements(&tokens)?;
     // Statements sqlparser does not know in PostgreSQL's form.
@@ -244,6 +245,27 @@ fn expand_table_statements(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         out.push(t);
     }
     out
+}
+
+/// `DROP INDEX CONCURRENTLY …`, which sqlparser cannot parse, is a plain `DROP INDEX …`: in
+/// Aspen no drop blocks the table's readers and writers (a schema change only makes the
+/// concurrent writers that saw the old schema retry). PostgreSQL also refuses it inside a
+/// transaction block; Aspen does not.
+fn drop_index_concurrently(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    if !tokens.iter().any(|t| is_word(t, "concurrently")) {
+        return tokens;
+    }
+    let significant: Vec<usize> =
+        (0..tokens.len()).filter(|i| !matches!(tokens[*i].token, Token::Whitespace(_))).collect();
+    let mut drop = std::collections::HashSet::new();
+    for (n, w) in significant.windows(3).enumerate() {
+        let starts = n == 0 || tokens[significant[n - 1]].token == Token::SemiColon;
+        let [a, b, c] = [w[0], w[1], w[2]].map(|i| &tokens[i]);
+        if starts && is_word(a, "drop") && is_word(b, "index") && is_word(c, "concurrently") {
+            drop.insert(w[2]);
+        }
+    }
+    tokens.into_iter().enumerate().filter(|(i, _)| !drop.contains(i)).map(|(_, t)| t).collect()
 }
 
 /// Statements and clauses of PostgreSQL's that sqlparser cannot parse (it would call them

@@ -143,6 +143,7 @@ impl Database {
     /// secondary indexes) for every catalog table. Recovery then replays rows into
     /// [`Database::engine`] and calls [`Database::restore_row_ids`].
     pub fn new(catalog: Catalog, engine: txn::Engine, options: DatabaseOptions) -> Arc<Database> {
+        server_start_time();
         let log_buffers = engine.log().n_buffers();
         let mut settings = BTreeMap::new();
         let sync = if options.synchronous_commit { "on" } else { "off" };
@@ -281,6 +282,14 @@ pub(crate) fn catalog_error(e: catalog::Error) -> Error {
 }
 
 /// PostgreSQL's hint when objects depend on what a DROP without CASCADE would remove.
+/// When this server started: the first database it opened (`pg_postmaster_start_time()`).
+static STARTED: std::sync::OnceLock<NaiveDateTime> = std::sync::OnceLock::new();
+
+/// The server's start time ([`STARTED`]), UTC.
+pub fn server_start_time() -> NaiveDateTime {
+    *STARTED.get_or_init(now)
+}
+
 const CASCADE_HINT: &str = "Use DROP ... CASCADE to drop the dependent objects too.";
 
 /// Transaction status as reported in ReadyForQuery.

@@ -1008,9 +1008,6 @@ impl Binder<'_> {
         Ok(Typed::known(Expr::Func(func, out), ty))
     }
 
-    /// `nextval('name')`, `currval('name')`, `setval('name', value [, is_called])`. The name is
-    /// a string constant (as in PostgreSQL, usually cast to `regclass`), resolved now to the
-    /// column that owns the sequence.
     /// `to_regclass(name)`: the relation's name if `name` (read as `regclass` reads text) names
     /// one — a table, view, index or sequence — else NULL (never an error). Aspen has no
     /// `regclass` type: the result is the name as text, which prints as PostgreSQL prints the
@@ -1035,6 +1032,14 @@ impl Binder<'_> {
                 })
             }
         };
+        let found = self.regclass(&text)?;
+        let value = found.map_or(Value::Null, |n| Value::Text(super::display_ident(&n)));
+        Ok(Typed::known(Expr::Literal(value), DataType::Text))
+    }
+
+    /// The relation — table, view, index or sequence — that `text` names as `regclass` input
+    /// reads it (folded unless quoted, optionally qualified), if there is one.
+    fn regclass(&self, text: &str) -> Result<Option<String>> {
         // An unquoted name cannot hold spaces; more than three parts is no relation name.
         let unquoted_space = !text.contains('"') && text.trim().contains(char::is_whitespace);
         if text.split('.').count() > 3 && !text.contains('"') {
@@ -1043,16 +1048,61 @@ impl Binder<'_> {
                 span: None,
             });
         }
-        let Some(name) = relation_name(&text).filter(|_| !unquoted_space) else {
+        let Some(name) = relation_name(text).filter(|_| !unquoted_space) else {
             return Err(Error::InvalidName { message: "invalid name syntax".into() });
         };
-        let found = Some(name).filter(|n| {
+        Ok(Some(name).filter(|n| {
             self.snapshot.relation_exists(n)
                 || self.snapshot.index_by_name(n).is_some()
                 || self.snapshot.sequence(n).is_some()
-        });
-        let value = found.map_or(Value::Null, |n| Value::Text(super::display_ident(&n)));
-        Ok(Typed::known(Expr::Literal(value), DataType::Text))
+        }))
+    }
+
+    /// `has_table_privilege(table, privileges)`: true — Aspen's one role owns everything —
+    /// once the table exists (42P01) and every privilege named is one a table has (22023),
+    /// as PostgreSQL checks them. Both arguments must be constants: resolved when bound.
+    fn bind_has_table_privilege(
+        &mut self,
+        args: &[&AstExpr],
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        let [table, privileges] = args else {
+            return Err(Error::UndefinedFunction {
+                name: format!("function has_table_privilege with {} arguments", args.len()),
+                span: self.span_of(e),
+            });
+        };
+        let mut texts = Vec::with_capacity(2);
+        for a in [table, privileges] {
+            match self.bind_expr(a, scope)?.expr {
+                Expr::Literal(Value::Text(s)) => texts.push(s),
+                Expr::Literal(Value::Null) => {
+                    return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Bool))
+                }
+                _ => {
+                    return Err(Error::Unsupported {
+                        feature: "has_table_privilege of arguments that are not constants".into(),
+                        span: self.span_of(*a),
+                    })
+                }
+            }
+        }
+        if self.regclass(&texts[0])?.is_none() {
+            return Err(Error::UndefinedTable { name: texts[0].clone(), span: None });
+        }
+        const PRIVILEGES: &[&str] =
+            &["select", "insert", "update", "delete", "truncate", "references", "trigger"];
+        for chunk in texts[1].split(',').map(str::trim) {
+            let lower = chunk.to_ascii_lowercase();
+            let p = lower.strip_suffix(" with grant option").map_or(lower.as_str(), str::trim_end);
+            if !PRIVILEGES.contains(&p) {
+                return Err(Error::InvalidParameterValue {
+                    message: format!("unrecognized privilege type: \"{chunk}\""),
+                });
+            }
+        }
+        Ok(Typed::known(Expr::Literal(Value::Bool(true)), DataType::Bool))
     }
 
     /// `pg_get_serial_sequence(table, column)`: the schema-qualified, quoted name of the
@@ -1108,6 +1158,9 @@ impl Binder<'_> {
         })
     }
 
+    /// `nextval('name')`, `currval('name')`, `setval('name', value [, is_called])`. The name is
+    /// a string constant (as in PostgreSQL, usually cast to `regclass`), resolved now to the
+    /// column that owns the sequence.
     fn bind_sequence_function(
         &mut self,
         name: &str,
@@ -1771,6 +1824,9 @@ impl Binder<'_> {
         }
         if name == "to_regclass" {
             return self.bind_to_regclass(&arg_exprs, scope, e);
+        }
+        if name == "has_table_privilege" {
+            return self.bind_has_table_privilege(&arg_exprs, scope, e);
         }
         let args: Vec<Typed> =
             arg_exprs.iter().map(|a| self.bind_expr(a, scope)).collect::<Result<_>>()?;

@@ -199,6 +199,25 @@ impl Binder<'_> {
                 self.bind_fixed(name, &[], T::Bool, Func::DebugPanic, args, e)
             }
             ("pg_sleep", 1) => self.bind_fixed(name, &[P::Float], T::Void, Func::PgSleep, args, e),
+            ("pg_is_in_recovery", 0) => {
+                Ok(Typed::known(Expr::Literal(crate::types::Value::Bool(false)), T::Bool))
+            }
+            ("pg_postmaster_start_time", 0) => {
+                self.bind_fixed(name, &[], T::TimestampTz, Func::PostmasterStartTime, args, e)
+            }
+            ("format_type", 2) => {
+                let params = [P::BigInt, P::Int];
+                self.bind_fixed(name, &params, T::Text, Func::FormatType, args, e)
+            }
+            // PostgreSQL has it for bigint and numeric: an integer fits both equally.
+            ("pg_size_pretty", 1)
+                if args[0].unknown || matches!(args[0].ty, T::Int16 | T::Int32) =>
+            {
+                Err(self.ambiguous(name, &args, e))
+            }
+            ("pg_size_pretty", 1) => {
+                self.bind_fixed(name, &[P::BigInt], T::Text, Func::PgSizePretty, args, e)
+            }
             ("pg_backend_pid", 0) => {
                 self.bind_fixed(name, &[], T::Int32, Func::BackendPid, args, e)
             }

@@ -1280,3 +1280,79 @@ mod regex {
         Ok(Value::Text(out.into_owned()))
     }
 }
+
+/// `format_type(oid, typmod)` as PostgreSQL 15 prints it (`format_type_extended`): the SQL
+/// name of the types Aspen knows and a few it does not, the modifier where one was given
+/// (`typmod` `None` is a NULL typmod: `bpchar` is then `character`, with -1 it is `bpchar`),
+/// `???` for an unknown OID.
+pub(crate) fn format_type(oid: i64, typmod: Option<i32>) -> String {
+    let name = match oid {
+        16 => "boolean",
+        17 => "bytea",
+        18 => "\"char\"",
+        19 => "name",
+        20 => "bigint",
+        21 => "smallint",
+        23 => "integer",
+        25 => "text",
+        26 => "oid",
+        114 => "json",
+        700 => "real",
+        701 => "double precision",
+        1042 => "character",
+        1043 => "character varying",
+        1082 => "date",
+        1083 => "time without time zone",
+        1114 => "timestamp without time zone",
+        1184 => "timestamp with time zone",
+        1186 => "interval",
+        1266 => "time with time zone",
+        1700 => "numeric",
+        2278 => "void",
+        2950 => "uuid",
+        3802 => "jsonb",
+        _ => return "???".into(),
+    };
+    let Some(m) = typmod.filter(|m| *m >= 0) else {
+        return if oid == 1042 && typmod.is_some() { "bpchar".into() } else { name.into() };
+    };
+    match oid {
+        1042 | 1043 => format!("{name}({})", m - 4),
+        1700 => format!("numeric({},{})", ((m - 4) >> 16) & 0xFFFF, (m - 4) & 0xFFFF),
+        1083 | 1114 | 1184 | 1266 => {
+            let (base, zone) = name.split_once(' ').expect("time types have two words");
+            format!("{base}({m}) {zone}")
+        }
+        // The full field range (0x7FFF) with a precision (Aspen writes no other).
+        1186 if m >> 16 == 0x7FFF && m & 0xFFFF != 0xFFFF => format!("interval({})", m & 0xFFFF),
+        1186 => name.into(),
+        _ => format!("{name}({m})"),
+    }
+}
+
+/// `pg_size_pretty(bigint)` as PostgreSQL 15 computes it: bytes below 10 kB, then each unit
+/// (kB, MB, GB, TB, PB) below 20 × 1024 − 1 of it, rounded half away from zero.
+pub(crate) fn size_pretty(size: i64) -> String {
+    // (name, limit, rounded, bits of the unit)
+    const UNITS: [(&str, i64, bool, u32); 6] = [
+        ("bytes", 10 * 1024, false, 0),
+        ("kB", 20 * 1024 - 1, true, 10),
+        ("MB", 20 * 1024 - 1, true, 20),
+        ("GB", 20 * 1024 - 1, true, 30),
+        ("TB", 20 * 1024 - 1, true, 40),
+        ("PB", 20 * 1024 - 1, true, 50),
+    ];
+    let half_rounded = |x: i64| (x + if x < 0 { -1 } else { 1 }) / 2;
+    let mut size = size;
+    for (i, (name, limit, round, bits)) in UNITS.iter().enumerate() {
+        let last = i + 1 == UNITS.len();
+        if last || size.unsigned_abs() < *limit as u64 {
+            let size = if *round { half_rounded(size) } else { size };
+            return format!("{size} {name}");
+        }
+        let (_, _, next_round, next_bits) = UNITS[i + 1];
+        let shift = next_bits - bits - u32::from(next_round) + u32::from(*round);
+        size /= 1i64 << shift;
+    }
+    unreachable!("the last unit always answers")
+}

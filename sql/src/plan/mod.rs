@@ -236,6 +236,13 @@ pub enum Func {
     Advisory(AdvisoryCall),
     /// pg_backend_pid(): the process id of the session's BackendKeyData.
     BackendPid,
+    /// pg_postmaster_start_time(): when the server process started.
+    PostmasterStartTime,
+    /// format_type(type_oid, typmod): the type's SQL name with its modifier, as `\d` shows
+    /// it (not strict: a NULL typmod names the type without one).
+    FormatType,
+    /// pg_size_pretty(bigint): a byte count in bytes, kB, MB, GB, TB or PB.
+    PgSizePretty,
     /// `text ~ pattern` (POSIX regular expression match): args are the text, the pattern and
     /// whether case is ignored (`~*`, a `Bool` literal).
     RegexMatch,
