@@ -1504,8 +1504,8 @@ impl Session {
     /// The end of a client's call (a Query, an Execute, a Sync, a COPY, an error): if no
     /// transaction is open any more, the advisory locks its transaction took are released,
     /// as PostgreSQL releases them when the transaction ends.
-    fn end_of_call(&self) {
-        if self.txn.is_none() && self.xact_locks.swap(false, Ordering::Relaxed) {
+    fn end_of_call(&mut self) {
+        if self.txn.is_none() && std::mem::take(self.xact_locks.get_mut()) {
             self.db.advisory.release_all(self.holder, crate::advisory::Scope::Transaction);
         }
     }
@@ -2104,7 +2104,7 @@ impl Session {
             // rare and deferring would be pure overhead. A retry defers it, so a hot
             // row's increments stop conflicting instead of using up the retries.
             let defer = attempt > 0;
-            self.advisory_used.store(false, Ordering::Relaxed);
+            *self.advisory_used.get_mut() = false;
             let result = self.run_plan(&mut t, now, stmt, cached, params, defer);
             let result = match result {
                 Ok(out) => self.commit(t).map(|_| out),
@@ -2118,7 +2118,7 @@ impl Session {
                 Err(e)
                     if e.is_retryable()
                         && attempt < AUTOCOMMIT_RETRIES
-                        && !self.advisory_used.load(Ordering::Relaxed) =>
+                        && !*self.advisory_used.get_mut() =>
                 {
                     attempt += 1;
                     std::thread::yield_now();

@@ -340,6 +340,9 @@ impl Referential {
     /// the action is done (depth first, on an explicit stack: a cascade down a long chain of
     /// rows does not recurse).
     pub(crate) fn finish(mut self, ctx: &mut Ctx<'_>, snapshot: &Snapshot) -> Result<()> {
+        if self.events.is_empty() {
+            return Ok(());
+        }
         let mut stack = vec![Frame { events: std::mem::take(&mut self.events), acting: None }];
         while let Some(frame) = stack.last_mut() {
             let acting = match &mut frame.acting {
