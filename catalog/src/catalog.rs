@@ -207,6 +207,12 @@ pub enum Ddl {
     AlterColumn { table: TableId, position: u16, change: ColumnChange },
     /// See [`Catalog::rename_table`].
     RenameTable { table: TableId, name: String },
+    /// `ALTER INDEX … RENAME TO name`: an index that backs a PRIMARY KEY or UNIQUE constraint
+    /// renames the constraint with it (one name, as in PostgreSQL).
+    RenameIndex { table: TableId, index: IndexId, name: String },
+    /// `ALTER TABLE … RENAME CONSTRAINT old TO name`: a check, a foreign key, or the index of a
+    /// PRIMARY KEY or UNIQUE constraint.
+    RenameConstraint { table: TableId, old: String, name: String },
     /// Adds a `CHECK` constraint; checking that existing rows satisfy it is the caller's job.
     AddCheck { table: TableId, check: crate::schema::Check },
     /// `ALTER TABLE … DROP CONSTRAINT name` of a `CHECK` constraint or a foreign key (an index
@@ -1036,6 +1042,45 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             changed.name = name;
             Change { put: vec![changed], delete: Vec::new() }
         }
+        Ddl::RenameIndex { table, index, name } => {
+            let mut changed = Table::clone(must_get_table(snapshot, table)?);
+            let Some(pos) = changed.indexes.iter().position(|i| i.id == index) else {
+                return Err(Error::UndefinedObject(format!("index {} does not exist", index.0)));
+            };
+            rename_index(snapshot, &mut changed, pos, name)?;
+            Change { put: vec![changed], delete: Vec::new() }
+        }
+        Ddl::RenameConstraint { table, old, name } => {
+            let mut changed = Table::clone(must_get_table(snapshot, table)?);
+            if let Some(pos) = changed.indexes.iter().position(|i| i.constraint && i.name == old) {
+                rename_index(snapshot, &mut changed, pos, name)?;
+            } else {
+                check_name(&name, "constraint")?;
+                if constraint_name_taken(&changed, &name) {
+                    return Err(Error::DuplicateObject(format!(
+                        "constraint \"{name}\" for relation \"{}\" already exists",
+                        changed.name
+                    )));
+                }
+                let check = changed.checks.iter_mut().find(|c| c.name == old);
+                let renamed = match check {
+                    Some(c) => Some(&mut c.name),
+                    None => {
+                        changed.foreign_keys.iter_mut().find(|f| f.name == old).map(|f| &mut f.name)
+                    }
+                };
+                match renamed {
+                    Some(n) => *n = name,
+                    None => {
+                        return Err(Error::UndefinedObject(format!(
+                            "constraint \"{old}\" for table \"{}\" does not exist",
+                            changed.name
+                        )))
+                    }
+                }
+            }
+            Change { put: vec![changed], delete: Vec::new() }
+        }
         Ddl::AddCheck { table, check } => {
             let mut changed = Table::clone(must_get_table(snapshot, table)?);
             add_check(&mut changed, check)?;
@@ -1355,6 +1400,29 @@ fn constraint_name_taken(table: &Table, name: &str) -> bool {
     table.checks.iter().any(|c| c.name == name)
         || table.foreign_keys.iter().any(|f| f.name == name)
         || table.indexes.iter().any(|i| i.constraint && i.name == name)
+}
+
+/// Renames `table`'s index at `pos` (and its constraint, if it backs one): the name must be
+/// free among the relations (indexes share their namespace) and, for a constraint, among the
+/// table's constraints.
+fn rename_index(
+    snapshot: &Snapshot,
+    table: &mut Table,
+    pos: usize,
+    name: String,
+) -> Result<(), Error> {
+    check_name(&name, "index")?;
+    if snapshot.relation_exists(&name) || table.indexes.iter().any(|i| i.name == name) {
+        return Err(Error::DuplicateTable(name));
+    }
+    if table.indexes[pos].constraint && constraint_name_taken(table, &name) {
+        return Err(Error::DuplicateObject(format!(
+            "constraint \"{name}\" for relation \"{}\" already exists",
+            table.name
+        )));
+    }
+    table.indexes[pos].name = name;
+    Ok(())
 }
 
 /// Validates `check` as a `CHECK` constraint of `table` and adds it.

@@ -148,6 +148,10 @@ pub enum Error {
     GeneratedAlways { column: String, update: bool, detail: String },
     /// `0A000` with a full PostgreSQL message (e.g. cannot truncate a referenced table).
     UnsupportedMessage { message: String },
+    /// `42939`: a name of a kind reserved for the system (`pg_` schemas); `detail` says why.
+    ReservedName { message: String, detail: String },
+    /// `42P06`: schema "x" already exists.
+    DuplicateSchema { message: String },
     /// `0A000`: cannot alter type of a column used by a view or rule; `detail` names them
     /// (`rule _RETURN on view v depends on column "c"`).
     ColumnUsedByView { detail: String },
@@ -309,6 +313,8 @@ impl Error {
             Error::Windowing { .. } => "42P20",
             Error::CantChangeRuntimeParam { .. } => "55P02",
             Error::UnsupportedMessage { .. } | Error::ColumnUsedByView { .. } => "0A000",
+            Error::ReservedName { .. } => "42939",
+            Error::DuplicateSchema { .. } => "42P06",
             Error::ForeignKeyViolation { .. } => "23503",
             Error::SerializationFailure { .. } => "40001",
             Error::Deadlock { .. } => "40P01",
@@ -451,7 +457,9 @@ impl Error {
             | Error::GeneratedAlways { detail, .. }
             | Error::WrongParameterCount { detail, .. } => Some(detail),
             Error::ForeignKeyViolation { detail, .. } => Some(detail),
-            Error::Deadlock { detail } | Error::ColumnUsedByView { detail } => Some(detail),
+            Error::Deadlock { detail }
+            | Error::ColumnUsedByView { detail }
+            | Error::ReservedName { detail, .. } => Some(detail),
             Error::DependentObjects { detail, .. } => (!detail.is_empty()).then_some(detail),
             Error::NotNullViolation { row, .. } => row.as_deref(),
             Error::CheckViolation { row, .. } => Some(row),
@@ -603,6 +611,9 @@ impl fmt::Display for Error {
                 write!(f, "parameter \"{name}\" cannot be changed")
             }
             Error::UnsupportedMessage { message } => write!(f, "{message}"),
+            Error::ReservedName { message, .. } | Error::DuplicateSchema { message } => {
+                write!(f, "{message}")
+            }
             Error::ColumnUsedByView { .. } => {
                 write!(f, "cannot alter type of a column used by a view or rule")
             }

@@ -281,7 +281,6 @@ pub(crate) fn catalog_error(e: catalog::Error) -> Error {
     }
 }
 
-/// PostgreSQL's hint when objects depend on what a DROP without CASCADE would remove.
 /// When this server started: the first database it opened (`pg_postmaster_start_time()`).
 static STARTED: std::sync::OnceLock<NaiveDateTime> = std::sync::OnceLock::new();
 
@@ -290,6 +289,7 @@ pub fn server_start_time() -> NaiveDateTime {
     *STARTED.get_or_init(now)
 }
 
+/// PostgreSQL's hint when objects depend on what a DROP without CASCADE would remove.
 const CASCADE_HINT: &str = "Use DROP ... CASCADE to drop the dependent objects too.";
 
 /// Transaction status as reported in ReadyForQuery.
@@ -2579,6 +2579,9 @@ impl Session {
                 }
                 Ok(Output::tag(Tag::new(tag)))
             }
+            Command::Skip { tag, code, message } => {
+                Ok(Output::tag(Tag::new(tag)).with_notice("NOTICE", code, message.clone()))
+            }
             Command::Prepare { name, sql, statement, oids } => {
                 if self.prepared.contains_key(name) {
                     return Err(Error::DuplicatePreparedStatement { name: name.clone() });
@@ -3044,6 +3047,16 @@ impl Session {
             }
             Command::RenameTable { table, name } => {
                 self.stage(catalog::Ddl::RenameTable { table: table.id, name: name.clone() })?;
+                Ok(Output::tag(Tag::new("ALTER TABLE")))
+            }
+            Command::RenameIndex { table, index, name } => {
+                let (table, index, name) = (table.id, *index, name.clone());
+                self.stage(catalog::Ddl::RenameIndex { table, index, name })?;
+                Ok(Output::tag(Tag::new("ALTER INDEX")))
+            }
+            Command::RenameConstraint { table, old, name } => {
+                let (table, old, name) = (table.id, old.clone(), name.clone());
+                self.stage(catalog::Ddl::RenameConstraint { table, old, name })?;
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
             }
             Command::AlterColumn { table, position, change } => {

@@ -202,6 +202,33 @@ pub enum Command {
     },
     /// DISCARD ALL and other no-ops that only need a tag.
     NoOp(&'static str),
+    /// A statement with nothing to do but a notice (`CREATE SCHEMA IF NOT EXISTS public`).
+    Skip {
+        /// The command tag.
+        tag: &'static str,
+        /// The notice's SQLSTATE.
+        code: &'static str,
+        /// The notice.
+        message: String,
+    },
+    /// ALTER INDEX … RENAME TO.
+    RenameIndex {
+        /// The index's table.
+        table: Arc<Table>,
+        /// The index.
+        index: catalog::IndexId,
+        /// Its new name.
+        name: String,
+    },
+    /// ALTER TABLE … RENAME CONSTRAINT old TO name.
+    RenameConstraint {
+        /// Table.
+        table: Arc<Table>,
+        /// The constraint's name.
+        old: String,
+        /// Its new name.
+        name: String,
+    },
     /// CHECKPOINT (parsed by `parse`, not by sqlparser).
     Checkpoint,
     /// PREPARE name [(types)] AS statement. The statement is bound when this runs, and the
@@ -355,6 +382,51 @@ impl Binder<'_> {
                 Command::Truncate(tables)
             }
             S::AlterTable(at) => self.bind_alter_table(at)?,
+            S::AlterIndex {
+                name,
+                operation: ast::AlterIndexOperation::RenameIndex { index_name },
+            } => {
+                let (_, old) = self.object_name(name)?;
+                let (_, new) = self.object_name(index_name)?;
+                match self.snapshot.index_by_name(&old) {
+                    Some((table, index)) => {
+                        Command::RenameIndex { table: table.clone(), index: index.id, name: new }
+                    }
+                    // PostgreSQL renames any relation this way.
+                    None => {
+                        let table = self.relation(name)?;
+                        if self.snapshot.relation_exists(&new) {
+                            return Err(Error::DuplicateTable { name: new });
+                        }
+                        self.refuse_if_viewed(&table, "renaming a table")?;
+                        Command::RenameTable { table, name: new }
+                    }
+                }
+            }
+            S::CreateSchema { schema_name, if_not_exists, .. } => {
+                let name = match schema_name {
+                    ast::SchemaName::Simple(n) => self.object_name(n)?.1,
+                    _ => return Err(Error::unsupported("CREATE SCHEMA AUTHORIZATION")),
+                };
+                if name.starts_with("pg_") {
+                    return Err(Error::ReservedName {
+                        message: format!("unacceptable schema name \"{name}\""),
+                        detail: "The prefix \"pg_\" is reserved for system schemas.".into(),
+                    });
+                }
+                if !matches!(name.as_str(), "public" | "information_schema") {
+                    return Err(Error::unsupported("CREATE SCHEMA"));
+                }
+                let message = format!("schema \"{name}\" already exists");
+                if !*if_not_exists {
+                    return Err(Error::DuplicateSchema { message });
+                }
+                Command::Skip {
+                    tag: "CREATE SCHEMA",
+                    code: "42P06",
+                    message: format!("{message}, skipping"),
+                }
+            }
             S::Discard { .. } => Command::NoOp("DISCARD ALL"),
             S::CreateView(cv) => self.bind_create_view(cv)?,
             S::Prepare { name, data_types, statement } => {
@@ -1300,6 +1372,10 @@ impl Binder<'_> {
                 }
                 let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
                 Ok(Command::DropColumn { table, name, position, cascade })
+            }
+            ast::AlterTableOperation::RenameConstraint { old_name, new_name } => {
+                check_name(new_name)?;
+                Ok(Command::RenameConstraint { table, old: ident(old_name), name: ident(new_name) })
             }
             ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
                 self.refuse_if_viewed(&table, "renaming a column")?;
