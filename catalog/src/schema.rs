@@ -38,6 +38,8 @@ pub enum DataType {
     TimestampTz,
     /// `interval` (OID 1186): months, days and microseconds.
     Interval,
+    /// `time` without time zone (OID 1083): microseconds since midnight, `24:00:00` included.
+    Time,
     /// `uuid` (OID 2950): 16 bytes, ordered bytewise.
     Uuid,
     /// `void` (OID 2278): what a function returns that returns nothing (`pg_sleep`). Its value
@@ -64,6 +66,7 @@ impl DataType {
             DataType::Bytea => 17,
             DataType::TimestampTz => 1184,
             DataType::Interval => 1186,
+            DataType::Time => 1083,
             DataType::Uuid => 2950,
             DataType::Void => 2278,
         }
@@ -87,6 +90,7 @@ impl DataType {
             1114 => DataType::Timestamp,
             1184 => DataType::TimestampTz,
             1186 => DataType::Interval,
+            1083 => DataType::Time,
             2950 => DataType::Uuid,
             17 => DataType::Bytea,
             _ => return None,
@@ -109,7 +113,11 @@ impl DataType {
             DataType::Bool => 1,
             DataType::Int16 => 2,
             DataType::Int32 | DataType::Float32 | DataType::Date => 4,
-            DataType::Int64 | DataType::Float64 | DataType::Timestamp | DataType::TimestampTz => 8,
+            DataType::Int64
+            | DataType::Float64
+            | DataType::Timestamp
+            | DataType::TimestampTz
+            | DataType::Time => 8,
             DataType::Interval | DataType::Uuid => 16,
             _ => -1,
         }
@@ -146,6 +154,7 @@ impl DataType {
             DataType::Bytea => "bytea".into(),
             DataType::TimestampTz => "timestamp with time zone".into(),
             DataType::Interval => "interval".into(),
+            DataType::Time => "time without time zone".into(),
             DataType::Uuid => "uuid".into(),
             DataType::Void => "void".into(),
         }

@@ -565,7 +565,10 @@ impl fmt::Display for Error {
                 Some(signature) => write!(f, "operator does not exist: {signature}"),
                 None => write!(f, "{name} does not exist"),
             },
-            Error::AmbiguousFunction { name, .. } => write!(f, "{name} is not unique"),
+            Error::AmbiguousFunction { name, .. } => match name.strip_prefix("operator ") {
+                Some(signature) => write!(f, "operator is not unique: {signature}"),
+                None => write!(f, "{name} is not unique"),
+            },
             Error::UndefinedObject { message } => write!(f, "{message}"),
             Error::DuplicateTable { name } => write!(f, "relation \"{name}\" already exists"),
             Error::DuplicateColumn { name } => {

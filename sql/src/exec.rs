@@ -188,6 +188,7 @@ pub fn value_type(v: &Value) -> DataType {
         Value::TimestampTz(_) => DataType::TimestampTz,
         Value::Interval(_) => DataType::Interval,
         Value::Uuid(_) => DataType::Uuid,
+        Value::Time(_) => DataType::Time,
     }
 }
 

@@ -451,6 +451,12 @@ raw_type!(
     RawUuid,
     UUID
 );
+raw_type!(
+    /// A time in PostgreSQL's binary format (microseconds since midnight), for what chrono's
+    /// NaiveTime cannot hold.
+    RawTime,
+    TIME
+);
 
 /// uuid over the binary protocol: a parameter's 16 bytes are the value (its text form prints
 /// them in order), a result's are the value's, and a uuid key looked up by a binary parameter
@@ -484,6 +490,41 @@ async fn uuid_in_binary() {
         .await
         .expect_err("a byte too many");
     assert_eq!(tests::sqlstate(&err), Some("22P03"), "{err:?}");
+}
+
+/// `time` in binary (chrono's NaiveTime: microseconds since midnight): parameters, results,
+/// a key looked up by a binary value, and PostgreSQL's `time out of range` for a value past
+/// 24:00:00 sent in binary.
+#[tokio::test]
+async fn time_in_binary() {
+    use chrono::NaiveTime;
+    let Some(b) = Backend::from_env() else { return };
+    let c = b.connect().await;
+    timed("create", c.batch_execute("CREATE TABLE slots (t time PRIMARY KEY, n int)"))
+        .await
+        .expect("create");
+    let insert =
+        timed("prepare", c.prepare("INSERT INTO slots VALUES ($1, $2)")).await.expect("prepare");
+    assert_eq!(insert.params(), [Type::TIME, Type::INT4]);
+    let t = NaiveTime::from_hms_micro_opt(13, 45, 30, 250_000).expect("a time");
+    timed("insert", c.execute(&insert, &[&t, &7i32])).await.expect("insert");
+    let row = timed("select", c.query_one("SELECT t, t::text FROM slots WHERE n = 7", &[]))
+        .await
+        .expect("select");
+    assert_eq!(row.get::<_, NaiveTime>(0), t);
+    assert_eq!(row.get::<_, String>(1), "13:45:30.25");
+    let row = timed("by key", c.query_one("SELECT n FROM slots WHERE t = $1", &[&t]))
+        .await
+        .expect("lookup by a binary time");
+    assert_eq!(row.get::<_, i32>(0), 7);
+    // 24:00:00 has no NaiveTime: its microseconds, raw.
+    let row = timed("24:00", c.query_one("SELECT '24:00'::time", &[])).await.expect("24:00");
+    assert_eq!(row.get::<_, RawTime>(0).0, 86_400_000_000i64.to_be_bytes());
+    let late = RawTime((86_400_000_000i64 + 1).to_be_bytes().to_vec());
+    let err = timed("past midnight", c.query_one("SELECT $1::time", &[&late]))
+        .await
+        .expect_err("past 24:00");
+    assert_eq!(tests::sqlstate(&err), Some("22008"), "{err:?}");
 }
 
 /// Big, tiny and special numerics: text → server → binary result → binary parameter → server →

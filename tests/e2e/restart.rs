@@ -502,3 +502,42 @@ async fn retyped_columns_read_their_rows_across_crashes() {
         timed("checkpoint", c.batch_execute("CHECKPOINT")).await.expect("checkpoint");
     }
 }
+
+#[tokio::test]
+async fn time_values_and_keys_survive_a_crash() {
+    if tests::against_pg() {
+        println!("Aspen-only, skipping under TEST_AGAINST_PG=1");
+        return;
+    }
+    let mut server = AspenServer::start();
+    let c = timed("connect", connect(server.port())).await.expect("connect");
+    let setup = "CREATE TABLE slots (t time PRIMARY KEY, ends time UNIQUE, n int);
+         INSERT INTO slots VALUES ('00:00', '24:00', 1), ('12:30:00.25', NULL, 2);
+         CHECKPOINT;
+         INSERT INTO slots VALUES ('23:59:59.999999', '08:00', 3);";
+    timed("setup", c.batch_execute(setup)).await.expect("setup");
+    drop(c);
+    server.restart();
+    let c = timed("reconnect", connect(server.port())).await.expect("connect after restart");
+    let rows = timed("select", c.query("SELECT t::text, ends::text, n FROM slots ORDER BY t", &[]))
+        .await
+        .expect("select");
+    let got: Vec<(String, Option<String>, i32)> =
+        rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect();
+    let want = [
+        ("00:00:00", Some("24:00:00"), 1),
+        ("12:30:00.25", None, 2),
+        ("23:59:59.999999", Some("08:00:00"), 3),
+    ];
+    let want: Vec<(String, Option<String>, i32)> =
+        want.iter().map(|(t, e, n)| (t.to_string(), e.map(str::to_string), *n)).collect();
+    assert_eq!(got, want);
+    let row = timed("by key", c.query_one("SELECT n FROM slots WHERE t = '12:30:00.25'", &[]))
+        .await
+        .expect("lookup by key");
+    assert_eq!(row.get::<_, i32>(0), 2);
+    let err = timed("unique", c.batch_execute("INSERT INTO slots VALUES ('01:00', '24:00', 4)"))
+        .await
+        .expect_err("the unique time index survived");
+    assert_eq!(sqlstate(&err), Some("23505"));
+}

@@ -225,7 +225,8 @@ fn raw_size(values: &[Value]) -> u64 {
             | Value::Float64(_)
             | Value::Numeric(_)
             | Value::Timestamp(_)
-            | Value::TimestampTz(_) => 8,
+            | Value::TimestampTz(_)
+            | Value::Time(_) => 8,
             Value::Interval(_) | Value::Uuid(_) => 16,
             Value::Text(s) => s.len() as u64,
             Value::Bytea(b) => b.len() as u64,

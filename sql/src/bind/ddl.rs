@@ -736,6 +736,15 @@ impl Binder<'_> {
                 ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone => DataType::Timestamp,
                 ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampTz,
             },
+            D::Time(Some(p), _) if *p != 6 => {
+                return Err(Error::unsupported(format!(
+                    "time({p}) (only the default precision, 6)"
+                )))
+            }
+            D::Time(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+                DataType::Time
+            }
+            D::Time(..) => return Err(Error::unsupported("time with time zone")),
             D::Interval { fields: None, precision: None } => DataType::Interval,
             D::Uuid => DataType::Uuid,
             D::Interval { .. } => {
@@ -758,6 +767,7 @@ impl Binder<'_> {
                         )))
                     }
                     "timestamptz" => return Err(Error::unsupported("timestamp with time zone")),
+                    "timetz" => return Err(Error::unsupported("time with time zone")),
                     _ => {
                         return Err(Error::UndefinedObject {
                             message: format!("type \"{n}\" does not exist"),

@@ -689,6 +689,17 @@ impl Binder<'_> {
             "current_date" => Some((Func::CurrentDate, DataType::Date)),
             "current_timestamp" => Some((Func::Now, DataType::TimestampTz)),
             "localtimestamp" => Some((Func::LocalTimestamp, DataType::Timestamp)),
+            "localtime" if rel.is_none() => {
+                let now = Expr::Func(Func::LocalTimestamp, vec![]);
+                let expr = fold_cast(now, DataType::Timestamp, DataType::Time, CastKind::Explicit)?;
+                return Ok(Typed::known(expr, DataType::Time));
+            }
+            "current_time" if rel.is_none() => {
+                return Err(Error::Unsupported {
+                    feature: "CURRENT_TIME (time with time zone; LOCALTIME is time)".into(),
+                    span: self.span_of(node),
+                })
+            }
             _ => None,
         };
         if let (Some((f, ty)), None) = (func, rel) {
@@ -822,10 +833,13 @@ impl Binder<'_> {
             _ => (l, r),
         };
         let Some(result) = types::arith_result_type(op, &l.ty, &r.ty) else {
-            return Err(Error::UndefinedFunction {
-                name: format!("operator {} {sym} {}", l.ty.base_name(), r.ty.base_name()),
-                span: self.span_of(e),
-            });
+            let name = format!("operator {} {sym} {}", l.ty.base_name(), r.ty.base_name());
+            // PostgreSQL finds time + time ambiguous (time + interval and interval + time both
+            // take it, time being implicitly an interval).
+            if op == ArithOp::Add && l.ty == DataType::Time && r.ty == DataType::Time {
+                return Err(Error::AmbiguousFunction { name, span: self.span_of(e) });
+            }
+            return Err(Error::UndefinedFunction { name, span: self.span_of(e) });
         };
         // Bring both operands to the operation type (date and time operands keep theirs).
         let op_ty = if types::is_datetime_op(&l.ty, &r.ty) { None } else { Some(result) };
@@ -1724,6 +1738,7 @@ impl Binder<'_> {
         match t.ty {
             DataType::Date | DataType::Timestamp | DataType::TimestampTz => Ok((t.expr, t.ty)),
             DataType::Interval => Ok((t.expr, t.ty)),
+            DataType::Time if func != "date_trunc" => Ok((t.expr, t.ty)),
             other => Err(Error::UndefinedFunction {
                 name: format!("function {func}(unknown, {})", other.base_name()),
                 span: self.span_of(e),
@@ -1949,6 +1964,15 @@ impl Binder<'_> {
             ("localtimestamp", 0) => {
                 Ok(Typed::known(Expr::Func(Func::LocalTimestamp, vec![]), DataType::Timestamp))
             }
+            ("localtime", 0) => {
+                let now = Expr::Func(Func::LocalTimestamp, vec![]);
+                let expr = fold_cast(now, DataType::Timestamp, DataType::Time, CastKind::Explicit)?;
+                Ok(Typed::known(expr, DataType::Time))
+            }
+            ("current_time", 0) => Err(Error::Unsupported {
+                feature: "CURRENT_TIME (time with time zone; LOCALTIME is time)".into(),
+                span: self.span_of(e),
+            }),
             ("timezone", 2) => {
                 let mut it = args.into_iter();
                 let zone = it.next().expect("two args");
@@ -2479,7 +2503,9 @@ fn func_name(f: Func) -> &'static str {
 fn unknown_operand_type(op: ArithOp, other: &DataType, left_known: bool) -> DataType {
     match (op, other) {
         (ArithOp::Add, DataType::Date) => DataType::Int32,
-        (ArithOp::Add, DataType::Timestamp | DataType::TimestampTz) => DataType::Interval,
+        (ArithOp::Add, DataType::Timestamp | DataType::TimestampTz | DataType::Time) => {
+            DataType::Interval
+        }
         (ArithOp::Mul, DataType::Interval) => DataType::Float64,
         (ArithOp::Div, DataType::Interval) if left_known => DataType::Float64,
         _ => *other,

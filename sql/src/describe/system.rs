@@ -153,6 +153,7 @@ fn type_name(data_type: DataType) -> &'static str {
         DataType::TimestampTz => "timestamptz",
         DataType::Interval => "interval",
         DataType::Uuid => "uuid",
+        DataType::Time => "time",
         DataType::Void => "void",
     }
 }
@@ -288,7 +289,7 @@ fn type_numbers(data_type: DataType) -> TypeNumbers {
             TypeNumbers { octets: Some(MAX_OCTETS), ..TypeNumbers::default() }
         }
         DataType::Date => TypeNumbers { datetime: Some(0), ..TypeNumbers::default() },
-        DataType::Timestamp | DataType::TimestampTz | DataType::Interval => {
+        DataType::Timestamp | DataType::TimestampTz | DataType::Interval | DataType::Time => {
             TypeNumbers { datetime: Some(6), ..TypeNumbers::default() }
         }
         DataType::Bool | DataType::Bytea | DataType::Uuid | DataType::Void => {
@@ -832,7 +833,7 @@ const fn ty(
     TypeRow { ty, category, preferred, array, io, typmod }
 }
 
-const TYPES: [TypeRow; 17] = [
+const TYPES: [TypeRow; 18] = [
     ty(DataType::Bool, "B", true, 1000, "bool", false),
     ty(DataType::Bytea, "U", false, 1001, "bytea", false),
     ty(DataType::Int64, "N", false, 1016, "int8", false),
@@ -849,6 +850,7 @@ const TYPES: [TypeRow; 17] = [
     ty(DataType::Interval, "T", true, 1187, "interval_", true),
     ty(DataType::Numeric(None), "N", false, 1231, "numeric_", true),
     ty(DataType::Uuid, "U", false, 2951, "uuid_", false),
+    ty(DataType::Time, "D", false, 1183, "time_", true),
     ty(DataType::Void, "P", false, 0, "void_", false),
 ];
 

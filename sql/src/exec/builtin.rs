@@ -971,6 +971,9 @@ mod datetime {
         if let Value::Interval(i) = v {
             return extract_interval(field, i, float);
         }
+        if let Value::Time(t) = v {
+            return extract_time(field, *t, float);
+        }
         let (t, date) = match v {
             Value::Timestamp(t) => (*t, false),
             Value::Date(d) => (d.and_hms_opt(0, 0, 0).expect("midnight exists"), true),
@@ -1028,6 +1031,38 @@ mod datetime {
                 }
             }
             _ => unreachable!("every unit is handled"),
+        };
+        Ok(if float {
+            Value::Float64(value.to_string().parse().expect("a numeric's text is a float"))
+        } else {
+            Value::Numeric(value)
+        })
+    }
+
+    /// EXTRACT / date_part of `field` from a time of day (PostgreSQL 15's `time_part`): its
+    /// hour, minute, second (with microseconds), milliseconds, microseconds or epoch.
+    fn extract_time(field: &str, t: i64, float: bool) -> Result<Value> {
+        let ty = "time without time zone";
+        let lower = field.to_ascii_lowercase();
+        let name = unit(field).ok_or_else(|| Error::InvalidParameterValue {
+            message: format!("unit \"{lower}\" not recognized for type {ty}"),
+        })?;
+        let whole = |n: i64| numeric(n.to_string());
+        let micros_of_minute = t % 60_000_000;
+        let value = match name {
+            "microseconds" => whole(micros_of_minute)?,
+            "milliseconds" => {
+                numeric(format!("{}.{:03}", micros_of_minute / 1000, micros_of_minute % 1000))?
+            }
+            "second" => with_micros(micros_of_minute)?,
+            "minute" => whole(t / 60_000_000 % 60)?,
+            "hour" => whole(t / 3_600_000_000)?,
+            "epoch" => with_micros(t)?,
+            _ => {
+                return Err(Error::UnsupportedMessage {
+                    message: format!("unit \"{lower}\" not supported for type {ty}"),
+                })
+            }
         };
         Ok(if float {
             Value::Float64(value.to_string().parse().expect("a numeric's text is a float"))

@@ -90,7 +90,9 @@ pub fn arith_result_type(op: ArithOp, a: &DataType, b: &DataType) -> Option<Data
 /// Whether `a op b` is one of the date and time operators, whose operands keep their types.
 pub fn is_datetime_op(a: &DataType, b: &DataType) -> bool {
     use DataType as T;
-    [a, b].iter().any(|t| matches!(t, T::Date | T::Timestamp | T::TimestampTz | T::Interval))
+    [a, b]
+        .iter()
+        .any(|t| matches!(t, T::Date | T::Timestamp | T::TimestampTz | T::Interval | T::Time))
 }
 
 fn datetime_result_type(op: ArithOp, a: &DataType, b: &DataType) -> Option<DataType> {
@@ -113,6 +115,11 @@ fn datetime_result_type(op: ArithOp, a: &DataType, b: &DataType) -> Option<DataT
             T::Interval
         }
         (Add | Sub, T::Interval, T::Interval) => T::Interval,
+        (Add, T::Time, T::Interval) | (Add, T::Interval, T::Time) | (Sub, T::Time, T::Interval) => {
+            T::Time
+        }
+        (Sub, T::Time, T::Time) => T::Interval,
+        (Add, T::Date, T::Time) | (Add, T::Time, T::Date) => T::Timestamp,
         (Mul, T::Interval, t) | (Mul, t, T::Interval) if is_number(t) => T::Interval,
         (Div, T::Interval, t) if is_number(t) => T::Interval,
         _ => return None,
@@ -212,6 +219,19 @@ fn datetime_arith(op: ArithOp, l: &Value, r: &Value, zone: Zone) -> Option<Resul
         (Sub, V::Timestamp(a), V::Timestamp(b)) | (Sub, V::TimestampTz(a), V::TimestampTz(b)) => {
             timestamp_diff(*a, *b).map(V::Interval)
         }
+        // `time_pl_interval`: the interval's time part, wrapped into one day (its days and
+        // months do not move a time of day).
+        (Add, V::Time(t), V::Interval(i)) | (Add, V::Interval(i), V::Time(t)) => {
+            Ok(V::Time(time_plus(*t, i.micros)))
+        }
+        (Sub, V::Time(t), V::Interval(i)) => Ok(V::Time(time_plus(*t, i.micros.wrapping_neg()))),
+        (Sub, V::Time(a), V::Time(b)) => {
+            Ok(V::Interval(Interval { months: 0, days: 0, micros: a - b }))
+        }
+        (Add, V::Date(d), V::Time(t)) | (Add, V::Time(t), V::Date(d)) => midnight(d)
+            .checked_add_signed(TimeDelta::microseconds(*t))
+            .map(V::Timestamp)
+            .ok_or_else(timestamp_range),
         (Add, V::Interval(a), V::Interval(b)) => a.checked_add(*b).map(V::Interval),
         (Sub, V::Interval(a), V::Interval(b)) => a.checked_sub(*b).map(V::Interval),
         (Mul, V::Interval(i), n) | (Mul, n, V::Interval(i)) => {
@@ -220,6 +240,12 @@ fn datetime_arith(op: ArithOp, l: &Value, r: &Value, zone: Zone) -> Option<Resul
         (Div, V::Interval(i), n) => i.div_f64(factor(n)?).map(V::Interval),
         _ => return None,
     })
+}
+
+/// A time of day moved by `micros`, wrapped into `[0, 24:00)`.
+fn time_plus(t: i64, micros: i64) -> i64 {
+    let day = i128::from(super::datetime::USECS_PER_DAY);
+    (i128::from(t) + i128::from(micros)).rem_euclid(day) as i64
 }
 
 fn int_overflow(v: &Value) -> Error {

@@ -86,6 +86,13 @@ pub fn decode_binary(b: &[u8], ty: &DataType) -> Result<Value> {
             })
         }
         DataType::Uuid => Value::Uuid(fixed(b)?),
+        DataType::Time => {
+            let us = i64::from_be_bytes(fixed(b)?);
+            if !(0..=datetime::USECS_PER_DAY).contains(&us) {
+                return Err(Error::DatetimeFieldOverflow { message: "time out of range".into() });
+            }
+            Value::Time(us)
+        }
     })
 }
 
@@ -212,6 +219,7 @@ pub fn encode_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
         (Value::Interval(i), _) => out.extend_from_slice(&i.to_be_bytes()),
         (Value::Bytea(b), _) => out.extend_from_slice(b),
         (Value::Uuid(u), _) => out.extend_from_slice(u),
+        (Value::Time(t), _) => out.extend_from_slice(&t.to_be_bytes()),
     }
 }
 

@@ -63,6 +63,8 @@ fn cast_context(from: &DataType, to: &DataType) -> Option<CastKind> {
         (T::Timestamp | T::TimestampTz, T::Date) | (T::TimestampTz, T::Timestamp) => {
             Some(Assignment)
         }
+        (T::Time, T::Interval) => Some(Implicit),
+        (T::Interval | T::Timestamp | T::TimestampTz, T::Time) => Some(Assignment),
         (T::Bool, T::Int32) | (T::Int32, T::Bool) => Some(Explicit),
         (_, to) if is_string(to) => Some(Assignment),
         (from, _) if is_string(from) => Some(Explicit),
@@ -115,7 +117,7 @@ pub fn zone_dependent(from: &DataType, to: &DataType) -> bool {
     from != to
         && match (from, to) {
             (T::TimestampTz, other) | (other, T::TimestampTz) => {
-                matches!(other, T::Date | T::Timestamp) || is_string(other)
+                matches!(other, T::Date | T::Timestamp | T::Time) || is_string(other)
             }
             _ => false,
         }
@@ -209,8 +211,25 @@ pub fn cast_zoned(
         },
         DataType::Interval => match v {
             Value::Interval(i) => Value::Interval(i),
+            Value::Time(t) => {
+                Value::Interval(crate::types::Interval { months: 0, days: 0, micros: t })
+            }
             _ => return Err(cannot_cast(from, to)),
         },
+        DataType::Time => {
+            let day = crate::types::datetime::USECS_PER_DAY;
+            let of_day = |t: chrono::NaiveDateTime| {
+                crate::types::datetime::timestamp_to_pg_micros(t).rem_euclid(day)
+            };
+            match v {
+                Value::Time(t) => Value::Time(t),
+                Value::Timestamp(t) => Value::Time(of_day(t)),
+                Value::TimestampTz(t) => Value::Time(of_day(zone.to_local(t).ok_or_else(range)?)),
+                // PostgreSQL's interval_time: the time part, wrapped into one day.
+                Value::Interval(i) => Value::Time(i.micros.rem_euclid(day)),
+                _ => return Err(cannot_cast(from, to)),
+            }
+        }
         DataType::Bytea => match v {
             Value::Bytea(b) => Value::Bytea(b),
             _ => return Err(cannot_cast(from, to)),

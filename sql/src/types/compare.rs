@@ -60,6 +60,7 @@ pub fn compare(l: &Value, r: &Value) -> Option<Ordering> {
         (V::TimestampTz(a), V::TimestampTz(b)) => a.cmp(b),
         (V::Interval(a), V::Interval(b)) => a.cmp_span(b),
         (V::Uuid(a), V::Uuid(b)) => a.cmp(b),
+        (V::Time(a), V::Time(b)) => a.cmp(b),
         (V::Numeric(a), other) if as_i64(other).is_some() => {
             a.cmp(&Numeric::from(as_i64(other).expect("checked")))
         }
@@ -105,7 +106,8 @@ fn kind_rank(v: &Value) -> u8 {
         Value::TimestampTz(_) => 5,
         Value::Interval(_) => 6,
         Value::Uuid(_) => 7,
-        Value::Null => 8,
+        Value::Time(_) => 8,
+        Value::Null => 9,
     }
 }
 

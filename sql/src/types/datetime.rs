@@ -376,6 +376,89 @@ fn parse_datetime_zoned(input: &str, kind: Kind) -> Result<(NaiveDateTime, Optio
     Ok((t, zone))
 }
 
+/// Microseconds in a day: `time`'s values are `0 ..= USECS_PER_DAY` (`24:00:00` included).
+pub(crate) const USECS_PER_DAY: i64 = 86_400_000_000;
+
+/// Parses a `time` (without time zone), as PostgreSQL's `time_in`: `HH:MM[:SS[.ffffff]]`
+/// with an optional AM/PM and zone (ignored), `allballs`, or a whole timestamp, whose time of
+/// day it takes. More than six fraction digits round to the microsecond.
+pub(crate) fn parse_time(input: &str) -> Result<i64> {
+    let invalid = || Error::InvalidDatetimeFormat {
+        message: format!("invalid input syntax for type time: \"{input}\""),
+    };
+    let range = || Error::DatetimeFieldOverflow {
+        message: format!("date/time field value out of range: \"{input}\""),
+    };
+    let s = input.trim();
+    if s.eq_ignore_ascii_case("allballs") {
+        return Ok(0);
+    }
+    let mut c = Cursor { b: s.as_bytes(), i: 0 };
+    let (h, n) = c.digits(4).ok_or_else(invalid)?;
+    if n > 2 || !c.eat(b':') {
+        // A date first (`2024-07-01 12:30`): the time of day of that timestamp, its zone
+        // ignored.
+        if s.contains('-') {
+            let t = parse_datetime(input, Kind::Timestamp).map_err(|_| invalid())?;
+            return Ok(timestamp_to_pg_micros(t).rem_euclid(USECS_PER_DAY));
+        }
+        return Err(invalid());
+    }
+    let (m, _) = c.digits(2).ok_or_else(invalid)?;
+    let (mut sec, mut frac_us) = (0i64, 0i64);
+    if c.eat(b':') {
+        sec = c.digits(2).ok_or_else(invalid)?.0;
+        if c.eat(b'.') {
+            let start = c.i;
+            while c.peek().is_some_and(|d| d.is_ascii_digit()) {
+                c.i += 1;
+            }
+            let digits = std::str::from_utf8(&c.b[start..c.i]).expect("ASCII digits");
+            let frac: f64 = format!("0.{digits}").parse().map_err(|_| invalid())?;
+            frac_us = (frac * 1_000_000.0).round_ties_even() as i64;
+        }
+    }
+    c.skip_spaces();
+    let mut h = h;
+    let rest = std::str::from_utf8(&c.b[c.i..]).expect("from a str");
+    let meridian =
+        rest.get(..2).filter(|m| m.eq_ignore_ascii_case("am") || m.eq_ignore_ascii_case("pm"));
+    if let Some(m) = meridian {
+        if !(1..=12).contains(&h) {
+            return Err(range());
+        }
+        h = match (h, m.eq_ignore_ascii_case("pm")) {
+            (12, false) => 0,
+            (12, true) => 12,
+            (h, pm) => h + if pm { 12 } else { 0 },
+        };
+        c.i += 2;
+        c.skip_spaces();
+    }
+    parse_zone(&mut c).ok_or_else(invalid)?;
+    if !c.at_end() {
+        return Err(invalid());
+    }
+    let micros = ((h * 60 + m) * 60 + sec) * 1_000_000 + frac_us;
+    if h > 24 || m > 59 || sec > 60 || micros > USECS_PER_DAY {
+        return Err(range());
+    }
+    Ok(micros)
+}
+
+/// Appends a `time`: `HH:MM:SS[.ffffff]` with trailing fraction zeros trimmed.
+pub(crate) fn write_time(micros: i64, out: &mut String) {
+    use std::fmt::Write;
+    let secs = micros / 1_000_000;
+    let _ = write!(out, "{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60);
+    let us = micros % 1_000_000;
+    if us > 0 {
+        let s = format!("{us:06}");
+        out.push('.');
+        out.push_str(s.trim_end_matches('0'));
+    }
+}
+
 /// Reads an optional time zone suffix: `Some(None)` if there is none, `None` if it is
 /// malformed.
 fn parse_zone(c: &mut Cursor<'_>) -> Option<Option<Zone>> {

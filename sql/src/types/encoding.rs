@@ -76,6 +76,7 @@ const KEY_BYTEA: u8 = 0x08;
 const KEY_TIMESTAMPTZ: u8 = 0x09;
 const KEY_INTERVAL: u8 = 0x0A;
 const KEY_UUID: u8 = 0x0B;
+const KEY_TIME: u8 = 0x0C;
 
 fn put_varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
@@ -126,6 +127,7 @@ pub fn encode_row(values: &[Value], out: &mut Vec<u8>) {
                 out.extend_from_slice(&i.months.to_le_bytes());
             }
             Value::Uuid(u) => out.extend_from_slice(u),
+            Value::Time(t) => out.extend_from_slice(&t.to_le_bytes()),
         }
     }
 }
@@ -319,6 +321,13 @@ impl<'a> Reader<'a> {
                 Value::Interval(Interval { months, days, micros })
             }
             DataType::Uuid => Value::Uuid(self.array()?),
+            DataType::Time => {
+                let us = i64::from_le_bytes(self.array()?);
+                if !(0..=datetime::USECS_PER_DAY).contains(&us) {
+                    return Err(corrupt("time"));
+                }
+                Value::Time(us)
+            }
         })
     }
 
@@ -329,7 +338,7 @@ impl<'a> Reader<'a> {
             DataType::Bool => self.take(1).map(drop),
             DataType::Int16 | DataType::Int32 | DataType::Int64 => self.varint().map(drop),
             DataType::Float32 | DataType::Date => self.take(4).map(drop),
-            DataType::Float64 | DataType::Timestamp | DataType::TimestampTz => {
+            DataType::Float64 | DataType::Timestamp | DataType::TimestampTz | DataType::Time => {
                 self.take(8).map(drop)
             }
             DataType::Interval | DataType::Uuid => self.take(16).map(drop),
@@ -464,6 +473,10 @@ fn encode_key_value(v: &Value, bpchar: bool, out: &mut Vec<u8>) {
             out.push(KEY_UUID);
             out.extend_from_slice(u);
         }
+        Value::Time(t) => {
+            out.push(KEY_TIME);
+            out.extend_from_slice(&(*t as u64).to_be_bytes());
+        }
     }
 }
 
@@ -579,6 +592,7 @@ mod tests {
         DataType::TimestampTz,
         DataType::Interval,
         DataType::Uuid,
+        DataType::Time,
     ];
 
     /// A random value of type `ty`, biased towards edge cases; NULL one time in ten.
@@ -681,6 +695,14 @@ mod tests {
                 }
                 Value::Uuid(u)
             }
+            DataType::Time => Value::Time(
+                match rng.below(3) {
+                    0 => [0, 1, datetime::USECS_PER_DAY, datetime::USECS_PER_DAY - 1]
+                        [rng.below(4) as usize],
+                    _ => rng.next() as i64 % (datetime::USECS_PER_DAY + 1),
+                }
+                .abs(),
+            ),
         }
     }
 

@@ -40,6 +40,8 @@ pub enum Value {
     Interval(Interval),
     /// uuid: its 16 bytes
     Uuid([u8; 16]),
+    /// time without time zone: microseconds since midnight, 0 ..= 86,400,000,000
+    Time(i64),
 }
 
 impl Value {
@@ -67,6 +69,7 @@ impl Value {
             Value::TimestampTz(_) => "timestamp with time zone",
             Value::Interval(_) => "interval",
             Value::Uuid(_) => "uuid",
+            Value::Time(_) => "time without time zone",
         }
     }
 
@@ -89,6 +92,7 @@ impl Value {
             Value::TimestampTz(_) => DataType::TimestampTz,
             Value::Interval(_) => DataType::Interval,
             Value::Uuid(_) => DataType::Uuid,
+            Value::Time(_) => DataType::Time,
         })
     }
 }
