@@ -213,6 +213,9 @@ pub enum Ddl {
     /// `ALTER TABLE … RENAME CONSTRAINT old TO name`: a check, a foreign key, or the index of a
     /// PRIMARY KEY or UNIQUE constraint.
     RenameConstraint { table: TableId, old: String, name: String },
+    /// `COMMENT ON TABLE | VIEW | COLUMN … IS …`: the relation's (`column` `None`) or a
+    /// column's comment set, or removed (`comment` `None`).
+    Comment { table: TableId, column: Option<u16>, comment: Option<String> },
     /// Adds a `CHECK` constraint; checking that existing rows satisfy it is the caller's job.
     AddCheck { table: TableId, check: crate::schema::Check },
     /// `ALTER TABLE … DROP CONSTRAINT name` of a `CHECK` constraint or a foreign key (an index
@@ -789,6 +792,8 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                 hidden_pk: def.hidden_pk,
                 view: def.view,
                 checks: Vec::new(),
+                comment: None,
+                column_comments: Default::default(),
             };
             for index in def.indexes {
                 if snapshot.relation_exists(&index.name) || index.name == table.name {
@@ -1081,6 +1086,27 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             }
             Change { put: vec![changed], delete: Vec::new() }
         }
+        Ddl::Comment { table, column, comment } => {
+            let mut changed = Table::clone(must_get_table(snapshot, table)?);
+            match column {
+                None => changed.comment = comment,
+                Some(c) if changed.columns.get(usize::from(c)).is_none_or(|c| c.dropped) => {
+                    return Err(Error::InvalidDefinition(format!(
+                        "column {c} of {} does not exist",
+                        changed.name
+                    )))
+                }
+                Some(c) => match comment {
+                    Some(text) => {
+                        changed.column_comments.insert(c, text);
+                    }
+                    None => {
+                        changed.column_comments.remove(&c);
+                    }
+                },
+            }
+            Change { put: vec![changed], delete: Vec::new() }
+        }
         Ddl::AddCheck { table, check } => {
             let mut changed = Table::clone(must_get_table(snapshot, table)?);
             add_check(&mut changed, check)?;
@@ -1131,6 +1157,7 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             let uses = |columns: &[u16]| columns.contains(&position);
             changed.indexes.retain(|i| !uses(&i.columns));
             changed.checks.retain(|c| !uses(&c.columns));
+            changed.column_comments.remove(&position);
             // Its own foreign keys on the column, and those that reference it from this table.
             let refers = |f: &ForeignKey| f.ref_table == table && uses(&f.ref_columns);
             changed.foreign_keys.retain(|f| !uses(&f.columns) && !refers(f));

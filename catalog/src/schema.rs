@@ -351,6 +351,12 @@ pub struct Table {
     /// `CHECK` constraints, in the order they were added.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Check>,
+    /// `COMMENT ON TABLE` / `VIEW` (PostgreSQL's `pg_description` of the relation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// `COMMENT ON COLUMN`, by column position.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub column_comments: std::collections::BTreeMap<u16, String>,
 }
 
 /// What a view is: its query, and the tables that query reads (which cannot be dropped while

@@ -3049,6 +3049,11 @@ impl Session {
                 self.stage(catalog::Ddl::RenameTable { table: table.id, name: name.clone() })?;
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
             }
+            Command::Comment { table, column, comment } => {
+                let (table, column, comment) = (table.id, *column, comment.clone());
+                self.stage(catalog::Ddl::Comment { table, column, comment })?;
+                Ok(Output::tag(Tag::new("COMMENT")))
+            }
             Command::RenameIndex { table, index, name } => {
                 let (table, index, name) = (table.id, *index, name.clone());
                 self.stage(catalog::Ddl::RenameIndex { table, index, name })?;

@@ -211,6 +211,15 @@ pub enum Command {
         /// The notice.
         message: String,
     },
+    /// COMMENT ON TABLE | VIEW | COLUMN … IS ….
+    Comment {
+        /// The table or view.
+        table: Arc<Table>,
+        /// The column's position, for COMMENT ON COLUMN.
+        column: Option<u16>,
+        /// The comment; `None` (`IS NULL` or `IS ''`) removes it.
+        comment: Option<String>,
+    },
     /// ALTER INDEX … RENAME TO.
     RenameIndex {
         /// The index's table.
@@ -403,6 +412,9 @@ impl Binder<'_> {
                     }
                 }
             }
+            S::Comment { object_type, object_name, comment, .. } => {
+                self.bind_comment(*object_type, object_name, comment)?
+            }
             S::CreateSchema { schema_name, if_not_exists, .. } => {
                 let name = match schema_name {
                     ast::SchemaName::Simple(n) => self.object_name(n)?.1,
@@ -484,6 +496,53 @@ impl Binder<'_> {
                 return Err(Error::unsupported(words.join(" ")));
             }
         })
+    }
+
+    /// COMMENT ON TABLE / VIEW / COLUMN: the relation must be of the kind named (42809), the
+    /// column must exist (42703); an empty comment removes it, as `IS NULL` does.
+    fn bind_comment(
+        &mut self,
+        object_type: ast::CommentObject,
+        name: &ast::ObjectName,
+        comment: &Option<String>,
+    ) -> Result<Command> {
+        use ast::CommentObject as O;
+        let comment = comment.clone().filter(|c| !c.is_empty());
+        match object_type {
+            O::Table | O::View => {
+                let table = self.relation(name)?;
+                let want_view = object_type == O::View;
+                if table.is_view() != want_view {
+                    let kind = if want_view { "view" } else { "table" };
+                    return Err(Error::WrongObjectType {
+                        message: format!("\"{}\" is not a {kind}", table.name),
+                    });
+                }
+                Ok(Command::Comment { table, column: None, comment })
+            }
+            O::Column => {
+                let mut parts = name.0.clone();
+                let Some(column) = parts.pop().filter(|_| !parts.is_empty()) else {
+                    return Err(Error::Syntax {
+                        message: "column name must be qualified".into(),
+                        span: None,
+                    });
+                };
+                let table = self.relation(&ast::ObjectName(parts))?;
+                let column = match column {
+                    ast::ObjectNamePart::Identifier(id) => ident(&id),
+                    other => other.to_string(),
+                };
+                let Some(c) = table.column(&column) else {
+                    return Err(Error::UndefinedColumn {
+                        name: format!("\"{column}\" of relation \"{}\"", table.name),
+                        span: None,
+                    });
+                };
+                Ok(Command::Comment { column: Some(c.position), table, comment })
+            }
+            other => Err(Error::unsupported(format!("COMMENT ON {other}"))),
+        }
     }
 
     /// The name of a relation CREATE makes: not a reserved word unless quoted, and in the
@@ -1103,6 +1162,8 @@ impl Binder<'_> {
                 hidden_pk,
                 view: None,
                 checks: Vec::new(),
+                comment: None,
+                column_comments: Default::default(),
             };
             for (given, c) in pending_checks {
                 let taken = |n: &str| checks.iter().any(|c: &catalog::Check| c.name == n);

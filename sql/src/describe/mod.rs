@@ -524,7 +524,12 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                         ];
                         if verbose {
                             row.extend([text(storage(c.data_type)), text(""), Value::Null]);
-                            row.push(Value::Null);
+                            row.push(
+                                table
+                                    .column_comments
+                                    .get(&c.position)
+                                    .map_or(Value::Null, |d| text(d)),
+                            );
                         }
                         row
                     })

@@ -48,3 +48,10 @@ create sequence order_ids as integer start with 1000 increment by 50 maxvalue 10
 \ds
 \d order_ids
 \du
+create table line (id int primary key, w int references warehouse(w_id) on update cascade on delete set null, o int references warehouse(w_id) on delete restrict, n int default 2 references warehouse(w_id) on update set default);
+comment on table line is 'order lines';
+comment on column line.w is 'the warehouse';
+comment on column line.o is 'to be removed';
+comment on column line.o is '';
+\d+ line
+\d warehouse
