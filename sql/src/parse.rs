@@ -173,6 +173,7 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
     check_operator_count(&tokens)?;
     let tokens = expand_table_statements(tokens);
     let tokens = drop_index_concurrently(tokens);
+    let tokens = key_lock_strengths(tokens);
     let tokens = order_identity_options(tokens);
     refuse_unknown_statements(&tokens)?;
     // Statements sqlparser does not know in PostgreSQL's form.
@@ -263,6 +264,32 @@ fn drop_index_concurrently(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         let [a, b, c] = [w[0], w[1], w[2]].map(|i| &tokens[i]);
         if starts && is_word(a, "drop") && is_word(b, "index") && is_word(c, "concurrently") {
             drop.insert(w[2]);
+        }
+    }
+    tokens.into_iter().enumerate().filter(|(i, _)| !drop.contains(i)).map(|(_, t)| t).collect()
+}
+
+/// `FOR NO KEY UPDATE` and `FOR KEY SHARE`, which sqlparser cannot parse, lock as `FOR UPDATE`
+/// and `FOR SHARE`: stronger than PostgreSQL's (they also conflict with writers that leave the
+/// key alone), which under Aspen's optimistic engine can only mean a retry (40001), never a
+/// wrong answer.
+fn key_lock_strengths(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    if !tokens.iter().any(|t| is_word(t, "key")) {
+        return tokens;
+    }
+    let significant: Vec<usize> =
+        (0..tokens.len()).filter(|i| !matches!(tokens[*i].token, Token::Whitespace(_))).collect();
+    let mut drop = std::collections::HashSet::new();
+    for w in significant.windows(4) {
+        let [a, b, c, d] = [w[0], w[1], w[2], w[3]].map(|i| &tokens[i]);
+        if is_word(a, "for") && is_word(b, "no") && is_word(c, "key") && is_word(d, "update") {
+            drop.extend([w[1], w[2]]);
+        }
+    }
+    for w in significant.windows(3) {
+        let [a, b, c] = [w[0], w[1], w[2]].map(|i| &tokens[i]);
+        if is_word(a, "for") && is_word(b, "key") && is_word(c, "share") {
+            drop.insert(w[1]);
         }
     }
     tokens.into_iter().enumerate().filter(|(i, _)| !drop.contains(i)).map(|(_, t)| t).collect()
