@@ -1,5 +1,7 @@
 //! The one place that runs sqlparser (PostgreSqlDialect) and turns its errors into ours.
 
+use std::collections::HashSet;
+
 use sqlparser::ast::{Ident, ObjectName, ObjectNamePart, Statement};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
@@ -256,9 +258,8 @@ fn drop_index_concurrently(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     if !tokens.iter().any(|t| is_word(t, "concurrently")) {
         return tokens;
     }
-    let significant: Vec<usize> =
-        (0..tokens.len()).filter(|i| !matches!(tokens[*i].token, Token::Whitespace(_))).collect();
-    let mut drop = std::collections::HashSet::new();
+    let significant = significant_positions(&tokens);
+    let mut drop = HashSet::new();
     for (n, w) in significant.windows(3).enumerate() {
         let starts = n == 0 || tokens[significant[n - 1]].token == Token::SemiColon;
         let [a, b, c] = [w[0], w[1], w[2]].map(|i| &tokens[i]);
@@ -266,6 +267,16 @@ fn drop_index_concurrently(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             drop.insert(w[2]);
         }
     }
+    without(tokens, &drop)
+}
+
+/// The positions of the tokens that are not whitespace.
+fn significant_positions(tokens: &[TokenWithSpan]) -> Vec<usize> {
+    (0..tokens.len()).filter(|i| !matches!(tokens[*i].token, Token::Whitespace(_))).collect()
+}
+
+/// `tokens` without the ones at the positions in `drop`.
+fn without(tokens: Vec<TokenWithSpan>, drop: &HashSet<usize>) -> Vec<TokenWithSpan> {
     tokens.into_iter().enumerate().filter(|(i, _)| !drop.contains(i)).map(|(_, t)| t).collect()
 }
 
@@ -277,9 +288,8 @@ fn key_lock_strengths(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     if !tokens.iter().any(|t| is_word(t, "key")) {
         return tokens;
     }
-    let significant: Vec<usize> =
-        (0..tokens.len()).filter(|i| !matches!(tokens[*i].token, Token::Whitespace(_))).collect();
-    let mut drop = std::collections::HashSet::new();
+    let significant = significant_positions(&tokens);
+    let mut drop = HashSet::new();
     for w in significant.windows(4) {
         let [a, b, c, d] = [w[0], w[1], w[2], w[3]].map(|i| &tokens[i]);
         if is_word(a, "for") && is_word(b, "no") && is_word(c, "key") && is_word(d, "update") {
@@ -292,7 +302,7 @@ fn key_lock_strengths(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             drop.insert(w[1]);
         }
     }
-    tokens.into_iter().enumerate().filter(|(i, _)| !drop.contains(i)).map(|(_, t)| t).collect()
+    without(tokens, &drop)
 }
 
 /// Statements and clauses of PostgreSQL's that sqlparser cannot parse (it would call them
