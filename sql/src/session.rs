@@ -2223,7 +2223,7 @@ impl Session {
                 let snapshot = self.snapshot();
                 // Foreign keys hold at the end of the statement (PostgreSQL), so a row may
                 // reference one inserted after it, or itself.
-                let mut referential = Referential::default();
+                let mut referential = Referential::new(&snapshot, table);
                 // ON CONFLICT DO UPDATE: the rows this statement inserted or updated.
                 let mut touched: HashSet<Vec<u8>> = HashSet::new();
                 for src in rows {
@@ -2305,7 +2305,7 @@ impl Session {
                 let sets_fk = sets.iter().any(|(c, _)| {
                     table.foreign_keys.iter().any(|fk| fk.columns.contains(&(*c as u16)))
                 });
-                let mut referential = Referential::default();
+                let mut referential = Referential::new(&snapshot, table);
                 for (i, (key, old)) in rows.into_iter().enumerate() {
                     // With FROM, SET and RETURNING read the other tables' row after the target's.
                     let other = others.get(i);
@@ -2351,7 +2351,7 @@ impl Session {
                 let n = rows.len();
                 let mut out_rows = Vec::new();
                 let snapshot = self.snapshot();
-                let mut referential = Referential::default();
+                let mut referential = Referential::new(&snapshot, table);
                 for (i, (key, old)) in rows.into_iter().enumerate() {
                     ctx.txn.delete(exec::tid(table), &key).map_err(exec::txn_error)?;
                     referential.changed(&snapshot, table, &old, None);

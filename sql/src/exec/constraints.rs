@@ -298,12 +298,14 @@ struct Frame {
 /// ends, as PostgreSQL fires its triggers, so an action sees every row the statement wrote (a
 /// cascade through a self-referencing table finds the rows under their new keys), and a key
 /// the statement removed and put back is still there for NO ACTION.
-#[derive(Default)]
 pub(crate) struct Referential {
     events: VecDeque<Event>,
+    /// Whether foreign keys reference the statement's table: if not, its changes need no
+    /// event (the common case, checked once per statement).
+    referenced: bool,
     /// Referencing tables' CHECK constraints and SET DEFAULT defaults, bound when an action
     /// first writes one of their rows.
-    bound: HashMap<TableId, Bound>,
+    bound: Vec<(TableId, Bound)>,
 }
 
 /// A referencing table's constraints and column defaults, bound for the rows actions write.
@@ -313,9 +315,15 @@ struct Bound {
 }
 
 impl Referential {
-    /// `table`'s row `old` was deleted (`new` is `None`) or became `new`. Only what some
-    /// foreign key references is kept: a row whose referenced columns kept their values needs
-    /// no action.
+    /// The referential work of a statement that writes `table`.
+    pub(crate) fn new(snapshot: &Snapshot, table: &Table) -> Referential {
+        let referenced = !snapshot.referencing_fks(table.id).is_empty();
+        Referential { events: VecDeque::new(), referenced, bound: Vec::new() }
+    }
+
+    /// The statement's row `old` of `table` was deleted (`new` is `None`) or became `new`.
+    /// Only what some foreign key references is kept: a row whose referenced columns kept
+    /// their values needs no action.
     pub(crate) fn changed(
         &mut self,
         snapshot: &Snapshot,
@@ -323,6 +331,9 @@ impl Referential {
         old: &[Value],
         new: Option<&[Value]>,
     ) {
+        if !self.referenced {
+            return;
+        }
         if let Some(event) = changed(snapshot, table, old, new) {
             self.events.push_back(event);
         }
@@ -473,10 +484,9 @@ impl Referential {
     /// `table`'s constraints and the defaults of its referencing columns, bound once per
     /// statement.
     fn bind(&mut self, snapshot: &Snapshot, table: &Table) -> Result<&Bound> {
-        use std::collections::hash_map::Entry;
-        match self.bound.entry(table.id) {
-            Entry::Occupied(e) => Ok(e.into_mut()),
-            Entry::Vacant(e) => {
+        let at = match self.bound.iter().position(|(id, _)| *id == table.id) {
+            Some(at) => at,
+            None => {
                 let mut binder = crate::bind::Binder::new(snapshot, "", Vec::new());
                 let checks = binder.table_checks(table)?;
                 let mut defaults = HashMap::new();
@@ -485,9 +495,11 @@ impl Referential {
                         defaults.insert(*c, binder.column_default(table, usize::from(*c))?);
                     }
                 }
-                Ok(e.insert(Bound { checks, defaults }))
+                self.bound.push((table.id, Bound { checks, defaults }));
+                self.bound.len() - 1
             }
-        }
+        };
+        Ok(&self.bound[at].1)
     }
 }
 
