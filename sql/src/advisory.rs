@@ -150,10 +150,12 @@ impl Table {
         None
     }
 
-    fn release(&mut self, who: Holder, keep: impl Fn(&mut Held)) {
+    /// Lets `clear` zero some of `who`'s counts on every key, dropping the holds (and keys)
+    /// left empty.
+    fn release(&mut self, who: Holder, clear: impl Fn(&mut Held)) {
         self.locks.retain(|_, holders| {
             if let Some(held) = holders.get_mut(&who) {
-                keep(held);
+                clear(held);
                 if held.is_empty() {
                     holders.remove(&who);
                 }

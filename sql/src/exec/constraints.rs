@@ -285,7 +285,6 @@ struct Acting {
 
 /// The events of one statement, or of one referential action (PostgreSQL runs an action as
 /// a query whose own trigger events fire when it ends, before the next action).
-#[derive(Default)]
 struct Frame {
     events: VecDeque<Event>,
     acting: Option<Acting>,
