@@ -27,7 +27,9 @@ use parking_lot::RwLock;
 
 use crate::bind::{Binder, Bound, Command, SetValue};
 use crate::error::{Error, Result};
-use crate::exec::constraints::{check_foreign_key, check_row, unique_error, Referential};
+use crate::exec::constraints::{
+    check_foreign_key, check_row, unique_error, write_updated, Referential,
+};
 use crate::exec::{self, Ctx, Env};
 use crate::parse::Parsed;
 use crate::plan::{Access, Expr, InsertValue, OutColumn, Plan, Statement};
@@ -1224,14 +1226,7 @@ impl Session {
 
     /// What expressions read from the session, for a statement at `now`.
     fn env(&self, now: NaiveDateTime) -> exec::Env<'_> {
-        exec::Env {
-            now,
-            user: &self.user,
-            database: &self.database,
-            zone: self.zone,
-            settings: &self.settings,
-            server_settings: &self.db.settings,
-        }
+        env_of(now, &self.user, &self.database, self.zone, &self.settings, &self.db)
     }
 
     /// The session's part of an [`Env`], owned, for work that borrows the session mutably.
@@ -2295,10 +2290,6 @@ impl Session {
                 let (rows, others) = scan_joined(&mut ctx, scan, from.as_deref())?;
                 let n = rows.len();
                 let mut out_rows = Vec::new();
-                let pk_cols: Vec<usize> = table
-                    .primary_index()
-                    .map(|i| i.columns.iter().map(|c| *c as usize).collect())
-                    .unwrap_or_default();
                 let snapshot = self.snapshot();
                 // As for INSERT: the new rows' foreign keys are checked when the statement ends,
                 // and so are the rows that reference a key it changed.
@@ -2316,24 +2307,11 @@ impl Session {
                         new[*col] = ctx.eval(e, input)?;
                     }
                     let new = check_row(table, checks, new, &ctx.env)?;
-                    let key_changed = pk_cols.iter().any(|c| {
-                        types::compare(&old[*c], &new[*c]) != Some(std::cmp::Ordering::Equal)
-                    });
                     if sets_fk {
                         referential.written(table, &new);
                     }
                     referential.changed(&snapshot, table, &old, Some(&new));
-                    let mut bytes = Vec::with_capacity(64);
-                    types::encode_row(&new, &mut bytes);
-                    let t = exec::tid(table);
-                    if key_changed {
-                        ctx.txn.delete(t, &key).map_err(exec::txn_error)?;
-                        let new_key = exec::primary_key(table, &new, &self.db.engine);
-                        exec::insert_row(ctx.txn, table, new_key, bytes)
-                            .map_err(|e| unique_error(e, table, &new))?;
-                    } else {
-                        ctx.txn.update(t, &key, bytes).map_err(|e| unique_error(e, table, &new))?;
-                    }
+                    write_updated(&mut ctx, table, key, &old, &new)?;
                     if let Some(r) = returning {
                         let joined = other.map(|o| [new.as_slice(), o].concat());
                         let row = joined.as_deref().unwrap_or(&new);
@@ -3632,15 +3610,20 @@ struct OwnedEnv {
 
 impl OwnedEnv {
     fn env(&self, now: NaiveDateTime) -> Env<'_> {
-        Env {
-            now,
-            user: &self.user,
-            database: &self.database,
-            zone: self.zone,
-            settings: &self.settings,
-            server_settings: &self.db.settings,
-        }
+        env_of(now, &self.user, &self.database, self.zone, &self.settings, &self.db)
     }
+}
+
+/// What expressions read from a session (or a copy of its state, [`OwnedEnv`]) at `now`.
+fn env_of<'a>(
+    now: NaiveDateTime,
+    user: &'a str,
+    database: &'a str,
+    zone: types::Zone,
+    settings: &'a BTreeMap<&'static str, String>,
+    db: &'a Database,
+) -> Env<'a> {
+    Env { now, user, database, zone, settings, server_settings: &db.settings }
 }
 
 /// A `TimeZone` value as `SHOW` gives it back, or `None` if it names no zone. A number (`SET
@@ -3880,24 +3863,6 @@ fn upsert(
         new[*col] = ctx.eval(e, &both)?;
     }
     let new = check_row(table, checks, new, &ctx.env)?;
-    let mut bytes = Vec::with_capacity(64);
-    types::encode_row(&new, &mut bytes);
-    let t = exec::tid(table);
-    let key_changed = table.primary_index().is_some_and(|pk| {
-        pk.columns.iter().any(|c| {
-            let c = usize::from(*c);
-            types::compare(&old[c], &new[c]) != Some(std::cmp::Ordering::Equal)
-        })
-    });
-    if key_changed {
-        ctx.txn.delete(t, &key).map_err(exec::txn_error)?;
-        let new_key = exec::primary_key(table, &new, ctx.engine);
-        touched.insert(new_key.bytes.clone());
-        exec::insert_row(ctx.txn, table, new_key, bytes)
-            .map_err(|e| unique_error(e, table, &new))?;
-    } else {
-        ctx.txn.update(t, &key, bytes).map_err(|e| unique_error(e, table, &new))?;
-        touched.insert(key);
-    }
+    touched.insert(write_updated(ctx, table, key, old, &new)?);
     Ok(Some(new))
 }

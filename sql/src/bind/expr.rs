@@ -1034,21 +1034,30 @@ impl Binder<'_> {
                 span: self.span_of(e),
             });
         };
-        let text = match self.bind_expr(arg, scope)?.expr {
-            Expr::Literal(Value::Text(s)) => s,
-            Expr::Literal(Value::Null) => {
-                return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Text))
-            }
-            _ => {
-                return Err(Error::Unsupported {
-                    feature: "to_regclass of a name that is not a constant".into(),
-                    span: self.span_of(*arg),
-                })
-            }
+        let Some(text) = self.constant_text(arg, scope, "to_regclass of a name")? else {
+            return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Text));
         };
         let found = self.regclass(&text)?;
         let value = found.map_or(Value::Null, |n| Value::Text(super::display_ident(&n)));
         Ok(Typed::known(Expr::Literal(value), DataType::Text))
+    }
+
+    /// A function argument that must be a constant string, as bound (`None` for NULL);
+    /// `0A000` naming `what` otherwise.
+    fn constant_text(
+        &mut self,
+        arg: &AstExpr,
+        scope: &Scope,
+        what: &str,
+    ) -> Result<Option<String>> {
+        match self.bind_expr(arg, scope)?.expr {
+            Expr::Literal(Value::Text(s)) => Ok(Some(s)),
+            Expr::Literal(Value::Null) => Ok(None),
+            _ => Err(Error::Unsupported {
+                feature: format!("{what} that is not a constant"),
+                span: self.span_of(arg),
+            }),
+        }
     }
 
     /// The relation — table, view, index or sequence — that `text` names as `regclass` input
@@ -1089,17 +1098,9 @@ impl Binder<'_> {
         };
         let mut texts = Vec::with_capacity(2);
         for a in [table, privileges] {
-            match self.bind_expr(a, scope)?.expr {
-                Expr::Literal(Value::Text(s)) => texts.push(s),
-                Expr::Literal(Value::Null) => {
-                    return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Bool))
-                }
-                _ => {
-                    return Err(Error::Unsupported {
-                        feature: "has_table_privilege of arguments that are not constants".into(),
-                        span: self.span_of(*a),
-                    })
-                }
+            match self.constant_text(a, scope, "has_table_privilege of an argument")? {
+                Some(s) => texts.push(s),
+                None => return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Bool)),
             }
         }
         if self.regclass(&texts[0])?.is_none() {

@@ -244,6 +244,31 @@ fn key_text(table: &Table, cols: &[u16], vals: &[Value]) -> String {
     format!("Key ({})=({})", names.join(", "), texts.join(", "))
 }
 
+/// Writes `table`'s row `old` (under `key`) as `new`, whose constraints were checked: in
+/// place, or — when its primary key changed — deleted and inserted under the new key (23505
+/// if that is taken). Returns the key the row now has.
+pub(crate) fn write_updated(
+    ctx: &mut Ctx<'_>,
+    table: &Table,
+    key: Vec<u8>,
+    old: &[Value],
+    new: &[Value],
+) -> Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(64);
+    types::encode_row(new, &mut bytes);
+    let t = tid(table);
+    let pk = table.primary_index().map(|i| i.columns.as_slice()).unwrap_or_default();
+    if same_values(old, new, pk) {
+        ctx.txn.update(t, &key, bytes).map_err(|e| unique_error(e, table, new))?;
+        return Ok(key);
+    }
+    ctx.txn.delete(t, &key).map_err(txn_error)?;
+    let new_key = primary_key(table, new, ctx.engine);
+    let moved = new_key.bytes.clone();
+    insert_row(ctx.txn, table, new_key, bytes).map_err(|e| unique_error(e, table, new))?;
+    Ok(moved)
+}
+
 /// Maps an engine unique violation to 23505 with PostgreSQL's constraint name and detail.
 pub(crate) fn unique_error(e: txn::Error, table: &Table, row: &[Value]) -> Error {
     match e {
@@ -462,18 +487,7 @@ impl Referential {
             }
             let checks = self.bind(snapshot, child)?.checks.clone();
             let updated = check_row(child, &checks, updated, &ctx.env)?;
-            let mut bytes = Vec::with_capacity(64);
-            types::encode_row(&updated, &mut bytes);
-            let t = tid(child);
-            let pk = child.primary_index().map(|i| i.columns.as_slice()).unwrap_or_default();
-            if same_values(&row, &updated, pk) {
-                ctx.txn.update(t, &key, bytes).map_err(|e| unique_error(e, child, &updated))?;
-            } else {
-                ctx.txn.delete(t, &key).map_err(txn_error)?;
-                let new_key = primary_key(child, &updated, ctx.engine);
-                insert_row(ctx.txn, child, new_key, bytes)
-                    .map_err(|e| unique_error(e, child, &updated))?;
-            }
+            write_updated(ctx, child, key, &row, &updated)?;
             events.extend(changed(snapshot, child, &row, Some(&updated)));
             events.push_back(Event::Written { table: child.id, row: updated });
         }

@@ -328,30 +328,8 @@ fn parse_datetime_zoned(input: &str, kind: Kind) -> Result<(NaiveDateTime, Optio
                 return Err(invalid());
             }
             let (m, _) = c.digits(2).ok_or_else(invalid)?;
-            let mut sec = 0i64;
-            let mut frac_us = 0i64;
-            if c.eat(b':') {
-                sec = c.digits(2).ok_or_else(invalid)?.0;
-                if c.eat(b'.') {
-                    let start = c.i;
-                    while c.peek().is_some_and(|d| d.is_ascii_digit()) {
-                        c.i += 1;
-                    }
-                    if c.i == start {
-                        return Err(invalid());
-                    }
-                    let digits = &c.b[start..c.i];
-                    frac_us = if digits.len() <= 6 {
-                        let v = digits.iter().fold(0i64, |acc, d| acc * 10 + (d - b'0') as i64);
-                        v * 10i64.pow(6 - digits.len() as u32)
-                    } else {
-                        // As PostgreSQL: read the fraction as a double, then rint(frac * 1e6).
-                        let digits = std::str::from_utf8(digits).expect("ASCII digits");
-                        let frac: f64 = format!("0.{digits}").parse().map_err(|_| invalid())?;
-                        (frac * 1_000_000.0).round_ties_even() as i64
-                    };
-                }
-            }
+            let (sec, frac_us) =
+                if c.eat(b':') { seconds(&mut c).ok_or_else(invalid)? } else { (0, 0) };
             if h > 24 || m > 59 || sec > 60 || (h == 24 && (m > 0 || sec > 0 || frac_us > 0)) {
                 return Err(range());
             }
@@ -374,6 +352,31 @@ fn parse_datetime_zoned(input: &str, kind: Kind) -> Result<(NaiveDateTime, Optio
     let t = date.and_time(NaiveTime::MIN);
     let t = t.checked_add_signed(TimeDelta::microseconds(micros_of_day)).ok_or_else(range)?;
     Ok((t, zone))
+}
+
+/// The `SS[.[fraction]]` after a time's second colon: the seconds, and the fraction in
+/// microseconds (up to six digits exactly; more read as a double and rounded to the
+/// microsecond, as PostgreSQL does). `None` if malformed.
+fn seconds(c: &mut Cursor<'_>) -> Option<(i64, i64)> {
+    let (sec, _) = c.digits(2)?;
+    if !c.eat(b'.') {
+        return Some((sec, 0));
+    }
+    let start = c.i;
+    while c.peek().is_some_and(|d| d.is_ascii_digit()) {
+        c.i += 1;
+    }
+    // A point with no digits after it is no fraction (`12:00:00.`), as in PostgreSQL.
+    let digits = &c.b[start..c.i];
+    let frac_us = if digits.len() <= 6 {
+        let v = digits.iter().fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0'));
+        v * 10i64.pow(6 - digits.len() as u32)
+    } else {
+        let digits = std::str::from_utf8(digits).ok()?;
+        let frac: f64 = format!("0.{digits}").parse().ok()?;
+        (frac * 1_000_000.0).round_ties_even() as i64
+    };
+    Some((sec, frac_us))
 }
 
 /// Microseconds in a day: `time`'s values are `0 ..= USECS_PER_DAY` (`24:00:00` included).
@@ -405,19 +408,7 @@ pub(crate) fn parse_time(input: &str) -> Result<i64> {
         return Err(invalid());
     }
     let (m, _) = c.digits(2).ok_or_else(invalid)?;
-    let (mut sec, mut frac_us) = (0i64, 0i64);
-    if c.eat(b':') {
-        sec = c.digits(2).ok_or_else(invalid)?.0;
-        if c.eat(b'.') {
-            let start = c.i;
-            while c.peek().is_some_and(|d| d.is_ascii_digit()) {
-                c.i += 1;
-            }
-            let digits = std::str::from_utf8(&c.b[start..c.i]).expect("ASCII digits");
-            let frac: f64 = format!("0.{digits}").parse().map_err(|_| invalid())?;
-            frac_us = (frac * 1_000_000.0).round_ties_even() as i64;
-        }
-    }
+    let (sec, frac_us) = if c.eat(b':') { seconds(&mut c).ok_or_else(invalid)? } else { (0, 0) };
     c.skip_spaces();
     let mut h = h;
     let rest = std::str::from_utf8(&c.b[c.i..]).expect("from a str");
