@@ -100,7 +100,8 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
     let Some(b) = Backend::from_env() else { return };
     // No ON_ERROR_STOP: every statement runs; errors go to stderr. A COPY FROM STDIN that
     // fails before its data is still followed by `\.`: psql 15.20 skips the lines up to it
-    // (older versions run them, and `\.` alone is then an invalid command on stderr).
+    // (older versions run them, and `\.` alone is then an invalid command on stderr), so such
+    // a COPY has no data lines: the same output with either.
     let script = "DROP TABLE IF EXISTS f;\n\
         CREATE TABLE f (id int PRIMARY KEY, v int);\n\
         COPY f FROM STDIN;\n1\t1\n2\tx\n\\.\n\
@@ -137,7 +138,7 @@ async fn a_failed_copy_leaves_nothing_and_the_session_goes_on() {
         VACUUM ANALYZE f (v);\n\
         CREATE VIEW fv AS SELECT id FROM f;\n\
         COPY fv TO STDOUT;\n\
-        COPY fv FROM STDIN;\n5\n\\.\n\
+        COPY fv FROM STDIN;\n\\.\n\
         COPY (SELECT id FROM fv) TO STDOUT;\n\
         DROP VIEW fv;\n\
         SELECT id, v FROM f;\n";
