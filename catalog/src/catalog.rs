@@ -10,6 +10,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 use crate::ids::{CatalogVersion, IndexId, TableId};
+use crate::roles::{role_key, Role, Roles, ROLE_PREFIX};
 use crate::schema::{Column, DataType, ForeignKey, Generated, Index, Sequence, Table};
 use crate::snapshot::Snapshot;
 use crate::store::{CatalogStore, MemStore, RocksStore};
@@ -316,7 +317,8 @@ impl PreparedDdl<'_> {
         let mut puts = meta_puts(self.version, *self.counters);
         puts.extend(self.puts);
         self.catalog.store.write_batch(puts, self.deletes)?;
-        let published = Arc::new(Snapshot::new(self.version, self.tables));
+        let roles = self.catalog.role_list();
+        let published = Arc::new(Snapshot::new(self.version, self.tables).with_roles(roles));
         self.catalog.current.store(published.clone());
         tracing::debug!(version = self.version.0, "catalog version published (transaction)");
         Ok(published)
@@ -345,6 +347,8 @@ pub struct Catalog {
     /// Sequence counters by owning table and column, made at first use (or at load, from the
     /// store). Each has its own lock, so that only users of one sequence wait for its writes.
     sequences: Mutex<SequenceCounters>,
+    /// The roles (module `roles`): not versioned with the snapshot, each change written alone.
+    roles: parking_lot::RwLock<Roles>,
 }
 
 impl Catalog {
@@ -362,7 +366,9 @@ impl Catalog {
     /// `meta/` keys; any other content must be a valid catalog in the current layout
     /// (see the crate doc).
     pub fn with_store(store: Box<dyn CatalogStore>) -> Result<Catalog, Error> {
-        let entries = store.load_all()?;
+        let (role_entries, entries): (Vec<_>, Vec<_>) =
+            store.load_all()?.into_iter().partition(|(key, _)| key.starts_with(ROLE_PREFIX));
+        let roles = Roles::load(role_entries)?;
         let (snapshot, counters, covered) = if entries.is_empty() {
             let counters = Counters { next_table_id: FIRST_ID, next_index_id: FIRST_ID };
             let version = CatalogVersion(0);
@@ -371,6 +377,7 @@ impl Catalog {
         } else {
             load(entries)?
         };
+        let snapshot = snapshot.with_roles(roles.all().cloned().collect());
         tracing::debug!(version = snapshot.version().0, "catalog loaded");
         // A restarted sequence continues after the last value it may have handed out.
         let mut sequences = std::collections::HashMap::new();
@@ -388,7 +395,93 @@ impl Catalog {
             current: ArcSwap::from_pointee(snapshot),
             writer: Mutex::new(counters),
             sequences: Mutex::new(sequences),
+            roles: parking_lot::RwLock::new(roles),
         })
+    }
+
+    /// The role named `name`.
+    pub fn role(&self, name: &str) -> Option<Role> {
+        self.roles.read().get(name).cloned()
+    }
+
+    /// Every role, by name.
+    pub fn roles(&self) -> Vec<Role> {
+        self.roles.read().all().cloned().collect()
+    }
+
+    /// Creates `role` (its OID is assigned) and writes it to the store before it is visible.
+    ///
+    /// Errors: [`Error::DuplicateObject`] if a role of that name exists; [`Error::Store`].
+    pub fn create_role(&self, role: Role) -> Result<Role, Error> {
+        let writer = self.writer.lock();
+        let mut roles = self.roles.write();
+        let role = roles.prepare_create(role)?;
+        let version = self.write_roles(&writer, vec![role_put(&role)?], Vec::new())?;
+        roles.put(role.clone());
+        self.publish_roles(version, &roles);
+        Ok(role)
+    }
+
+    /// Changes the role named `name` with `change` (which must not rename it) and writes it.
+    ///
+    /// Errors: [`Error::UndefinedObject`] if there is no such role; [`Error::Store`].
+    pub fn alter_role(&self, name: &str, change: impl FnOnce(&mut Role)) -> Result<(), Error> {
+        let writer = self.writer.lock();
+        let mut roles = self.roles.write();
+        let mut role = roles.existing(name)?.clone();
+        change(&mut role);
+        debug_assert_eq!(role.name, name, "alter_role does not rename");
+        let version = self.write_roles(&writer, vec![role_put(&role)?], Vec::new())?;
+        roles.put(role);
+        self.publish_roles(version, &roles);
+        Ok(())
+    }
+
+    /// Drops the role named `name`.
+    ///
+    /// Errors: [`Error::UndefinedObject`] if there is no such role; [`Error::DependentObjects`]
+    /// for the bootstrap superuser, as PostgreSQL; [`Error::Store`].
+    pub fn drop_role(&self, name: &str) -> Result<(), Error> {
+        let writer = self.writer.lock();
+        let mut roles = self.roles.write();
+        if roles.existing(name)?.oid == crate::roles::BOOTSTRAP_ROLE_OID {
+            return Err(Error::DependentObjects {
+                message: format!(
+                    "cannot drop role {name} because it is required by the database system"
+                ),
+                detail: None,
+            });
+        }
+        let version = self.write_roles(&writer, Vec::new(), vec![role_key(name)])?;
+        roles.remove(name);
+        self.publish_roles(version, &roles);
+        Ok(())
+    }
+
+    /// Writes a role change with the next catalog version, in one batch; the caller then
+    /// changes its map and [`Catalog::publish_roles`]. A new version, because what was bound
+    /// against the old one (a plan reading `pg_roles`) is stale.
+    fn write_roles(
+        &self,
+        counters: &Counters,
+        mut puts: Vec<(String, Vec<u8>)>,
+        deletes: Vec<String>,
+    ) -> Result<CatalogVersion, Error> {
+        let version = CatalogVersion(self.current.load().version().0 + 1);
+        puts.extend(meta_puts(version, *counters));
+        self.store.write_batch(puts, deletes)?;
+        Ok(version)
+    }
+
+    /// Publishes the current tables with `roles` at `version` (see [`Catalog::write_roles`]).
+    fn publish_roles(&self, version: CatalogVersion, roles: &Roles) {
+        let tables = self.current.load().table_map().clone();
+        let roles = roles.all().cloned().collect();
+        self.current.store(Arc::new(Snapshot::new(version, tables).with_roles(roles)));
+    }
+
+    fn role_list(&self) -> Arc<[Role]> {
+        self.roles.read().all().cloned().collect()
     }
 
     /// `nextval`: the next value of `seq`, the sequence of column `position` of table `table`
@@ -662,7 +755,8 @@ impl Catalog {
             CatalogVersion(NEXT_PRIVATE_VERSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let mut tables = batch.working.table_map().clone();
         apply_change(&mut tables, change);
-        batch.working = Arc::new(Snapshot::new(version, tables));
+        let roles = batch.working.roles_arc();
+        batch.working = Arc::new(Snapshot::new(version, tables).with_roles(roles));
         batch.ops.push((ddl, ids));
         Ok(applied)
     }
@@ -696,7 +790,8 @@ impl Catalog {
                 let (change, _) = validate(&snapshot, ddl.clone(), &mut replayed)?;
                 let mut tables = snapshot.table_map().clone();
                 apply_change(&mut tables, change);
-                snapshot = Arc::new(Snapshot::new(snapshot.version(), tables));
+                let roles = snapshot.roles_arc();
+                snapshot = Arc::new(Snapshot::new(snapshot.version(), tables).with_roles(roles));
             }
             snapshot.table_map().clone()
         };
@@ -750,7 +845,7 @@ impl Catalog {
         let mut tables = current.table_map().clone();
         apply_change(&mut tables, change);
         *counters = next_counters;
-        let published = Arc::new(Snapshot::new(version, tables));
+        let published = Arc::new(Snapshot::new(version, tables).with_roles(current.roles_arc()));
         self.current.store(published.clone());
         tracing::debug!(version = version.0, "catalog version published");
         Ok((published, applied))
@@ -1220,6 +1315,12 @@ fn lost_sequence_keys(old: Option<&Arc<Table>>, new: &Table) -> Vec<String> {
         .collect()
 }
 
+/// The store entry of `role`.
+fn role_put(role: &Role) -> Result<(String, Vec<u8>), Error> {
+    let value = serde_json::to_vec(role).map_err(|e| Error::Store(e.to_string()))?;
+    Ok((role_key(&role.name), value))
+}
+
 fn meta_puts(version: CatalogVersion, counters: Counters) -> Vec<(String, Vec<u8>)> {
     vec![
         (KEY_FORMAT.into(), FORMAT_VERSION.to_string().into_bytes()),
@@ -1616,6 +1717,38 @@ mod tests {
         // The old snapshot is unchanged.
         assert_eq!(empty.tables().count(), 0);
         assert!(empty.table("a").is_none());
+    }
+
+    #[test]
+    fn roles_survive_a_restart_and_the_bootstrap_role_stays() {
+        let store = MemStore::new();
+        let catalog = Catalog::with_store(Box::new(store.clone())).unwrap();
+        let names =
+            |c: &Catalog| c.roles().into_iter().map(|r| (r.name, r.oid)).collect::<Vec<_>>();
+        assert_eq!(names(&catalog), [("postgres".to_owned(), 10)]);
+        let bob = catalog.create_role(Role::new("bob".into(), true)).unwrap();
+        assert_eq!(bob.oid, 16384);
+        let carol = catalog.create_role(Role::new("carol".into(), false)).unwrap();
+        assert_eq!(carol.oid, 16385);
+        assert!(matches!(
+            catalog.create_role(Role::new("bob".into(), true)),
+            Err(Error::DuplicateObject(m)) if m == "role \"bob\" already exists"
+        ));
+        let verifier = crate::Verifier::new("secret").to_string();
+        catalog.alter_role("bob", |r| r.password = Some(verifier.clone())).unwrap();
+        catalog.alter_role("postgres", |r| r.password = Some(verifier.clone())).unwrap();
+        assert!(matches!(catalog.alter_role("dave", |_| {}), Err(Error::UndefinedObject(_))));
+        assert!(matches!(catalog.drop_role("postgres"), Err(Error::DependentObjects { .. })));
+        catalog.drop_role("carol").unwrap();
+        assert!(matches!(catalog.drop_role("carol"), Err(Error::UndefinedObject(_))));
+
+        let reopened = Catalog::with_store(Box::new(store.clone())).unwrap();
+        assert_eq!(names(&reopened), [("bob".to_owned(), 16384), ("postgres".to_owned(), 10)]);
+        assert_eq!(reopened.role("bob").unwrap().password.as_deref(), Some(verifier.as_str()));
+        assert_eq!(reopened.role("postgres").unwrap().password.as_deref(), Some(verifier.as_str()));
+        assert!(reopened.role("postgres").unwrap().superuser);
+        // OIDs follow the largest in use: nothing stored refers to a role by its OID.
+        assert_eq!(reopened.create_role(Role::new("erin".into(), true)).unwrap().oid, 16385);
     }
 
     #[test]

@@ -66,6 +66,7 @@
 //! | `meta/next_index_id`   | next [`IndexId`] to assign, decimal            |
 //! | `table/<id:010>`       | the [`Table`] as JSON (serde), e.g. `table/0000000003` |
 //! | `sequence/<id:010>/<column:05>` | the largest value the sequence may have given, decimal |
+//! | `role/<name>`          | a [`Role`] as JSON (module [`roles`]: written alone, not versioned) |
 //!
 //! A sequence's key is not part of DDL batches: [`Catalog::nextval`] writes it on its own,
 //! synced, before it hands out values beyond the last one written (in chunks, so that most
@@ -88,6 +89,7 @@
 mod catalog;
 mod error;
 pub mod ids;
+pub mod roles;
 pub mod schema;
 mod snapshot;
 mod store;
@@ -97,6 +99,7 @@ pub use crate::catalog::{
 };
 pub use crate::error::Error;
 pub use crate::ids::{sequence_oid, CatalogVersion, IndexId, TableId};
+pub use crate::roles::{Role, Verifier};
 pub use crate::schema::{
     Check, Column, ColumnDefault, DataType, FkAction, ForeignKey, Generated, Index, Sequence,
     Table, ViewDef,

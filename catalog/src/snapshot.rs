@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::ids::{CatalogVersion, IndexId, TableId};
+use crate::roles::Role;
 use crate::schema::{ForeignKey, Index, Table};
 use crate::Error;
 
@@ -33,6 +34,9 @@ pub struct Snapshot {
     indexes: HashMap<IndexId, (TableId, usize)>,
     /// Referenced table → (referencing table, position in its `foreign_keys`).
     referenced_by: HashMap<TableId, Vec<(TableId, usize)>>,
+    /// The roles when this snapshot was published, by name (`pg_roles`). The catalog's own
+    /// role map, not this, is what logins are checked against.
+    roles: Arc<[Role]>,
 }
 
 impl Snapshot {
@@ -66,7 +70,22 @@ impl Snapshot {
                 referenced_by.entry(fk.ref_table).or_default().push((*id, pos));
             }
         }
-        Snapshot { version, tables, relations, indexes, referenced_by }
+        Snapshot { version, tables, relations, indexes, referenced_by, roles: Arc::new([]) }
+    }
+
+    /// This snapshot with `roles` as its roles.
+    pub(crate) fn with_roles(mut self, roles: Arc<[Role]>) -> Snapshot {
+        self.roles = roles;
+        self
+    }
+
+    /// The roles, by name, as they were when this snapshot was published.
+    pub fn roles(&self) -> &[Role] {
+        &self.roles
+    }
+
+    pub(crate) fn roles_arc(&self) -> Arc<[Role]> {
+        self.roles.clone()
     }
 
     /// The empty catalog at `version`.

@@ -12,7 +12,8 @@ buffer per --wal-dir) before it is acknowledged, and the database is recovered f
 checkpoints and logs at startup. All transactions are SERIALIZABLE; a conflict fails with \
 SQLSTATE 40001 and the client retries.
 
-Start a server and connect with any PostgreSQL client (trust authentication, no TLS):
+Start a server and connect with any PostgreSQL client (no TLS; trust authentication on the \
+Unix socket and loopback addresses, SCRAM-SHA-256 passwords from anywhere else):
 
     aspen serve --listen 127.0.0.1:5432 --data-dir ./aspen-data
     psql -h 127.0.0.1 -p 5432 -U postgres
@@ -118,6 +119,18 @@ pub struct ServeArgs {
     /// 0 = never.
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 50)]
     pub busy_poll_us: u64,
+    /// How clients on the Unix-domain socket or a loopback address authenticate: `trust` (any
+    /// role name, no password), `scram-sha-256` (the role's password, set with ALTER ROLE …
+    /// PASSWORD) or `reject`.
+    #[arg(long, value_name = "METHOD", default_value = "trust")]
+    pub auth_local: crate::auth::Method,
+    /// How clients from any other address authenticate (`scram-sha-256`, `trust`, `reject`).
+    #[arg(long, value_name = "METHOD", default_value = "scram-sha-256")]
+    pub auth_remote: crate::auth::Method,
+    /// Sets the password of the bootstrap role `postgres` at start (only its SCRAM verifier is
+    /// stored). Prefer the environment variable: a command line is visible to other users.
+    #[arg(long, value_name = "PASSWORD", env = "ASPEN_POSTGRES_PASSWORD", hide_env_values = true)]
+    pub postgres_password: Option<String>,
     /// Testing only: make a log device fail (`device=D,write|sync|nospace=N`, see
     /// `server::fault`).
     #[arg(long, value_name = "SPEC", hide = true, value_parser = crate::fault::parse)]

@@ -45,17 +45,18 @@ type Socket = Framed<CheckedStream<Stream>, PgWireMessageServerCodec<Statement>>
 
 /// Serves one accepted connection until it ends.
 pub(crate) async fn serve(stream: Stream, shared: Arc<Shared>) -> io::Result<()> {
-    let addr = match &stream {
+    let peer = match &stream {
         Stream::Tcp(tcp) => {
             tcp.set_nodelay(true)?;
-            tcp.peer_addr()?
+            Some(tcp.peer_addr()?)
         }
         // A Unix-domain socket has no peer address (PostgreSQL shows `[local]`).
-        Stream::Unix(_) => std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+        Stream::Unix(_) => None,
     };
+    let addr = peer.unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
     let _spin = crate::busy_poll::register(std::os::fd::AsRawFd::as_raw_fd(&stream));
     let cancel = Arc::new(crate::cancel::Handler(shared.cancels.clone()));
-    let handler = Arc::new(Handler::new(shared));
+    let handler = Arc::new(Handler::new(shared, peer));
 
     let mut socket: Socket = Framed::new(
         CheckedStream::new(stream),

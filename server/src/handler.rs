@@ -1,4 +1,5 @@
-//! The pgwire handlers of one connection: startup (trust), simple query, extended query.
+//! The pgwire handlers of one connection: startup (with authentication, `crate::auth`), simple
+//! query, extended query.
 //!
 //! Each connection owns a [`Connection`] holding its [`sql::Session`]. Every handler runs the
 //! session synchronously on the connection's tokio task and never holds the session lock across
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::{Sink, SinkExt, StreamExt};
 use parking_lot::Mutex;
+use pgwire::api::auth::mechanism::{AuthMechanism, AuthMechanismFactory, AuthState};
 use pgwire::api::auth::{
     protocol_negotiation, save_startup_parameters_to_metadata, StartupHandler,
 };
@@ -48,7 +50,9 @@ use pgwire::messages::response::{
     CommandComplete, EmptyQueryResponse, ReadyForQuery, TransactionStatus,
 };
 use pgwire::messages::simplequery::Query;
-use pgwire::messages::startup::{Authentication, BackendKeyData, ParameterStatus};
+use pgwire::messages::startup::{
+    Authentication, BackendKeyData, ParameterStatus, PasswordMessageFamily,
+};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use sql::{CopyStart, Database, Output, Prepared, Session, TxnStatus, Value};
 
@@ -68,6 +72,10 @@ pub struct Shared {
     pub cancels: Arc<crate::cancel::Cancels>,
     /// Process ids and secret keys for BackendKeyData.
     pub keys: RandomPidSecretKeyGenerator,
+    /// How connections authenticate, by where they come from (`crate::auth`).
+    pub auth: crate::auth::Methods,
+    /// SCRAM-SHA-256 against the catalog's roles.
+    pub scram: pgwire::api::auth::sasl::scram::ScramAuth,
 }
 
 /// One connection's state: the SQL session, created at startup from the startup parameters.
@@ -81,6 +89,14 @@ pub struct Connection {
     /// is Sync, so the statement is its implicit transaction's only one (see
     /// [`Session::set_pipelined`]).
     sync_follows: std::sync::atomic::AtomicBool,
+    /// A password exchange under way: the mechanism and the startup parameters.
+    authenticating: Mutex<Option<Authenticating>>,
+}
+
+/// A startup waiting for the client's next password message.
+struct Authenticating {
+    mechanism: Box<dyn AuthMechanism>,
+    parameters: std::collections::BTreeMap<String, String>,
 }
 
 /// A COPY FROM STDIN in progress, or one that failed and waits for the client to end it.
@@ -192,13 +208,18 @@ pub struct Handler {
     shared: Arc<Shared>,
     conn: Arc<Connection>,
     parser: Arc<Parser>,
+    /// Where the client connects from (`None`: the Unix-domain socket).
+    peer: Option<std::net::SocketAddr>,
+    /// How this connection authenticates.
+    auth: crate::auth::Method,
 }
 
 impl Handler {
-    /// A handler for a new connection.
-    pub fn new(shared: Arc<Shared>) -> Self {
+    /// A handler for a new connection from `peer` (`None`: a Unix-domain socket).
+    pub fn new(shared: Arc<Shared>, peer: Option<std::net::SocketAddr>) -> Self {
         let conn = Arc::new(Connection::default());
-        Handler { shared, parser: Arc::new(Parser { conn: conn.clone() }), conn }
+        let auth = shared.auth.for_peer(peer);
+        Handler { shared, parser: Arc::new(Parser { conn: conn.clone() }), conn, peer, auth }
     }
 
     /// Fails the session's transaction block (after an error the SQL layer never saw).
@@ -343,8 +364,9 @@ pub fn startup_parameters(
 
 #[async_trait]
 impl StartupHandler for Handler {
-    /// Trust authentication: any user may connect. Creates the session from the startup
-    /// parameters and registers the connection for CancelRequest.
+    /// Startup: the method `crate::auth` chooses for this connection (trust, SCRAM-SHA-256 or
+    /// reject), then the session from the startup parameters, registered for CancelRequest.
+    /// With SCRAM this is called again for each of the client's password messages.
     async fn on_startup<C>(
         &self,
         client: &mut C,
@@ -355,33 +377,113 @@ impl StartupHandler for Handler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let PgWireFrontendMessage::Startup(startup) = message else {
-            return Err(PgWireError::InvalidStartupMessage);
+        let startup = match message {
+            PgWireFrontendMessage::Startup(startup) => startup,
+            PgWireFrontendMessage::PasswordMessageFamily(password) => {
+                return self.on_password(client, password).await;
+            }
+            _ => return Err(PgWireError::InvalidStartupMessage),
         };
         protocol_negotiation(client, &startup).await?;
         save_startup_parameters_to_metadata(client, &startup);
-        if startup.parameters.get("user").is_none_or(|u| u.is_empty()) {
+        let Some(user) = startup.parameters.get("user").filter(|u| !u.is_empty()) else {
             return Err(PgWireError::UserNameRequired);
-        }
+        };
         // As PostgreSQL: a time zone the server cannot read refuses the connection (the
         // session would otherwise read and print timestamps in another zone than the client's).
         if let Some(tz) = time_zone_parameter(&startup.parameters) {
             if sql::session::time_zone_setting(tz).is_none() {
-                let mut info = ErrorInfo::new(
-                    "FATAL".to_owned(),
-                    "22023".to_owned(),
-                    format!("invalid value for parameter \"TimeZone\": \"{tz}\""),
-                );
-                info.severity_nonlocalized = Some("FATAL".to_owned());
-                return Err(PgWireError::UserError(Box::new(info)));
+                let message = format!("invalid value for parameter \"TimeZone\": \"{tz}\"");
+                return Err(crate::auth::fatal("22023", message));
             }
         }
+        match self.auth {
+            crate::auth::Method::Trust => self.start_session(client, &startup.parameters).await,
+            crate::auth::Method::Reject => {
+                let host = match self.peer {
+                    Some(addr) => addr.ip().to_canonical().to_string(),
+                    None => "[local]".to_owned(),
+                };
+                let message =
+                    format!("no authentication method admits host \"{host}\", user \"{user}\"");
+                Err(crate::auth::fatal("28000", message))
+            }
+            crate::auth::Method::ScramSha256 => {
+                let mut mechanism = self.shared.scram.create();
+                let request = match mechanism.begin(&*client).await? {
+                    AuthState::InProgress(request) => request,
+                    _ => return Err(PgWireError::InvalidSASLState),
+                };
+                let parameters = startup.parameters.clone();
+                *self.conn.authenticating.lock() = Some(Authenticating { mechanism, parameters });
+                client.set_state(PgWireConnectionState::AuthenticationInProgress);
+                client.send(PgWireBackendMessage::Authentication(request)).await?;
+                Ok(())
+            }
+        }
+    }
+}
 
+impl Handler {
+    /// One password message of a SCRAM exchange: the next challenge, or on success the
+    /// server's final message and the session.
+    async fn on_password<C>(
+        &self,
+        client: &mut C,
+        password: PasswordMessageFamily,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let taken = self.conn.authenticating.lock().take();
+        let Some(mut auth) = taken else {
+            return Err(crate::auth::fatal("08P01", "unexpected password message".to_owned()));
+        };
+        let user = auth.parameters.get("user").cloned().unwrap_or_default();
+        match auth.mechanism.next(&*client, password).await {
+            Ok(AuthState::InProgress(next)) => {
+                *self.conn.authenticating.lock() = Some(auth);
+                client.send(PgWireBackendMessage::Authentication(next)).await?;
+                Ok(())
+            }
+            Ok(AuthState::Ok { final_message, .. }) => {
+                if let Some(message) = final_message {
+                    client.feed(PgWireBackendMessage::Authentication(message)).await?;
+                }
+                self.start_session(client, &auth.parameters).await
+            }
+            Ok(AuthState::Failed(error)) | Err(error) => {
+                tracing::debug!(%user, %error, "password authentication failed");
+                Err(crate::auth::failed(&user, error))
+            }
+        }
+    }
+
+    /// The client is authenticated as `parameters["user"]`: refuses a role without LOGIN,
+    /// else creates the session, registers it for CancelRequest and sends AuthenticationOk,
+    /// the parameters, BackendKeyData and ReadyForQuery.
+    async fn start_session<C>(
+        &self,
+        client: &mut C,
+        parameters: &std::collections::BTreeMap<String, String>,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let user = parameters.get("user").map(String::as_str).unwrap_or_default();
+        if self.shared.db.catalog().role(user).is_some_and(|r| !r.login) {
+            let message = format!("role \"{user}\" is not permitted to log in");
+            return Err(crate::auth::fatal("28000", message));
+        }
         let (pid, secret_key) = self.shared.keys.generate(&*client);
         client.set_pid_and_secret_key(pid, secret_key.clone());
 
         let params: Vec<(String, String)> =
-            startup.parameters.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            parameters.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let db = self.shared.db.clone();
         let mut session = match crate::listener::session_log_buffer() {
             Some(n) => Session::on_log_buffer(db, &params, n),
@@ -398,7 +500,7 @@ impl StartupHandler for Handler {
         *self.conn.session.lock() = Some(session);
 
         client.feed(PgWireBackendMessage::Authentication(Authentication::Ok)).await?;
-        for (name, value) in startup_parameters(&startup.parameters) {
+        for (name, value) in startup_parameters(parameters) {
             client
                 .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(name, value)))
                 .await?;
@@ -406,7 +508,7 @@ impl StartupHandler for Handler {
         client
             .feed(PgWireBackendMessage::BackendKeyData(BackendKeyData::new(pid, secret_key)))
             .await?;
-        tracing::debug!(pid, user = ?startup.parameters.get("user"), "session started");
+        tracing::debug!(pid, %user, "session started");
         self.ready_for_query(client).await
     }
 }

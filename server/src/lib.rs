@@ -6,8 +6,9 @@
 //!
 //! # What is supported
 //!
-//! - **Startup**: trust authentication (any user, no password). SSLRequest and GSSENCRequest
-//!   are answered `N`. The ParameterStatus set pgJDBC and libpq check is sent
+//! - **Startup**: authentication by where the client connects from ([`auth`]): trust on the
+//!   Unix socket and loopback addresses, SCRAM-SHA-256 against the roles' passwords from
+//!   anywhere else, by default. SSLRequest and GSSENCRequest are answered `N`. The ParameterStatus set pgJDBC and libpq check is sent
 //!   (`server_version` parses as 15, `client_encoding` UTF8, `DateStyle` `ISO, MDY`, …; see
 //!   [`handler::startup_parameters`]), then BackendKeyData.
 //! - **Simple query**: several statements per Query; every result up to and including the first
@@ -24,7 +25,7 @@
 //!
 //! # What is not
 //!
-//! COPY, TLS, authentication other than trust, replication, function calls (`F`), protocol
+//! TLS (so no SCRAM channel binding), MD5 and cleartext password authentication, replication, function calls (`F`), protocol
 //! 3.2 features beyond what pgwire negotiates, and encodings other than UTF8.
 //!
 //! # Malformed input
@@ -81,6 +82,7 @@
 //! message-level client (for pipelines and exact message sequences).
 
 pub mod ack;
+pub mod auth;
 pub mod bench;
 mod busy_poll;
 pub mod cancel;

@@ -147,14 +147,23 @@ impl Server {
         let acker = crate::ack::Acker::new(db.engine().log().clone())?;
         let shared = Arc::new(Shared {
             acker,
+            scram: crate::auth::scram(db.clone()),
             db,
             cancels: Default::default(),
             keys: RandomPidSecretKeyGenerator::default(),
+            auth: crate::auth::Methods::default(),
         });
         let n = threads.max(1);
         let threads =
             (0..n).map(|i| ConnectionThread::start(i, n, busy_poll)).collect::<io::Result<_>>()?;
         Ok(Server { listener, unix: None, shared, threads })
+    }
+
+    /// Sets how connections authenticate (`crate::auth`; default: trust on the Unix socket
+    /// and loopback, SCRAM-SHA-256 from elsewhere). Call it before [`Server::run`].
+    pub fn set_auth(&mut self, auth: crate::auth::Methods) {
+        let shared = Arc::get_mut(&mut self.shared).expect("no connection has started yet");
+        shared.auth = auth;
     }
 
     /// Also listens on the Unix-domain socket `dir/.s.PGSQL.<port>` (the TCP port bound),

@@ -108,6 +108,18 @@ async fn serve(args: ServeArgs) -> ExitCode {
         "recovered"
     );
     let db = started.db;
+    if let Some(password) = &args.postgres_password {
+        if password.is_empty() {
+            tracing::error!("the password of role postgres cannot be empty");
+            return ExitCode::FAILURE;
+        }
+        let verifier = catalog::Verifier::new(password).to_string();
+        let role = catalog::roles::BOOTSTRAP_ROLE;
+        if let Err(e) = db.catalog().alter_role(role, |r| r.password = Some(verifier)) {
+            tracing::error!(error = %e, "cannot set the password of role postgres");
+            return ExitCode::FAILURE;
+        }
+    }
     let busy_poll = std::time::Duration::from_micros(args.busy_poll_us);
     let threads = args.connection_threads();
     let mut server = match Server::bind_with(&args.listen, db.clone(), threads, busy_poll).await {
@@ -117,6 +129,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    server.set_auth(server::auth::Methods { local: args.auth_local, remote: args.auth_remote });
+    let public = args.listen.parse::<std::net::SocketAddr>().is_ok_and(|a| !a.ip().is_loopback());
+    if public && args.auth_remote == server::auth::Method::Trust {
+        tracing::warn!(listen = %args.listen, "--auth-remote trust: anyone who can reach this address can connect as any role");
+    }
     // Every listener is bound before the listening line, which tests and scripts wait for.
     if let Some(dir) = &args.unix_socket_dir {
         match server.listen_unix(dir) {

@@ -134,6 +134,8 @@ pub enum Error {
     /// `55000`: object not in prerequisite state (e.g. COPY FREEZE of a table this
     /// transaction did not create or truncate).
     ObjectNotInPrerequisiteState { message: String },
+    /// `55006`: the object is in use (e.g. current user cannot be dropped).
+    ObjectInUse { message: String },
     /// `55P02`: parameter "x" cannot be changed.
     CantChangeRuntimeParam { name: String },
     /// `42P20`: a window function where none is allowed.
@@ -307,6 +309,7 @@ impl Error {
             Error::InvalidForeignKey { .. } => "42830",
             Error::DuplicateObject { .. } => "42710",
             Error::ObjectNotInPrerequisiteState { .. } => "55000",
+            Error::ObjectInUse { .. } => "55006",
             Error::GeneratedAlways { .. } => "428C9",
             Error::UndefinedSequence { .. } => "42P01",
             Error::DuplicateAlias { .. } => "42712",
@@ -457,10 +460,10 @@ impl Error {
             | Error::GeneratedAlways { detail, .. }
             | Error::WrongParameterCount { detail, .. } => Some(detail),
             Error::ForeignKeyViolation { detail, .. } => Some(detail),
-            Error::Deadlock { detail }
-            | Error::ColumnUsedByView { detail }
-            | Error::ReservedName { detail, .. } => Some(detail),
-            Error::DependentObjects { detail, .. } => (!detail.is_empty()).then_some(detail),
+            Error::Deadlock { detail } | Error::ColumnUsedByView { detail } => Some(detail),
+            Error::DependentObjects { detail, .. } | Error::ReservedName { detail, .. } => {
+                (!detail.is_empty()).then_some(detail)
+            }
             Error::NotNullViolation { row, .. } => row.as_deref(),
             Error::CheckViolation { row, .. } => Some(row),
             Error::Context { error, .. }
@@ -620,7 +623,9 @@ impl fmt::Display for Error {
             Error::ColumnUsedByView { .. } => {
                 write!(f, "cannot alter type of a column used by a view or rule")
             }
-            Error::ObjectNotInPrerequisiteState { message } => write!(f, "{message}"),
+            Error::ObjectNotInPrerequisiteState { message } | Error::ObjectInUse { message } => {
+                write!(f, "{message}")
+            }
             Error::UndefinedSequence { name } => write!(f, "sequence \"{name}\" does not exist"),
             Error::ResultTypeChanged => write!(f, "cached plan must not change result type"),
             Error::TooManyArguments { message } => write!(f, "{message}"),

@@ -176,6 +176,8 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
     let tokens = expand_table_statements(tokens);
     let tokens = drop_index_concurrently(tokens);
     let tokens = key_lock_strengths(tokens);
+    let tokens = create_user_as_role(tokens);
+    let tokens = encrypted_password(tokens);
     let tokens = order_identity_options(tokens);
     refuse_unknown_statements(&tokens)?;
     // Statements sqlparser does not know in PostgreSQL's form.
@@ -305,6 +307,76 @@ fn key_lock_strengths(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     without(tokens, &drop)
 }
 
+/// `ENCRYPTED PASSWORD 'x'` is `PASSWORD 'x'` (every password is kept as a verifier), which
+/// sqlparser does not know.
+fn encrypted_password(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    if !tokens.iter().any(|t| is_word(t, "encrypted")) {
+        return tokens;
+    }
+    let significant = significant_positions(&tokens);
+    let mut drop = HashSet::new();
+    for w in significant.windows(2) {
+        if is_word(&tokens[w[0]], "encrypted") && is_word(&tokens[w[1]], "password") {
+            drop.insert(w[0]);
+        }
+    }
+    without(tokens, &drop)
+}
+
+/// PostgreSQL's `CREATE USER name …` is `CREATE ROLE name LOGIN …` (sqlparser reads `CREATE
+/// USER` as Snowflake's): `USER` becomes `ROLE` (keeping its span), and `LOGIN` is added after
+/// the name (and its `WITH`) unless the statement says LOGIN or NOLOGIN itself.
+fn create_user_as_role(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    if !tokens.iter().any(|t| is_word(t, "user")) {
+        return tokens;
+    }
+    let significant = significant_positions(&tokens);
+    let mut rewrites = Vec::new();
+    for (n, w) in significant.windows(3).enumerate() {
+        let starts = n == 0 || tokens[significant[n - 1]].token == Token::SemiColon;
+        if !(starts && is_word(&tokens[w[0]], "create") && is_word(&tokens[w[1]], "user")) {
+            continue;
+        }
+        // The statement's remaining significant tokens, after `CREATE USER`.
+        let rest: Vec<usize> = significant[n + 2..]
+            .iter()
+            .copied()
+            .take_while(|&i| tokens[i].token != Token::SemiColon)
+            .collect();
+        let says_login = rest.iter().any(|&i| is_word(&tokens[i], "login"))
+            || rest.iter().any(|&i| is_word(&tokens[i], "nologin"));
+        // After `[IF NOT EXISTS] name [WITH]`.
+        let mut at = 0;
+        if rest.len() >= 3 && is_word(&tokens[rest[0]], "if") && is_word(&tokens[rest[1]], "not") {
+            at = 3;
+        }
+        at += 1;
+        if rest.get(at).is_some_and(|&i| is_word(&tokens[i], "with")) {
+            at += 1;
+        }
+        let after = rest.get(at - 1).copied().filter(|_| !says_login);
+        rewrites.push((w[1], after));
+    }
+    if rewrites.is_empty() {
+        return tokens;
+    }
+    let mut out = Vec::with_capacity(tokens.len() + 2 * rewrites.len());
+    for (i, mut t) in tokens.into_iter().enumerate() {
+        let rewrite = rewrites.iter().find(|(user, _)| *user == i);
+        if rewrite.is_some() {
+            t.token = Token::make_keyword("ROLE");
+        }
+        let span = t.span;
+        out.push(t);
+        if rewrites.iter().any(|(_, after)| *after == Some(i)) {
+            let space = Token::Whitespace(sqlparser::tokenizer::Whitespace::Space);
+            out.push(TokenWithSpan { token: space, span });
+            out.push(TokenWithSpan { token: Token::make_keyword("LOGIN"), span });
+        }
+    }
+    out
+}
+
 /// Statements and clauses of PostgreSQL's that sqlparser cannot parse (it would call them
 /// syntax errors): `0A000` naming them instead.
 fn refuse_unknown_statements(tokens: &[TokenWithSpan]) -> Result<()> {
@@ -321,6 +393,11 @@ fn refuse_unknown_statements(tokens: &[TokenWithSpan]) -> Result<()> {
         if is_word(w[0], "between") && ["symmetric", "asymmetric"].iter().any(|x| is_word(w[1], x))
         {
             return Err(Error::unsupported("BETWEEN SYMMETRIC / ASYMMETRIC"));
+        }
+    }
+    for w in significant.windows(2) {
+        if is_word(w[0], "unencrypted") && is_word(w[1], "password") {
+            return Err(Error::unsupported_msg("UNENCRYPTED PASSWORD is no longer supported"));
         }
     }
     // PostgreSQL 15's column list for a foreign key's `ON DELETE SET NULL (b)`.
@@ -583,6 +660,25 @@ pub fn offset_of(sql: &str, loc: Location) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn create_user_is_create_role_with_login() {
+        let login = |sql: &str| match &parse(sql).unwrap()[..] {
+            [Parsed::Sql(s)] => match &**s {
+                Statement::CreateRole(r) => (r.names[0].to_string(), r.login, r.password.is_some()),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(login("CREATE USER bob"), ("bob".into(), Some(true), false));
+        assert_eq!(login("create user bob with password 'x'"), ("bob".into(), Some(true), true));
+        assert_eq!(login("CREATE USER \"Bob\" PASSWORD 'x'"), ("\"Bob\"".into(), Some(true), true));
+        assert_eq!(login("CREATE USER bob NOLOGIN"), ("bob".into(), Some(false), false));
+        assert_eq!(login("CREATE USER bob WITH LOGIN"), ("bob".into(), Some(true), false));
+        assert_eq!(login("CREATE ROLE bob"), ("bob".into(), None, false));
+        // A column named user is left alone.
+        assert!(matches!(&parse("SELECT 1 AS user; CREATE USER a").unwrap()[..], [_, _]));
+    }
 
     #[test]
     fn vacuum_and_analyze() {

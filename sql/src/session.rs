@@ -25,7 +25,7 @@ use catalog::{Catalog, DataType, Snapshot, Table, TableId};
 use chrono::NaiveDateTime;
 use parking_lot::RwLock;
 
-use crate::bind::{Binder, Bound, Command, SetValue};
+use crate::bind::{Binder, Bound, Command, RoleOptions, SetValue};
 use crate::error::{Error, Result};
 use crate::exec::constraints::{
     check_foreign_key, check_row, unique_error, write_updated, Referential,
@@ -747,6 +747,12 @@ const GUCS: &[Guc] = &[
         default: "1000",
         report: false,
         description: "Sets the maximum number of concurrent connections.",
+    },
+    Guc {
+        name: "password_encryption",
+        default: "scram-sha-256",
+        report: false,
+        description: "Chooses the algorithm for encrypting passwords (only scram-sha-256).",
     },
     Guc {
         name: "search_path",
@@ -1723,6 +1729,63 @@ impl Session {
     }
 
     /// Whether an explicit transaction block is open (or failed).
+    /// CREATE, ALTER or DROP ROLE: applied to the catalog at once (roles are not
+    /// transactional here), so refused in a transaction.
+    fn run_role_command(&mut self, command: &Command) -> Result<Output> {
+        let (what, tag) = match command {
+            Command::CreateRole { .. } => ("CREATE ROLE", "CREATE ROLE"),
+            Command::AlterRole { .. } => ("ALTER ROLE", "ALTER ROLE"),
+            _ => ("DROP ROLE", "DROP ROLE"),
+        };
+        // Not in a block, nor among other statements that PostgreSQL would roll back with it.
+        if self.txn.is_some() || self.pipelined {
+            return Err(Error::unsupported(format!(
+                "{what} inside a transaction block or among other statements of one Query"
+            )));
+        }
+        let catalog = self.db.catalog();
+        let mut notices = Vec::new();
+        match command {
+            Command::CreateRole { role, options } => {
+                let mut role = role.clone();
+                with_verifier(options, &mut notices)?.apply(&mut role);
+                catalog.create_role(role).map_err(catalog_error)?;
+            }
+            Command::AlterRole { name, options } => {
+                let options = with_verifier(options, &mut notices)?;
+                catalog.alter_role(name, |role| options.apply(role)).map_err(catalog_error)?;
+            }
+            Command::DropRole { names, if_exists } => {
+                for name in names {
+                    if catalog.role(name).is_none() && !*if_exists {
+                        return Err(catalog_error(catalog::Error::UndefinedObject(format!(
+                            "role \"{name}\" does not exist"
+                        ))));
+                    }
+                    if **name == *self.user {
+                        return Err(Error::ObjectInUse {
+                            message: "current user cannot be dropped".into(),
+                        });
+                    }
+                }
+                for name in names {
+                    match catalog.drop_role(name) {
+                        Err(catalog::Error::UndefinedObject(missing)) => notices.push(Notice {
+                            severity: "NOTICE",
+                            code: "00000",
+                            message: format!("{missing}, skipping"),
+                        }),
+                        other => other.map_err(catalog_error)?,
+                    }
+                }
+            }
+            _ => unreachable!("run_role_command runs role commands"),
+        }
+        let mut out = Output::tag(Tag::new(tag));
+        out.notices = notices;
+        Ok(out)
+    }
+
     fn in_block(&self) -> bool {
         matches!(&self.txn, Some(open) if !open.implicit)
     }
@@ -2592,6 +2655,9 @@ impl Session {
                 // As in PostgreSQL, also allowed inside a transaction block (it is not part of it).
                 self.db.checkpoint()?;
                 Ok(Output::tag(Tag::new("CHECKPOINT")))
+            }
+            Command::CreateRole { .. } | Command::AlterRole { .. } | Command::DropRole { .. } => {
+                self.run_role_command(cmd)
             }
             ddl => {
                 // DDL always runs in a transaction: the open one (block or implicit), else one
@@ -3493,6 +3559,40 @@ fn scan_joined(
 }
 
 /// A savepoint command outside a transaction block: 25P01, as in PostgreSQL.
+/// `options` with the password, if any, as the role keeps it ([`role_password`]).
+fn with_verifier(options: &RoleOptions, notices: &mut Vec<Notice>) -> Result<RoleOptions> {
+    let mut options = options.clone();
+    if let Some(given) = options.password.take() {
+        options.password = Some(role_password(given.as_deref(), notices)?);
+    }
+    Ok(options)
+}
+
+/// A password as given to CREATE or ALTER ROLE, as the role keeps it: a SCRAM verifier, made
+/// from the password, or the one given (PostgreSQL reads text that does not parse as a
+/// verifier as a password). The empty password clears it, with PostgreSQL's notice.
+fn role_password(given: Option<&str>, notices: &mut Vec<Notice>) -> Result<Option<String>> {
+    let Some(text) = given else { return Ok(None) };
+    if text.is_empty() {
+        notices.push(Notice {
+            severity: "NOTICE",
+            code: "00000",
+            message: "empty string is not a valid password, clearing password".into(),
+        });
+        return Ok(None);
+    }
+    if let Some(verifier) = catalog::Verifier::parse(text) {
+        return Ok(Some(verifier.to_string()));
+    }
+    let md5 = text.strip_prefix("md5").is_some_and(|h| {
+        h.len() == 32 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    });
+    if md5 {
+        return Err(Error::unsupported("an MD5-encrypted password"));
+    }
+    Ok(Some(catalog::Verifier::new(text).to_string()))
+}
+
 fn outside_block(what: &str) -> Error {
     Error::NoActiveTransaction { message: format!("{what} can only be used in transaction blocks") }
 }
@@ -3714,6 +3814,13 @@ fn validate_setting(name: &str, v: &str) -> Result<String> {
                 Err(Error::unsupported(format!("DateStyle \"{v}\" (only ISO)")))
             }
         }
+        "password_encryption" => match v.trim().to_lowercase().as_str() {
+            "scram-sha-256" => Ok("scram-sha-256".into()),
+            "md5" => Err(Error::unsupported("password_encryption md5")),
+            _ => Err(Error::InvalidParameterValue {
+                message: format!("invalid value for parameter \"password_encryption\": \"{v}\""),
+            }),
+        },
         "synchronous_commit" => match v.trim().to_lowercase().as_str() {
             "on" | "true" | "yes" | "1" => Ok("on".into()),
             "off" | "false" | "no" | "0" => Ok("off".into()),

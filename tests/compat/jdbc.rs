@@ -33,18 +33,49 @@ fn run_java(program: &str) -> Option<(String, Vec<String>)> {
         return None;
     };
     let backend = Backend::from_env()?;
+    let lines = java(&jar, program, backend.port(), backend.name());
+    Some((backend.name().to_string(), lines))
+}
+
+/// Runs `tests/compat/jdbc/<program>.java` against the server on `port` (`name` for messages)
+/// and returns its output lines.
+fn java(jar: &std::path::Path, program: &str, port: u16, name: &str) -> Vec<String> {
     let source = tests::tests_dir().join(format!("compat/jdbc/{program}.java"));
     let out = Command::new("java")
         .arg("-cp")
-        .arg(&jar)
+        .arg(jar)
         .arg(&source)
-        .arg(backend.port().to_string())
+        .arg(port.to_string())
         .output()
         .expect("run java");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "java failed on {}:\n{stdout}\n{stderr}", backend.name());
-    Some((backend.name().to_string(), stdout.lines().map(str::to_string).collect()))
+    assert!(out.status.success(), "java failed on {name}:\n{stdout}\n{stderr}");
+    stdout.lines().map(str::to_string).collect()
+}
+
+/// SCRAM-SHA-256 through pgjdbc, and the verifier pgjdbc computes itself (Aspen only: it
+/// starts its own server with passwords required).
+#[test]
+fn pgjdbc_scram_passwords() {
+    let Some(jar) = driver_jar().filter(|_| Command::new("java").arg("-version").output().is_ok())
+    else {
+        let msg = "java or the pgjdbc jar is missing (run ./dev test, or set JDBC_JAR)";
+        assert!(std::env::var("CI").is_err(), "{msg}");
+        return;
+    };
+    if tests::against_pg() {
+        return;
+    }
+    let args = ["--auth-local", "scram-sha-256", "--postgres-password", "sekret"];
+    let dir = tests::fresh_data_dir().expect("data dir");
+    let server = tests::AspenServer::try_start_in(dir, args.map(Into::into).to_vec())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lines = java(&jar, "JdbcAuth", server.port(), "aspen");
+    assert_eq!(
+        lines,
+        ["in postgres", "refused postgres 28P01", "in app", "refused app 28P01", "in app",]
+    );
 }
 
 #[test]

@@ -269,6 +269,71 @@ pub enum Command {
         /// VACUUM (else ANALYZE), which PostgreSQL refuses inside a transaction block.
         vacuum: bool,
     },
+    /// CREATE ROLE / CREATE USER.
+    CreateRole {
+        /// The new role with PostgreSQL's defaults, before `options`.
+        role: catalog::Role,
+        /// What the statement sets.
+        options: RoleOptions,
+    },
+    /// ALTER ROLE / ALTER USER name [WITH] options.
+    AlterRole {
+        /// The role.
+        name: String,
+        /// What the statement sets.
+        options: RoleOptions,
+    },
+    /// DROP ROLE / DROP USER [IF EXISTS] names.
+    DropRole {
+        /// The roles.
+        names: Vec<String>,
+        /// IF EXISTS.
+        if_exists: bool,
+    },
+}
+
+/// The role attributes a CREATE or ALTER ROLE sets (`None`: left as it is).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RoleOptions {
+    /// SUPERUSER / NOSUPERUSER.
+    pub superuser: Option<bool>,
+    /// CREATEDB / NOCREATEDB.
+    pub create_db: Option<bool>,
+    /// CREATEROLE / NOCREATEROLE.
+    pub create_role: Option<bool>,
+    /// INHERIT / NOINHERIT.
+    pub inherit: Option<bool>,
+    /// LOGIN / NOLOGIN.
+    pub login: Option<bool>,
+    /// REPLICATION / NOREPLICATION.
+    pub replication: Option<bool>,
+    /// BYPASSRLS / NOBYPASSRLS.
+    pub bypass_rls: Option<bool>,
+    /// PASSWORD 'text' (`Some(Some(text))`: the password or a verifier, as given) or PASSWORD
+    /// NULL (`Some(None)`).
+    pub password: Option<Option<String>>,
+}
+
+impl RoleOptions {
+    /// Sets the attributes given on `role`; the password as it is (the caller has turned it
+    /// into a verifier).
+    pub fn apply(&self, role: &mut catalog::Role) {
+        let set = |field: &mut bool, value: Option<bool>| {
+            if let Some(v) = value {
+                *field = v;
+            }
+        };
+        set(&mut role.superuser, self.superuser);
+        set(&mut role.create_db, self.create_db);
+        set(&mut role.create_role, self.create_role);
+        set(&mut role.inherit, self.inherit);
+        set(&mut role.login, self.login);
+        set(&mut role.replication, self.replication);
+        set(&mut role.bypass_rls, self.bypass_rls);
+        if let Some(password) = &self.password {
+            role.password = password.clone();
+        }
+    }
 }
 
 impl Binder<'_> {
@@ -318,6 +383,12 @@ impl Binder<'_> {
                     }
                     ast::ObjectType::Sequence => {
                         Command::DropSequence { names, if_exists: *if_exists, cascade: *cascade }
+                    }
+                    ast::ObjectType::Role | ast::ObjectType::User => {
+                        if *cascade {
+                            return Err(Error::unsupported("DROP ROLE … CASCADE"));
+                        }
+                        Command::DropRole { names, if_exists: *if_exists }
                     }
                     other => return Err(Error::unsupported(format!("DROP {other}"))),
                 }
@@ -437,6 +508,22 @@ impl Binder<'_> {
                     tag: "CREATE SCHEMA",
                     code: "42P06",
                     message: format!("{message}, skipping"),
+                }
+            }
+            S::CreateRole(cr) => bind_create_role(cr)?,
+            S::AlterRole { name, operation } => {
+                let name = role_name(name)?;
+                match operation {
+                    ast::AlterRoleOperation::WithOptions { options } => {
+                        Command::AlterRole { name, options: role_options(options)? }
+                    }
+                    ast::AlterRoleOperation::RenameRole { .. } => {
+                        return Err(Error::unsupported("ALTER ROLE … RENAME TO"))
+                    }
+                    ast::AlterRoleOperation::Set { .. } | ast::AlterRoleOperation::Reset { .. } => {
+                        return Err(Error::unsupported("ALTER ROLE … SET / RESET"))
+                    }
+                    other => return Err(Error::unsupported(format!("ALTER ROLE {other}"))),
                 }
             }
             S::Discard { .. } => Command::NoOp("DISCARD ALL"),
@@ -2124,5 +2211,98 @@ fn storable(name: &str, ty: DataType) -> Result<()> {
             message: format!("column \"{name}\" has pseudo-type void"),
         }),
         _ => Ok(()),
+    }
+}
+
+/// A role's name: one identifier, not one PostgreSQL reserves.
+fn role_name(name: &ast::Ident) -> Result<String> {
+    let name = ident(name);
+    if name.starts_with("pg_") {
+        return Err(Error::ReservedName {
+            message: format!("role name \"{name}\" is reserved"),
+            detail: "Role names starting with \"pg_\" are reserved.".into(),
+        });
+    }
+    if ["public", "none"].contains(&name.as_str()) {
+        return Err(Error::ReservedName {
+            message: format!("role name \"{name}\" is reserved"),
+            detail: String::new(),
+        });
+    }
+    Ok(name)
+}
+
+/// CREATE ROLE (and CREATE USER, which the parser made `CREATE ROLE … LOGIN`).
+fn bind_create_role(cr: &ast::CreateRole) -> Result<Command> {
+    let [name] = cr.names.as_slice() else {
+        return Err(Error::unsupported("CREATE ROLE of several roles"));
+    };
+    let name = match name.0.as_slice() {
+        [part] => role_name(part.as_ident().ok_or_else(|| Error::unsupported("CREATE ROLE"))?)?,
+        _ => return Err(Error::unsupported("CREATE ROLE of a qualified name")),
+    };
+    if cr.if_not_exists {
+        return Err(Error::unsupported("CREATE ROLE IF NOT EXISTS"));
+    }
+    if cr.connection_limit.is_some() {
+        return Err(Error::unsupported("CONNECTION LIMIT"));
+    }
+    if cr.valid_until.is_some() {
+        return Err(Error::unsupported("VALID UNTIL"));
+    }
+    let members = [&cr.in_role, &cr.in_group, &cr.role, &cr.user, &cr.admin];
+    if members.iter().any(|m| !m.is_empty()) || cr.authorization_owner.is_some() {
+        return Err(Error::unsupported("role membership (IN ROLE, ROLE, ADMIN)"));
+    }
+    let options = RoleOptions {
+        superuser: cr.superuser,
+        create_db: cr.create_db,
+        create_role: cr.create_role,
+        inherit: cr.inherit,
+        login: cr.login,
+        replication: cr.replication,
+        bypass_rls: cr.bypassrls,
+        password: cr.password.as_ref().map(password).transpose()?,
+    };
+    Ok(Command::CreateRole { role: catalog::Role::new(name, false), options })
+}
+
+/// The options of ALTER ROLE … [WITH].
+fn role_options(options: &[ast::RoleOption]) -> Result<RoleOptions> {
+    use ast::RoleOption as O;
+    let mut out = RoleOptions::default();
+    for option in options {
+        match option {
+            O::SuperUser(v) => out.superuser = Some(*v),
+            O::CreateDB(v) => out.create_db = Some(*v),
+            O::CreateRole(v) => out.create_role = Some(*v),
+            O::Inherit(v) => out.inherit = Some(*v),
+            O::Login(v) => out.login = Some(*v),
+            O::Replication(v) => out.replication = Some(*v),
+            O::BypassRLS(v) => out.bypass_rls = Some(*v),
+            O::Password(p) => out.password = Some(password(p)?),
+            O::ConnectionLimit(_) => return Err(Error::unsupported("CONNECTION LIMIT")),
+            O::ValidUntil(_) => return Err(Error::unsupported("VALID UNTIL")),
+        }
+    }
+    Ok(out)
+}
+
+/// PASSWORD 'text' or PASSWORD NULL.
+fn password(p: &ast::Password) -> Result<Option<String>> {
+    match p {
+        ast::Password::NullPassword => Ok(None),
+        ast::Password::Password(ast::Expr::Value(v)) => match &v.value {
+            ast::Value::SingleQuotedString(s) => Ok(Some(s.clone())),
+            ast::Value::Null => Ok(None),
+            other => Err(Error::Syntax {
+                message: format!("syntax error at or near \"{other}\""),
+                span: None,
+            }),
+        },
+        ast::Password::Password(other) => Err(Error::Syntax {
+            message: format!("syntax error at or near \"{other}\""),
+            span: None,
+        }),
     }
 }

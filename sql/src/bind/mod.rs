@@ -16,7 +16,7 @@ use std::sync::Arc;
 use catalog::{DataType, Snapshot, Table};
 use sqlparser::ast::{self as ast, Ident, ObjectName, ObjectNamePart, Spanned};
 
-pub use ddl::{Command, CreateTable, IndexSpec, SetValue};
+pub use ddl::{Command, CreateTable, IndexSpec, RoleOptions, SetValue};
 pub(crate) use select::{row_local, uncorrelated, walk as walk_expr, width_of};
 
 use crate::error::{Error, Result, Span};

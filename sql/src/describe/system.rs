@@ -65,7 +65,8 @@ pub(crate) fn relation(snapshot: &Snapshot, schema: Option<&str>, name: &str) ->
             "pg_attribute" => (PG_ATTRIBUTE, pg_attribute(snapshot)),
             "pg_type" => (PG_TYPE, pg_type()),
             "pg_database" => (PG_DATABASE, pg_database()),
-            "pg_roles" => (PG_ROLES, pg_roles()),
+            "pg_roles" => (PG_ROLES, pg_roles(snapshot)),
+            "pg_user" => (PG_USER, pg_user(snapshot)),
             "pg_settings" => (PG_SETTINGS, pg_settings()),
             _ => return None,
         },
@@ -923,10 +924,42 @@ const PG_ROLES: &[(&str, DataType)] = &[
     ("oid", OID),
 ];
 
-fn pg_roles() -> Vec<Vec<Expr>> {
-    let mut row = vec![user(), b(true), b(true), b(true), b(true), b(true), b(true), i4(-1)];
-    row.extend([t("********"), null(), b(true), null(), oid(OWNER)]);
-    vec![row]
+/// One row per role of the catalog (`CREATE ROLE`); the password is always shown as
+/// `********`, as PostgreSQL's view does.
+fn pg_roles(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
+    let roles = snapshot.roles().iter();
+    roles
+        .map(|r| {
+            let mut row = vec![t(&r.name), b(r.superuser), b(r.inherit), b(r.create_role)];
+            row.extend([b(r.create_db), b(r.login), b(r.replication), i4(-1)]);
+            row.extend([t("********"), null(), b(r.bypass_rls), null(), oid(r.oid)]);
+            row
+        })
+        .collect()
+}
+
+const PG_USER: &[(&str, DataType)] = &[
+    ("usename", T),
+    ("usesysid", OID),
+    ("usecreatedb", B),
+    ("usesuper", B),
+    ("userepl", B),
+    ("usebypassrls", B),
+    ("passwd", T),
+    ("valuntil", DataType::TimestampTz),
+    ("useconfig", T),
+];
+
+/// The roles that may log in (`pg_user`).
+fn pg_user(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
+    let users = snapshot.roles().iter().filter(|r| r.login);
+    users
+        .map(|r| {
+            let mut row = vec![t(&r.name), oid(r.oid), b(r.create_db), b(r.superuser)];
+            row.extend([b(r.replication), b(r.bypass_rls), t("********"), null(), null()]);
+            row
+        })
+        .collect()
 }
 
 const PG_SETTINGS: &[(&str, DataType)] = &[
