@@ -77,12 +77,39 @@ impl Methods {
     }
 }
 
-/// The SCRAM server side over the catalog's roles.
-pub(crate) fn scram(db: Arc<Database>) -> ScramAuth {
-    let mut mock_key = [0u8; 32];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut mock_key)
-        .expect("the system's random source works");
-    ScramAuth::new(Arc::new(Roles { db, mock_key }))
+/// The SCRAM server side over the catalog's roles: plain, and with channel binding for TLS
+/// connections once the server has a certificate (`crate::tls`). Both read one [`Roles`], so a
+/// made-up verifier is the same over either.
+pub(crate) struct Scram {
+    roles: Arc<Roles>,
+    plain: ScramAuth,
+    plus: Option<ScramAuth>,
+}
+
+impl Scram {
+    pub(crate) fn new(db: Arc<Database>) -> Scram {
+        let mut mock_key = [0u8; 32];
+        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut mock_key)
+            .expect("the system's random source works");
+        let roles = Arc::new(Roles { db, mock_key });
+        Scram { plain: ScramAuth::new(roles.clone()), roles, plus: None }
+    }
+
+    /// Offers SCRAM-SHA-256-PLUS over TLS, bound to the certificate in `cert_pem`.
+    pub(crate) fn bind_to_certificate(&mut self, cert_pem: &[u8]) -> Result<(), String> {
+        let mut plus = ScramAuth::new(self.roles.clone());
+        plus.configure_certificate(cert_pem).map_err(|e| e.to_string())?;
+        self.plus = Some(plus);
+        Ok(())
+    }
+
+    /// The SCRAM for a connection, over TLS (`secure`) or not.
+    pub(crate) fn for_connection(&self, secure: bool) -> &ScramAuth {
+        match &self.plus {
+            Some(plus) if secure => plus,
+            _ => &self.plain,
+        }
+    }
 }
 
 /// The catalog's roles as pgwire's credential source.

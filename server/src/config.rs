@@ -12,8 +12,9 @@ buffer per --wal-dir) before it is acknowledged, and the database is recovered f
 checkpoints and logs at startup. All transactions are SERIALIZABLE; a conflict fails with \
 SQLSTATE 40001 and the client retries.
 
-Start a server and connect with any PostgreSQL client (no TLS; trust authentication on the \
-Unix socket and loopback addresses, SCRAM-SHA-256 passwords from anywhere else):
+Start a server and connect with any PostgreSQL client (trust authentication on the Unix \
+socket and loopback addresses, SCRAM-SHA-256 passwords from anywhere else; TLS with \
+--tls-cert and --tls-key):
 
     aspen serve --listen 127.0.0.1:5432 --data-dir ./aspen-data
     psql -h 127.0.0.1 -p 5432 -U postgres
@@ -131,6 +132,14 @@ pub struct ServeArgs {
     /// stored). Prefer the environment variable: a command line is visible to other users.
     #[arg(long, value_name = "PASSWORD", env = "ASPEN_POSTGRES_PASSWORD", hide_env_values = true)]
     pub postgres_password: Option<String>,
+    /// Answer SSLRequest with TLS using this PEM certificate chain (with --tls-key), as
+    /// PostgreSQL's `ssl_cert_file`; without it SSLRequest is refused and clients go on in the
+    /// clear.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert (PostgreSQL's `ssl_key_file`).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Testing only: make a log device fail (`device=D,write|sync|nospace=N`, see
     /// `server::fault`).
     #[arg(long, value_name = "SPEC", hide = true, value_parser = crate::fault::parse)]

@@ -52,10 +52,12 @@ pub(crate) async fn serve(stream: Stream, shared: Arc<Shared>) -> io::Result<()>
         }
         // A Unix-domain socket has no peer address (PostgreSQL shows `[local]`).
         Stream::Unix(_) => None,
+        Stream::Tls(_) => unreachable!("TLS starts inside the connection, after SSLRequest"),
     };
     let addr = peer.unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
     let _spin = crate::busy_poll::register(std::os::fd::AsRawFd::as_raw_fd(&stream));
     let cancel = Arc::new(crate::cancel::Handler(shared.cancels.clone()));
+    let tls = shared.tls.clone();
     let handler = Arc::new(Handler::new(shared, peer));
 
     let mut socket: Socket = Framed::new(
@@ -110,7 +112,37 @@ pub(crate) async fn serve(stream: Stream, shared: Arc<Shared>) -> io::Result<()>
 
         match &msg {
             PgWireFrontendMessage::SslNegotiation(SslNegotiationMetaMessage::PostgresSsl(_)) => {
-                socket.send(PgWireBackendMessage::SslResponse(SslResponse::Refuse)).await?;
+                let tls = match (&tls, socket.get_ref().get_ref()) {
+                    (Some(tls), Stream::Tcp(_)) => tls.acceptor.clone(),
+                    _ => {
+                        socket.send(PgWireBackendMessage::SslResponse(SslResponse::Refuse)).await?;
+                        continue;
+                    }
+                };
+                if !socket.read_buffer().is_empty() {
+                    let message = "received unencrypted data after SSL request";
+                    return fatal(&mut socket, "08P01", message).await;
+                }
+                socket.send(PgWireBackendMessage::SslResponse(SslResponse::Accept)).await?;
+                let Stream::Tcp(tcp) = socket.into_inner().into_inner() else {
+                    unreachable!("checked above")
+                };
+                let encrypted = tokio::select! {
+                    () = &mut startup_deadline => return Ok(()),
+                    handshake = tls.accept(tcp) => match handshake {
+                        Ok(stream) => stream,
+                        Err(e) => {
+                            tracing::debug!(peer = %addr, error = %e, "TLS handshake failed");
+                            return Ok(());
+                        }
+                    },
+                };
+                // The startup packet comes next, through TLS.
+                socket = Framed::new(
+                    CheckedStream::new(Stream::Tls(Box::new(encrypted))),
+                    PgWireMessageServerCodec::new(DefaultClient::new(addr, true)),
+                );
+                socket.set_state(PgWireConnectionState::AwaitingStartup);
                 continue;
             }
             PgWireFrontendMessage::SslNegotiation(SslNegotiationMetaMessage::PostgresGss(_)) => {

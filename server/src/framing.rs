@@ -149,6 +149,11 @@ impl<S> CheckedStream<S> {
         &self.inner
     }
 
+    /// The wrapped stream, unwrapped (to start TLS on it: the framing starts again inside).
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
     /// The framing violation that ended reading, if any.
     pub fn violation(&self) -> Option<Violation> {
         self.violation

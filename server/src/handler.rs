@@ -75,7 +75,9 @@ pub struct Shared {
     /// How connections authenticate, by where they come from (`crate::auth`).
     pub auth: crate::auth::Methods,
     /// SCRAM-SHA-256 against the catalog's roles.
-    pub scram: pgwire::api::auth::sasl::scram::ScramAuth,
+    pub(crate) scram: crate::auth::Scram,
+    /// TLS, when the server has a certificate.
+    pub tls: Option<crate::tls::Tls>,
 }
 
 /// One connection's state: the SQL session, created at startup from the startup parameters.
@@ -409,7 +411,7 @@ impl StartupHandler for Handler {
                 Err(crate::auth::fatal("28000", message))
             }
             crate::auth::Method::ScramSha256 => {
-                let mut mechanism = self.shared.scram.create();
+                let mut mechanism = self.shared.scram.for_connection(client.is_secure()).create();
                 let request = match mechanism.begin(&*client).await? {
                     AuthState::InProgress(request) => request,
                     _ => return Err(PgWireError::InvalidSASLState),

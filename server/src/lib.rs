@@ -8,7 +8,8 @@
 //!
 //! - **Startup**: authentication by where the client connects from ([`auth`]): trust on the
 //!   Unix socket and loopback addresses, SCRAM-SHA-256 against the roles' passwords from
-//!   anywhere else, by default. SSLRequest and GSSENCRequest are answered `N`. The ParameterStatus set pgJDBC and libpq check is sent
+//!   anywhere else, by default. SSLRequest is answered with TLS when the server has a
+//!   certificate ([`tls`]), else `N`; GSSENCRequest is answered `N`. The ParameterStatus set pgJDBC and libpq check is sent
 //!   (`server_version` parses as 15, `client_encoding` UTF8, `DateStyle` `ISO, MDY`, …; see
 //!   [`handler::startup_parameters`]), then BackendKeyData.
 //! - **Simple query**: several statements per Query; every result up to and including the first
@@ -25,7 +26,7 @@
 //!
 //! # What is not
 //!
-//! TLS (so no SCRAM channel binding), MD5 and cleartext password authentication, replication, function calls (`F`), protocol
+//! Client certificates, MD5 and cleartext password authentication, replication, function calls (`F`), protocol
 //! 3.2 features beyond what pgwire negotiates, and encodings other than UTF8.
 //!
 //! # Malformed input
@@ -95,5 +96,6 @@ pub mod framing;
 pub mod handler;
 pub mod listener;
 mod stream;
+pub mod tls;
 
 pub use listener::Server;

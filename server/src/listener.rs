@@ -147,7 +147,8 @@ impl Server {
         let acker = crate::ack::Acker::new(db.engine().log().clone())?;
         let shared = Arc::new(Shared {
             acker,
-            scram: crate::auth::scram(db.clone()),
+            scram: crate::auth::Scram::new(db.clone()),
+            tls: None,
             db,
             cancels: Default::default(),
             keys: RandomPidSecretKeyGenerator::default(),
@@ -164,6 +165,15 @@ impl Server {
     pub fn set_auth(&mut self, auth: crate::auth::Methods) {
         let shared = Arc::get_mut(&mut self.shared).expect("no connection has started yet");
         shared.auth = auth;
+    }
+
+    /// Answers SSLRequest with TLS (`crate::tls`) and offers SCRAM channel binding over it.
+    /// Call it before [`Server::run`].
+    pub fn set_tls(&mut self, tls: crate::tls::Tls) -> Result<(), String> {
+        let shared = Arc::get_mut(&mut self.shared).expect("no connection has started yet");
+        shared.scram.bind_to_certificate(&tls.cert_pem)?;
+        shared.tls = Some(tls);
+        Ok(())
     }
 
     /// Also listens on the Unix-domain socket `dir/.s.PGSQL.<port>` (the TCP port bound),

@@ -130,6 +130,13 @@ async fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     server.set_auth(server::auth::Methods { local: args.auth_local, remote: args.auth_remote });
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        let tls = server::tls::Tls::from_files(cert, key).and_then(|tls| server.set_tls(tls));
+        if let Err(e) = tls {
+            tracing::error!(error = %e, "cannot use the TLS certificate");
+            return ExitCode::FAILURE;
+        }
+    }
     let public = args.listen.parse::<std::net::SocketAddr>().is_ok_and(|a| !a.ip().is_loopback());
     if public && args.auth_remote == server::auth::Method::Trust {
         tracing::warn!(listen = %args.listen, "--auth-remote trust: anyone who can reach this address can connect as any role");

@@ -1,5 +1,6 @@
-//! A client's byte stream: TCP, or a Unix-domain socket (`--unix-socket-dir`, PostgreSQL's
-//! `unix_socket_directories`). The connection loop sees one type either way.
+//! A client's byte stream: TCP, TLS over TCP once the client asked for it (`crate::tls`), or a
+//! Unix-domain socket (`--unix-socket-dir`, PostgreSQL's `unix_socket_directories`). The
+//! connection loop sees one type either way.
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -13,6 +14,7 @@ use tokio::net::{TcpStream, UnixStream};
 #[derive(Debug)]
 pub(crate) enum Stream {
     Tcp(TcpStream),
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
     Unix(UnixStream),
 }
 
@@ -20,6 +22,7 @@ impl AsRawFd for Stream {
     fn as_raw_fd(&self) -> RawFd {
         match self {
             Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Tls(s) => s.get_ref().0.as_raw_fd(),
             Stream::Unix(s) => s.as_raw_fd(),
         }
     }
@@ -33,6 +36,7 @@ impl AsyncRead for Stream {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
             Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
@@ -46,6 +50,7 @@ impl AsyncWrite for Stream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
             Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
@@ -57,6 +62,7 @@ impl AsyncWrite for Stream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
             Stream::Unix(s) => Pin::new(s).poll_write_vectored(cx, bufs),
         }
     }
@@ -64,6 +70,7 @@ impl AsyncWrite for Stream {
     fn is_write_vectored(&self) -> bool {
         match self {
             Stream::Tcp(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
             Stream::Unix(s) => s.is_write_vectored(),
         }
     }
@@ -71,6 +78,7 @@ impl AsyncWrite for Stream {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
             Stream::Unix(s) => Pin::new(s).poll_flush(cx),
         }
     }
@@ -78,6 +86,7 @@ impl AsyncWrite for Stream {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
             Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
