@@ -228,6 +228,8 @@ pub enum Ddl {
     /// ([`Error::DependentObjects`]) unless `cascade`, which drops them too. A column of the
     /// primary key the rows are keyed by cannot be dropped. Views are the caller's to check.
     DropColumn { table: TableId, position: u16, cascade: bool },
+    /// `ALTER SEQUENCE … OWNED BY table.column | NONE` of a standalone sequence.
+    SetSequenceOwner { sequence: TableId, owner: Option<(TableId, u16)> },
 }
 
 /// What `ALTER TABLE … ALTER COLUMN` changes ([`Catalog::alter_column`]).
@@ -244,6 +246,8 @@ pub enum ColumnChange {
     /// identity column's sequence that counted to the old type's largest value counts to the
     /// new one's.
     Type(DataType),
+    /// `ADD GENERATED … AS IDENTITY`: the column's values come from this new sequence.
+    Identity(Sequence),
 }
 
 /// What a successful [`Ddl`] produced.
@@ -889,6 +893,7 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                 checks: Vec::new(),
                 comment: None,
                 column_comments: Default::default(),
+                owned_by: None,
             };
             for index in def.indexes {
                 if snapshot.relation_exists(&index.name) || index.name == table.name {
@@ -929,6 +934,16 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                 .iter()
                 .map(|&id| must_get_table(snapshot, id))
                 .collect::<Result<Vec<_>, _>>()?;
+            // Sequences owned by a dropped table go with it, without a notice (PostgreSQL's
+            // automatic dependency).
+            let owned: Vec<TableId> = snapshot
+                .tables()
+                .filter(|s| !ids.contains(&s.id))
+                .filter(|s| s.owned_by.is_some_and(|(owner, _)| ids.contains(&owner)))
+                .map(|s| s.id)
+                .collect();
+            ids.extend(&owned);
+            applied.cascaded.extend(owned);
             // Views over what is dropped (and views over those): in the way, or dropped too.
             let mut views: Vec<&Table> = Vec::new();
             loop {
@@ -1127,6 +1142,16 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                     }
                     column.data_type = data_type;
                 }
+                ColumnChange::Identity(seq) => {
+                    check_sequence(snapshot, &seq)?;
+                    if column.sequence.is_some() || column.default.is_some() || !column.not_null {
+                        return Err(Error::InvalidDefinition(format!(
+                            "column {} cannot become an identity column",
+                            column.name
+                        )));
+                    }
+                    column.sequence = Some(seq);
+                }
             }
             Change { put: vec![changed], delete: Vec::new() }
         }
@@ -1278,6 +1303,27 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
             let mut put = vec![changed];
             put.extend(referencing.into_values());
             Change { put, delete: Vec::new() }
+        }
+        Ddl::SetSequenceOwner { sequence, owner } => {
+            let mut changed = Table::clone(must_get_table(snapshot, sequence)?);
+            if !changed.is_sequence() {
+                return Err(Error::InvalidDefinition(format!(
+                    "\"{}\" is not a sequence",
+                    changed.name
+                )));
+            }
+            if let Some((table, position)) = owner {
+                let t = must_get_table(snapshot, table)?;
+                let live = t.columns.get(usize::from(position)).is_some_and(|c| !c.dropped);
+                if t.is_view() || t.is_sequence() || !live {
+                    return Err(Error::InvalidDefinition(format!(
+                        "sequence cannot be owned by relation \"{}\"",
+                        t.name
+                    )));
+                }
+            }
+            changed.owned_by = owner;
+            Change { put: vec![changed], delete: Vec::new() }
         }
         Ddl::DropConstraint { table, name } => {
             let mut changed = Table::clone(must_get_table(snapshot, table)?);

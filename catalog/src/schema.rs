@@ -357,6 +357,10 @@ pub struct Table {
     /// `COMMENT ON COLUMN`, by column position.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub column_comments: std::collections::BTreeMap<u16, String>,
+    /// A standalone sequence's owning column (`ALTER SEQUENCE … OWNED BY table.column`): the
+    /// sequence is dropped with that table or column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owned_by: Option<(TableId, u16)>,
 }
 
 /// What a view is: its query, and the tables that query reads (which cannot be dropped while

@@ -34,6 +34,15 @@ pub enum Parsed {
     /// `COPY … FROM STDIN` or `COPY … TO STDOUT` (`crate::copy`; sqlparser lacks options
     /// PostgreSQL takes).
     Copy(crate::copy::CopyStatement),
+    /// `ALTER SEQUENCE [IF EXISTS] name action`, which sqlparser does not know.
+    AlterSequence {
+        /// IF EXISTS.
+        if_exists: bool,
+        /// The sequence.
+        name: ObjectName,
+        /// What to do.
+        action: SequenceAction,
+    },
     /// `VACUUM` or `ANALYZE` (sqlparser knows neither in PostgreSQL's form): nothing to do in
     /// an in-memory engine whose old versions are freed as their last reader lets go, and
     /// with no planner statistics; the tables must exist.
@@ -45,6 +54,17 @@ pub enum Parsed {
         /// The tables named (none: all), each with its column list.
         tables: Vec<(ObjectName, Vec<Ident>)>,
     },
+}
+
+/// What an ALTER SEQUENCE does (the forms Aspen takes).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SequenceAction {
+    /// `OWNED BY table.column` (`Some`: the name's parts, the column last) or `OWNED BY NONE`.
+    OwnedBy(Option<ObjectName>),
+    /// `OWNER TO role`.
+    OwnerTo(Ident),
+    /// `RESTART [[WITH] n]`.
+    Restart(Option<i64>),
 }
 
 /// Whether a token is the unquoted word `word`.
@@ -178,10 +198,11 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
     let tokens = key_lock_strengths(tokens);
     let tokens = create_user_as_role(tokens);
     let tokens = encrypted_password(tokens);
+    let tokens = identity_sequence_name(tokens)?;
     let tokens = order_identity_options(tokens);
     refuse_unknown_statements(&tokens)?;
     // Statements sqlparser does not know in PostgreSQL's form.
-    let ours = ["checkpoint", "copy", "vacuum", "analyze", "analyse"];
+    let ours = ["checkpoint", "copy", "vacuum", "analyze", "analyse", "sequence"];
     if !tokens.iter().any(|t| ours.iter().any(|w| is_word(t, w))) {
         return parse_tokens(sql, tokens);
     }
@@ -209,6 +230,9 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
             [w, ..] if ["vacuum", "analyze", "analyse"].iter().any(|v| is_word(w, v)) => {
                 out.push(parse_maintenance(sql, &words)?)
             }
+            [a, s, ..] if is_word(a, "alter") && is_word(s, "sequence") => {
+                out.push(parse_alter_sequence(sql, &words)?)
+            }
             _ => out.extend(parse_tokens(sql, std::mem::take(&mut chunk))?),
         }
         chunk.clear();
@@ -216,6 +240,107 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
             return Ok(out);
         }
     }
+}
+
+/// `ALTER SEQUENCE [IF EXISTS] name` then `OWNED BY table.column | NONE`, `OWNER TO role` or
+/// `RESTART [[WITH] n]` (`words`: the statement's tokens without whitespace). Its other
+/// forms (INCREMENT, MINVALUE, RENAME, …) are 0A000.
+fn parse_alter_sequence(sql: &str, words: &[&TokenWithSpan]) -> Result<Parsed> {
+    let error = |at: Option<&&TokenWithSpan>| match at {
+        Some(t) => Error::Syntax {
+            message: format!("syntax error at or near \"{}\"", t.token),
+            span: offset_of(sql, t.span.start).map(|start| Span { start }),
+        },
+        None => Error::Syntax { message: "syntax error at end of input".into(), span: None },
+    };
+    let mut i = 2;
+    let if_exists = words.len() > 4 && is_word(words[2], "if") && is_word(words[3], "exists");
+    if if_exists {
+        i = 4;
+    }
+    // A dotted name: identifiers separated by periods.
+    let name_at = |i: &mut usize| -> Result<ObjectName> {
+        let mut parts = Vec::new();
+        loop {
+            match words.get(*i).map(|t| &t.token) {
+                Some(Token::Word(w)) => {
+                    let ident = Ident {
+                        value: w.value.clone(),
+                        quote_style: w.quote_style,
+                        span: words[*i].span,
+                    };
+                    parts.push(ObjectNamePart::Identifier(ident));
+                    *i += 1;
+                }
+                _ => return Err(error(words.get(*i))),
+            }
+            if words.get(*i).map(|t| &t.token) != Some(&Token::Period) {
+                return Ok(ObjectName(parts));
+            }
+            *i += 1;
+        }
+    };
+    let name = name_at(&mut i)?;
+    let action = match words.get(i) {
+        Some(w) if is_word(w, "owned") => {
+            if !words.get(i + 1).is_some_and(|t| is_word(t, "by")) {
+                return Err(error(words.get(i + 1)));
+            }
+            i += 2;
+            if words.get(i).is_some_and(|t| is_word(t, "none")) {
+                i += 1;
+                SequenceAction::OwnedBy(None)
+            } else {
+                SequenceAction::OwnedBy(Some(name_at(&mut i)?))
+            }
+        }
+        Some(w) if is_word(w, "owner") => {
+            if !words.get(i + 1).is_some_and(|t| is_word(t, "to")) {
+                return Err(error(words.get(i + 1)));
+            }
+            let Some(Token::Word(role)) = words.get(i + 2).map(|t| &t.token) else {
+                return Err(error(words.get(i + 2)));
+            };
+            let role = Ident {
+                value: role.value.clone(),
+                quote_style: role.quote_style,
+                span: words[i + 2].span,
+            };
+            i += 3;
+            SequenceAction::OwnerTo(role)
+        }
+        Some(w) if is_word(w, "restart") => {
+            i += 1;
+            if words.get(i).is_some_and(|t| is_word(t, "with")) {
+                i += 1;
+            }
+            let negative = words.get(i).is_some_and(|t| t.token == Token::Minus);
+            if negative {
+                i += 1;
+            }
+            match words.get(i).map(|t| &t.token) {
+                Some(Token::Number(n, _)) => {
+                    let n: i64 = n.parse().map_err(|_| error(words.get(i)))?;
+                    i += 1;
+                    SequenceAction::Restart(Some(if negative { -n } else { n }))
+                }
+                _ if negative => return Err(error(words.get(i))),
+                _ => SequenceAction::Restart(None),
+            }
+        }
+        Some(w) => {
+            let what = match &w.token {
+                Token::Word(word) => word.value.to_uppercase(),
+                other => other.to_string(),
+            };
+            return Err(Error::unsupported(format!("ALTER SEQUENCE … {what}")));
+        }
+        None => return Err(error(None)),
+    };
+    if i < words.len() {
+        return Err(Error::unsupported("ALTER SEQUENCE with several actions"));
+    }
+    Ok(Parsed::AlterSequence { if_exists, name, action })
 }
 
 /// PostgreSQL's `TABLE name` statement is `SELECT * FROM name` (sqlparser does not know it):
@@ -305,6 +430,84 @@ fn key_lock_strengths(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         }
     }
     without(tokens, &drop)
+}
+
+/// pg_dump's `ALTER TABLE t ALTER COLUMN c ADD GENERATED … AS IDENTITY (SEQUENCE NAME s …)`:
+/// sqlparser does not know the SEQUENCE NAME option. When `s` is the name Aspen gives the
+/// identity sequence anyway (`t_c_seq`, PostgreSQL's default too) the option is dropped;
+/// another name is 0A000.
+fn identity_sequence_name(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSpan>> {
+    if !tokens.iter().any(|t| is_word(t, "identity")) {
+        return Ok(tokens);
+    }
+    let significant = significant_positions(&tokens);
+    let word = |i: usize| match &tokens[significant[i]].token {
+        Token::Word(w) if w.quote_style.is_some() => Some(w.value.clone()),
+        Token::Word(w) => Some(w.value.to_lowercase()),
+        _ => None,
+    };
+    let mut drop = HashSet::new();
+    for n in 0..significant.len() {
+        let at = |k: usize| significant.get(k).map(|&i| &tokens[i]);
+        if !(at(n).is_some_and(|t| is_word(t, "sequence"))
+            && at(n + 1).is_some_and(|t| is_word(t, "name")))
+        {
+            continue;
+        }
+        // The name: words separated by periods; the last is the sequence's.
+        let mut end = n + 2;
+        let mut last = None;
+        while let Some(w) = significant.get(end).and_then(|_| word(end)) {
+            last = Some(w);
+            end += 1;
+            if at(end).is_some_and(|t| t.token == Token::Period) {
+                end += 1;
+            } else {
+                break;
+            }
+        }
+        // The statement's table and column: ALTER TABLE [ONLY] [IF EXISTS] [schema.]t ALTER
+        // [COLUMN] c.
+        let start = (0..n)
+            .rev()
+            .find(|&k| k == 0 || tokens[significant[k - 1]].token == Token::SemiColon)
+            .unwrap_or(0);
+        let mut k = start;
+        let expect = |w: &str, k: &mut usize| {
+            let ok = at(*k).is_some_and(|t| is_word(t, w));
+            if ok {
+                *k += 1;
+            }
+            ok
+        };
+        let alter_table = expect("alter", &mut k) && expect("table", &mut k);
+        expect("only", &mut k);
+        if expect("if", &mut k) {
+            expect("exists", &mut k);
+        }
+        let mut table = None;
+        while let Some(w) = word(k).filter(|_| k < n) {
+            table = Some(w);
+            k += 1;
+            if at(k).is_some_and(|t| t.token == Token::Period) {
+                k += 1;
+            } else {
+                break;
+            }
+        }
+        let column = if expect("alter", &mut k) {
+            expect("column", &mut k);
+            word(k)
+        } else {
+            None
+        };
+        let default = table.zip(column).map(|(t, c)| format!("{t}_{c}_seq"));
+        if !alter_table || last.is_none() || last != default {
+            return Err(Error::unsupported("SEQUENCE NAME of an identity column's sequence"));
+        }
+        drop.extend(significant[n..end].iter().copied());
+    }
+    Ok(without(tokens, &drop))
 }
 
 /// `ENCRYPTED PASSWORD 'x'` is `PASSWORD 'x'` (every password is kept as a verifier), which
@@ -409,21 +612,6 @@ fn refuse_unknown_statements(tokens: &[TokenWithSpan]) -> Result<()> {
         {
             return Err(Error::unsupported("ON DELETE SET NULL / SET DEFAULT of a column list"));
         }
-    }
-    let mut words = tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_)));
-    let mut at_start = true;
-    while let Some(t) = words.next() {
-        if t.token == Token::SemiColon {
-            at_start = true;
-            continue;
-        }
-        if at_start
-            && is_word(t, "alter")
-            && words.clone().next().is_some_and(|n| is_word(n, "sequence"))
-        {
-            return Err(Error::unsupported("ALTER SEQUENCE"));
-        }
-        at_start = false;
     }
     Ok(())
 }

@@ -749,6 +749,37 @@ const GUCS: &[Guc] = &[
         description: "Sets the maximum number of concurrent connections.",
     },
     Guc {
+        name: "check_function_bodies",
+        default: "on",
+        report: false,
+        description: "Check routine bodies during CREATE FUNCTION (accepted; no functions here).",
+    },
+    Guc {
+        name: "default_table_access_method",
+        default: "heap",
+        report: false,
+        description: "Sets the default table access method for new tables (only heap).",
+    },
+    Guc {
+        name: "default_tablespace",
+        default: "",
+        report: false,
+        description:
+            "Sets the default tablespace to create tables and indexes in (only the default).",
+    },
+    Guc {
+        name: "row_security",
+        default: "on",
+        report: false,
+        description: "Enable row security (accepted; there are no row security policies).",
+    },
+    Guc {
+        name: "xmloption",
+        default: "content",
+        report: false,
+        description: "Sets whether XML data in implicit parsing is a document or content fragment.",
+    },
+    Guc {
         name: "password_encryption",
         default: "scram-sha-256",
         report: false,
@@ -2045,6 +2076,9 @@ impl Session {
             Parsed::Metadata(q) => {
                 Bound::Plan(Statement::Query(crate::metadata::answer(snapshot, q)))
             }
+            Parsed::AlterSequence { if_exists, name, action } => {
+                Bound::Command(binder.bind_alter_sequence(*if_exists, name, action)?)
+            }
             Parsed::Maintenance { vacuum, analyze, tables } => {
                 // PostgreSQL's order: the option first, then each table and its columns, and
                 // no error position.
@@ -2098,6 +2132,9 @@ impl Session {
                 text_column("setting"),
                 text_column("description"),
             ])),
+            Bound::Command(Command::SetConfig { column, .. }) => {
+                Some(Arc::new(vec![text_column(column)]))
+            }
             Bound::Command(_) => None,
         };
         Ok(Cached {
@@ -2553,6 +2590,21 @@ impl Session {
                 self.save_settings();
                 self.set(name, value)
             }
+            Command::SetConfig { local: true, .. } => {
+                Err(Error::unsupported("set_config(…, true), which is SET LOCAL"))
+            }
+            Command::SetConfig { name, value, column, .. } => {
+                self.save_settings();
+                let out = self.set(name, &SetValue::Value(value.clone()))?;
+                // What SHOW now gives (a placeholder `a.b` is not kept: the value given).
+                let shown = self.setting(name).unwrap_or_else(|| value.clone());
+                Ok(Output {
+                    tag: Tag::rows("SELECT", 1),
+                    columns: Some(Arc::new(vec![text_column(column)])),
+                    rows: vec![vec![Value::Text(shown)]],
+                    ..out
+                })
+            }
             Command::Reset(name) => match name {
                 None => {
                     self.save_settings();
@@ -2658,6 +2710,31 @@ impl Session {
             }
             Command::CreateRole { .. } | Command::AlterRole { .. } | Command::DropRole { .. } => {
                 self.run_role_command(cmd)
+            }
+            Command::RestartSequence { .. } if self.txn.is_some() || self.pipelined => {
+                Err(Error::unsupported(
+                    "ALTER SEQUENCE … RESTART inside a transaction block or among other \
+                     statements of one Query",
+                ))
+            }
+            Command::RestartSequence { table, position, sequence, value } => {
+                let bound = if *value < sequence.min {
+                    Some(("less than MINVALUE", sequence.min))
+                } else if *value > sequence.max {
+                    Some(("greater than MAXVALUE", sequence.max))
+                } else {
+                    None
+                };
+                if let Some((what, limit)) = bound {
+                    return Err(Error::InvalidParameterValue {
+                        message: format!("RESTART value ({value}) cannot be {what} ({limit})"),
+                    });
+                }
+                let catalog = self.db.catalog();
+                catalog
+                    .setval(table.id, *position, sequence, *value, false)
+                    .map_err(catalog_error)?;
+                Ok(Output::tag(Tag::new("ALTER SEQUENCE")))
             }
             ddl => {
                 // DDL always runs in a transaction: the open one (block or implicit), else one
@@ -3092,6 +3169,10 @@ impl Session {
             Command::RenameTable { table, name } => {
                 self.stage(catalog::Ddl::RenameTable { table: table.id, name: name.clone() })?;
                 Ok(Output::tag(Tag::new("ALTER TABLE")))
+            }
+            Command::SetSequenceOwner { sequence, owner } => {
+                self.stage(catalog::Ddl::SetSequenceOwner { sequence: *sequence, owner: *owner })?;
+                Ok(Output::tag(Tag::new("ALTER SEQUENCE")))
             }
             Command::Comment { table, column, comment } => {
                 let (table, column, comment) = (table.id, *column, comment.clone());
@@ -3820,6 +3901,27 @@ fn validate_setting(name: &str, v: &str) -> Result<String> {
             _ => Err(Error::InvalidParameterValue {
                 message: format!("invalid value for parameter \"password_encryption\": \"{v}\""),
             }),
+        },
+        "check_function_bodies" | "row_security" => match v.trim().to_lowercase().as_str() {
+            "on" | "true" | "yes" | "1" => Ok("on".into()),
+            "off" | "false" | "no" | "0" => Ok("off".into()),
+            _ => Err(Error::InvalidParameterValue {
+                message: format!("parameter \"{name}\" requires a Boolean value"),
+            }),
+        },
+        "xmloption" => match v.trim().to_lowercase().as_str() {
+            l @ ("content" | "document") => Ok(l.to_string()),
+            _ => Err(Error::InvalidParameterValue {
+                message: format!("invalid value for parameter \"xmloption\": \"{v}\""),
+            }),
+        },
+        "default_tablespace" => match v.trim() {
+            "" | "pg_default" => Ok(v.trim().to_string()),
+            _ => Err(Error::unsupported("tablespaces")),
+        },
+        "default_table_access_method" => match v.trim() {
+            "heap" => Ok("heap".into()),
+            _ => Err(Error::unsupported(format!("table access method \"{v}\""))),
         },
         "synchronous_commit" => match v.trim().to_lowercase().as_str() {
             "on" | "true" | "yes" | "1" => Ok("on".into()),

@@ -269,6 +269,36 @@ pub enum Command {
         /// VACUUM (else ANALYZE), which PostgreSQL refuses inside a transaction block.
         vacuum: bool,
     },
+    /// `SELECT set_config(name, value, is_local)` with constant arguments: SET, returning the
+    /// new value in a column named `column`.
+    SetConfig {
+        /// The parameter.
+        name: String,
+        /// Its new value.
+        value: String,
+        /// `is_local` (SET LOCAL).
+        local: bool,
+        /// The result column's name.
+        column: String,
+    },
+    /// `ALTER SEQUENCE … OWNED BY` of a standalone sequence.
+    SetSequenceOwner {
+        /// The sequence.
+        sequence: TableId,
+        /// The owning table and column, or none.
+        owner: Option<(TableId, u16)>,
+    },
+    /// `ALTER SEQUENCE … RESTART [[WITH] n]`: the next nextval returns `value`.
+    RestartSequence {
+        /// The table holding the sequence.
+        table: Arc<Table>,
+        /// The column holding it.
+        position: u16,
+        /// The sequence.
+        sequence: Sequence,
+        /// What the next nextval returns.
+        value: i64,
+    },
     /// CREATE ROLE / CREATE USER.
     CreateRole {
         /// The new role with PostgreSQL's defaults, before `options`.
@@ -1251,6 +1281,7 @@ impl Binder<'_> {
                 checks: Vec::new(),
                 comment: None,
                 column_comments: Default::default(),
+                owned_by: None,
             };
             for (given, c) in pending_checks {
                 let taken = |n: &str| checks.iter().any(|c: &catalog::Check| c.name == n);
@@ -1434,6 +1465,111 @@ impl Binder<'_> {
 
     /// ALTER TABLE with several actions: [`Command::AlterTableActions`]. A rename is a
     /// statement of its own in PostgreSQL's grammar, never one action among others.
+    /// `ALTER SEQUENCE` (`crate::parse::SequenceAction`).
+    pub(crate) fn bind_alter_sequence(
+        &mut self,
+        if_exists: bool,
+        name: &ast::ObjectName,
+        action: &crate::parse::SequenceAction,
+    ) -> Result<Command> {
+        use crate::parse::SequenceAction as A;
+        let (_, n) = self.object_name(name)?;
+        let Some((table, column)) = self.snapshot.sequence(&n) else {
+            if self.snapshot.relation_exists(&n) {
+                return Err(Error::WrongObjectType {
+                    message: format!("\"{n}\" is not a sequence"),
+                });
+            }
+            if if_exists {
+                return Ok(Command::Skip {
+                    tag: "ALTER SEQUENCE",
+                    code: "00000",
+                    message: format!("relation \"{n}\" does not exist, skipping"),
+                });
+            }
+            return Err(Error::UndefinedTable { name: n, span: self.span_of(name) });
+        };
+        let (table, position) = (table.clone(), column.position);
+        let sequence = column.sequence.clone().expect("a sequence's column has one");
+        Ok(match action {
+            A::OwnerTo(role) => {
+                return self.bind_owner_to(name, &ast::Owner::Ident(role.clone()), "ALTER SEQUENCE")
+            }
+            A::Restart(value) => Command::RestartSequence {
+                value: value.unwrap_or(sequence.start),
+                table,
+                position,
+                sequence,
+            },
+            A::OwnedBy(owner) => {
+                let owner = match owner {
+                    None => None,
+                    Some(target) => {
+                        let parts = &target.0;
+                        let Some((column, relation)) =
+                            parts.split_last().filter(|(_, r)| !r.is_empty())
+                        else {
+                            return Err(Error::Syntax {
+                                message: "invalid relation name in OWNED BY option".into(),
+                                span: None,
+                            });
+                        };
+                        let owner = self.table(&ast::ObjectName(relation.to_vec()))?;
+                        let column = column.as_ident().map(ident).unwrap_or_default();
+                        let Some(c) = owner.column(&column) else {
+                            return Err(Error::UndefinedColumn {
+                                name: format!("\"{column}\" of relation \"{}\"", owner.name),
+                                span: None,
+                            });
+                        };
+                        Some((owner.id, c.position))
+                    }
+                };
+                if !table.is_sequence() {
+                    // A serial or identity column's: it belongs to that column already.
+                    if owner == Some((table.id, position)) {
+                        return Ok(Command::NoOp("ALTER SEQUENCE"));
+                    }
+                    return Err(Error::unsupported(
+                        "ALTER SEQUENCE … OWNED BY of a serial or identity column's sequence",
+                    ));
+                }
+                Command::SetSequenceOwner { sequence: table.id, owner }
+            }
+        })
+    }
+
+    /// `ALTER TABLE / SEQUENCE / VIEW name OWNER TO role`. Aspen keeps no owners: every
+    /// relation belongs to the bootstrap superuser, so giving it to that role changes nothing
+    /// (what pg_dump writes for a database `postgres` owns) and giving it to another is 0A000.
+    pub(crate) fn bind_owner_to(
+        &mut self,
+        name: &ast::ObjectName,
+        owner: &ast::Owner,
+        tag: &'static str,
+    ) -> Result<Command> {
+        let (_, relation) = self.object_name(name)?;
+        if !self.snapshot.relation_exists(&relation) {
+            return Err(Error::UndefinedTable { name: relation, span: self.span_of(name) });
+        }
+        let role = match owner {
+            ast::Owner::Ident(id) => ident(id),
+            _ => return Err(Error::unsupported(format!("OWNER TO {owner}"))),
+        };
+        if !self.snapshot.roles().iter().any(|r| r.name == role) {
+            return Err(Error::UndefinedObject {
+                message: format!("role \"{role}\" does not exist"),
+            });
+        }
+        if role != catalog::roles::BOOTSTRAP_ROLE {
+            return Err(Error::unsupported(format!(
+                "OWNER TO {role} (every relation is owned by {})",
+                catalog::roles::BOOTSTRAP_ROLE
+            )));
+        }
+        Ok(Command::NoOp(tag))
+    }
+
     fn bind_alter_table_actions(&mut self, at: &ast::AlterTable) -> Result<Command> {
         use ast::AlterTableOperation as Op;
         let is_rename = |op: &Op| {
@@ -1463,6 +1599,9 @@ impl Binder<'_> {
     }
 
     fn bind_alter_table(&mut self, at: &ast::AlterTable) -> Result<Command> {
+        if let [ast::AlterTableOperation::OwnerTo { new_owner }] = at.operations.as_slice() {
+            return self.bind_owner_to(&at.name, new_owner, "ALTER TABLE");
+        }
         let table = self.table(&at.name)?;
         let [op] = at.operations.as_slice() else {
             return self.bind_alter_table_actions(at);
@@ -1578,6 +1717,43 @@ impl Binder<'_> {
                 })?;
                 let identity =
                     column.sequence.as_ref().is_some_and(|s| s.generated != Generated::Serial);
+                if let ast::AlterColumnOperation::AddGenerated { generated_as, sequence_options } =
+                    op
+                {
+                    let not = |what: &str| Error::ObjectNotInPrerequisiteState {
+                        message: format!("column \"{name}\" of relation \"{}\" {what}", table.name),
+                    };
+                    if !matches!(
+                        column.data_type,
+                        DataType::Int16 | DataType::Int32 | DataType::Int64
+                    ) {
+                        return Err(Error::InvalidParameterValue {
+                            message: "identity column type must be smallint, integer, or bigint"
+                                .into(),
+                        });
+                    }
+                    if identity {
+                        return Err(not("is already an identity column"));
+                    }
+                    if !column.not_null {
+                        return Err(not("must be declared NOT NULL before identity can be added"));
+                    }
+                    if column.default.is_some() || column.sequence.is_some() {
+                        return Err(not("already has a default value"));
+                    }
+                    let generated = match generated_as {
+                        Some(ast::GeneratedAs::Always) => Generated::Always,
+                        Some(ast::GeneratedAs::ByDefault) => Generated::ByDefault,
+                        _ => return Err(Error::unsupported("ADD GENERATED … AS IDENTITY")),
+                    };
+                    let seq_name = sequence_name(&table.name, &name, &mut |n: &str| {
+                        self.snapshot.relation_exists(n)
+                    });
+                    let options = sequence_options.as_deref().unwrap_or_default();
+                    let seq = sequence_with(seq_name, generated, column.data_type, options)?;
+                    let change = catalog::ColumnChange::Identity(seq);
+                    return Ok(Command::AlterColumn { position: column.position, table, change });
+                }
                 let retype = matches!(op, ast::AlterColumnOperation::SetDataType { .. });
                 if identity && !matches!(op, ast::AlterColumnOperation::SetNotNull) && !retype {
                     return Err(Error::SyntaxMisuse {
@@ -2305,4 +2481,56 @@ fn password(p: &ast::Password) -> Result<Option<String>> {
             span: None,
         }),
     }
+}
+
+/// `SELECT [pg_catalog.]set_config(name, value, is_local) [AS c]` and nothing else: the
+/// statement pg_dump starts with (`set_config('search_path', '', false)`), run as a SET.
+/// `None` for any other statement; 0A000 when the arguments are not constants.
+pub(crate) fn set_config_command(q: &ast::Query) -> Result<Option<Command>> {
+    let ast::SetExpr::Select(select) = q.body.as_ref() else { return Ok(None) };
+    let plain = q.with.is_none() && q.order_by.is_none() && q.limit_clause.is_none();
+    let plain = plain && select.from.is_empty() && select.selection.is_none();
+    let [item] = select.projection.as_slice() else { return Ok(None) };
+    let (expr, alias) = match item {
+        ast::SelectItem::UnnamedExpr(e) => (e, None),
+        ast::SelectItem::ExprWithAlias { expr, alias } => (expr, Some(ident(alias))),
+        _ => return Ok(None),
+    };
+    let ast::Expr::Function(f) = expr else { return Ok(None) };
+    let name: Vec<String> = f.name.0.iter().filter_map(|p| p.as_ident()).map(ident).collect();
+    let named = matches!(
+        name.iter().map(String::as_str).collect::<Vec<_>>().as_slice(),
+        ["set_config"] | ["pg_catalog", "set_config"]
+    );
+    if !plain || !named {
+        return Ok(None);
+    }
+    let ast::FunctionArguments::List(list) = &f.args else { return Ok(None) };
+    let args: Vec<&ast::Expr> = list
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+            _ => None,
+        })
+        .collect();
+    let constant = |e: &ast::Expr| match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => Some(s.clone()),
+            ast::Value::Boolean(b) => Some(b.to_string()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let [n, v, l] = args.as_slice() else { return Ok(None) };
+    let (Some(name), Some(value), Some(local)) = (constant(n), constant(v), constant(l)) else {
+        return Err(Error::unsupported("set_config with arguments that are not constants"));
+    };
+    let local = match local.as_str() {
+        "true" | "t" | "on" => true,
+        "false" | "f" | "off" => false,
+        _ => return Err(Error::unsupported("set_config with arguments that are not constants")),
+    };
+    let column = alias.unwrap_or_else(|| "set_config".to_owned());
+    Ok(Some(Command::SetConfig { name, value, local, column }))
 }

@@ -43,6 +43,10 @@ pub(super) fn signature(name: &str, args: &[Typed]) -> String {
 impl Binder<'_> {
     /// `42883` "function name(types) does not exist".
     pub(super) fn no_function(&self, name: &str, args: &[Typed], e: &AstExpr) -> Error {
+        if name == "set_config" && args.len() == 3 {
+            // Only `SELECT set_config(constants)` alone (`ddl::set_config_command`).
+            return Error::unsupported("set_config other than alone in a SELECT, with constants");
+        }
         Error::UndefinedFunction {
             name: format!("function {}", signature(name, args)),
             span: self.span_of(e),

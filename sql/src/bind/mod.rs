@@ -321,6 +321,11 @@ impl<'a> Binder<'a> {
     /// Binds one statement.
     pub fn bind(&mut self, stmt: &ast::Statement) -> Result<Bound> {
         use ast::Statement as S;
+        if let S::Query(q) = stmt {
+            if let Some(command) = ddl::set_config_command(q)? {
+                return Ok(Bound::Command(command));
+            }
+        }
         Ok(match stmt {
             // WITH … INSERT / UPDATE / DELETE: the WITH queries are visible to the statement.
             S::Query(q)

@@ -343,7 +343,7 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
                         continue;
                     }
                     let mut row = vec![lit(text(SCHEMA)), lit(text(r.name())), lit(text(kind))];
-                    row.push(current_user());
+                    row.push(owner());
                     if *table_column {
                         row.push(lit(table.map_or(Value::Null, text)));
                     }
@@ -380,19 +380,18 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
         ),
         Describe::Roles => {
             let b = |v: bool| lit(Value::Bool(v));
-            let row = vec![
-                current_user(),
-                b(true),
-                b(true),
-                b(true),
-                b(true),
-                b(true),
-                lit(Value::Int32(-1)),
-                lit(Value::Null),
-                lit(text("{}")),
-                b(true),
-                b(true),
-            ];
+            // psql's `\du` hides `pg_` roles; Aspen has none.
+            let rows = snapshot
+                .roles()
+                .iter()
+                .map(|r| {
+                    let mut row = vec![lit(text(&r.name)), b(r.superuser), b(r.inherit)];
+                    row.extend([b(r.create_role), b(r.create_db), b(r.login)]);
+                    row.extend([lit(Value::Int32(-1)), lit(Value::Null), lit(text("{}"))]);
+                    row.extend([b(r.replication), b(r.bypass_rls)]);
+                    row
+                })
+                .collect();
             let t = DataType::Text;
             let cols = vec![
                 ("rolname", t),
@@ -407,12 +406,12 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
                 ("rolreplication", DataType::Bool),
                 ("rolbypassrls", DataType::Bool),
             ];
-            query(cols, vec![row])
+            query(cols, rows)
         }
         Describe::Databases => {
             let row = vec![
                 Expr::Func(Func::CurrentDatabase, vec![]),
-                current_user(),
+                owner(),
                 lit(text("UTF8")),
                 lit(text("C")),
                 lit(text("C")),
@@ -851,8 +850,10 @@ fn lit(v: Value) -> Expr {
     Expr::Literal(v)
 }
 
-fn current_user() -> Expr {
-    Expr::Func(Func::CurrentUser, vec![])
+/// The owner of every object: Aspen keeps no owners, so everything belongs to the bootstrap
+/// superuser (`ALTER … OWNER TO` takes only it).
+fn owner() -> Expr {
+    lit(text(catalog::roles::BOOTSTRAP_ROLE))
 }
 
 /// The rows of `(key, row)` pairs, keys dropped.

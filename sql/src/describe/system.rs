@@ -111,8 +111,9 @@ fn database() -> Expr {
     Expr::Func(Func::CurrentDatabase, vec![])
 }
 
-fn user() -> Expr {
-    Expr::Func(Func::CurrentUser, vec![])
+/// The owner of every object: the bootstrap superuser (see `describe::owner`).
+fn owner() -> Expr {
+    t(catalog::roles::BOOTSTRAP_ROLE)
 }
 
 /// The tables and views SQL sees (not standalone sequences), in name order.
@@ -362,7 +363,7 @@ const INFO_SCHEMATA: &[(&str, DataType)] = &[
 ];
 
 fn info_schemata() -> Vec<Vec<Expr>> {
-    [("information_schema", user()), ("pg_catalog", user()), (SCHEMA, t("pg_database_owner"))]
+    [("information_schema", owner()), ("pg_catalog", owner()), (SCHEMA, t("pg_database_owner"))]
         .into_iter()
         .map(|(name, owner)| vec![database(), t(name), owner, null(), null(), null(), null()])
         .collect()
@@ -562,7 +563,7 @@ fn pg_tables(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
         vec![
             t(SCHEMA),
             t(&table.name),
-            user(),
+            owner(),
             null(),
             b(!table.indexes.is_empty()),
             b(false),
@@ -597,7 +598,7 @@ const PG_VIEWS: &[(&str, DataType)] =
 
 fn pg_views(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
     let views = tables(snapshot).into_iter().filter_map(|t| Some((t, t.view.as_ref()?)));
-    views.map(|(view, def)| vec![t(SCHEMA), t(&view.name), user(), t(&def.query)]).collect()
+    views.map(|(view, def)| vec![t(SCHEMA), t(&view.name), owner(), t(&def.query)]).collect()
 }
 
 const PG_NAMESPACE: &[(&str, DataType)] =
