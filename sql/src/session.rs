@@ -526,6 +526,9 @@ struct OpenTxn {
     /// The session settings before the first SET of this transaction, restored if it rolls
     /// back (SET is transactional in PostgreSQL).
     saved_settings: Option<Settings>,
+    /// Parameters SET LOCAL in this transaction, with the session's value to go back to when
+    /// it commits (`None`: the default); a plain SET of one of them changes that value.
+    local_restore: BTreeMap<&'static str, Option<String>>,
     /// Tables TRUNCATEd in this transaction (COPY FREEZE takes only these and new ones).
     truncated: Vec<TableId>,
     /// SAVEPOINTs, innermost last.
@@ -563,6 +566,7 @@ impl OpenTxn {
             implicit: false,
             ddl: None,
             saved_settings: None,
+            local_restore: BTreeMap::new(),
             truncated: Vec::new(),
             savepoints: Vec::new(),
             parked: None,
@@ -1165,6 +1169,7 @@ fn bound_is_short(bound: &Bound) -> bool {
             | Command::Commit
             | Command::Rollback
             | Command::Set { .. }
+            | Command::SetLocal { .. }
             | Command::SetTransaction
             | Command::Show(_)
             | Command::ShowAll
@@ -1587,7 +1592,19 @@ impl Session {
     fn commit_open(&mut self, mut open: OpenTxn) -> Result<()> {
         // Tables a ROLLBACK TO took back go once the commit has validated the reads of them.
         let doomed = std::mem::take(&mut open.doomed);
+        let local = std::mem::take(&mut open.local_restore);
         let result = self.commit_open_inner(open);
+        // SET LOCAL ends with the transaction (a rollback has restored every setting).
+        if result.is_ok() && !local.is_empty() {
+            let settings = Arc::make_mut(&mut self.settings);
+            for (name, value) in local {
+                match value {
+                    Some(v) => settings.insert(name, v),
+                    None => settings.remove(name),
+                };
+            }
+            self.refresh_settings();
+        }
         for object in doomed.into_iter().rev() {
             object.drop_from(&self.db.engine);
         }
@@ -2588,16 +2605,36 @@ impl Session {
             Command::SetTransaction => Ok(Output::tag(Tag::new("SET"))),
             Command::Set { name, value } => {
                 self.save_settings();
-                self.set(name, value)
+                self.set_scoped(name, value, false)
             }
-            Command::SetConfig { local: true, .. } => {
-                Err(Error::unsupported("set_config(…, true), which is SET LOCAL"))
-            }
-            Command::SetConfig { name, value, column, .. } => {
+            Command::SetLocal { name, value } => {
                 self.save_settings();
-                let out = self.set(name, &SetValue::Value(value.clone()))?;
-                // What SHOW now gives (a placeholder `a.b` is not kept: the value given).
-                let shown = self.setting(name).unwrap_or_else(|| value.clone());
+                if self.txn.is_none() {
+                    // As PostgreSQL: a warning, and no effect.
+                    guc(name).ok_or_else(|| Error::UnrecognizedParameter { name: name.clone() })?;
+                    return Ok(Output::tag(Tag::new("SET")).with_notice(
+                        "WARNING",
+                        "25P01",
+                        "SET LOCAL can only be used in transaction blocks".into(),
+                    ));
+                }
+                self.set_scoped(name, value, true)
+            }
+            Command::SetConfig { name, value, column, local } => {
+                self.save_settings();
+                let (out, shown) = if *local && self.txn.is_none() {
+                    // Only for this statement's own transaction, which ends now.
+                    let shown = match guc(name) {
+                        Some(g) => validate_setting(g.name, value)?,
+                        None if name.contains('.') => value.clone(),
+                        None => return Err(Error::UnrecognizedParameter { name: name.clone() }),
+                    };
+                    (Output::tag(Tag::new("SET")), shown)
+                } else {
+                    let out = self.set_scoped(name, &SetValue::Value(value.clone()), *local)?;
+                    // What SHOW now gives (a placeholder `a.b` is not kept: the value given).
+                    (out, self.setting(name).unwrap_or_else(|| value.clone()))
+                };
                 Ok(Output {
                     tag: Tag::rows("SELECT", 1),
                     columns: Some(Arc::new(vec![text_column(column)])),
@@ -2773,6 +2810,24 @@ impl Session {
                 open.saved_settings = Some(self.settings.clone());
             }
         }
+    }
+
+    /// SET (`local`: SET LOCAL) inside or outside a transaction: [`Session::set`], and the
+    /// value a SET LOCAL goes back to when the transaction commits ([`OpenTxn::local_restore`]).
+    fn set_scoped(&mut self, name: &str, value: &SetValue, local: bool) -> Result<Output> {
+        let canonical = guc(name).map(|g| g.name);
+        let before = canonical.and_then(|n| self.settings.get(n).cloned());
+        let out = self.set(name, value)?;
+        let Some(n) = canonical else { return Ok(out) };
+        let after = self.settings.get(n).cloned();
+        if let Some(open) = self.txn.as_mut() {
+            if local {
+                open.local_restore.entry(n).or_insert(before);
+            } else if let Some(restore) = open.local_restore.get_mut(n) {
+                *restore = after;
+            }
+        }
+        Ok(out)
     }
 
     fn set(&mut self, name: &str, value: &SetValue) -> Result<Output> {

@@ -269,6 +269,13 @@ pub enum Command {
         /// VACUUM (else ANALYZE), which PostgreSQL refuses inside a transaction block.
         vacuum: bool,
     },
+    /// SET LOCAL name = value: until the transaction ends.
+    SetLocal {
+        /// The parameter.
+        name: String,
+        /// Its value for the rest of the transaction.
+        value: SetValue,
+    },
     /// `SELECT set_config(name, value, is_local)` with constant arguments: SET, returning the
     /// new value in a column named `column`.
     SetConfig {
@@ -812,7 +819,7 @@ impl Binder<'_> {
     fn bind_set(&mut self, set: &ast::Set) -> Result<Command> {
         use ast::Set as St;
         Ok(match set {
-            St::SingleAssignment { variable, values, .. } => {
+            St::SingleAssignment { scope, variable, values, .. } => {
                 let (_, name) = self.object_name(variable)?;
                 let value = match values.as_slice() {
                     [ast::Expr::Identifier(id)]
@@ -824,15 +831,18 @@ impl Binder<'_> {
                         vals.iter().map(set_value_text).collect::<Vec<_>>().join(", "),
                     ),
                 };
-                Command::Set { name, value }
+                match scope {
+                    Some(ast::ContextModifier::Local) => Command::SetLocal { name, value },
+                    _ => Command::Set { name, value },
+                }
             }
             St::SetTransaction { modes, snapshot: None, .. } => {
                 check_modes(modes)?;
                 Command::SetTransaction
             }
-            St::SetTimeZone { value, .. } => Command::Set {
-                name: "timezone".into(),
-                value: match value {
+            St::SetTimeZone { value, local } => {
+                let name = "timezone".to_owned();
+                let value = match value {
                     ast::Expr::Identifier(id)
                         if id.quote_style.is_none()
                             && ["local", "default"]
@@ -842,8 +852,13 @@ impl Binder<'_> {
                         SetValue::Default
                     }
                     other => SetValue::Value(set_value_text(other)),
-                },
-            },
+                };
+                if *local {
+                    Command::SetLocal { name, value }
+                } else {
+                    Command::Set { name, value }
+                }
+            }
             St::SetNames { charset_name, .. } => Command::Set {
                 name: "client_encoding".into(),
                 value: SetValue::Value(charset_name.to_string()),
