@@ -141,6 +141,10 @@ async fn serve(args: ServeArgs) -> ExitCode {
     if public && args.auth_remote == server::auth::Method::Trust {
         tracing::warn!(listen = %args.listen, "--auth-remote trust: anyone who can reach this address can connect as any role");
     }
+    let no_password = !db.catalog().roles().iter().any(|r| r.login && r.password.is_some());
+    if public && args.auth_remote == server::auth::Method::ScramSha256 && no_password {
+        tracing::warn!(listen = %args.listen, "no role that may log in has a password: clients from other hosts cannot log in (set ASPEN_POSTGRES_PASSWORD, or ALTER ROLE … PASSWORD from this host)");
+    }
     // Every listener is bound before the listening line, which tests and scripts wait for.
     if let Some(dir) = &args.unix_socket_dir {
         match server.listen_unix(dir) {
