@@ -22,7 +22,8 @@
 //! queries by the server's version). Other psql versions send other texts; like any other
 //! `pg_catalog` query they are not recognised and answer `0A000`. A table's OID is
 //! [`catalog::TableId::oid`], an index's [`catalog::IndexId::oid`]; the one schema is `public`,
-//! owned by `pg_database_owner`, and relations are owned by the current user.
+//! owned by `pg_database_owner`, and relations by the bootstrap superuser `postgres` (Aspen
+//! keeps no owners; `ALTER … OWNER TO` takes only that role).
 
 use catalog::{DataType, FkAction, Generated, Index, Snapshot, Table};
 
