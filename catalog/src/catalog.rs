@@ -441,6 +441,29 @@ impl Catalog {
         Ok(())
     }
 
+    /// Renames role `name` to `new_name` (its password verifier does not depend on the name).
+    ///
+    /// Errors: [`Error::UndefinedObject`]; [`Error::DuplicateObject`] if `new_name` is taken;
+    /// [`Error::InvalidDefinition`] for the bootstrap superuser, whose name the catalog knows
+    /// it by; [`Error::Store`].
+    pub fn rename_role(&self, name: &str, new_name: &str) -> Result<(), Error> {
+        let writer = self.writer.lock();
+        let mut roles = self.roles.write();
+        let mut role = roles.existing(name)?.clone();
+        if role.oid == crate::roles::BOOTSTRAP_ROLE_OID {
+            return Err(Error::InvalidDefinition(format!("role {name} cannot be renamed")));
+        }
+        if roles.get(new_name).is_some() {
+            return Err(Error::DuplicateObject(format!("role \"{new_name}\" already exists")));
+        }
+        role.name = new_name.to_owned();
+        let version = self.write_roles(&writer, vec![role_put(&role)?], vec![role_key(name)])?;
+        roles.remove(name);
+        roles.put(role);
+        self.publish_roles(version, &roles);
+        Ok(())
+    }
+
     /// Drops the role named `name`.
     ///
     /// Errors: [`Error::UndefinedObject`] if there is no such role; [`Error::DependentObjects`]
@@ -1795,6 +1818,15 @@ mod tests {
         assert!(reopened.role("postgres").unwrap().superuser);
         // OIDs follow the largest in use: nothing stored refers to a role by its OID.
         assert_eq!(reopened.create_role(Role::new("erin".into(), true)).unwrap().oid, 16385);
+        // A rename keeps the OID and the password.
+        assert!(matches!(reopened.rename_role("bob", "erin"), Err(Error::DuplicateObject(_))));
+        assert!(matches!(reopened.rename_role("postgres", "x"), Err(Error::InvalidDefinition(_))));
+        reopened.rename_role("bob", "robert").unwrap();
+        let again = Catalog::with_store(Box::new(store.clone())).unwrap();
+        assert!(again.role("bob").is_none());
+        let robert = again.role("robert").unwrap();
+        assert_eq!((robert.oid, robert.password.as_deref()), (16384, Some(verifier.as_str())));
+        assert_eq!(again.snapshot().roles().len(), 3, "the snapshot lists them too");
     }
 
     #[test]

@@ -1782,7 +1782,7 @@ impl Session {
     fn run_role_command(&mut self, command: &Command) -> Result<Output> {
         let (what, tag) = match command {
             Command::CreateRole { .. } => ("CREATE ROLE", "CREATE ROLE"),
-            Command::AlterRole { .. } => ("ALTER ROLE", "ALTER ROLE"),
+            Command::AlterRole { .. } | Command::RenameRole { .. } => ("ALTER ROLE", "ALTER ROLE"),
             _ => ("DROP ROLE", "DROP ROLE"),
         };
         // Not in a block, nor among other statements that PostgreSQL would roll back with it.
@@ -1801,7 +1801,19 @@ impl Session {
             }
             Command::AlterRole { name, options } => {
                 let options = with_verifier(options, &mut notices)?;
+                let name = name.as_deref().unwrap_or(&self.user);
                 catalog.alter_role(name, |role| options.apply(role)).map_err(catalog_error)?;
+            }
+            Command::RenameRole { name, new_name } => {
+                if **name == *self.user {
+                    return Err(Error::unsupported_msg("session user cannot be renamed"));
+                }
+                match catalog.rename_role(name, new_name) {
+                    Err(catalog::Error::InvalidDefinition(message)) => {
+                        return Err(Error::unsupported_msg(message))
+                    }
+                    other => other.map_err(catalog_error)?,
+                }
             }
             Command::DropRole { names, if_exists } => {
                 for name in names {
@@ -2745,9 +2757,10 @@ impl Session {
                 self.db.checkpoint()?;
                 Ok(Output::tag(Tag::new("CHECKPOINT")))
             }
-            Command::CreateRole { .. } | Command::AlterRole { .. } | Command::DropRole { .. } => {
-                self.run_role_command(cmd)
-            }
+            Command::CreateRole { .. }
+            | Command::AlterRole { .. }
+            | Command::RenameRole { .. }
+            | Command::DropRole { .. } => self.run_role_command(cmd),
             Command::RestartSequence { .. } if self.txn.is_some() || self.pipelined => {
                 Err(Error::unsupported(
                     "ALTER SEQUENCE … RESTART inside a transaction block or among other \

@@ -315,10 +315,17 @@ pub enum Command {
     },
     /// ALTER ROLE / ALTER USER name [WITH] options.
     AlterRole {
-        /// The role.
-        name: String,
+        /// The role (`None`: CURRENT_USER, SESSION_USER or CURRENT_ROLE, the session's).
+        name: Option<String>,
         /// What the statement sets.
         options: RoleOptions,
+    },
+    /// ALTER ROLE name RENAME TO new_name.
+    RenameRole {
+        /// The role.
+        name: String,
+        /// Its new name.
+        new_name: String,
     },
     /// DROP ROLE / DROP USER [IF EXISTS] names.
     DropRole {
@@ -549,18 +556,31 @@ impl Binder<'_> {
             }
             S::CreateRole(cr) => bind_create_role(cr)?,
             S::AlterRole { name, operation } => {
-                let name = role_name(name)?;
-                match operation {
-                    ast::AlterRoleOperation::WithOptions { options } => {
+                // CURRENT_USER, SESSION_USER, CURRENT_ROLE: the session's role.
+                let current = name.quote_style.is_none()
+                    && ["current_user", "session_user", "current_role"]
+                        .iter()
+                        .any(|w| name.value.eq_ignore_ascii_case(w));
+                let keyword = name.value.to_uppercase();
+                let name = if current { None } else { Some(role_name(name)?) };
+                match (operation, name) {
+                    (ast::AlterRoleOperation::WithOptions { options }, name) => {
                         Command::AlterRole { name, options: role_options(options)? }
                     }
-                    ast::AlterRoleOperation::RenameRole { .. } => {
-                        return Err(Error::unsupported("ALTER ROLE … RENAME TO"))
+                    (ast::AlterRoleOperation::RenameRole { role_name: new }, Some(name)) => {
+                        Command::RenameRole { name, new_name: role_name(new)? }
                     }
-                    ast::AlterRoleOperation::Set { .. } | ast::AlterRoleOperation::Reset { .. } => {
-                        return Err(Error::unsupported("ALTER ROLE … SET / RESET"))
+                    (ast::AlterRoleOperation::RenameRole { .. }, None) => {
+                        return Err(Error::ReservedName {
+                            message: format!("{keyword} cannot be used as a role name here"),
+                            detail: String::new(),
+                        })
                     }
-                    other => return Err(Error::unsupported(format!("ALTER ROLE {other}"))),
+                    (
+                        ast::AlterRoleOperation::Set { .. } | ast::AlterRoleOperation::Reset { .. },
+                        _,
+                    ) => return Err(Error::unsupported("ALTER ROLE … SET / RESET")),
+                    (other, _) => return Err(Error::unsupported(format!("ALTER ROLE {other}"))),
                 }
             }
             S::Discard { .. } => Command::NoOp("DISCARD ALL"),
