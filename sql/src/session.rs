@@ -912,9 +912,48 @@ pub(crate) fn setting_value(
     server: &BTreeMap<&'static str, String>,
     name: &str,
 ) -> Option<String> {
-    let g = guc(name)?;
+    let Some(g) = guc(name) else {
+        // A placeholder (`app.user`): only once SET.
+        return session.get(name.to_lowercase().as_str()).cloned();
+    };
     let value = session.get(g.name).or_else(|| server.get(g.name));
     Some(value.cloned().unwrap_or_else(|| g.default.to_string()))
+}
+
+/// The most distinct placeholder names (`SET app.x`) a server keeps.
+const MAX_PLACEHOLDERS: usize = 10_000;
+
+/// The name a placeholder parameter (`a.b`, case-folded) is kept under: settings are keyed by
+/// `&'static str`, so each distinct name is allocated once for the life of the server (at
+/// most [`MAX_PLACEHOLDERS`]). `None` with `create` false when it was never SET.
+fn placeholder(name: &str, create: bool) -> Result<Option<&'static str>> {
+    static NAMES: parking_lot::Mutex<std::collections::BTreeSet<&'static str>> =
+        parking_lot::Mutex::new(std::collections::BTreeSet::new());
+    let lower = name.to_lowercase();
+    let mut names = NAMES.lock();
+    if let Some(known) = names.get(lower.as_str()) {
+        return Ok(Some(known));
+    }
+    if !create {
+        return Ok(None);
+    }
+    let valid = lower.split('.').all(|part| {
+        part.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+            && part.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+    });
+    if !valid {
+        return Err(Error::InvalidName {
+            message: format!("invalid configuration parameter name \"{name}\""),
+        });
+    }
+    if names.len() >= MAX_PLACEHOLDERS {
+        return Err(Error::ProgramLimitExceeded {
+            message: format!("more than {MAX_PLACEHOLDERS} placeholder parameters"),
+        });
+    }
+    let kept: &'static str = Box::leak(lower.into_boxed_str());
+    names.insert(kept);
+    Ok(Some(kept))
 }
 
 /// One client session.
@@ -2659,8 +2698,12 @@ impl Session {
                     self.save_settings();
                     let user = self.user.to_string();
                     let settings = Arc::make_mut(&mut self.settings);
+                    // Placeholders stay defined, empty (as PostgreSQL's RESET ALL leaves them).
+                    let placeholders: Vec<&'static str> =
+                        settings.keys().filter(|k| guc(k).is_none()).copied().collect();
                     settings.clear();
                     settings.insert("session_authorization", user);
+                    settings.extend(placeholders.into_iter().map(|k| (k, String::new())));
                     self.refresh_settings();
                     Ok(Output::tag(Tag::new("RESET")))
                 }
@@ -2677,7 +2720,11 @@ impl Session {
                     _ => self.setting(&lname),
                 }
                 .ok_or_else(|| Error::UnrecognizedParameter { name: name.clone() })?;
-                let col = guc(&lname).map(|g| g.name).unwrap_or("TimeZone");
+                let col = match guc(&lname) {
+                    Some(g) => g.name,
+                    None if lname.contains('.') => lname.as_str(),
+                    None => "TimeZone",
+                };
                 Ok(Output {
                     tag: Tag::new("SHOW"),
                     columns: Some(Arc::new(vec![text_column(col)])),
@@ -2828,9 +2875,15 @@ impl Session {
     /// SET (`local`: SET LOCAL) inside or outside a transaction: [`Session::set`], and the
     /// value a SET LOCAL goes back to when the transaction commits ([`OpenTxn::local_restore`]).
     fn set_scoped(&mut self, name: &str, value: &SetValue, local: bool) -> Result<Output> {
-        let canonical = guc(name).map(|g| g.name);
-        let before = canonical.and_then(|n| self.settings.get(n).cloned());
+        let before = self.settings.get(name).cloned().or_else(|| {
+            let canonical = guc(name).map(|g| g.name);
+            canonical.and_then(|n| self.settings.get(n).cloned())
+        });
         let out = self.set(name, value)?;
+        let canonical = match guc(name) {
+            Some(g) => Some(g.name),
+            None => placeholder(name, false)?,
+        };
         let Some(n) = canonical else { return Ok(out) };
         let after = self.settings.get(n).cloned();
         if let Some(open) = self.txn.as_mut() {
@@ -2844,12 +2897,19 @@ impl Session {
     }
 
     fn set(&mut self, name: &str, value: &SetValue) -> Result<Output> {
-        // Custom placeholder parameters (`a.b`) are accepted as in PostgreSQL but not stored.
         let Some(g) = guc(name) else {
-            if name.contains('.') {
-                return Ok(Output::tag(Tag::new("SET")));
+            // Placeholder parameters (`app.user`), as PostgreSQL: any value, kept as given.
+            if !name.contains('.') {
+                return Err(Error::UnrecognizedParameter { name: name.to_string() });
             }
-            return Err(Error::UnrecognizedParameter { name: name.to_string() });
+            // Once SET, it stays defined in the session: RESET makes it empty.
+            let name = placeholder(name, true)?.expect("created");
+            let value = match value {
+                SetValue::Default => String::new(),
+                SetValue::Value(v) => v.clone(),
+            };
+            Arc::make_mut(&mut self.settings).insert(name, value);
+            return Ok(Output::tag(Tag::new("SET")));
         };
         if READ_ONLY_GUCS.contains(&g.name) {
             return Err(Error::CantChangeRuntimeParam { name: g.name.to_string() });

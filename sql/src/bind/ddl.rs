@@ -406,7 +406,7 @@ impl Binder<'_> {
             S::Reset(r) => match &r.reset {
                 ast::Reset::ALL => Command::Reset(None),
                 ast::Reset::ConfigurationParameter(name) => {
-                    Command::Reset(Some(self.object_name(name)?.1))
+                    Command::Reset(Some(parameter_name(name)))
                 }
                 _ => return Err(Error::unsupported("RESET SESSION AUTHORIZATION")),
             },
@@ -840,7 +840,7 @@ impl Binder<'_> {
         use ast::Set as St;
         Ok(match set {
             St::SingleAssignment { scope, variable, values, .. } => {
-                let (_, name) = self.object_name(variable)?;
+                let name = parameter_name(variable);
                 let value = match values.as_slice() {
                     [ast::Expr::Identifier(id)]
                         if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default") =>
@@ -2568,4 +2568,10 @@ pub(crate) fn set_config_command(q: &ast::Query) -> Result<Option<Command>> {
     };
     let column = alias.unwrap_or_else(|| "set_config".to_owned());
     Ok(Some(Command::SetConfig { name, value, local, column }))
+}
+
+/// A configuration parameter's name as SET and RESET name it: a placeholder keeps its prefix
+/// (`app.user`).
+fn parameter_name(name: &ast::ObjectName) -> String {
+    name.0.iter().filter_map(|p| p.as_ident()).map(ident).collect::<Vec<_>>().join(".")
 }
