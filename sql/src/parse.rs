@@ -496,8 +496,12 @@ fn identity_sequence_name(tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWithSpa
         } else {
             None
         };
+        if !alter_table {
+            // Not pg_dump's ALTER TABLE: sqlparser decides (a column `sequence` aliased `name`).
+            continue;
+        }
         let default = table.zip(column).map(|(t, c)| format!("{t}_{c}_seq"));
-        if !alter_table || last.is_none() || last != default {
+        if last.is_none() || last != default {
             return Err(Error::unsupported("SEQUENCE NAME of an identity column's sequence"));
         }
         drop.extend(significant[n..end].iter().copied());
@@ -512,13 +516,29 @@ fn encrypted_password(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         return tokens;
     }
     let significant = significant_positions(&tokens);
+    let words: Vec<&TokenWithSpan> = significant.iter().map(|&i| &tokens[i]).collect();
     let mut drop = HashSet::new();
-    for w in significant.windows(2) {
-        if is_word(&tokens[w[0]], "encrypted") && is_word(&tokens[w[1]], "password") {
+    for (n, w) in significant.windows(2).enumerate() {
+        if is_word(&tokens[w[0]], "encrypted")
+            && is_word(&tokens[w[1]], "password")
+            && in_role_statement(&words, n)
+        {
             drop.insert(w[0]);
         }
     }
     without(tokens, &drop)
+}
+
+/// Whether the significant token at `n` is in a CREATE or ALTER of a ROLE, USER or GROUP (a
+/// column may be named `encrypted`, and aliased `password`).
+fn in_role_statement(words: &[&TokenWithSpan], n: usize) -> bool {
+    let start = (0..=n).rev().find(|&k| k == 0 || words[k - 1].token == Token::SemiColon);
+    start.is_some_and(|k| {
+        ["create", "alter"].iter().any(|w| is_word(words[k], w))
+            && words
+                .get(k + 1)
+                .is_some_and(|t| ["role", "user", "group"].iter().any(|w| is_word(t, w)))
+    })
 }
 
 /// PostgreSQL's `CREATE USER name …` is `CREATE ROLE name LOGIN …` (sqlparser reads `CREATE
@@ -593,8 +613,11 @@ fn refuse_unknown_statements(tokens: &[TokenWithSpan]) -> Result<()> {
             return Err(Error::unsupported("BETWEEN SYMMETRIC / ASYMMETRIC"));
         }
     }
-    for w in significant.windows(2) {
-        if is_word(w[0], "unencrypted") && is_word(w[1], "password") {
+    for (n, w) in significant.windows(2).enumerate() {
+        if is_word(w[0], "unencrypted")
+            && is_word(w[1], "password")
+            && in_role_statement(&significant, n)
+        {
             return Err(Error::unsupported_msg("UNENCRYPTED PASSWORD is no longer supported"));
         }
     }
@@ -874,7 +897,7 @@ mod tests {
             "ALTER SEQUENCE s.",
             "ALTER TABLE t ALTER COLUMN c ADD GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME",
             "ALTER TABLE t ALTER COLUMN c ADD GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME x.",
-            "SEQUENCE NAME t_c_seq",
+            "CREATE TABLE t (c int GENERATED ALWAYS AS IDENTITY (SEQUENCE NAME t_c_seq))",
         ] {
             assert!(parse(sql).is_err(), "{sql}");
         }
@@ -883,6 +906,13 @@ mod tests {
              (SEQUENCE NAME public.t_c_seq START WITH 1)"
         )
         .is_ok());
+        // Only in role statements: elsewhere these words are a column and its alias.
+        for sql in ["SELECT encrypted password FROM t", "SELECT unencrypted password FROM t"] {
+            let [Parsed::Sql(s)] = &parse(sql).unwrap()[..] else { panic!("{sql}") };
+            assert!(s.to_string().to_lowercase().contains("crypted as password"), "{s}");
+        }
+        assert!(parse("ALTER ROLE r UNENCRYPTED PASSWORD 'x'").is_err());
+        assert!(parse("SELECT sequence name, identity FROM t").is_ok());
     }
 
     #[test]
