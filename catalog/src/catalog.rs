@@ -321,7 +321,8 @@ impl PreparedDdl<'_> {
         let mut puts = meta_puts(self.version, *self.counters);
         puts.extend(self.puts);
         self.catalog.store.write_batch(puts, self.deletes)?;
-        let roles = self.catalog.role_list();
+        // The writer lock is held: no role changes meanwhile.
+        let roles = self.catalog.current.load().roles_arc();
         let published = Arc::new(Snapshot::new(self.version, self.tables).with_roles(roles));
         self.catalog.current.store(published.clone());
         tracing::debug!(version = self.version.0, "catalog version published (transaction)");
@@ -351,8 +352,6 @@ pub struct Catalog {
     /// Sequence counters by owning table and column, made at first use (or at load, from the
     /// store). Each has its own lock, so that only users of one sequence wait for its writes.
     sequences: Mutex<SequenceCounters>,
-    /// The roles (module `roles`): not versioned with the snapshot, each change written alone.
-    roles: parking_lot::RwLock<Roles>,
 }
 
 impl Catalog {
@@ -399,46 +398,43 @@ impl Catalog {
             current: ArcSwap::from_pointee(snapshot),
             writer: Mutex::new(counters),
             sequences: Mutex::new(sequences),
-            roles: parking_lot::RwLock::new(roles),
         })
     }
 
     /// The role named `name`.
     pub fn role(&self, name: &str) -> Option<Role> {
-        self.roles.read().get(name).cloned()
+        self.current.load().roles().iter().find(|r| r.name == name).cloned()
     }
 
     /// Every role, by name.
     pub fn roles(&self) -> Vec<Role> {
-        self.roles.read().all().cloned().collect()
+        self.current.load().roles().to_vec()
     }
 
     /// Creates `role` (its OID is assigned) and writes it to the store before it is visible.
     ///
     /// Errors: [`Error::DuplicateObject`] if a role of that name exists; [`Error::Store`].
     pub fn create_role(&self, role: Role) -> Result<Role, Error> {
-        let writer = self.writer.lock();
-        let mut roles = self.roles.write();
-        let role = roles.prepare_create(role)?;
-        let version = self.write_roles(&writer, vec![role_put(&role)?], Vec::new())?;
-        roles.put(role.clone());
-        self.publish_roles(version, &roles);
-        Ok(role)
+        self.change_roles(|roles| {
+            let role = roles.prepare_create(role)?;
+            let put = role_put(&role)?;
+            roles.put(role.clone());
+            Ok((role, vec![put], Vec::new()))
+        })
     }
 
     /// Changes the role named `name` with `change` (which must not rename it) and writes it.
     ///
     /// Errors: [`Error::UndefinedObject`] if there is no such role; [`Error::Store`].
     pub fn alter_role(&self, name: &str, change: impl FnOnce(&mut Role)) -> Result<(), Error> {
-        let writer = self.writer.lock();
-        let mut roles = self.roles.write();
-        let mut role = roles.existing(name)?.clone();
-        change(&mut role);
-        debug_assert_eq!(role.name, name, "alter_role does not rename");
-        let version = self.write_roles(&writer, vec![role_put(&role)?], Vec::new())?;
-        roles.put(role);
-        self.publish_roles(version, &roles);
-        Ok(())
+        self.change_roles(|roles| {
+            let mut role = roles.existing(name)?.clone();
+            change(&mut role);
+            debug_assert_eq!(role.name, name, "alter_role does not rename");
+            let put = role_put(&role)?;
+            roles.put(role);
+            Ok(((), vec![put], Vec::new()))
+        })
     }
 
     /// Renames role `name` to `new_name` (its password verifier does not depend on the name).
@@ -447,21 +443,20 @@ impl Catalog {
     /// [`Error::InvalidDefinition`] for the bootstrap superuser, whose name the catalog knows
     /// it by; [`Error::Store`].
     pub fn rename_role(&self, name: &str, new_name: &str) -> Result<(), Error> {
-        let writer = self.writer.lock();
-        let mut roles = self.roles.write();
-        let mut role = roles.existing(name)?.clone();
-        if role.oid == crate::roles::BOOTSTRAP_ROLE_OID {
-            return Err(Error::InvalidDefinition(format!("role {name} cannot be renamed")));
-        }
-        if roles.get(new_name).is_some() {
-            return Err(Error::DuplicateObject(format!("role \"{new_name}\" already exists")));
-        }
-        role.name = new_name.to_owned();
-        let version = self.write_roles(&writer, vec![role_put(&role)?], vec![role_key(name)])?;
-        roles.remove(name);
-        roles.put(role);
-        self.publish_roles(version, &roles);
-        Ok(())
+        self.change_roles(|roles| {
+            let mut role = roles.existing(name)?.clone();
+            if role.oid == crate::roles::BOOTSTRAP_ROLE_OID {
+                return Err(Error::InvalidDefinition(format!("role {name} cannot be renamed")));
+            }
+            if roles.get(new_name).is_some() {
+                return Err(Error::DuplicateObject(format!("role \"{new_name}\" already exists")));
+            }
+            role.name = new_name.to_owned();
+            let put = role_put(&role)?;
+            roles.remove(name);
+            roles.put(role);
+            Ok(((), vec![put], vec![role_key(name)]))
+        })
     }
 
     /// Drops the role named `name`.
@@ -469,46 +464,39 @@ impl Catalog {
     /// Errors: [`Error::UndefinedObject`] if there is no such role; [`Error::DependentObjects`]
     /// for the bootstrap superuser, as PostgreSQL; [`Error::Store`].
     pub fn drop_role(&self, name: &str) -> Result<(), Error> {
-        let writer = self.writer.lock();
-        let mut roles = self.roles.write();
-        if roles.existing(name)?.oid == crate::roles::BOOTSTRAP_ROLE_OID {
-            return Err(Error::DependentObjects {
-                message: format!(
-                    "cannot drop role {name} because it is required by the database system"
-                ),
-                detail: None,
-            });
-        }
-        let version = self.write_roles(&writer, Vec::new(), vec![role_key(name)])?;
-        roles.remove(name);
-        self.publish_roles(version, &roles);
-        Ok(())
+        self.change_roles(|roles| {
+            if roles.existing(name)?.oid == crate::roles::BOOTSTRAP_ROLE_OID {
+                return Err(Error::DependentObjects {
+                    message: format!(
+                        "cannot drop role {name} because it is required by the database system"
+                    ),
+                    detail: None,
+                });
+            }
+            roles.remove(name);
+            Ok(((), Vec::new(), vec![role_key(name)]))
+        })
     }
 
-    /// Writes a role change with the next catalog version, in one batch; the caller then
-    /// changes its map and [`Catalog::publish_roles`]. A new version, because what was bound
-    /// against the old one (a plan reading `pg_roles`) is stale.
-    fn write_roles(
+    /// One role change, under the writer lock: `change` edits the roles of the current snapshot
+    /// and says what to put and delete in the store; that is written with the next catalog
+    /// version, then the same tables are published with the new roles. A new version, because
+    /// what was bound against the old one (a plan reading `pg_roles`) is stale.
+    fn change_roles<R>(
         &self,
-        counters: &Counters,
-        mut puts: Vec<(String, Vec<u8>)>,
-        deletes: Vec<String>,
-    ) -> Result<CatalogVersion, Error> {
-        let version = CatalogVersion(self.current.load().version().0 + 1);
+        change: impl FnOnce(&mut Roles) -> Result<(R, Vec<(String, Vec<u8>)>, Vec<String>), Error>,
+    ) -> Result<R, Error> {
+        let counters = self.writer.lock();
+        let current = self.current.load_full();
+        let mut roles = Roles::of(current.roles());
+        let (out, mut puts, deletes) = change(&mut roles)?;
+        let version = CatalogVersion(current.version().0 + 1);
         puts.extend(meta_puts(version, *counters));
         self.store.write_batch(puts, deletes)?;
-        Ok(version)
-    }
-
-    /// Publishes the current tables with `roles` at `version` (see [`Catalog::write_roles`]).
-    fn publish_roles(&self, version: CatalogVersion, roles: &Roles) {
-        let tables = self.current.load().table_map().clone();
         let roles = roles.all().cloned().collect();
+        let tables = current.table_map().clone();
         self.current.store(Arc::new(Snapshot::new(version, tables).with_roles(roles)));
-    }
-
-    fn role_list(&self) -> Arc<[Role]> {
-        self.roles.read().all().cloned().collect()
+        Ok(out)
     }
 
     /// `nextval`: the next value of `seq`, the sequence of column `position` of table `table`

@@ -1,10 +1,10 @@
 //! Roles: who may log in, and the SCRAM-SHA-256 verifier their password is checked against.
 //!
-//! Roles are cluster-wide in PostgreSQL and not part of any table's schema, so they are not in
-//! the versioned [`Snapshot`](crate::Snapshot): [`Roles`] is a small map of its own, guarded by
-//! a lock, and each change is one synced store write of the changed role's key
-//! (`role/<name>`, the [`Role`] as JSON) or its deletion. A role change is therefore not
-//! transactional; the SQL layer refuses role statements inside a transaction block.
+//! Roles live in the catalog's snapshots ([`Snapshot::roles`](crate::Snapshot::roles)), but
+//! not in transactional DDL batches: each change is one synced store write of the changed
+//! role's key (`role/<name>`, the [`Role`] as JSON) or its deletion, with the next catalog
+//! version, published at once. A role change is therefore not transactional; the SQL layer
+//! refuses role statements inside a transaction block.
 //!
 //! The bootstrap superuser `postgres` (OID 10, as PostgreSQL's `BOOTSTRAP_SUPERUSERID`) exists
 //! in every catalog: when the store holds no `role/postgres` key it is the default below, and it
@@ -123,6 +123,11 @@ impl Roles {
         }
         by_name.entry(BOOTSTRAP_ROLE.to_owned()).or_insert_with(Role::bootstrap);
         Ok(Roles { by_name })
+    }
+
+    /// The roles of a snapshot, to change.
+    pub(crate) fn of(roles: &[Role]) -> Roles {
+        Roles { by_name: roles.iter().map(|r| (r.name.clone(), r.clone())).collect() }
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&Role> {

@@ -201,4 +201,21 @@ mod tests {
         assert_eq!("reject".parse::<Method>(), Ok(Method::Reject));
         assert!("md5".parse::<Method>().is_err());
     }
+
+    #[test]
+    fn failures_say_only_what_postgresql_says() {
+        let code = |e: PgWireError| match e {
+            PgWireError::UserError(info) => (info.code, info.message),
+            other => panic!("{other:?}"),
+        };
+        let malformed = failed("bob", PgWireError::InvalidScramMessage("x".into()));
+        assert_eq!(code(malformed).0, "08P01");
+        let wrong = failed("bob", PgWireError::InvalidPassword("bob".into()));
+        assert_eq!(
+            code(wrong),
+            ("28P01".into(), "password authentication failed for user \"bob\"".into())
+        );
+        // Anything else about the exchange is the same refusal (no hint of why).
+        assert_eq!(code(failed("bob", PgWireError::InvalidSASLState)).0, "28P01");
+    }
 }

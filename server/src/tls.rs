@@ -56,3 +56,22 @@ impl Tls {
         Ok(Tls { acceptor: TlsAcceptor::from(Arc::new(config)), cert_pem })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unusable_files_are_refused_with_a_reason() {
+        let dir = std::env::temp_dir().join(format!("aspen-tls-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        let missing = Tls::from_files(&dir.join("nope.pem"), &key).unwrap_err();
+        assert!(missing.contains("cannot read"), "{missing}");
+        std::fs::write(&cert, "not pem at all").unwrap();
+        std::fs::write(&key, "not pem either").unwrap();
+        let empty = Tls::from_files(&cert, &key).unwrap_err();
+        assert!(empty.contains("no certificate"), "{empty}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

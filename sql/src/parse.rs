@@ -67,6 +67,43 @@ pub enum SequenceAction {
     Restart(Option<i64>),
 }
 
+/// A syntax error at `at`, with its position, or at the end of the input (`None`).
+fn syntax_error_at(sql: &str, at: Option<&&TokenWithSpan>) -> Error {
+    match at {
+        Some(t) => Error::Syntax {
+            message: format!("syntax error at or near \"{}\"", t.token),
+            span: offset_of(sql, t.span.start).map(|start| Span { start }),
+        },
+        None => Error::Syntax { message: "syntax error at end of input".into(), span: None },
+    }
+}
+
+/// The identifier a word token is (keywords included, as PostgreSQL takes them in names).
+fn word_ident(t: &TokenWithSpan) -> Option<Ident> {
+    match &t.token {
+        Token::Word(w) => {
+            Some(Ident { value: w.value.clone(), quote_style: w.quote_style, span: t.span })
+        }
+        _ => None,
+    }
+}
+
+/// A dotted name (identifiers separated by periods) at `words[*i]`, moving `*i` past it.
+fn dotted_name(sql: &str, words: &[&TokenWithSpan], i: &mut usize) -> Result<ObjectName> {
+    let mut parts = Vec::new();
+    loop {
+        let ident = words.get(*i).and_then(|t| word_ident(t));
+        parts.push(ObjectNamePart::Identifier(
+            ident.ok_or_else(|| syntax_error_at(sql, words.get(*i)))?,
+        ));
+        *i += 1;
+        if words.get(*i).is_none_or(|t| t.token != Token::Period) {
+            return Ok(ObjectName(parts));
+        }
+        *i += 1;
+    }
+}
+
 /// Whether a token is the unquoted word `word`.
 fn is_word(t: &TokenWithSpan, word: &str) -> bool {
     matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
@@ -76,13 +113,7 @@ fn is_word(t: &TokenWithSpan, word: &str) -> bool {
 /// or `ANALYZE [(options)] [VERBOSE] [table [(columns)] [, …]]` (tokens without whitespace).
 fn parse_maintenance(sql: &str, words: &[&TokenWithSpan]) -> Result<Parsed> {
     let vacuum = is_word(words[0], "vacuum");
-    let error = |at: Option<&&TokenWithSpan>| match at {
-        Some(t) => Error::Syntax {
-            message: format!("syntax error at or near \"{}\"", t.token),
-            span: offset_of(sql, t.span.start).map(|start| Span { start }),
-        },
-        None => Error::Syntax { message: "syntax error at end of input".into(), span: None },
-    };
+    let error = |at: Option<&&TokenWithSpan>| syntax_error_at(sql, at);
     let is_analyze = |t: &TokenWithSpan| is_word(t, "analyze") || is_word(t, "analyse");
     // A parenthesized list at `i`, if there is one: its items, each the words up to a comma.
     let list = |i: &mut usize| -> Result<Vec<Vec<&TokenWithSpan>>> {
@@ -136,39 +167,16 @@ fn parse_maintenance(sql: &str, words: &[&TokenWithSpan]) -> Result<Parsed> {
     let mut tables = Vec::new();
     // Table names, separated by commas (none: every table).
     while i < words.len() || words[i - 1].token == Token::Comma {
-        let mut parts = Vec::new();
-        loop {
-            match words.get(i).map(|t| &t.token) {
-                Some(Token::Word(w)) => parts.push(ObjectNamePart::Identifier(Ident {
-                    value: w.value.clone(),
-                    quote_style: w.quote_style,
-                    span: words[i].span,
-                })),
-                _ => return Err(error(words.get(i))),
-            }
-            i += 1;
-            if words.get(i).is_some_and(|t| t.token == Token::Period) {
-                i += 1;
-            } else {
-                break;
-            }
-        }
+        let name = dotted_name(sql, words, &mut i)?;
         let mut columns = Vec::new();
         for item in list(&mut i)? {
             match item.as_slice() {
-                [t] => match &t.token {
-                    Token::Word(w) => columns.push(Ident {
-                        value: w.value.clone(),
-                        quote_style: w.quote_style,
-                        span: t.span,
-                    }),
-                    _ => return Err(error(Some(t))),
-                },
+                [t] => columns.push(word_ident(t).ok_or_else(|| error(Some(t)))?),
                 [_, t, ..] => return Err(error(Some(t))),
                 [] => return Err(error(None)),
             }
         }
-        tables.push((ObjectName(parts), columns));
+        tables.push((name, columns));
         match words.get(i) {
             None => break,
             Some(t) if t.token == Token::Comma => i += 1,
@@ -246,41 +254,13 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
 /// `RESTART [[WITH] n]` (`words`: the statement's tokens without whitespace). Its other
 /// forms (INCREMENT, MINVALUE, RENAME, …) are 0A000.
 fn parse_alter_sequence(sql: &str, words: &[&TokenWithSpan]) -> Result<Parsed> {
-    let error = |at: Option<&&TokenWithSpan>| match at {
-        Some(t) => Error::Syntax {
-            message: format!("syntax error at or near \"{}\"", t.token),
-            span: offset_of(sql, t.span.start).map(|start| Span { start }),
-        },
-        None => Error::Syntax { message: "syntax error at end of input".into(), span: None },
-    };
+    let error = |at: Option<&&TokenWithSpan>| syntax_error_at(sql, at);
     let mut i = 2;
     let if_exists = words.len() > 4 && is_word(words[2], "if") && is_word(words[3], "exists");
     if if_exists {
         i = 4;
     }
-    // A dotted name: identifiers separated by periods.
-    let name_at = |i: &mut usize| -> Result<ObjectName> {
-        let mut parts = Vec::new();
-        loop {
-            match words.get(*i).map(|t| &t.token) {
-                Some(Token::Word(w)) => {
-                    let ident = Ident {
-                        value: w.value.clone(),
-                        quote_style: w.quote_style,
-                        span: words[*i].span,
-                    };
-                    parts.push(ObjectNamePart::Identifier(ident));
-                    *i += 1;
-                }
-                _ => return Err(error(words.get(*i))),
-            }
-            if words.get(*i).map(|t| &t.token) != Some(&Token::Period) {
-                return Ok(ObjectName(parts));
-            }
-            *i += 1;
-        }
-    };
-    let name = name_at(&mut i)?;
+    let name = dotted_name(sql, words, &mut i)?;
     let action = match words.get(i) {
         Some(w) if is_word(w, "owned") => {
             if !words.get(i + 1).is_some_and(|t| is_word(t, "by")) {
@@ -291,21 +271,15 @@ fn parse_alter_sequence(sql: &str, words: &[&TokenWithSpan]) -> Result<Parsed> {
                 i += 1;
                 SequenceAction::OwnedBy(None)
             } else {
-                SequenceAction::OwnedBy(Some(name_at(&mut i)?))
+                SequenceAction::OwnedBy(Some(dotted_name(sql, words, &mut i)?))
             }
         }
         Some(w) if is_word(w, "owner") => {
             if !words.get(i + 1).is_some_and(|t| is_word(t, "to")) {
                 return Err(error(words.get(i + 1)));
             }
-            let Some(Token::Word(role)) = words.get(i + 2).map(|t| &t.token) else {
-                return Err(error(words.get(i + 2)));
-            };
-            let role = Ident {
-                value: role.value.clone(),
-                quote_style: role.quote_style,
-                span: words[i + 2].span,
-            };
+            let role = words.get(i + 2).and_then(|t| word_ident(t));
+            let role = role.ok_or_else(|| error(words.get(i + 2)))?;
             i += 3;
             SequenceAction::OwnerTo(role)
         }

@@ -1816,6 +1816,17 @@ impl Session {
     }
 
     /// Whether an explicit transaction block is open (or failed).
+    /// 0A000 for `what`, a change Aspen applies at once, where PostgreSQL could still roll it
+    /// back: in a transaction block, or among other statements of one Query.
+    fn refuse_in_transaction(&self, what: &str) -> Result<()> {
+        if self.txn.is_some() || self.pipelined {
+            return Err(Error::unsupported(format!(
+                "{what} inside a transaction block or among other statements of one Query"
+            )));
+        }
+        Ok(())
+    }
+
     /// CREATE, ALTER or DROP ROLE: applied to the catalog at once (roles are not
     /// transactional here), so refused in a transaction.
     fn run_role_command(&mut self, command: &Command) -> Result<Output> {
@@ -1824,12 +1835,7 @@ impl Session {
             Command::AlterRole { .. } | Command::RenameRole { .. } => ("ALTER ROLE", "ALTER ROLE"),
             _ => ("DROP ROLE", "DROP ROLE"),
         };
-        // Not in a block, nor among other statements that PostgreSQL would roll back with it.
-        if self.txn.is_some() || self.pipelined {
-            return Err(Error::unsupported(format!(
-                "{what} inside a transaction block or among other statements of one Query"
-            )));
-        }
+        self.refuse_in_transaction(what)?;
         let catalog = self.db.catalog();
         let mut notices = Vec::new();
         match command {
@@ -2808,13 +2814,8 @@ impl Session {
             | Command::AlterRole { .. }
             | Command::RenameRole { .. }
             | Command::DropRole { .. } => self.run_role_command(cmd),
-            Command::RestartSequence { .. } if self.txn.is_some() || self.pipelined => {
-                Err(Error::unsupported(
-                    "ALTER SEQUENCE … RESTART inside a transaction block or among other \
-                     statements of one Query",
-                ))
-            }
             Command::RestartSequence { table, position, sequence, value } => {
+                self.refuse_in_transaction("ALTER SEQUENCE … RESTART")?;
                 let bound = if *value < sequence.min {
                     Some(("less than MINVALUE", sequence.min))
                 } else if *value > sequence.max {
@@ -2875,16 +2876,16 @@ impl Session {
     /// SET (`local`: SET LOCAL) inside or outside a transaction: [`Session::set`], and the
     /// value a SET LOCAL goes back to when the transaction commits ([`OpenTxn::local_restore`]).
     fn set_scoped(&mut self, name: &str, value: &SetValue, local: bool) -> Result<Output> {
-        let before = self.settings.get(name).cloned().or_else(|| {
-            let canonical = guc(name).map(|g| g.name);
-            canonical.and_then(|n| self.settings.get(n).cloned())
-        });
-        let out = self.set(name, value)?;
-        let canonical = match guc(name) {
-            Some(g) => Some(g.name),
-            None => placeholder(name, false)?,
+        // The key the setting is kept under (a placeholder's only once it was ever SET).
+        let key = |name: &str| -> Result<Option<&'static str>> {
+            match guc(name) {
+                Some(g) => Ok(Some(g.name)),
+                None => placeholder(name, false),
+            }
         };
-        let Some(n) = canonical else { return Ok(out) };
+        let before = key(name)?.and_then(|n| self.settings.get(n).cloned());
+        let out = self.set(name, value)?;
+        let Some(n) = key(name)? else { return Ok(out) };
         let after = self.settings.get(n).cloned();
         if let Some(open) = self.txn.as_mut() {
             if local {
