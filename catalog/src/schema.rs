@@ -42,6 +42,8 @@ pub enum DataType {
     Time,
     /// `uuid` (OID 2950): 16 bytes, ordered bytewise.
     Uuid,
+    /// `jsonb` (OID 3802): a JSON document in PostgreSQL's normalized form.
+    Jsonb,
     /// `void` (OID 2278): what a function returns that returns nothing (`pg_sleep`). Its value
     /// prints as an empty string. Never a column's type.
     Void,
@@ -68,6 +70,7 @@ impl DataType {
             DataType::Interval => 1186,
             DataType::Time => 1083,
             DataType::Uuid => 2950,
+            DataType::Jsonb => 3802,
             DataType::Void => 2278,
         }
     }
@@ -92,6 +95,7 @@ impl DataType {
             1186 => DataType::Interval,
             1083 => DataType::Time,
             2950 => DataType::Uuid,
+            3802 => DataType::Jsonb,
             17 => DataType::Bytea,
             _ => return None,
         })
@@ -156,6 +160,7 @@ impl DataType {
             DataType::Interval => "interval".into(),
             DataType::Time => "time without time zone".into(),
             DataType::Uuid => "uuid".into(),
+            DataType::Jsonb => "jsonb".into(),
             DataType::Void => "void".into(),
         }
     }

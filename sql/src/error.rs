@@ -99,6 +99,11 @@ pub enum Error {
     DivisionByZero,
     /// `22P02`: invalid input syntax for type x: "v".
     InvalidTextRepresentation { message: String },
+    /// `22P02`: invalid input syntax for type json; `detail` is the JSON lexer's
+    /// ("Token "x" is invalid.").
+    InvalidJson { detail: String },
+    /// `22P05`: unsupported Unicode escape sequence (`\u0000` in jsonb).
+    UnsupportedUnicodeEscape { detail: String },
     /// `22P03`: invalid binary representation.
     InvalidBinaryRepresentation { message: String },
     /// `22001`: value too long for type character varying(n).
@@ -288,7 +293,8 @@ impl Error {
             Error::NumericOutOfRange { .. } => "22003",
             Error::NumericFieldOverflow { .. } => "22003",
             Error::DivisionByZero => "22012",
-            Error::InvalidTextRepresentation { .. } => "22P02",
+            Error::InvalidTextRepresentation { .. } | Error::InvalidJson { .. } => "22P02",
+            Error::UnsupportedUnicodeEscape { .. } => "22P05",
             Error::InvalidBinaryRepresentation { .. } => "22P03",
             Error::StringDataRightTruncation { .. } => "22001",
             Error::InvalidDatetimeFormat { .. } => "22007",
@@ -458,7 +464,9 @@ impl Error {
             | Error::UniqueIndexBuild { detail, .. }
             | Error::NumericFieldOverflow { detail }
             | Error::GeneratedAlways { detail, .. }
-            | Error::WrongParameterCount { detail, .. } => Some(detail),
+            | Error::WrongParameterCount { detail, .. }
+            | Error::InvalidJson { detail }
+            | Error::UnsupportedUnicodeEscape { detail } => Some(detail),
             Error::ForeignKeyViolation { detail, .. } => Some(detail),
             Error::Deadlock { detail } | Error::ColumnUsedByView { detail } => Some(detail),
             Error::DependentObjects { detail, .. } | Error::ReservedName { detail, .. } => {
@@ -590,6 +598,10 @@ impl fmt::Display for Error {
             Error::NumericFieldOverflow { .. } => write!(f, "numeric field overflow"),
             Error::DivisionByZero => write!(f, "division by zero"),
             Error::InvalidTextRepresentation { message } => write!(f, "{message}"),
+            Error::InvalidJson { .. } => write!(f, "invalid input syntax for type json"),
+            Error::UnsupportedUnicodeEscape { .. } => {
+                write!(f, "unsupported Unicode escape sequence")
+            }
             Error::InvalidBinaryRepresentation { message } => write!(f, "{message}"),
             Error::StringDataRightTruncation { message } => write!(f, "{message}"),
             Error::InvalidDatetimeFormat { message } => write!(f, "{message}"),

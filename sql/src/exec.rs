@@ -5,6 +5,7 @@
 
 mod builtin;
 pub(crate) mod constraints;
+mod jsonb;
 mod to_char;
 
 use std::cmp::Ordering;
@@ -17,8 +18,8 @@ use chrono::NaiveDateTime;
 
 use crate::error::{Error, Result};
 use crate::plan::{
-    Access, AggCall, AggFunc, CmpOp, Expr, Frame, FrameBound, FrameUnits, Func, JoinKind, Plan,
-    SortKey, LOOKUP_BUDGET,
+    Access, AggCall, AggFunc, CmpOp, Expr, Frame, FrameBound, FrameUnits, Func, JoinKind,
+    JsonbFunc, Plan, SortKey, LOOKUP_BUDGET,
 };
 use crate::types::{self, ArithOp, CastKind, Numeric, Value};
 
@@ -188,6 +189,7 @@ pub fn value_type(v: &Value) -> DataType {
         Value::TimestampTz(_) => DataType::TimestampTz,
         Value::Interval(_) => DataType::Interval,
         Value::Uuid(_) => DataType::Uuid,
+        Value::Jsonb(_) => DataType::Jsonb,
         Value::Time(_) => DataType::Time,
     }
 }
@@ -1892,6 +1894,7 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
             | Func::Format
             | Func::NumNulls
             | Func::NumNonNulls
+            | Func::Jsonb(JsonbFunc::BuildObject | JsonbFunc::BuildArray | JsonbFunc::Set)
     );
     if strict && args.iter().any(|a| a.is_null()) {
         return Ok(Value::Null);
@@ -2117,6 +2120,7 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
                 other => other,
             }
         }
+        Func::Jsonb(op) => jsonb::call(op, &args, env.zone)?,
         other => builtin::call(other, &args)?,
     })
 }

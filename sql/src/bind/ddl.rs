@@ -958,6 +958,8 @@ impl Binder<'_> {
             D::Time(..) => return Err(Error::unsupported("time with time zone")),
             D::Interval { fields: None, precision: None } => DataType::Interval,
             D::Uuid => DataType::Uuid,
+            D::JSONB => DataType::Jsonb,
+            D::JSON => return Err(Error::unsupported("type json (jsonb is supported)")),
             D::Interval { .. } => {
                 return Err(Error::unsupported("interval with fields or a precision"))
             }
@@ -979,6 +981,8 @@ impl Binder<'_> {
                     }
                     "timestamptz" => return Err(Error::unsupported("timestamp with time zone")),
                     "timetz" => return Err(Error::unsupported("time with time zone")),
+                    "jsonb" => DataType::Jsonb,
+                    "json" => return Err(Error::unsupported("type json (jsonb is supported)")),
                     _ => {
                         return Err(Error::UndefinedObject {
                             message: format!("type \"{n}\" does not exist"),

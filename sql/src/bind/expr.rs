@@ -760,11 +760,18 @@ impl Binder<'_> {
                 };
                 let l = self.bind_expr(left, scope)?;
                 let r = self.bind_expr(right, scope)?;
+                if aop == ArithOp::Sub && super::jsonb::is_jsonb(&l) {
+                    return self.bind_jsonb_delete(l, r, e);
+                }
                 self.arith(aop, l, r, e, &op.to_string())
             }
             B::StringConcat => {
                 let l = self.bind_expr(left, scope)?;
                 let r = self.bind_expr(right, scope)?;
+                let (lj, rj) = (super::jsonb::is_jsonb(&l), super::jsonb::is_jsonb(&r));
+                if (lj && (rj || r.unknown)) || (rj && l.unknown) {
+                    return self.bind_jsonb_concat(l, r, e);
+                }
                 let l = self.text_expr(l, e)?;
                 let r = self.text_expr(r, e)?;
                 Ok(Typed::known(Expr::Concat(Box::new(l), Box::new(r)), DataType::Text))
@@ -785,6 +792,16 @@ impl Binder<'_> {
                 let r = self.bind_expr(right, scope)?;
                 self.bind_builtin("power", vec![l, r], e)
             }
+            B::Arrow
+            | B::LongArrow
+            | B::HashArrow
+            | B::HashLongArrow
+            | B::AtArrow
+            | B::ArrowAt
+            | B::Question
+            | B::QuestionAnd
+            | B::QuestionPipe
+            | B::HashMinus => self.bind_jsonb_operator(left, op, right, scope, e),
             other => Err(Error::Unsupported {
                 feature: format!("operator {other}"),
                 span: self.span_of(e),
@@ -1844,6 +1861,23 @@ impl Binder<'_> {
         if name == "has_table_privilege" {
             return self.bind_has_table_privilege(&arg_exprs, scope, e);
         }
+        if name.starts_with("jsonb_") || name == "to_jsonb" {
+            // jsonb_set's path is a text[] constant, split by the jsonb binder, not bound here.
+            let mut args = Vec::with_capacity(arg_exprs.len());
+            for (i, a) in arg_exprs.iter().enumerate() {
+                args.push(if name == "jsonb_set" && i == 1 {
+                    Typed { expr: Expr::Literal(Value::Null), ty: DataType::Text, unknown: true }
+                } else {
+                    self.bind_expr(a, scope)?
+                });
+            }
+            if let Some(bound) = self.bind_jsonb_function(&name, args, &arg_exprs, scope, e) {
+                return bound;
+            }
+            let args: Vec<Typed> =
+                arg_exprs.iter().map(|a| self.bind_expr(a, scope)).collect::<Result<_>>()?;
+            return Err(self.no_function(&name, &args, e));
+        }
         let args: Vec<Typed> =
             arg_exprs.iter().map(|a| self.bind_expr(a, scope)).collect::<Result<_>>()?;
         let arity_err = |b: &Self| Error::UndefinedFunction {
@@ -2257,7 +2291,7 @@ impl Binder<'_> {
                         }
                     },
                     AggFunc::Min | AggFunc::Max => match t.ty {
-                        DataType::Bool | DataType::Bytea | DataType::Uuid => {
+                        DataType::Bool | DataType::Bytea | DataType::Uuid | DataType::Jsonb => {
                             return Err(Error::UndefinedFunction {
                                 name: format!("function {name}({})", t.ty.base_name()),
                                 span: self.span_of(e),

@@ -26,6 +26,11 @@ use crate::error::{Error, Result};
 use crate::plan::{AdvisoryCall, AdvisoryOp, Expr, Func};
 use crate::types::{CastKind, Value};
 
+/// Is `ty` one of the string types (text, varchar, char)?
+pub(super) fn is_text(ty: &DataType) -> bool {
+    matches!(ty, DataType::Text | DataType::Varchar(_) | DataType::Char(_))
+}
+
 /// The type name PostgreSQL prints for an argument in "function f(...) does not exist".
 fn arg_type_name(t: &Typed) -> String {
     if t.unknown {

@@ -9,6 +9,7 @@ mod ddl;
 mod dml;
 mod expr;
 mod func;
+mod jsonb;
 mod select;
 
 use std::sync::Arc;

@@ -268,6 +268,52 @@ pub enum Func {
     Gcd,
     /// lcm(a, b)
     Lcm,
+    /// A jsonb operator or function (`exec::jsonb`).
+    Jsonb(JsonbFunc),
+}
+
+/// The jsonb operators and functions. A path (`#>`, `jsonb_extract_path`, `jsonb_set`,
+/// `?|`, `?&`) arrives as one text argument per step, after the fixed arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonbFunc {
+    /// `jsonb -> text | integer`
+    Get,
+    /// `jsonb ->> text | integer`
+    GetText,
+    /// `jsonb #> path`, jsonb_extract_path(jsonb, VARIADIC steps)
+    Path,
+    /// `jsonb #>> path`, jsonb_extract_path_text
+    PathText,
+    /// `a @> b` (`a <@ b` is bound with its operands swapped)
+    Contains,
+    /// `jsonb ? text`
+    Exists,
+    /// `jsonb ?| keys`
+    ExistsAny,
+    /// `jsonb ?& keys`
+    ExistsAll,
+    /// `jsonb || jsonb`
+    Concat,
+    /// `jsonb - text | integer`
+    Delete,
+    /// `jsonb #- path`
+    DeletePath,
+    /// jsonb_typeof(jsonb)
+    Typeof,
+    /// jsonb_array_length(jsonb)
+    ArrayLength,
+    /// jsonb_strip_nulls(jsonb)
+    StripNulls,
+    /// jsonb_pretty(jsonb)
+    Pretty,
+    /// to_jsonb(any)
+    ToJsonb,
+    /// jsonb_build_object(key, value, …) (not strict)
+    BuildObject,
+    /// jsonb_build_array(any, …) (not strict)
+    BuildArray,
+    /// jsonb_set(target, new, create_missing, steps…) (not strict in its steps)
+    Set,
 }
 
 /// Aggregate functions.

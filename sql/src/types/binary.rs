@@ -93,6 +93,25 @@ pub fn decode_binary(b: &[u8], ty: &DataType) -> Result<Value> {
             }
             Value::Time(us)
         }
+        // `jsonb_recv`: a version byte (1), then the text.
+        DataType::Jsonb => match b.split_first() {
+            Some((1, text)) => {
+                let s = std::str::from_utf8(text).map_err(|_| Error::CharacterNotInRepertoire {
+                    message: "invalid byte sequence for encoding \"UTF8\"".into(),
+                })?;
+                Value::Jsonb(std::sync::Arc::new(super::Jsonb::parse(s)?))
+            }
+            Some((v, _)) => {
+                return Err(Error::InvalidBinaryRepresentation {
+                    message: format!("unsupported jsonb version number {v}"),
+                })
+            }
+            None => {
+                return Err(Error::ProtocolViolation {
+                    message: "insufficient data left in message".into(),
+                })
+            }
+        },
     })
 }
 
@@ -219,6 +238,10 @@ pub fn encode_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
         (Value::Interval(i), _) => out.extend_from_slice(&i.to_be_bytes()),
         (Value::Bytea(b), _) => out.extend_from_slice(b),
         (Value::Uuid(u), _) => out.extend_from_slice(u),
+        (Value::Jsonb(j), _) => {
+            out.push(1);
+            out.extend_from_slice(j.to_text().as_bytes());
+        }
         (Value::Time(t), _) => out.extend_from_slice(&t.to_be_bytes()),
     }
 }

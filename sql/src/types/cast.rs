@@ -66,6 +66,8 @@ fn cast_context(from: &DataType, to: &DataType) -> Option<CastKind> {
         (T::Time, T::Interval) => Some(Implicit),
         (T::Interval | T::Timestamp | T::TimestampTz, T::Time) => Some(Assignment),
         (T::Bool, T::Int32) | (T::Int32, T::Bool) => Some(Explicit),
+        // jsonb's casts to a scalar type (PostgreSQL 11's `jsonb_numeric`, `jsonb_bool`, …).
+        (T::Jsonb, to) if *to == T::Bool || numeric_rank(to).is_some() => Some(Explicit),
         (_, to) if is_string(to) => Some(Assignment),
         (from, _) if is_string(from) => Some(Explicit),
         _ => None,
@@ -156,9 +158,20 @@ pub fn cast_zoned(
     if let Value::Text(s) = &v {
         return parse_text_zoned(s, to, zone);
     }
+    if let Value::Jsonb(j) = &v {
+        // A jsonb scalar to boolean or a number type: the value inside, which must be one.
+        if *to == DataType::Bool {
+            return Ok(Value::Bool(j.as_bool()?));
+        }
+        if numeric_rank(to).is_some() {
+            let n = Value::Numeric(j.as_number(&to.base_name())?.clone());
+            return cast_zoned(n, &DataType::Numeric(None), to, kind, zone);
+        }
+        return Err(cannot_cast(from, to));
+    }
     let range = || Error::DatetimeFieldOverflow { message: "timestamp out of range".into() };
     Ok(match to {
-        DataType::Void => return Err(cannot_cast(from, to)),
+        DataType::Void | DataType::Jsonb => return Err(cannot_cast(from, to)),
         DataType::Bool => match v {
             Value::Bool(b) => Value::Bool(b),
             Value::Int32(i) => Value::Bool(i != 0),

@@ -61,6 +61,7 @@ pub fn compare(l: &Value, r: &Value) -> Option<Ordering> {
         (V::Interval(a), V::Interval(b)) => a.cmp_span(b),
         (V::Uuid(a), V::Uuid(b)) => a.cmp(b),
         (V::Time(a), V::Time(b)) => a.cmp(b),
+        (V::Jsonb(a), V::Jsonb(b)) => a.cmp_total(b),
         (V::Numeric(a), other) if as_i64(other).is_some() => {
             a.cmp(&Numeric::from(as_i64(other).expect("checked")))
         }
@@ -107,7 +108,8 @@ fn kind_rank(v: &Value) -> u8 {
         Value::Interval(_) => 6,
         Value::Uuid(_) => 7,
         Value::Time(_) => 8,
-        Value::Null => 9,
+        Value::Jsonb(_) => 9,
+        Value::Null => 10,
     }
 }
 

@@ -57,7 +57,10 @@
 
 use super::compare::bpchar_trim;
 use super::datetime;
+use std::sync::Arc;
+
 use super::interval::Interval;
+use super::jsonb::{self, Jsonb};
 use super::numeric::{Mag, Numeric, Parts};
 use super::value::Value;
 use crate::error::{Error, Result};
@@ -77,6 +80,7 @@ const KEY_TIMESTAMPTZ: u8 = 0x09;
 const KEY_INTERVAL: u8 = 0x0A;
 const KEY_UUID: u8 = 0x0B;
 const KEY_TIME: u8 = 0x0C;
+const KEY_JSONB: u8 = 0x0D;
 
 fn put_varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
@@ -128,6 +132,12 @@ pub fn encode_row(values: &[Value], out: &mut Vec<u8>) {
             }
             Value::Uuid(u) => out.extend_from_slice(u),
             Value::Time(t) => out.extend_from_slice(&t.to_le_bytes()),
+            // Its output text: read back by the JSON parser.
+            Value::Jsonb(j) => {
+                let s = j.to_text();
+                put_varint(s.len() as u64, out);
+                out.extend_from_slice(s.as_bytes());
+            }
         }
     }
 }
@@ -298,6 +308,11 @@ impl<'a> Reader<'a> {
                 let n = self.len()?;
                 Value::Bytea(self.take(n)?.to_vec())
             }
+            DataType::Jsonb => {
+                let n = self.len()?;
+                let s = std::str::from_utf8(self.take(n)?).map_err(|_| corrupt("utf-8"))?;
+                Value::Jsonb(Arc::new(Jsonb::parse(s).map_err(|_| corrupt("jsonb"))?))
+            }
             DataType::Date => {
                 let days = i32::from_le_bytes(self.array()?);
                 Value::Date(datetime::pg_days_to_date(days).ok_or_else(|| corrupt("date"))?)
@@ -343,7 +358,11 @@ impl<'a> Reader<'a> {
             }
             DataType::Interval | DataType::Uuid => self.take(16).map(drop),
             DataType::Numeric(_) => self.numeric().map(drop),
-            DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea => {
+            DataType::Text
+            | DataType::Varchar(_)
+            | DataType::Char(_)
+            | DataType::Bytea
+            | DataType::Jsonb => {
                 let n = self.len()?;
                 self.take(n).map(drop)
             }
@@ -477,6 +496,15 @@ fn encode_key_value(v: &Value, bpchar: bool, out: &mut Vec<u8>) {
             out.push(KEY_TIME);
             out.extend_from_slice(&(*t as u64).to_be_bytes());
         }
+        Value::Jsonb(j) => {
+            out.push(KEY_JSONB);
+            jsonb::key_encode(
+                j,
+                out,
+                &|b: &[u8], out: &mut Vec<u8>| key_bytes(0, b, out),
+                &|n, out| key_numeric(n, out),
+            );
+        }
     }
 }
 
@@ -593,7 +621,28 @@ mod tests {
         DataType::Interval,
         DataType::Uuid,
         DataType::Time,
+        DataType::Jsonb,
     ];
+
+    /// A random JSON value with few distinct parts, so that equal and near-equal values meet.
+    fn random_jsonb(rng: &mut Rng, depth: u32) -> Jsonb {
+        let pick = |rng: &mut Rng, of: &[&str]| of[rng.below(of.len() as u64) as usize].to_string();
+        match rng.below(if depth >= 3 { 4 } else { 6 }) {
+            0 => Jsonb::Null,
+            1 => Jsonb::Bool(rng.below(2) == 1),
+            2 => Jsonb::Number(
+                Numeric::parse(&pick(rng, &["0", "1", "1.0", "-2", "2.50", "1e3", "-0.001"]))
+                    .unwrap(),
+            ),
+            3 => Jsonb::String(pick(rng, &["", "a", "b", "ab", "é", "a\"b"])),
+            4 => Jsonb::Array((0..rng.below(4)).map(|_| random_jsonb(rng, depth + 1)).collect()),
+            _ => Jsonb::object(
+                (0..rng.below(4))
+                    .map(|_| (pick(rng, &["", "a", "b", "aa"]), random_jsonb(rng, depth + 1)))
+                    .collect(),
+            ),
+        }
+    }
 
     /// A random value of type `ty`, biased towards edge cases; NULL one time in ten.
     fn random_value(rng: &mut Rng, ty: &DataType) -> Value {
@@ -703,6 +752,7 @@ mod tests {
                 }
                 .abs(),
             ),
+            DataType::Jsonb => Value::Jsonb(Arc::new(random_jsonb(rng, 0))),
         }
     }
 
@@ -714,6 +764,7 @@ mod tests {
             (Value::Numeric(x), Value::Numeric(y)) => {
                 x == y && x.scale() == y.scale() && x.to_string() == y.to_string()
             }
+            (Value::Jsonb(x), Value::Jsonb(y)) => x.to_text() == y.to_text(),
             _ => a == b,
         }
     }

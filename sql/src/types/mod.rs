@@ -21,6 +21,7 @@ mod compare;
 mod datetime;
 mod encoding;
 mod interval;
+mod jsonb;
 mod like;
 mod numeric;
 #[cfg(test)]
@@ -39,6 +40,7 @@ pub use encoding::{
     retypes_in_place, KEY_NULL,
 };
 pub use interval::{age, Interval};
+pub use jsonb::Jsonb;
 pub use like::like;
 pub use numeric::Numeric;
 pub(crate) use text::{escape_decode, hex_decode};

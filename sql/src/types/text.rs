@@ -58,6 +58,7 @@ pub fn parse_text_zoned(s: &str, ty: &DataType, zone: Zone) -> Result<Value> {
         DataType::TimestampTz => Value::TimestampTz(datetime::parse_timestamptz(s, zone)?),
         DataType::Interval => Value::Interval(parse_interval(s)?),
         DataType::Uuid => Value::Uuid(parse_uuid(s)?),
+        DataType::Jsonb => Value::Jsonb(std::sync::Arc::new(super::Jsonb::parse(s)?)),
         DataType::Time => Value::Time(datetime::parse_time(s)?),
     })
 }
@@ -145,6 +146,7 @@ pub fn format_text_zoned_into(v: &Value, ty: &DataType, zone: Zone, out: &mut St
         Value::TimestampTz(t) => datetime::write_timestamptz(*t, zone, out),
         Value::Interval(i) => write_interval(*i, out),
         Value::Time(t) => datetime::write_time(*t, out),
+        Value::Jsonb(j) => j.write(out),
         Value::Bytea(b) => {
             out.push_str("\\x");
             for byte in b {

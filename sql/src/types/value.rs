@@ -1,6 +1,9 @@
 //! `Value`: one SQL datum in memory.
 
+use std::sync::Arc;
+
 use super::interval::Interval;
+use super::jsonb::Jsonb;
 use super::numeric::Numeric;
 use catalog::DataType;
 use chrono::{NaiveDate, NaiveDateTime};
@@ -42,6 +45,8 @@ pub enum Value {
     Uuid([u8; 16]),
     /// time without time zone: microseconds since midnight, 0 ..= 86,400,000,000
     Time(i64),
+    /// jsonb
+    Jsonb(Arc<Jsonb>),
 }
 
 impl Value {
@@ -70,6 +75,7 @@ impl Value {
             Value::Interval(_) => "interval",
             Value::Uuid(_) => "uuid",
             Value::Time(_) => "time without time zone",
+            Value::Jsonb(_) => "jsonb",
         }
     }
 
@@ -93,6 +99,7 @@ impl Value {
             Value::Interval(_) => DataType::Interval,
             Value::Uuid(_) => DataType::Uuid,
             Value::Time(_) => DataType::Time,
+            Value::Jsonb(_) => DataType::Jsonb,
         })
     }
 }

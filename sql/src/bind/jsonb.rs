@@ -1,0 +1,402 @@
+//! Binding the jsonb operators and functions as PostgreSQL 15 resolves them.
+//!
+//! `->` and `->>` take a key (`text`; an untyped literal is text, PostgreSQL's preferred
+//! string type) or an array index (`integer`). `@>`, `<@`, `||` take jsonb on both sides
+//! (an untyped literal is read as jsonb); `jsonb || text` is text concatenation, as in
+//! PostgreSQL. A path — the `text[]` of `#>`, `#>>`, `#-`, `?|`, `?&` and `jsonb_set` —
+//! must be a constant (`'{a,b}'` or `ARRAY['a', 'b']`): Aspen has no arrays, so it is split
+//! into one text argument per step here; any other `text[]` is `0A000`.
+
+use catalog::DataType;
+use sqlparser::ast::{self as ast, BinaryOperator, Expr as AstExpr};
+
+use super::expr::Typed;
+use super::{Binder, Scope};
+use crate::error::{Error, Result};
+use crate::plan::{Expr, Func, JsonbFunc};
+use crate::types::{CastKind, Value};
+
+/// Is `t` a (typed) jsonb expression?
+pub(super) fn is_jsonb(t: &Typed) -> bool {
+    !t.unknown && t.ty == DataType::Jsonb
+}
+
+/// Splits a `text[]` literal (`{a,"b c",NULL}`) into its elements (`None` for NULL), as
+/// `array_in` reads one dimension; `22P02` "malformed array literal" otherwise.
+pub(crate) fn parse_text_array(s: &str) -> Result<Vec<Option<String>>> {
+    let malformed = || Error::InvalidTextRepresentation {
+        message: format!("malformed array literal: \"{s}\""),
+    };
+    let body = s.trim();
+    let body = body.strip_prefix('{').and_then(|b| b.strip_suffix('}')).ok_or_else(malformed)?;
+    let mut out = Vec::new();
+    if body.trim().is_empty() {
+        return Ok(out);
+    }
+    let mut chars = body.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+            chars.next();
+        }
+        let mut item = String::new();
+        let mut quoted = false;
+        if chars.peek() == Some(&'"') {
+            quoted = true;
+            chars.next();
+            loop {
+                match chars.next() {
+                    None => return Err(malformed()),
+                    Some('"') => break,
+                    Some('\\') => item.push(chars.next().ok_or_else(malformed)?),
+                    Some(c) => item.push(c),
+                }
+            }
+            while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+                chars.next();
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                if matches!(c, '{' | '}' | '"') {
+                    return Err(malformed());
+                }
+                chars.next();
+                if c == '\\' {
+                    item.push(chars.next().ok_or_else(malformed)?);
+                } else {
+                    item.push(c);
+                }
+            }
+            item.truncate(item.trim_end().len());
+            if item.is_empty() {
+                return Err(malformed());
+            }
+        }
+        out.push(if !quoted && item.eq_ignore_ascii_case("null") { None } else { Some(item) });
+        match chars.next() {
+            None => return Ok(out),
+            Some(',') => {}
+            Some(_) => return Err(malformed()),
+        }
+    }
+}
+
+impl Binder<'_> {
+    /// The operators only jsonb has: `->`, `->>`, `#>`, `#>>`, `@>`, `<@`, `?`, `?|`, `?&`, `#-`.
+    pub(super) fn bind_jsonb_operator(
+        &mut self,
+        left: &AstExpr,
+        op: &BinaryOperator,
+        right: &AstExpr,
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        use BinaryOperator as B;
+        let l = self.bind_expr(left, scope)?;
+        let sym = op.to_string();
+        // The right operand of a path operator is a text[] constant.
+        if matches!(
+            op,
+            B::HashArrow | B::HashLongArrow | B::QuestionAnd | B::QuestionPipe | B::HashMinus
+        ) {
+            let l = self.jsonb_operand(l, right, &sym, e)?;
+            let steps = self.text_array_constant(right, scope)?;
+            let f = match op {
+                B::HashArrow => JsonbFunc::Path,
+                B::HashLongArrow => JsonbFunc::PathText,
+                B::QuestionAnd => JsonbFunc::ExistsAll,
+                B::QuestionPipe => JsonbFunc::ExistsAny,
+                _ => JsonbFunc::DeletePath,
+            };
+            let mut args = vec![l];
+            args.extend(steps);
+            return Ok(Typed::known(Expr::Func(Func::Jsonb(f), args), jsonb_result(f)));
+        }
+        let r = self.bind_expr(right, scope)?;
+        match op {
+            B::Arrow | B::LongArrow => {
+                let f = if matches!(op, B::Arrow) { JsonbFunc::Get } else { JsonbFunc::GetText };
+                if l.unknown && r.unknown {
+                    return Err(self.no_operator(&l, &sym, &r, e, true));
+                }
+                let le = self
+                    .jsonb_operand(l.clone(), left, &sym, e)
+                    .map_err(|_| self.no_operator(&l, &sym, &r, e, false))?;
+                let re = match r.ty {
+                    _ if r.unknown => self.coerce(r, DataType::Text, CastKind::Implicit, e)?,
+                    DataType::Int16 | DataType::Int32 => {
+                        self.coerce(r, DataType::Int32, CastKind::Implicit, e)?
+                    }
+                    DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
+                        self.text_expr(r, e)?
+                    }
+                    _ => return Err(self.no_operator(&l, &sym, &r, e, false)),
+                };
+                Ok(Typed::known(Expr::Func(Func::Jsonb(f), vec![le, re]), jsonb_result(f)))
+            }
+            B::AtArrow | B::ArrowAt => {
+                if l.unknown && r.unknown {
+                    return Err(self.no_operator(&l, &sym, &r, e, true));
+                }
+                if !(is_jsonb(&l) || l.unknown) || !(is_jsonb(&r) || r.unknown) {
+                    return Err(self.no_operator(&l, &sym, &r, e, false));
+                }
+                let le = self.coerce(l, DataType::Jsonb, CastKind::Implicit, e)?;
+                let re = self.coerce(r, DataType::Jsonb, CastKind::Implicit, e)?;
+                let args = if matches!(op, B::AtArrow) { vec![le, re] } else { vec![re, le] };
+                Ok(Typed::known(Expr::Func(Func::Jsonb(JsonbFunc::Contains), args), DataType::Bool))
+            }
+            B::Question => {
+                if !is_jsonb(&l) || !(r.unknown || super::func::is_text(&r.ty)) {
+                    return Err(self.no_operator(&l, &sym, &r, e, false));
+                }
+                let re = self.text_expr(r, e)?;
+                Ok(Typed::known(
+                    Expr::Func(Func::Jsonb(JsonbFunc::Exists), vec![l.expr, re]),
+                    DataType::Bool,
+                ))
+            }
+            other => Err(Error::Unsupported {
+                feature: format!("operator {other}"),
+                span: self.span_of(e),
+            }),
+        }
+    }
+
+    /// `jsonb || jsonb` (an untyped side read as jsonb), if that is what `l || r` is.
+    pub(super) fn bind_jsonb_concat(&mut self, l: Typed, r: Typed, e: &AstExpr) -> Result<Typed> {
+        let le = self.coerce(l, DataType::Jsonb, CastKind::Implicit, e)?;
+        let re = self.coerce(r, DataType::Jsonb, CastKind::Implicit, e)?;
+        Ok(Typed::known(Expr::Func(Func::Jsonb(JsonbFunc::Concat), vec![le, re]), DataType::Jsonb))
+    }
+
+    /// `jsonb - text` (an untyped literal is text) or `jsonb - integer`.
+    pub(super) fn bind_jsonb_delete(&mut self, l: Typed, r: Typed, e: &AstExpr) -> Result<Typed> {
+        let re = match r.ty {
+            _ if r.unknown => self.coerce(r, DataType::Text, CastKind::Implicit, e)?,
+            DataType::Int16 | DataType::Int32 => {
+                self.coerce(r, DataType::Int32, CastKind::Implicit, e)?
+            }
+            t if super::func::is_text(&t) => self.text_expr(r, e)?,
+            _ => return Err(self.no_operator(&l, "-", &r, e, false)),
+        };
+        Ok(Typed::known(
+            Expr::Func(Func::Jsonb(JsonbFunc::Delete), vec![l.expr, re]),
+            DataType::Jsonb,
+        ))
+    }
+
+    /// The jsonb functions; `None` if `name` is not one.
+    pub(super) fn bind_jsonb_function(
+        &mut self,
+        name: &str,
+        args: Vec<Typed>,
+        ast_args: &[&AstExpr],
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Option<Result<Typed>> {
+        let f = match name {
+            "jsonb_typeof" => JsonbFunc::Typeof,
+            "jsonb_array_length" => JsonbFunc::ArrayLength,
+            "jsonb_strip_nulls" => JsonbFunc::StripNulls,
+            "jsonb_pretty" => JsonbFunc::Pretty,
+            "to_jsonb" => JsonbFunc::ToJsonb,
+            "jsonb_build_object" => JsonbFunc::BuildObject,
+            "jsonb_build_array" => JsonbFunc::BuildArray,
+            "jsonb_extract_path" => JsonbFunc::Path,
+            "jsonb_extract_path_text" => JsonbFunc::PathText,
+            "jsonb_set" => JsonbFunc::Set,
+            _ => return None,
+        };
+        Some(self.jsonb_function(name, f, args, ast_args, scope, e))
+    }
+
+    fn jsonb_function(
+        &mut self,
+        name: &str,
+        f: JsonbFunc,
+        args: Vec<Typed>,
+        ast_args: &[&AstExpr],
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        let ret = jsonb_result(f);
+        let n = args.len();
+        let jsonb_first = |args: &[Typed]| args.first().is_some_and(|a| is_jsonb(a) || a.unknown);
+        let out = match f {
+            JsonbFunc::Typeof
+            | JsonbFunc::ArrayLength
+            | JsonbFunc::StripNulls
+            | JsonbFunc::Pretty => {
+                if n != 1 || !jsonb_first(&args) {
+                    return Err(self.no_function(name, &args, e));
+                }
+                let a = args.into_iter().next().expect("one");
+                vec![self.coerce(a, DataType::Jsonb, CastKind::Implicit, e)?]
+            }
+            JsonbFunc::ToJsonb => {
+                if n != 1 {
+                    return Err(self.no_function(name, &args, e));
+                }
+                if args[0].unknown {
+                    return Err(Error::DatatypeMismatch {
+                        message:
+                            "could not determine polymorphic type because input has type unknown"
+                                .into(),
+                        span: self.span_of(e),
+                    });
+                }
+                args.into_iter().map(|a| a.expr).collect()
+            }
+            JsonbFunc::BuildObject | JsonbFunc::BuildArray => {
+                let mut out = Vec::with_capacity(n);
+                for a in args {
+                    // VARIADIC "any": an untyped literal is text.
+                    out.push(if a.unknown {
+                        self.coerce(a, DataType::Text, CastKind::Implicit, e)?
+                    } else {
+                        a.expr
+                    });
+                }
+                out
+            }
+            JsonbFunc::Path | JsonbFunc::PathText => {
+                if n < 1 || !jsonb_first(&args) {
+                    return Err(self.no_function(name, &args, e));
+                }
+                if args[1..].iter().any(|a| !(a.unknown || super::func::is_text(&a.ty))) {
+                    return Err(self.no_function(name, &args, e));
+                }
+                let mut it = args.into_iter();
+                let mut out = vec![self.coerce(
+                    it.next().expect("one"),
+                    DataType::Jsonb,
+                    CastKind::Implicit,
+                    e,
+                )?];
+                for a in it {
+                    out.push(self.text_expr(a, e)?);
+                }
+                out
+            }
+            JsonbFunc::Set => {
+                if !(3..=4).contains(&n) || !jsonb_first(&args) {
+                    return Err(self.no_function(name, &args, e));
+                }
+                let mut it = args.into_iter();
+                let target =
+                    self.coerce(it.next().expect("3"), DataType::Jsonb, CastKind::Implicit, e)?;
+                let _path = it.next();
+                let new = it.next().expect("3");
+                if !(is_jsonb(&new) || new.unknown) {
+                    return Err(Error::UndefinedFunction {
+                        name: format!(
+                            "function jsonb_set(jsonb, text[], {}{})",
+                            new.ty.base_name(),
+                            if n == 4 { ", boolean" } else { "" }
+                        ),
+                        span: self.span_of(e),
+                    });
+                }
+                let new = self.coerce(new, DataType::Jsonb, CastKind::Implicit, e)?;
+                let create = match it.next() {
+                    Some(c) => self.coerce(c, DataType::Bool, CastKind::Implicit, e)?,
+                    None => Expr::Literal(Value::Bool(true)),
+                };
+                let mut out = vec![target, new, create];
+                out.extend(self.text_array_constant(ast_args[1], scope)?);
+                out
+            }
+            _ => unreachable!("not a function"),
+        };
+        Ok(Typed::known(Expr::Func(Func::Jsonb(f), out), ret))
+    }
+
+    /// A jsonb left operand: a jsonb expression, or an untyped literal read as jsonb.
+    fn jsonb_operand(&mut self, l: Typed, _node: &AstExpr, sym: &str, e: &AstExpr) -> Result<Expr> {
+        if is_jsonb(&l) || l.unknown {
+            return self.coerce(l, DataType::Jsonb, CastKind::Implicit, e);
+        }
+        Err(Error::UndefinedFunction {
+            name: format!("operator {} {sym} text[]", l.ty.base_name()),
+            span: self.span_of(e),
+        })
+    }
+
+    /// `42883` operator does not exist (or `42725` not unique, for two untyped operands).
+    fn no_operator(&self, l: &Typed, sym: &str, r: &Typed, e: &AstExpr, ambiguous: bool) -> Error {
+        let name = |t: &Typed| if t.unknown { "unknown".to_string() } else { t.ty.base_name() };
+        let name = format!("operator {} {sym} {}", name(l), name(r));
+        if ambiguous {
+            Error::AmbiguousFunction { name, span: self.span_of(e) }
+        } else {
+            Error::UndefinedFunction { name, span: self.span_of(e) }
+        }
+    }
+
+    /// The steps of a constant `text[]`: `'{a,b}'` (optionally `::text[]`) or `ARRAY['a',
+    /// 'b']`, one text expression each (NULL for a NULL element).
+    fn text_array_constant(&mut self, node: &AstExpr, scope: &Scope) -> Result<Vec<Expr>> {
+        let literal = |s: &str| -> Result<Vec<Expr>> {
+            Ok(parse_text_array(s)?
+                .into_iter()
+                .map(|x| Expr::Literal(x.map_or(Value::Null, Value::Text)))
+                .collect())
+        };
+        match node {
+            AstExpr::Nested(inner) => self.text_array_constant(inner, scope),
+            AstExpr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => {
+                    literal(s)
+                }
+                _ => Err(Error::unsupported("a jsonb path that is not a text[] constant")),
+            },
+            AstExpr::Cast { expr, data_type: ast::DataType::Array(_), .. } => {
+                self.text_array_constant(expr, scope)
+            }
+            AstExpr::Array(array) => {
+                let mut out = Vec::with_capacity(array.elem.len());
+                for el in &array.elem {
+                    let t = self.bind_expr(el, scope)?;
+                    out.push(self.text_expr(t, el)?);
+                }
+                Ok(out)
+            }
+            _ => Err(Error::unsupported("a jsonb path that is not a text[] constant")),
+        }
+    }
+}
+
+/// The result type of a jsonb operator or function.
+fn jsonb_result(f: JsonbFunc) -> DataType {
+    match f {
+        JsonbFunc::GetText | JsonbFunc::PathText | JsonbFunc::Typeof | JsonbFunc::Pretty => {
+            DataType::Text
+        }
+        JsonbFunc::Contains | JsonbFunc::Exists | JsonbFunc::ExistsAny | JsonbFunc::ExistsAll => {
+            DataType::Bool
+        }
+        JsonbFunc::ArrayLength => DataType::Int32,
+        _ => DataType::Jsonb,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_text_array;
+
+    #[test]
+    fn text_array_literals() {
+        let s = |v: &[Option<&str>]| v.iter().map(|x| x.map(String::from)).collect::<Vec<_>>();
+        assert_eq!(parse_text_array("{a,b}").unwrap(), s(&[Some("a"), Some("b")]));
+        assert_eq!(
+            parse_text_array(r#"{ "a b" , c\,d, NULL,"NULL"}"#).unwrap(),
+            s(&[Some("a b"), Some("c,d"), None, Some("NULL")])
+        );
+        assert_eq!(parse_text_array("{}").unwrap(), s(&[]));
+        assert!(parse_text_array("a,b").is_err());
+        assert!(parse_text_array("{a,}").is_err());
+    }
+}

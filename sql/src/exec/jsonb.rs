@@ -1,0 +1,176 @@
+//! Evaluation of the jsonb operators and functions ([`JsonbFunc`]; the semantics live in
+//! `types::jsonb`). NULL arguments of the strict ones never arrive here.
+
+use std::sync::Arc;
+
+use catalog::DataType;
+
+use crate::error::{Error, Result};
+use crate::plan::JsonbFunc;
+use crate::types::{self, Jsonb, Numeric, Value, Zone};
+
+fn jsonb(v: &Value) -> Result<&Jsonb> {
+    match v {
+        Value::Jsonb(j) => Ok(j),
+        other => Err(Error::internal(format!("jsonb argument is {}", other.type_name()))),
+    }
+}
+
+fn text(v: &Value) -> Result<&str> {
+    match v {
+        Value::Text(s) => Ok(s),
+        other => Err(Error::internal(format!("text argument is {}", other.type_name()))),
+    }
+}
+
+fn out(j: Jsonb) -> Value {
+    Value::Jsonb(Arc::new(j))
+}
+
+/// A path's steps; `None` if one is NULL (the result is then NULL).
+fn steps(args: &[Value]) -> Result<Option<Vec<&str>>> {
+    let mut out = Vec::with_capacity(args.len());
+    for a in args {
+        match a {
+            Value::Null => return Ok(None),
+            other => out.push(text(other)?),
+        }
+    }
+    Ok(Some(out))
+}
+
+pub(super) fn call(f: JsonbFunc, args: &[Value], zone: Zone) -> Result<Value> {
+    Ok(match f {
+        JsonbFunc::Get | JsonbFunc::GetText => {
+            let j = jsonb(&args[0])?;
+            let found = match &args[1] {
+                Value::Int32(i) => j.get_index(*i as i64),
+                other => j.get_key(text(other)?),
+            };
+            match (found, f) {
+                (None, _) => Value::Null,
+                (Some(v), JsonbFunc::Get) => out(v.clone()),
+                (Some(v), _) => v.as_text().map_or(Value::Null, Value::Text),
+            }
+        }
+        JsonbFunc::Path | JsonbFunc::PathText => {
+            let j = jsonb(&args[0])?;
+            let Some(path) = steps(&args[1..])? else { return Ok(Value::Null) };
+            match (j.get_path(&path), f) {
+                (None, _) => Value::Null,
+                (Some(v), JsonbFunc::Path) => out(v.clone()),
+                (Some(v), _) => v.as_text().map_or(Value::Null, Value::Text),
+            }
+        }
+        JsonbFunc::Contains => Value::Bool(jsonb(&args[0])?.contains(jsonb(&args[1])?)),
+        JsonbFunc::Exists => Value::Bool(jsonb(&args[0])?.exists(text(&args[1])?)),
+        JsonbFunc::ExistsAny | JsonbFunc::ExistsAll => {
+            let j = jsonb(&args[0])?;
+            // NULL keys are skipped, as PostgreSQL's jsonb_exists_any / _all do.
+            let mut keys = args[1..].iter().filter(|a| !a.is_null()).map(text);
+            if f == JsonbFunc::ExistsAny {
+                Value::Bool(keys.try_fold(false, |acc, k| Ok::<_, Error>(acc || j.exists(k?)))?)
+            } else {
+                Value::Bool(keys.try_fold(true, |acc, k| Ok::<_, Error>(acc && j.exists(k?)))?)
+            }
+        }
+        JsonbFunc::Concat => out(jsonb(&args[0])?.concat(jsonb(&args[1])?)),
+        JsonbFunc::Delete => {
+            let j = jsonb(&args[0])?;
+            out(match &args[1] {
+                Value::Int32(i) => j.delete_index(*i as i64)?,
+                other => j.delete_key(text(other)?)?,
+            })
+        }
+        JsonbFunc::DeletePath => {
+            let j = jsonb(&args[0])?;
+            let Some(path) = steps(&args[1..])? else { return Ok(Value::Null) };
+            out(j.delete_path(&path)?)
+        }
+        JsonbFunc::Typeof => Value::Text(jsonb(&args[0])?.type_name().into()),
+        JsonbFunc::ArrayLength => Value::Int32(jsonb(&args[0])?.array_length()?),
+        JsonbFunc::StripNulls => out(jsonb(&args[0])?.strip_nulls()),
+        JsonbFunc::Pretty => Value::Text(jsonb(&args[0])?.pretty()),
+        JsonbFunc::ToJsonb => out(to_jsonb(&args[0], zone)),
+        JsonbFunc::BuildArray => {
+            out(Jsonb::Array(args.iter().map(|a| to_jsonb(a, zone)).collect()))
+        }
+        JsonbFunc::BuildObject => {
+            if args.len() % 2 != 0 {
+                return Err(Error::DataException {
+                    message: "argument list must have even number of elements".into(),
+                    sqlstate: "22023",
+                });
+            }
+            let mut pairs = Vec::with_capacity(args.len() / 2);
+            for (i, kv) in args.chunks(2).enumerate() {
+                let key = match to_jsonb(&kv[0], zone) {
+                    Jsonb::Null => {
+                        return Err(Error::DataException {
+                            message: format!("argument {}: key must not be null", 2 * i + 1),
+                            sqlstate: "22023",
+                        })
+                    }
+                    Jsonb::String(s) => s,
+                    Jsonb::Array(_) | Jsonb::Object(_) => {
+                        return Err(Error::DataException {
+                            message: "key value must be scalar, not array, composite, or json"
+                                .into(),
+                            sqlstate: "22023",
+                        })
+                    }
+                    scalar => scalar.to_text(),
+                };
+                pairs.push((key, to_jsonb(&kv[1], zone)));
+            }
+            out(Jsonb::object(pairs))
+        }
+        JsonbFunc::Set => {
+            if args[..2].iter().any(Value::is_null) {
+                return Ok(Value::Null);
+            }
+            let Some(path) = steps(&args[3..])? else { return Ok(Value::Null) };
+            let create = matches!(args[2], Value::Bool(true));
+            out(jsonb(&args[0])?.set_path(&path, jsonb(&args[1])?, create)?)
+        }
+    })
+}
+
+/// `to_jsonb`: numbers and booleans as themselves (a float or numeric NaN or infinity as a
+/// string), dates and timestamps as ISO 8601 strings (`2024-01-02T03:04:05`, with `+HH:MM`
+/// for timestamptz), jsonb as itself, anything else as the string of its output text.
+pub(crate) fn to_jsonb(v: &Value, zone: Zone) -> Jsonb {
+    let show = |v: &Value| types::format_text_zoned(v, &value_type(v), zone);
+    match v {
+        Value::Null => Jsonb::Null,
+        Value::Bool(b) => Jsonb::Bool(*b),
+        Value::Int16(i) => Jsonb::Number(Numeric::from(*i)),
+        Value::Int32(i) => Jsonb::Number(Numeric::from(*i)),
+        Value::Int64(i) => Jsonb::Number(Numeric::from(*i)),
+        Value::Numeric(n) if n.is_finite() => Jsonb::Number(n.clone()),
+        Value::Float32(_) | Value::Float64(_) => {
+            let s = show(v);
+            match Numeric::parse(&s) {
+                Ok(n) if n.is_finite() => Jsonb::Number(n),
+                _ => Jsonb::String(s),
+            }
+        }
+        Value::Jsonb(j) => (**j).clone(),
+        Value::Timestamp(_) => Jsonb::String(show(v).replacen(' ', "T", 1)),
+        Value::TimestampTz(_) => {
+            let mut s = show(v).replacen(' ', "T", 1);
+            // XSD offsets have minutes: +02 → +02:00.
+            let tail = s.rfind(['+', '-']).map(|i| &s[i..]);
+            if tail.is_some_and(|t| t.len() == 3 && s.contains('T')) {
+                s.push_str(":00");
+            }
+            Jsonb::String(s)
+        }
+        Value::Text(s) => Jsonb::String(s.clone()),
+        other => Jsonb::String(show(other)),
+    }
+}
+
+fn value_type(v: &Value) -> DataType {
+    v.data_type().unwrap_or(DataType::Text)
+}
