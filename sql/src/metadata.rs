@@ -100,6 +100,43 @@ const MAX_INDEX_KEYS: &str =
 /// PostgreSQL's `max_index_keys` (a compile-time constant there too).
 const MAX_INDEX_KEYS_VALUE: &str = "32";
 
+/// pgjdbc's lookups of a type by name (`PGobject` parameters) and by OID
+/// (`ResultSetMetaData.getColumnType`) through the search path (`TypeInfoCache`), which
+/// subscript the array `current_schemas(false)`. Every Aspen type lives in `pg_catalog`, which
+/// that path does not list (so PostgreSQL's `sp.r` is NULL for all of them): they come down
+/// to the plain queries after them, which Aspen runs.
+const PGJDBC_TYPE_LOOKUPS: [(&str, &str); 2] = [
+    (
+        "SELECT pg_type.oid, typname FROM pg_catalog.pg_type LEFT JOIN (select ns.oid as nspoid, \
+         ns.nspname, r.r from pg_namespace as ns join ( select s.r, (current_schemas(false))[s.r] \
+         as nspname from generate_series(1, array_upper(current_schemas(false), 1)) as s(r) ) as \
+         r using ( nspname ) ) as sp ON sp.nspoid = typnamespace WHERE typname = $1 ORDER BY \
+         sp.r, pg_type.oid DESC LIMIT 1",
+        "SELECT pg_type.oid, typname FROM pg_catalog.pg_type WHERE typname = $1 \
+         ORDER BY pg_type.oid DESC LIMIT 1",
+    ),
+    (
+        "SELECT typinput='pg_catalog.array_in'::regproc as is_array, typtype, typname, \
+         pg_type.oid FROM pg_catalog.pg_type LEFT JOIN (select ns.oid as nspoid, ns.nspname, r.r \
+         from pg_namespace as ns join ( select s.r, (current_schemas(false))[s.r] as nspname from \
+         generate_series(1, array_upper(current_schemas(false), 1)) as s(r) ) as r using ( \
+         nspname ) ) as sp ON sp.nspoid = typnamespace WHERE pg_type.oid = $1 ORDER BY sp.r, \
+         pg_type.oid DESC",
+        "SELECT typinput = 'array_in' AS is_array, typtype, typname, pg_type.oid \
+         FROM pg_catalog.pg_type WHERE pg_type.oid = $1 ORDER BY pg_type.oid DESC",
+    ),
+];
+
+/// The query Aspen runs instead of `sql`, if `sql` is one of pgjdbc's type lookups.
+pub fn equivalent(sql: &str) -> Option<&'static str> {
+    if sql.len() > 2048 || !sql.contains("current_schemas(false))[s.r]") {
+        return None;
+    }
+    let text = normalize(sql);
+    let text = text.strip_suffix(';').map(str::trim_end).unwrap_or(&text);
+    PGJDBC_TYPE_LOOKUPS.iter().find(|(theirs, _)| *theirs == text).map(|(_, ours)| *ours)
+}
+
 /// Recognises one of pgjdbc's metadata queries in `sql` (whitespace-insensitive: the constants
 /// above are written normalized, one space between tokens). `None` for
 /// anything else, which then goes to the parser as usual.

@@ -196,6 +196,7 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
     if let Some(q) = crate::metadata::recognize(sql) {
         return Ok(vec![Parsed::Metadata(q)]);
     }
+    let sql = crate::metadata::equivalent(sql).unwrap_or(sql);
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql)
         .tokenize_with_location()

@@ -457,6 +457,52 @@ raw_type!(
     RawTime,
     TIME
 );
+raw_type!(
+    /// A jsonb in PostgreSQL's binary format (a version byte, 1, then the text).
+    RawJsonb,
+    JSONB
+);
+
+/// jsonb over the binary protocol: a parameter is a version byte and the JSON text (read and
+/// normalized as text input is), a result is the version byte and the normalized text, a jsonb
+/// key is found by a binary parameter, and an unknown version is refused (the connection
+/// stays usable).
+#[tokio::test]
+async fn jsonb_in_binary() {
+    let Some(b) = Backend::from_env() else { return };
+    let c = b.connect().await;
+    timed("create", c.batch_execute("CREATE TABLE jdocs (doc jsonb PRIMARY KEY, n int)"))
+        .await
+        .expect("create");
+    let insert =
+        timed("prepare", c.prepare("INSERT INTO jdocs VALUES ($1, $2)")).await.expect("prepare");
+    assert_eq!(insert.params(), [Type::JSONB, Type::INT4]);
+    let doc = |text: &str| RawJsonb([&[1u8][..], text.as_bytes()].concat());
+    timed("insert", c.execute(&insert, &[&doc(r#"{"b": [1, 2.50], "a": "é"}"#), &7i32]))
+        .await
+        .expect("insert");
+    let row = timed("select", c.query_one("SELECT doc, doc::text FROM jdocs WHERE n = 7", &[]))
+        .await
+        .expect("select");
+    let want = r#"{"a": "é", "b": [1, 2.50]}"#;
+    assert_eq!(row.get::<_, RawJsonb>(0).0, doc(want).0);
+    assert_eq!(row.get::<_, String>(1), want);
+    let row = timed("by key", c.query_one("SELECT n FROM jdocs WHERE doc = $1", &[&doc(want)]))
+        .await
+        .expect("lookup by a binary jsonb");
+    assert_eq!(row.get::<_, i32>(0), 7);
+    let row = timed("operator", c.query_one("SELECT $1::jsonb -> 'b' ->> 1", &[&doc(want)]))
+        .await
+        .expect("an operator on a binary parameter");
+    assert_eq!(row.get::<_, String>(0), "2.50");
+    let bad = RawJsonb(b"\x02{}".to_vec());
+    let err = timed("version 2", c.query_one("SELECT $1::jsonb", &[&bad]))
+        .await
+        .expect_err("an unknown jsonb version");
+    assert!(tests::sqlstate(&err).is_some(), "{err:?}");
+    let row = timed("after", c.query_one("SELECT '[]'::jsonb::text", &[])).await.expect("usable");
+    assert_eq!(row.get::<_, String>(0), "[]");
+}
 
 /// uuid over the binary protocol: a parameter's 16 bytes are the value (its text form prints
 /// them in order), a result's are the value's, and a uuid key looked up by a binary parameter

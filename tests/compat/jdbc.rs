@@ -103,6 +103,25 @@ fn pgjdbc_batch_prepared_and_transactions() {
     );
 }
 
+/// jsonb bound as a PGobject, as a String with a cast and untyped (stringtype=unspecified),
+/// read back as a String and a PGobject; a String bound as varchar is refused (42804), as by
+/// PostgreSQL.
+#[test]
+fn pgjdbc_jsonb() {
+    let Some((backend, lines)) = run_java("JdbcJsonb") else { return };
+    assert_eq!(
+        lines,
+        [
+            "varchar refused 42804",
+            "type jsonb",
+            r#"1 {"n": 1.50, "name": "ann", "tags": ["a", "b"]} jsonb ann true"#,
+            r#"3 [1, {"x": null}] jsonb null false"#,
+            r#"unspecified {"a": 1, "b": 2}"#,
+        ],
+        "on {backend}"
+    );
+}
+
 /// `DatabaseMetaData` as BenchBase reads a schema (getTables, getColumns, getIndexInfo,
 /// getImportedKeys) plus getExportedKeys and getCrossReference: the lines are PostgreSQL 15's answers (pgjdbc
 /// 42.7.4), so Aspen's `sql::metadata` must give the same rows, types and order.

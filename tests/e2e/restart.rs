@@ -542,6 +542,44 @@ async fn time_values_and_keys_survive_a_crash() {
     assert_eq!(sqlstate(&err), Some("23505"));
 }
 
+/// jsonb values and keys are logged and checkpointed as their text: after a SIGKILL the
+/// documents read back the same, in PostgreSQL's jsonb order, and the unique jsonb index
+/// still refuses an equal document.
+#[tokio::test]
+async fn jsonb_values_and_keys_survive_a_crash() {
+    if tests::against_pg() {
+        println!("Aspen-only, skipping under TEST_AGAINST_PG=1");
+        return;
+    }
+    let mut server = AspenServer::start();
+    let c = timed("connect", connect(server.port())).await.expect("connect");
+    let setup = r#"CREATE TABLE jd (id int PRIMARY KEY, doc jsonb UNIQUE);
+         INSERT INTO jd VALUES (1, '{"a": [1, 2.50], "s": "\u00e9\"\n"}'), (2, '[]');
+         CHECKPOINT;
+         INSERT INTO jd VALUES (3, 'null'), (4, '{"a": {"b": null}}');
+         UPDATE jd SET doc = doc || '{"z": true}' WHERE id = 1;"#;
+    timed("setup", c.batch_execute(setup)).await.expect("setup");
+    drop(c);
+    server.restart();
+    let c = timed("reconnect", connect(server.port())).await.expect("connect after restart");
+    let rows = timed("select", c.query("SELECT id, doc::text AS body FROM jd ORDER BY doc", &[]))
+        .await
+        .expect("select");
+    let got: Vec<(i32, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let want = [
+        (2, "[]"),
+        (3, "null"),
+        (4, r#"{"a": {"b": null}}"#),
+        (1, r#"{"a": [1, 2.50], "s": "é\"\n", "z": true}"#),
+    ];
+    let want: Vec<(i32, String)> = want.iter().map(|(i, d)| (*i, d.to_string())).collect();
+    assert_eq!(got, want);
+    let err = timed("unique", c.batch_execute(r#"INSERT INTO jd VALUES (5, '{"a":{"b":null}}')"#))
+        .await
+        .expect_err("the unique jsonb index survived");
+    assert_eq!(sqlstate(&err), Some("23505"));
+}
+
 /// `ALTER SEQUENCE … OWNED BY` and `ALTER COLUMN … ADD GENERATED … AS IDENTITY` are catalog
 /// changes: after a SIGKILL the identity column keeps counting past what it gave, and the
 /// owned sequence still goes with its table.

@@ -2453,6 +2453,30 @@ fn any_all(left: &AstExpr, op: &BinaryOperator, right: &AstExpr, any: bool) -> R
                 out.unwrap_or_else(|| AstExpr::Value(ast::Value::Boolean(empty).into())),
             )))
         }
+        // `current_schemas(implicit)` (pgjdbc's type lookups): the search path's schemas,
+        // `pg_catalog` first when implicit ones are asked for.
+        AstExpr::Function(f) if f.name.to_string().eq_ignore_ascii_case("current_schemas") => {
+            let implicit = match &f.args {
+                ast::FunctionArguments::List(l) => match l.args.as_slice() {
+                    [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(AstExpr::Value(v)))] => {
+                        match &v.value {
+                            ast::Value::Boolean(b) => *b,
+                            _ => {
+                                return Err(Error::unsupported("current_schemas of a non-constant"))
+                            }
+                        }
+                    }
+                    _ => return Err(Error::unsupported("current_schemas of a non-constant")),
+                },
+                _ => return Err(Error::unsupported("current_schemas of a non-constant")),
+            };
+            let names: &[&str] = if implicit { &["pg_catalog", "public"] } else { &["public"] };
+            let elem = names
+                .iter()
+                .map(|n| AstExpr::Value(ast::Value::SingleQuotedString(n.to_string()).into()))
+                .collect();
+            any_all(left, op, &AstExpr::Array(ast::Array { elem, named: true }), any)
+        }
         _ => Err(Error::unsupported(format!("{word} of an array value (arrays)"))),
     }
 }

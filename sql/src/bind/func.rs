@@ -208,6 +208,20 @@ impl Binder<'_> {
                 self.bind_fixed(name, &[], T::Bool, Func::DebugPanic, args, e)
             }
             ("pg_sleep", 1) => self.bind_fixed(name, &[P::Float], T::Void, Func::PgSleep, args, e),
+            // pg_attrdef's adbin is the expression's text already (`describe::system`).
+            ("pg_get_expr", 2 | 3) => {
+                let ok = P::Text.accepts(&args[0])
+                    && P::BigInt.accepts(&args[1])
+                    && args.get(2).is_none_or(|a| P::Bool.accepts(a));
+                if !ok {
+                    return Err(self.no_function(name, &args, e));
+                }
+                let a = args.into_iter().next().expect("two or three");
+                Ok(Typed::known(self.text_expr(a, e)?, T::Text))
+            }
+            ("current_schemas", 1) => {
+                Err(Error::unsupported("current_schemas other than in = ANY (…) (arrays)"))
+            }
             ("pg_is_in_recovery", 0) => {
                 Ok(Typed::known(Expr::Literal(crate::types::Value::Bool(false)), T::Bool))
             }

@@ -5,6 +5,8 @@
 //! recognised psql and pgjdbc queries ([`super`], [`crate::metadata`]) these are ordinary
 //! relations: a query may filter, join, group and order them as it likes.
 //!
+//! `pg_attrdef` lists column defaults with the expression's text in `adbin`, which
+//! `pg_get_expr` returns as it is (PostgreSQL keeps a node tree there and prints the same text).
 //! `pg_settings` lists the parameters SHOW knows, its `setting` read when the statement runs.
 //! They list what Aspen has: the `public` schema's tables, views, indexes and sequences, the
 //! types of [`DataType`], one database and one role (the current ones), and the three schemas.
@@ -63,6 +65,7 @@ pub(crate) fn relation(snapshot: &Snapshot, schema: Option<&str>, name: &str) ->
             "pg_namespace" => (PG_NAMESPACE, pg_namespace()),
             "pg_class" => (PG_CLASS, pg_class(snapshot)),
             "pg_attribute" => (PG_ATTRIBUTE, pg_attribute(snapshot)),
+            "pg_attrdef" => (PG_ATTRDEF, pg_attrdef(snapshot)),
             "pg_type" => (PG_TYPE, pg_type()),
             "pg_database" => (PG_DATABASE, pg_database()),
             "pg_roles" => (PG_ROLES, pg_roles(snapshot)),
@@ -773,6 +776,33 @@ fn pg_attribute(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
                 }
             }
             Relation::Sequence(..) => {}
+        }
+    }
+    rows
+}
+
+const PG_ATTRDEF: &[(&str, DataType)] =
+    &[("oid", OID), ("adrelid", OID), ("adnum", I2), ("adbin", T)];
+
+/// Column defaults (identity columns have none, as in PostgreSQL). `adbin` holds the
+/// expression's SQL text where PostgreSQL keeps its node tree, so that `pg_get_expr(adbin,
+/// adrelid)` gives what PostgreSQL's gives (`nextval('t_id_seq'::regclass)`). The OID of a
+/// default is its table's OID × 2¹⁶ + its column number.
+fn pg_attrdef(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
+    let mut rows = Vec::new();
+    for table in tables(snapshot).into_iter().filter(|t| !t.is_view()) {
+        for c in table.visible_columns() {
+            let identity = c.sequence.as_ref().is_some_and(|s| s.generated != Generated::Serial);
+            let Some(d) = c.default.as_ref().filter(|_| !identity) else { continue };
+            let Some(text) = deparse_default(&d.sql, c.data_type) else { continue };
+            let attnum = c.position as i16 + 1;
+            let relid = i64::from(table.id.oid());
+            rows.push(vec![
+                oid((relid << 16) + i64::from(attnum)),
+                oid(relid),
+                i2(attnum),
+                t(&text),
+            ]);
         }
     }
     rows
