@@ -96,7 +96,7 @@ pub(super) fn call(f: JsonbFunc, args: &[Value], zone: Zone) -> Result<Value> {
             out(Jsonb::Array(args.iter().map(|a| to_jsonb(a, zone)).collect()))
         }
         JsonbFunc::BuildObject => {
-            if args.len() % 2 != 0 {
+            if !args.len().is_multiple_of(2) {
                 return Err(Error::DataException {
                     message: "argument list must have even number of elements".into(),
                     sqlstate: "22023",
