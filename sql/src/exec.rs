@@ -384,6 +384,11 @@ impl Ctx<'_> {
             }
             Plan::Scan { .. } => Ok(self.scan(plan)?.into_iter().map(|(_, r)| r).collect()),
             Plan::GenerateSeries { args, data_type } => self.generate_series(args, *data_type),
+            Plan::JsonbRows { func, arg } => match self.eval(arg, &[])? {
+                Value::Null => Ok(vec![]),
+                Value::Jsonb(j) => jsonb::rows(*func, &j),
+                other => Err(Error::internal(format!("{} of {}", func.name(), other.type_name()))),
+            },
             Plan::Filter { input, predicate } => {
                 let rows = self.run(input)?;
                 let mut out = Vec::with_capacity(rows.len());
@@ -994,7 +999,7 @@ impl Ctx<'_> {
                     Some(a) => self.eval(a, r)?,
                 };
                 let delimiter = match (&call.delimiter, &groups[gi].1[j]) {
-                    (Some(d), Acc::Text(..)) => Some(self.eval(d, r)?),
+                    (Some(d), Acc::Text(..) | Acc::Jsonb(..)) => Some(self.eval(d, r)?),
                     _ => None,
                 };
                 if call.order_by.is_empty() {
@@ -2135,6 +2140,8 @@ enum Acc {
     Text(Option<String>, Option<HashSet<Vec<u8>>>),
     /// bool_and / bool_or.
     Bool(Option<bool>),
+    /// jsonb_agg (elements) / jsonb_object_agg (pairs, keys as values here): what was fed.
+    Jsonb(Option<Vec<(Option<String>, types::Jsonb)>>, Option<HashSet<Vec<u8>>>),
     /// The statistics over numeric input (integers arrive as numeric): count, exact sum and
     /// sum of squares, and whether a NaN or an infinity was seen (PostgreSQL's
     /// `NumericAggState`).
@@ -2165,6 +2172,7 @@ impl Acc {
             // Every key is in a plain GROUP BY's one set; grouping sets overwrite it per set.
             AggFunc::Grouping => Acc::MinMax(Value::Int32(0)),
             AggFunc::StringAgg => Acc::Text(None, seen),
+            AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => Acc::Jsonb(None, seen),
             AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
             AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop => {
                 if call.data_type == DataType::Float64 {
@@ -2196,6 +2204,39 @@ impl Acc {
     /// Adds one row's value (string_agg: with its row's delimiter, which goes before every
     /// value but the first).
     fn feed(&mut self, call: &AggCall, v: Value, delimiter: Option<Value>) -> Result<()> {
+        if let Acc::Jsonb(items, seen) = self {
+            if !Acc::first_time(seen, &v) {
+                return Ok(());
+            }
+            let json = |v: Option<Value>| match v {
+                Some(Value::Jsonb(j)) => (*j).clone(),
+                _ => types::Jsonb::Null,
+            };
+            let item = if call.func == AggFunc::JsonbObjectAgg {
+                let key = match json(Some(v)) {
+                    types::Jsonb::Null => {
+                        return Err(Error::DataException {
+                            message: "field name must not be null".into(),
+                            sqlstate: "22023",
+                        })
+                    }
+                    types::Jsonb::String(s) => s,
+                    types::Jsonb::Array(_) | types::Jsonb::Object(_) => {
+                        return Err(Error::DataException {
+                            message: "key value must be scalar, not array, composite, or json"
+                                .into(),
+                            sqlstate: "22023",
+                        })
+                    }
+                    scalar => scalar.to_text(),
+                };
+                (Some(key), json(delimiter))
+            } else {
+                (None, json(Some(v)))
+            };
+            items.get_or_insert_with(Vec::new).push(item);
+            return Ok(());
+        }
         if let Acc::Text(text, seen) = self {
             let Value::Text(s) = &v else { return Ok(()) };
             if !Acc::first_time(seen, &v) {
@@ -2236,7 +2277,9 @@ impl Acc {
                     *cur = v;
                 }
             }
-            Acc::Text(..) => return Err(Error::internal("string_agg is built by aggregate()")),
+            Acc::Text(..) | Acc::Jsonb(..) => {
+                return Err(Error::internal("string_agg and the jsonb aggregates are fed"))
+            }
             Acc::Bool(b) => {
                 if let Value::Bool(x) = v {
                     *b = Some(match (*b, call.func) {
@@ -2303,6 +2346,17 @@ impl Acc {
             },
             Acc::Text(text, _) => text.map_or(Value::Null, Value::Text),
             Acc::Bool(b) => b.map_or(Value::Null, Value::Bool),
+            Acc::Jsonb(None, _) => Value::Null,
+            Acc::Jsonb(Some(items), _) => {
+                let j = if call.func == AggFunc::JsonbObjectAgg {
+                    types::Jsonb::object(
+                        items.into_iter().map(|(k, v)| (k.unwrap_or_default(), v)).collect(),
+                    )
+                } else {
+                    types::Jsonb::Array(items.into_iter().map(|(_, v)| v).collect())
+                };
+                Value::Jsonb(std::sync::Arc::new(j))
+            }
             Acc::VarFloat { n, sxx, .. } => {
                 let sample = matches!(call.func, AggFunc::VarSamp | AggFunc::StddevSamp);
                 let root = matches!(call.func, AggFunc::StddevSamp | AggFunc::StddevPop);

@@ -8,7 +8,7 @@ use sqlparser::ast::{
 
 use super::{ident, Binder, Scope};
 use crate::error::{Error, Result};
-use crate::plan::{AggCall, AggFunc, CmpOp, Expr, Func, SortKey};
+use crate::plan::{AggCall, AggFunc, CmpOp, Expr, Func, JsonbFunc, SortKey};
 use crate::types::{self, ArithOp, CastKind, Value};
 
 /// A bound expression with its type. `unknown` marks an untyped string literal, a bare NULL or
@@ -644,6 +644,13 @@ impl Binder<'_> {
                     }
                     found = Some(i);
                 }
+            }
+            if found.is_none() && rel.is_none() {
+                // A one-column function's relation name stands for its column.
+                found = s
+                    .visible()
+                    .find(|(_, c)| c.whole_row && c.relation.as_deref() == Some(name))
+                    .map(|(i, _)| i);
             }
             Ok(found)
         };
@@ -1816,6 +1823,8 @@ impl Binder<'_> {
             "var_pop" => Some(AggFunc::VarPop),
             "stddev" | "stddev_samp" => Some(AggFunc::StddevSamp),
             "stddev_pop" => Some(AggFunc::StddevPop),
+            "jsonb_agg" => Some(AggFunc::JsonbAgg),
+            "jsonb_object_agg" => Some(AggFunc::JsonbObjectAgg),
             _ => None,
         };
         if let Some(func) = agg {
@@ -2204,6 +2213,44 @@ impl Binder<'_> {
         let mut delimiter = None;
         let (arg, data_type) = match func {
             AggFunc::CountStar => (None, DataType::Int64),
+            AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => {
+                let arity = if func == AggFunc::JsonbAgg { 1 } else { 2 };
+                if args.len() != arity {
+                    return Err(Error::UndefinedFunction {
+                        name: format!("function {name}"),
+                        span: self.span_of(e),
+                    });
+                }
+                let jsonb_agg = func == AggFunc::JsonbAgg;
+                // Each argument as to_jsonb gives it (an untyped literal is text); the key and
+                // the value of jsonb_object_agg travel as string_agg's value and delimiter.
+                let saved = self.aggs.take();
+                let bound: Result<Vec<Expr>> = args
+                    .iter()
+                    .map(|a| {
+                        let t = self.bind_expr(a, scope)?;
+                        if t.unknown && jsonb_agg {
+                            return Err(Error::DatatypeMismatch {
+                                message: "could not determine polymorphic type because input \
+                                          has type unknown"
+                                    .into(),
+                                span: None,
+                            });
+                        }
+                        let x = if t.unknown {
+                            self.coerce(t, DataType::Text, CastKind::Implicit, a)?
+                        } else {
+                            t.expr
+                        };
+                        Ok(Expr::Func(Func::Jsonb(JsonbFunc::ToJsonb), vec![x]))
+                    })
+                    .collect();
+                self.aggs = saved;
+                let mut bound = bound?.into_iter();
+                let arg = bound.next().expect("arity checked");
+                delimiter = bound.next();
+                (Some(arg), DataType::Jsonb)
+            }
             AggFunc::StringAgg | AggFunc::BoolAnd | AggFunc::BoolOr => {
                 let arity = if func == AggFunc::StringAgg { 2 } else { 1 };
                 if args.len() != arity {
@@ -2336,7 +2383,21 @@ impl Binder<'_> {
                 (Some(arg), ty)
             }
         };
-        if distinct && order_by.iter().any(|k| Some(&k.expr) != arg.as_ref()) {
+        // The value the caller wrote (the jsonb aggregates wrap it in to_jsonb).
+        let written = match (func, &arg) {
+            (AggFunc::JsonbAgg, Some(Expr::Func(Func::Jsonb(JsonbFunc::ToJsonb), a))) => a.first(),
+            _ => arg.as_ref(),
+        };
+        let mut order_by = order_by;
+        if distinct && order_by.is_empty() && matches!(func, AggFunc::StringAgg | AggFunc::JsonbAgg)
+        {
+            // PostgreSQL sorts the input of a DISTINCT aggregate: the values come in order.
+            order_by = written
+                .map(|a| SortKey { expr: a.clone(), desc: false, nulls_first: false })
+                .into_iter()
+                .collect();
+        }
+        if distinct && order_by.iter().any(|k| Some(&k.expr) != written) {
             return Err(Error::InvalidColumnReference {
                 message: "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list".into(),
                 span: self.span_of(e),

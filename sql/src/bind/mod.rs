@@ -49,6 +49,10 @@ pub(crate) struct ScopeColumn {
     /// The column of a `JOIN … USING` / `NATURAL JOIN` merged into the other side's: found
     /// only by its qualified name (`b.id`), and `*` leaves it out.
     pub shadowed: bool,
+    /// The one column of a set-returning function in FROM: the function's relation name
+    /// finds it too (PostgreSQL's whole-row value of a one-column function, `FROM
+    /// jsonb_array_elements_text(x) AS tag … WHERE tag = 'a'`).
+    pub whole_row: bool,
 }
 
 /// The columns of the current FROM clause (a concatenated row).
@@ -73,6 +77,7 @@ impl Scope {
                     source: Some((table.id.oid(), c.position as i16 + 1)),
                     hidden: c.dropped,
                     shadowed: false,
+                    whole_row: false,
                 })
                 .collect(),
             star: None,

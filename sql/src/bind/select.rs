@@ -1,4 +1,5 @@
-//! Binding queries: FROM (tables, joins, generate_series, derived tables), WHERE with predicate
+//! Binding queries: FROM (tables, joins, generate_series and the jsonb set-returning functions —
+//! implicitly LATERAL, as in PostgreSQL —, derived tables), WHERE with predicate
 //! pushdown into nested-loop joins and key/range access paths, GROUP BY / aggregates / HAVING,
 //! projection, DISTINCT, ORDER BY, LIMIT / OFFSET and FOR UPDATE.
 
@@ -11,7 +12,7 @@ use super::expr::column_name;
 use super::{ident, Binder, Scope, ScopeColumn};
 use crate::error::{Error, Result};
 use crate::plan::{
-    Access, CmpOp, Expr, JoinKind, Lookup, OutColumn, Plan, Query, SetOpKind, SortKey,
+    Access, CmpOp, Expr, JoinKind, JsonbRows, Lookup, OutColumn, Plan, Query, SetOpKind, SortKey,
 };
 use crate::types::{self, CastKind};
 
@@ -285,6 +286,7 @@ impl Binder<'_> {
                                 source: c.source,
                                 hidden: false,
                                 shadowed: false,
+                                whole_row: false,
                             })
                             .collect(),
                         star: None,
@@ -608,9 +610,25 @@ impl Binder<'_> {
         Ok((items, scope))
     }
 
-    /// A FROM item after the items bound so far (`scope`): a LATERAL subquery sees their
-    /// columns (the third value says it is one); anything else is bound on its own.
+    /// A FROM item after the items bound so far (`scope`): a LATERAL subquery and a function
+    /// (implicitly LATERAL, as in PostgreSQL) see their columns (the third value says it is
+    /// one); anything else is bound on its own.
     fn bind_from_factor(&mut self, tf: &TableFactor, scope: &Scope) -> Result<(Plan, Scope, bool)> {
+        let function = match tf {
+            TableFactor::Function { name, args, alias, .. } => Some((name, &args[..], alias)),
+            TableFactor::Table { name, args: Some(args), alias, .. } => {
+                Some((name, &args.args[..], alias))
+            }
+            _ => None,
+        };
+        if let (Some((name, args, alias)), false) = (function, scope.columns.is_empty()) {
+            let (_, tname) = self.object_name(name)?;
+            self.outer.push(scope.clone());
+            let bound = self.bind_table_function(&tname, args, alias.as_ref());
+            self.outer.pop();
+            let (plan, s) = bound?;
+            return Ok((plan, s, true));
+        }
         let TableFactor::Derived { lateral: true, subquery, alias, .. } = tf else {
             let (plan, s) = self.bind_table_factor(tf)?;
             return Ok((plan, s, false));
@@ -828,6 +846,9 @@ impl Binder<'_> {
         args: &[ast::FunctionArg],
         alias: Option<&ast::TableAlias>,
     ) -> Result<(Plan, Scope)> {
+        if let Some(func) = jsonb_rows(name) {
+            return self.bind_jsonb_rows(func, args, alias);
+        }
         if name != "generate_series" {
             return Err(Error::UndefinedFunction { name: format!("function {name}"), span: None });
         }
@@ -899,6 +920,76 @@ impl Binder<'_> {
         Ok(self.series_plan(args, ty, alias))
     }
 
+    /// A jsonb set-returning function: its one jsonb argument, and its columns named as
+    /// PostgreSQL names them (`value`, `key`; jsonb_object_keys' one column after the alias).
+    fn bind_jsonb_rows(
+        &mut self,
+        func: JsonbRows,
+        args: &[ast::FunctionArg],
+        alias: Option<&ast::TableAlias>,
+    ) -> Result<(Plan, Scope)> {
+        let empty = Scope::default();
+        let mut typed = Vec::new();
+        for a in args {
+            match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                    typed.push((self.bind_expr(e, &empty)?, e))
+                }
+                _ => return Err(Error::unsupported("named arguments")),
+            }
+        }
+        let ok = typed.len() == 1 && (typed[0].0.unknown || typed[0].0.ty == DataType::Jsonb);
+        if !ok {
+            let types: Vec<String> = typed
+                .iter()
+                .map(|(t, _)| if t.unknown { "unknown".into() } else { t.ty.base_name() })
+                .collect();
+            return Err(Error::UndefinedFunction {
+                name: format!("function {}({})", func.name(), types.join(", ")),
+                span: None,
+            });
+        }
+        let (t, e) = typed.pop().expect("one argument");
+        let arg = self.coerce(t, DataType::Jsonb, CastKind::Implicit, e)?;
+        let rel = alias.map(|a| ident(&a.name)).unwrap_or_else(|| func.name().into());
+        let given: Vec<String> =
+            alias.map(|a| a.columns.iter().map(|c| ident(&c.name)).collect()).unwrap_or_default();
+        let columns = func.columns();
+        if given.len() > columns.len() {
+            return Err(Error::InvalidColumnReference {
+                message: format!(
+                    "table \"{rel}\" has {} columns available but {} columns specified",
+                    columns.len(),
+                    given.len()
+                ),
+                span: None,
+            });
+        }
+        let scope = Scope {
+            columns: columns
+                .iter()
+                .enumerate()
+                .map(|(i, (name, ty))| {
+                    let default = match (func, alias) {
+                        (JsonbRows::ObjectKeys, Some(_)) => rel.clone(),
+                        _ => name.to_string(),
+                    };
+                    ScopeColumn {
+                        relation: Some(rel.clone()),
+                        name: given.get(i).cloned().unwrap_or(default),
+                        data_type: *ty,
+                        source: None,
+                        hidden: false,
+                        shadowed: false,
+                        whole_row: columns.len() == 1,
+                    }
+                })
+                .collect(),
+            star: None,
+        };
+        Ok((Plan::JsonbRows { func, arg }, scope))
+    }
+
     /// The plan and scope of a generate_series of type `ty`.
     fn series_plan(
         &mut self,
@@ -919,6 +1010,7 @@ impl Binder<'_> {
                 source: None,
                 hidden: false,
                 shadowed: false,
+                whole_row: false,
             }],
             star: None,
         };
@@ -2459,7 +2551,10 @@ fn mark_for_update(plan: &mut Plan) -> Result<()> {
             }
             plan.inputs_mut().into_iter().try_for_each(mark_for_update)
         }
-        Plan::Values { .. } | Plan::GenerateSeries { .. } | Plan::WorkingTable { .. } => Ok(()),
+        Plan::Values { .. }
+        | Plan::GenerateSeries { .. }
+        | Plan::JsonbRows { .. }
+        | Plan::WorkingTable { .. } => Ok(()),
         _ => Err(Error::unsupported("FOR UPDATE on this query")),
     }
 }
@@ -2824,6 +2919,18 @@ fn visit_window_call_args(call: &crate::plan::WindowCall, f: &mut dyn FnMut(&Exp
     }
 }
 
+/// The jsonb set-returning function `name`, if it is one.
+fn jsonb_rows(name: &str) -> Option<JsonbRows> {
+    Some(match name {
+        "jsonb_array_elements" => JsonbRows::ArrayElements,
+        "jsonb_array_elements_text" => JsonbRows::ArrayElementsText,
+        "jsonb_each" => JsonbRows::Each,
+        "jsonb_each_text" => JsonbRows::EachText,
+        "jsonb_object_keys" => JsonbRows::ObjectKeys,
+        _ => return None,
+    })
+}
+
 /// Output width of a plan.
 pub(crate) fn width_of(p: &Plan) -> usize {
     match p {
@@ -2831,6 +2938,7 @@ pub(crate) fn width_of(p: &Plan) -> usize {
         Plan::RecursiveUnion { anchor, .. } => width_of(anchor),
         Plan::Scan { table, .. } => table.columns.len(),
         Plan::GenerateSeries { .. } => 1,
+        Plan::JsonbRows { func, .. } => func.columns().len(),
         Plan::Filter { input, .. }
         | Plan::Sort { input, .. }
         | Plan::Distinct { input, .. }
@@ -2884,6 +2992,7 @@ fn output_scope(columns: &[OutColumn], rel: Option<String>) -> Scope {
             source: None,
             hidden: false,
             shadowed: false,
+            whole_row: false,
         })
         .collect();
     Scope { columns, star: None }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use catalog::DataType;
 
 use crate::error::{Error, Result};
-use crate::plan::JsonbFunc;
+use crate::plan::{JsonbFunc, JsonbRows};
 use crate::types::{self, Jsonb, Numeric, Value, Zone};
 
 fn jsonb(v: &Value) -> Result<&Jsonb> {
@@ -134,6 +134,45 @@ pub(super) fn call(f: JsonbFunc, args: &[Value], zone: Zone) -> Result<Value> {
             out(jsonb(&args[0])?.set_path(&path, jsonb(&args[1])?, create)?)
         }
     })
+}
+
+/// The rows of a jsonb set-returning function over `j`; `22023` when `j` is not the kind
+/// of container it takes.
+pub(super) fn rows(f: JsonbRows, j: &Jsonb) -> Result<Vec<Vec<Value>>> {
+    let bad = |message: String| Err(Error::DataException { message, sqlstate: "22023" });
+    let text = |v: &Jsonb| v.as_text().map_or(Value::Null, Value::Text);
+    match (f, j) {
+        (JsonbRows::ArrayElements | JsonbRows::ArrayElementsText, Jsonb::Array(items)) => Ok(items
+            .iter()
+            .map(|v| match f {
+                JsonbRows::ArrayElements => vec![out(v.clone())],
+                _ => vec![text(v)],
+            })
+            .collect()),
+        (JsonbRows::ArrayElements | JsonbRows::ArrayElementsText, Jsonb::Object(_)) => {
+            bad("cannot extract elements from an object".into())
+        }
+        (JsonbRows::ArrayElements | JsonbRows::ArrayElementsText, _) => {
+            bad("cannot extract elements from a scalar".into())
+        }
+        (JsonbRows::Each | JsonbRows::EachText, Jsonb::Object(pairs)) => Ok(pairs
+            .iter()
+            .map(|(k, v)| {
+                let v = if f == JsonbRows::Each { out(v.clone()) } else { text(v) };
+                vec![Value::Text(k.clone()), v]
+            })
+            .collect()),
+        (JsonbRows::Each | JsonbRows::EachText, _) => {
+            bad(format!("cannot call {} on a non-object", f.name()))
+        }
+        (JsonbRows::ObjectKeys, Jsonb::Object(pairs)) => {
+            Ok(pairs.iter().map(|(k, _)| vec![Value::Text(k.clone())]).collect())
+        }
+        (JsonbRows::ObjectKeys, Jsonb::Array(_)) => {
+            bad("cannot call jsonb_object_keys on an array".into())
+        }
+        (JsonbRows::ObjectKeys, _) => bad("cannot call jsonb_object_keys on a scalar".into()),
+    }
 }
 
 /// `to_jsonb`: numbers and booleans as themselves (a float or numeric NaN or infinity as a

@@ -6,7 +6,7 @@
 
 use std::fmt::{self, Write as _};
 
-use super::{Access, CmpOp, Expr, JoinKind, Plan, SortKey, Statement, LOOKUP_BUDGET};
+use super::{Access, CmpOp, Expr, Func, JoinKind, Plan, SortKey, Statement, LOOKUP_BUDGET};
 use crate::types::ArithOp;
 use catalog::DataType;
 
@@ -79,6 +79,7 @@ fn expr(e: &Expr, names: &dyn Fn(usize) -> String) -> String {
         Expr::NullIf(a, b) => format!("NULLIF({}, {})", r(a), r(b)),
         Expr::Cast(a, t, _) => format!("({})::{}", r(a), t.sql_name()),
         Expr::Concat(a, b) => format!("({} || {})", r(a), r(b)),
+        Expr::Func(Func::Jsonb(f), args) => format!("{}({})", f.name(), list(args)),
         Expr::Func(f, args) => format!("{}({})", format!("{f:?}").to_lowercase(), list(args)),
         Expr::Subquery(_) => "(SubPlan)".into(),
         Expr::Exists(_, negated) => {
@@ -201,6 +202,9 @@ impl Plan {
             }
             Plan::GenerateSeries { args, .. } => {
                 writeln!(f, "{arrow}Function Scan on generate_series({})", exprs(args))
+            }
+            Plan::JsonbRows { func, arg } => {
+                writeln!(f, "{arrow}Function Scan on {}({})", func.name(), expr(arg, &position))
             }
             Plan::Filter { input, predicate } => {
                 writeln!(f, "{arrow}Filter: {}", expr(predicate, &position))?;

@@ -272,6 +272,73 @@ pub enum Func {
     Jsonb(JsonbFunc),
 }
 
+impl JsonbFunc {
+    /// The name EXPLAIN prints: the function's, or for an operator PostgreSQL's function
+    /// behind it.
+    pub fn name(self) -> &'static str {
+        match self {
+            JsonbFunc::Get => "jsonb_object_field",
+            JsonbFunc::GetText => "jsonb_object_field_text",
+            JsonbFunc::Path => "jsonb_extract_path",
+            JsonbFunc::PathText => "jsonb_extract_path_text",
+            JsonbFunc::Contains => "jsonb_contains",
+            JsonbFunc::Exists => "jsonb_exists",
+            JsonbFunc::ExistsAny => "jsonb_exists_any",
+            JsonbFunc::ExistsAll => "jsonb_exists_all",
+            JsonbFunc::Concat => "jsonb_concat",
+            JsonbFunc::Delete => "jsonb_delete",
+            JsonbFunc::DeletePath => "jsonb_delete_path",
+            JsonbFunc::Typeof => "jsonb_typeof",
+            JsonbFunc::ArrayLength => "jsonb_array_length",
+            JsonbFunc::StripNulls => "jsonb_strip_nulls",
+            JsonbFunc::Pretty => "jsonb_pretty",
+            JsonbFunc::ToJsonb => "to_jsonb",
+            JsonbFunc::BuildObject => "jsonb_build_object",
+            JsonbFunc::BuildArray => "jsonb_build_array",
+            JsonbFunc::Set => "jsonb_set",
+        }
+    }
+}
+
+/// The jsonb set-returning functions (in FROM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonbRows {
+    /// jsonb_array_elements: one `value jsonb` per element.
+    ArrayElements,
+    /// jsonb_array_elements_text: one `value text` per element (`null` as NULL).
+    ArrayElementsText,
+    /// jsonb_each: `key text, value jsonb` per pair.
+    Each,
+    /// jsonb_each_text: `key text, value text` per pair.
+    EachText,
+    /// jsonb_object_keys: one key per pair.
+    ObjectKeys,
+}
+
+impl JsonbRows {
+    /// The function's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            JsonbRows::ArrayElements => "jsonb_array_elements",
+            JsonbRows::ArrayElementsText => "jsonb_array_elements_text",
+            JsonbRows::Each => "jsonb_each",
+            JsonbRows::EachText => "jsonb_each_text",
+            JsonbRows::ObjectKeys => "jsonb_object_keys",
+        }
+    }
+
+    /// Its output columns: name and type.
+    pub fn columns(self) -> &'static [(&'static str, DataType)] {
+        match self {
+            JsonbRows::ArrayElements => &[("value", DataType::Jsonb)],
+            JsonbRows::ArrayElementsText => &[("value", DataType::Text)],
+            JsonbRows::Each => &[("key", DataType::Text), ("value", DataType::Jsonb)],
+            JsonbRows::EachText => &[("key", DataType::Text), ("value", DataType::Text)],
+            JsonbRows::ObjectKeys => &[("jsonb_object_keys", DataType::Text)],
+        }
+    }
+}
+
 /// The jsonb operators and functions. A path (`#>`, `jsonb_extract_path`, `jsonb_set`,
 /// `?|`, `?&`) arrives as one text argument per step, after the fixed arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -345,6 +412,10 @@ pub enum AggFunc {
     StddevSamp,
     /// stddev_pop(x)
     StddevPop,
+    /// jsonb_agg(x): the values (as to_jsonb gives them; NULL as `null`) in one array
+    JsonbAgg,
+    /// jsonb_object_agg(key, value): one object (the key as a jsonb_build_object key)
+    JsonbObjectAgg,
     /// GROUPING(a, b, …): a bit per argument (the first the most significant), set where the
     /// row's grouping set leaves that key out. Not fed any rows: the aggregation fills it in
     /// per grouping set ([`AggCall::grouping`]).
@@ -522,6 +593,13 @@ pub enum Plan {
         limit: Option<Expr>,
         /// SELECT … FOR UPDATE: lock the rows at commit.
         for_update: bool,
+    },
+    /// A jsonb set-returning function in FROM: the rows of its argument.
+    JsonbRows {
+        /// Which function.
+        func: JsonbRows,
+        /// The jsonb argument.
+        arg: Expr,
     },
     /// generate_series(start, stop [, step]).
     GenerateSeries {
@@ -740,6 +818,7 @@ impl Plan {
             Plan::Values { .. }
             | Plan::Scan { .. }
             | Plan::GenerateSeries { .. }
+            | Plan::JsonbRows { .. }
             | Plan::WorkingTable { .. } => vec![],
         }
     }
@@ -773,6 +852,7 @@ impl Plan {
             Plan::Values { .. }
             | Plan::Scan { .. }
             | Plan::GenerateSeries { .. }
+            | Plan::JsonbRows { .. }
             | Plan::WorkingTable { .. } => vec![],
         }
     }
@@ -803,6 +883,7 @@ impl Plan {
                 out
             }
             Plan::GenerateSeries { args, .. } => args.iter().collect(),
+            Plan::JsonbRows { arg, .. } => vec![arg],
             Plan::Filter { predicate, .. } => vec![predicate],
             Plan::Project { exprs, .. } => exprs.iter().collect(),
             Plan::NestedLoop { on, .. } => on.iter().collect(),
@@ -872,6 +953,7 @@ impl Plan {
                 out
             }
             Plan::GenerateSeries { args, .. } => args.iter_mut().collect(),
+            Plan::JsonbRows { arg, .. } => vec![arg],
             Plan::Filter { predicate, .. } => vec![predicate],
             Plan::Project { exprs, .. } => exprs.iter_mut().collect(),
             Plan::NestedLoop { on, .. } => on.iter_mut().collect(),
