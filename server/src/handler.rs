@@ -10,7 +10,9 @@
 //!   own tracking would say `E`).
 //! - A multi-statement Query sends every result before the first error, then the error, then
 //!   ReadyForQuery (returning `Err` from `do_query` would drop the earlier results).
-//! - Notices go out before their statement's result, ParameterStatus after it.
+//! - Notices go out before their statement's result; ParameterStatus for each reported
+//!   parameter that changed during the cycle goes out right before ReadyForQuery, as in
+//!   PostgreSQL 14 and later (a SET LOCAL's end and a rollback's undoing included).
 //! - Execute never lets `max_rows` truncate a command's row count; for row-returning portals it
 //!   suspends with PortalSuspended exactly as PostgreSQL does.
 //! - Describe sends NoData for statements without a result, even when they have parameters.
@@ -268,6 +270,14 @@ impl Handler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        // Parameters whose value changed during the cycle (SET, the end of a SET LOCAL, a
+        // rollback), as PostgreSQL reports them: once, right before ReadyForQuery.
+        let changed = self.conn.session.lock().as_mut().map(Session::changed_reports);
+        for (name, value) in changed.unwrap_or_default() {
+            client
+                .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(name, value)))
+                .await?;
+        }
         let status = self.conn.status();
         client.set_state(PgWireConnectionState::ReadyForQuery);
         client.set_transaction_status(status);
@@ -297,24 +307,6 @@ where
         );
         info.severity_nonlocalized = Some(notice.severity.to_owned());
         client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
-    }
-    Ok(())
-}
-
-/// ParameterStatus messages after a result (a SET of a reported parameter).
-async fn send_parameter_status<C>(client: &mut C, out: &Output) -> PgWireResult<()>
-where
-    C: Sink<PgWireBackendMessage> + Unpin + Send,
-    C::Error: Debug,
-    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-{
-    for (name, value) in &out.parameter_status {
-        client
-            .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
-                name.clone(),
-                value.clone(),
-            )))
-            .await?;
     }
     Ok(())
 }
@@ -493,6 +485,8 @@ impl Handler {
         };
         session.set_deferred_acks(true);
         session.set_backend_pid(pid);
+        let startup = startup_parameters(parameters);
+        session.mark_reported(&startup);
         let guard = self.shared.cancels.register(
             pid,
             secret_key.to_bytes().to_vec(),
@@ -502,7 +496,7 @@ impl Handler {
         *self.conn.session.lock() = Some(session);
 
         client.feed(PgWireBackendMessage::Authentication(Authentication::Ok)).await?;
-        for (name, value) in startup_parameters(parameters) {
+        for (name, value) in startup {
             client
                 .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(name, value)))
                 .await?;
@@ -724,7 +718,6 @@ impl SimpleQueryHandler for Handler {
                         }
                     }
                     send_command_complete(client, out.tag.to_string()).await?;
-                    send_parameter_status(client, &out).await?;
                 }
                 Err(error) => {
                     let info = crate::error::error_info(&crate::error::WireError::Sql {
@@ -1104,7 +1097,6 @@ impl ExtendedQueryHandler for Handler {
                         }
                     }
                 }
-                send_parameter_status(client, &out).await?;
             }
             PortalExecutionState::Suspended(response) => {
                 let mut sent = 0usize;

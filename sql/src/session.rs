@@ -382,8 +382,6 @@ pub struct Output {
     pub rows: Vec<Vec<Value>>,
     /// Notices to send before the result.
     pub notices: Vec<Notice>,
-    /// ParameterStatus messages to send (after SET of a reported parameter).
-    pub parameter_status: Vec<(String, String)>,
     /// The session's time zone when the statement finished: its timestamptz values print in
     /// it (a later statement of the same Query may change it).
     pub zone: types::Zone,
@@ -469,14 +467,7 @@ impl CopyIn {
 
 impl Output {
     fn tag(tag: Tag) -> Output {
-        Output {
-            tag,
-            columns: None,
-            rows: vec![],
-            notices: vec![],
-            parameter_status: vec![],
-            zone: types::Zone::UTC,
-        }
+        Output { tag, columns: None, rows: vec![], notices: vec![], zone: types::Zone::UTC }
     }
 
     fn with_notice(
@@ -1004,6 +995,9 @@ pub struct Session {
     /// Warnings raised while a statement's expressions ran (`pg_advisory_unlock` of a lock
     /// not held), sent with its result.
     warnings: parking_lot::Mutex<Vec<Notice>>,
+    /// The reported parameters (GUC_REPORT) as the client last heard them, by name: see
+    /// [`Session::changed_reports`].
+    reported: BTreeMap<String, String>,
 }
 
 /// A statement of SQL-level PREPARE ([`Command::Prepare`]).
@@ -1261,6 +1255,7 @@ impl Session {
             holder,
             xact_locks: Default::default(),
             advisory_used: Default::default(),
+            reported: BTreeMap::new(),
             warnings: Default::default(),
         };
         for (k, v) in params {
@@ -1330,6 +1325,35 @@ impl Session {
     /// what the server's CancelRequest handler, and its shutdown, set.
     pub fn cancel_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
         self.cancel.clone()
+    }
+
+    /// Notes the parameters the client was told at startup (ParameterStatus): those a SET
+    /// can change (GUC_REPORT) are the baseline of [`Session::changed_reports`].
+    pub fn mark_reported(&mut self, params: &[(String, String)]) {
+        self.reported = params
+            .iter()
+            .filter(|(name, _)| guc(name).is_some_and(|g| g.report))
+            .cloned()
+            .collect();
+    }
+
+    /// The reported parameters whose value changed since the client last heard it, to send
+    /// as ParameterStatus before ReadyForQuery — as PostgreSQL (14 and later) does: a SET,
+    /// the end of a SET LOCAL, a ROLLBACK that undid a SET, each reported once per cycle.
+    /// An error that fails a transaction block takes its settings back at once, and that is
+    /// reported with the error.
+    pub fn changed_reports(&mut self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (name, heard) in self.reported.iter_mut() {
+            let Some(now) = setting_value(&self.settings, &self.db.settings, name) else {
+                continue;
+            };
+            if *heard != now {
+                heard.clone_from(&now);
+                out.push((name.clone(), now));
+            }
+        }
+        out
     }
 
     /// The value of a server parameter for this session: the session's own value, else the
@@ -2380,7 +2404,6 @@ impl Session {
                     columns: cached.columns.clone(),
                     rows,
                     notices: vec![],
-                    parameter_status: vec![],
                     zone: self.zone,
                 })
             }
@@ -2736,7 +2759,6 @@ impl Session {
                     columns: Some(Arc::new(vec![text_column(col)])),
                     rows: vec![vec![Value::Text(value)]],
                     notices: vec![],
-                    parameter_status: vec![],
                     zone: self.zone,
                 })
             }
@@ -2764,7 +2786,6 @@ impl Session {
                     ])),
                     rows,
                     notices: vec![],
-                    parameter_status: vec![],
                     zone: self.zone,
                 })
             }
@@ -2925,12 +2946,7 @@ impl Session {
             }
         }
         self.refresh_settings();
-        let mut out = Output::tag(Tag::new("SET"));
-        if g.report {
-            out.parameter_status
-                .push((g.name.to_string(), self.setting(g.name).unwrap_or_default()));
-        }
-        Ok(out)
+        Ok(Output::tag(Tag::new("SET")))
     }
 
     /// Stages a schema change in the open transaction's catalog batch.
@@ -3875,7 +3891,6 @@ fn dml_output(
         columns: if returning { cached.columns.clone() } else { None },
         rows,
         notices: vec![],
-        parameter_status: vec![],
         zone: types::Zone::UTC,
     }
 }
