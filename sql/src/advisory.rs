@@ -230,10 +230,16 @@ impl AdvisoryLocks {
     /// `pg_advisory_unlock`: releases one session-level hold of `key` in `mode`; false if
     /// `who` had none (transaction-level holds cannot be released early).
     pub fn unlock(&self, who: Holder, key: LockKey, mode: Mode) -> bool {
+        self.unlock_scoped(who, key, mode, Scope::Session)
+    }
+
+    /// Releases one hold of `key` in `mode` and `scope` (a transaction-level one when a
+    /// rollback to a savepoint undoes its taking); false if `who` had none.
+    pub fn unlock_scoped(&self, who: Holder, key: LockKey, mode: Mode, scope: Scope) -> bool {
         let mut table = self.table.lock();
         let Some(holders) = table.locks.get_mut(&key) else { return false };
         let Some(held) = holders.get_mut(&who) else { return false };
-        let slot = held.slot(mode, Scope::Session);
+        let slot = held.slot(mode, scope);
         if *slot == 0 {
             return false;
         }

@@ -542,6 +542,8 @@ struct SavepointState {
     ddl: Option<(catalog::DdlBatch, usize, usize)>,
     settings: Settings,
     truncated: usize,
+    /// How many transaction-level advisory locks the transaction had taken.
+    xact_locks: usize,
 }
 
 impl OpenTxn {
@@ -986,9 +988,10 @@ pub struct Session {
     prepared: HashMap<String, SqlPrepared>,
     /// Who this session is to the advisory locks (and its BackendKeyData process id).
     holder: crate::advisory::Holder,
-    /// Whether its transaction may hold advisory locks (`pg_advisory_xact_lock`), released
-    /// when it ends ([`Session::end_of_call`]).
-    xact_locks: std::sync::atomic::AtomicBool,
+    /// The advisory locks its transaction took (`pg_advisory_xact_lock`), in order: released
+    /// when it ends ([`Session::end_of_call`]), and those taken after a savepoint when the
+    /// transaction rolls back to it.
+    xact_locks: parking_lot::Mutex<Vec<(crate::advisory::LockKey, crate::advisory::Mode)>>,
     /// Whether the running statement took or released an advisory lock: it is then not
     /// retried after a conflict, which would take or release it again.
     advisory_used: std::sync::atomic::AtomicBool,
@@ -1033,16 +1036,19 @@ impl crate::exec::SessionFunctions for Session {
             locks.release_all(self.holder, Scope::Session);
             return Ok(void);
         };
-        if call.scope == Scope::Transaction {
-            self.xact_locks.store(true, Ordering::Relaxed);
-        }
+        let taken = |ok: bool| {
+            if ok && call.scope == Scope::Transaction {
+                self.xact_locks.lock().push((key, call.mode));
+            }
+            ok
+        };
         Ok(match call.op {
             Op::Lock => {
-                locks.lock(self.holder, key, call.mode, call.scope, Some(wait))?;
+                taken(locks.lock(self.holder, key, call.mode, call.scope, Some(wait))?);
                 void
             }
             Op::TryLock => {
-                Value::Bool(locks.lock(self.holder, key, call.mode, call.scope, None)?)
+                Value::Bool(taken(locks.lock(self.holder, key, call.mode, call.scope, None)?))
             }
             Op::Unlock => {
                 let unlocked = locks.unlock(self.holder, key, call.mode);
@@ -1605,7 +1611,8 @@ impl Session {
     /// transaction is open any more, the advisory locks its transaction took are released,
     /// as PostgreSQL releases them when the transaction ends.
     fn end_of_call(&mut self) {
-        if self.txn.is_none() && std::mem::take(self.xact_locks.get_mut()) {
+        if self.txn.is_none() && !self.xact_locks.get_mut().is_empty() {
+            self.xact_locks.get_mut().clear();
             self.db.advisory.release_all(self.holder, crate::advisory::Scope::Transaction);
         }
     }
@@ -1793,6 +1800,11 @@ impl Session {
             }
         }
         open.truncated.truncate(sp.truncated);
+        // Advisory locks taken since go, as PostgreSQL releases a subtransaction's locks.
+        let since = self.xact_locks.get_mut().split_off(sp.xact_locks);
+        for (key, mode) in since {
+            db.advisory.unlock_scoped(self.holder, key, mode, crate::advisory::Scope::Transaction);
+        }
         let settings = sp.settings.clone();
         if settings != self.settings {
             self.settings = settings;
@@ -2671,6 +2683,7 @@ impl Session {
                     ddl,
                     settings: self.settings.clone(),
                     truncated: open.truncated.len(),
+                    xact_locks: self.xact_locks.get_mut().len(),
                 });
                 Ok(Output::tag(Tag::new("SAVEPOINT")))
             }

@@ -3,7 +3,8 @@
 //!
 //! - a session waiting in `pg_advisory_lock` gets the lock when the holder unlocks it, or when
 //!   the holder's connection ends, and holds up no other session while it waits;
-//! - a transaction-level lock is held until COMMIT, through the extended protocol;
+//! - a transaction-level lock is held until COMMIT, through the extended protocol, and one
+//!   taken after a savepoint goes at ROLLBACK TO it;
 //! - two sessions each waiting for the other's lock are a deadlock: one of them (the first to
 //!   look, after `deadlock_timeout`) fails with 40P01 and keeps what it held; the other goes
 //!   on once the victim lets go;
@@ -137,4 +138,27 @@ async fn a_cancel_request_stops_a_wait() {
     assert_eq!(sqlstate(&e), Some("57014"), "{e:?}");
     assert!(!try_lock(&b, 3).await, "a still holds it");
     assert!(try_lock(&a, 3).await);
+}
+
+/// ROLLBACK TO SAVEPOINT releases the transaction-level locks taken since the savepoint (as
+/// PostgreSQL releases a subtransaction's locks), keeps those taken before it, and keeps
+/// session-level locks whenever they were taken.
+#[tokio::test]
+async fn rollback_to_savepoint_releases_the_transaction_locks_taken_since() {
+    let Some(backend) = Backend::from_env() else { return };
+    let (a, b) = (backend.connect().await, backend.connect().await);
+    let steps = "BEGIN;
+         SELECT pg_advisory_xact_lock(41);
+         SAVEPOINT s;
+         SELECT pg_advisory_xact_lock(42);
+         SELECT pg_try_advisory_xact_lock(44);
+         SELECT pg_advisory_lock(43);
+         ROLLBACK TO SAVEPOINT s;";
+    timed("steps", a.batch_execute(steps)).await.expect("steps");
+    assert!(!try_lock(&b, 41).await, "the lock taken before the savepoint went");
+    assert!(try_lock(&b, 42).await, "the lock taken after the savepoint stayed");
+    assert!(try_lock(&b, 44).await, "the lock a try took after the savepoint stayed");
+    assert!(!try_lock(&b, 43).await, "a session-level lock went with the savepoint");
+    timed("commit", a.batch_execute("COMMIT")).await.expect("commit");
+    assert!(try_lock(&b, 41).await, "COMMIT kept a transaction-level lock");
 }
