@@ -259,7 +259,8 @@ pub struct Applied {
     pub index: Option<Index>,
     /// PostgreSQL-style notices (`DropTables … cascade`).
     pub notices: Vec<String>,
-    /// Views a `DropTables … cascade` dropped besides the tables it named.
+    /// What a `DropTables` dropped besides the tables it named (views with `cascade`, owned
+    /// sequences), or the sequences a `DropColumn` dropped with their owning column.
     pub cascaded: Vec<TableId>,
 }
 
@@ -1311,9 +1312,17 @@ fn validate(snapshot: &Snapshot, ddl: Ddl, ids: &mut dyn Ids) -> Result<(Change,
                     .retain(|fk| !(fk.ref_table == table && uses(&fk.ref_columns)));
             }
             applied.notices = lines.into_iter().map(|l| format!("drop cascades to {l}")).collect();
+            // Sequences owned by the column go with it, without a notice (PostgreSQL's
+            // automatic dependency).
+            let owned: Vec<TableId> = snapshot
+                .tables()
+                .filter(|s| s.owned_by == Some((table, position)))
+                .map(|s| s.id)
+                .collect();
+            applied.cascaded.extend(&owned);
             let mut put = vec![changed];
             put.extend(referencing.into_values());
-            Change { put, delete: Vec::new() }
+            Change { put, delete: owned }
         }
         Ddl::SetSequenceOwner { sequence, owner } => {
             let mut changed = Table::clone(must_get_table(snapshot, sequence)?);

@@ -3522,6 +3522,9 @@ impl Session {
         for n in applied.notices {
             out = out.with_notice("NOTICE", "00000", n);
         }
+        for id in applied.cascaded {
+            self.pending_ddl().dropped.push(EngineObject::Table(id));
+        }
         let snapshot = self.snapshot();
         let broken: Vec<&Arc<Table>> = snapshot
             .tables()
