@@ -3105,13 +3105,16 @@ impl Session {
                 })?;
                 Ok(Output::tag(Tag::rows("SELECT", n)))
             }
-            Command::CreateSequence(ct) => {
+            Command::CreateSequence(ct, owner) => {
                 if let Some(skip) =
                     self.exists_skip(&ct.def.name, ct.if_not_exists, "CREATE SEQUENCE")
                 {
                     return Ok(skip);
                 }
-                self.create_staged(ct.def.clone())?;
+                let sequence = self.create_staged(ct.def.clone())?.id;
+                if owner.is_some() {
+                    self.stage(catalog::Ddl::SetSequenceOwner { sequence, owner: *owner })?;
+                }
                 Ok(Output::tag(Tag::new("CREATE SEQUENCE")))
             }
             Command::DropSequence { names, if_exists, cascade } => {

@@ -94,8 +94,8 @@ pub enum Command {
         cascade: bool,
     },
     /// CREATE SEQUENCE: a sequence of its own, kept as a table of one column without rows
-    /// ([`catalog::Table::is_sequence`]).
-    CreateSequence(CreateTable),
+    /// ([`catalog::Table::is_sequence`]), and the column that owns it (`OWNED BY t.c`).
+    CreateSequence(CreateTable, Option<(catalog::TableId, u16)>),
     /// DROP SEQUENCE.
     DropSequence {
         /// Sequence names.
@@ -449,9 +449,10 @@ impl Binder<'_> {
                 if *temporary {
                     return Err(Error::unsupported("temporary sequences"));
                 }
-                if owned_by.is_some() {
-                    return Err(Error::unsupported("CREATE SEQUENCE … OWNED BY"));
-                }
+                let owner = match owned_by {
+                    Some(target) => self.sequence_owner(target)?,
+                    None => None,
+                };
                 let name = self.new_relation_name(name)?;
                 let data_type = match data_type {
                     None => DataType::Int64,
@@ -490,7 +491,7 @@ impl Binder<'_> {
                     view: None,
                     checks: Vec::new(),
                 };
-                Command::CreateSequence(CreateTable { def, if_not_exists: *if_not_exists })
+                Command::CreateSequence(CreateTable { def, if_not_exists: *if_not_exists }, owner)
             }
             S::Truncate(t) => {
                 let mut tables = Vec::new();
@@ -1543,26 +1544,7 @@ impl Binder<'_> {
             A::OwnedBy(owner) => {
                 let owner = match owner {
                     None => None,
-                    Some(target) => {
-                        let parts = &target.0;
-                        let Some((column, relation)) =
-                            parts.split_last().filter(|(_, r)| !r.is_empty())
-                        else {
-                            return Err(Error::Syntax {
-                                message: "invalid relation name in OWNED BY option".into(),
-                                span: None,
-                            });
-                        };
-                        let owner = self.table(&ast::ObjectName(relation.to_vec()))?;
-                        let column = column.as_ident().map(ident).unwrap_or_default();
-                        let Some(c) = owner.column(&column) else {
-                            return Err(Error::UndefinedColumn {
-                                name: format!("\"{column}\" of relation \"{}\"", owner.name),
-                                span: None,
-                            });
-                        };
-                        Some((owner.id, c.position))
-                    }
+                    Some(target) => self.sequence_owner(target)?,
                 };
                 if !table.is_sequence() {
                     // A serial or identity column's: it belongs to that column already.
@@ -1576,6 +1558,35 @@ impl Binder<'_> {
                 Command::SetSequenceOwner { sequence: table.id, owner }
             }
         })
+    }
+
+    /// The column `OWNED BY table.column` names (`None` for `OWNED BY NONE`): the table must
+    /// exist and have the column.
+    fn sequence_owner(
+        &mut self,
+        target: &ast::ObjectName,
+    ) -> Result<Option<(catalog::TableId, u16)>> {
+        let parts = &target.0;
+        if let [only] = parts.as_slice() {
+            if only.as_ident().is_some_and(|i| i.quote_style.is_none() && ident(i) == "none") {
+                return Ok(None);
+            }
+        }
+        let Some((column, relation)) = parts.split_last().filter(|(_, r)| !r.is_empty()) else {
+            return Err(Error::Syntax {
+                message: "invalid relation name in OWNED BY option".into(),
+                span: None,
+            });
+        };
+        let owner = self.table(&ast::ObjectName(relation.to_vec()))?;
+        let column = column.as_ident().map(ident).unwrap_or_default();
+        let Some(c) = owner.column(&column) else {
+            return Err(Error::UndefinedColumn {
+                name: format!("\"{column}\" of relation \"{}\"", owner.name),
+                span: None,
+            });
+        };
+        Ok(Some((owner.id, c.position)))
     }
 
     /// `ALTER TABLE / SEQUENCE / VIEW name OWNER TO role`. Aspen keeps no owners: every
