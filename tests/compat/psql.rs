@@ -532,3 +532,27 @@ async fn pgtz_sets_the_session_time_zone() {
     let out = run(cmd, None).await;
     assert_eq!((out.success, out.stdout.as_str()), (true, "1\n"), "stderr: {}", out.stderr);
 }
+
+/// `\dn+` and `\l+` (Aspen only: PostgreSQL's show its own privileges and sizes): the columns
+/// PostgreSQL 15's have, with what Aspen can say — no access privileges (it keeps none), no
+/// size for a database in memory, the `pg_default` tablespace, the public schema's description.
+#[tokio::test]
+async fn verbose_schema_and_database_lists() {
+    if !psql_available() || tests::against_pg() {
+        return;
+    }
+    let Some(b) = Backend::from_env() else { return };
+    let mut cmd = psql(&b);
+    cmd.args(["-v", "ON_ERROR_STOP=1", "-A", "-F", "|", "-c", "\\dn+", "-c", "\\l+"]);
+    let out = run(cmd, None).await;
+    assert!(out.success, "psql failed: {}{}", out.stdout, out.stderr);
+    let want = "List of schemas\n\
+                Name|Owner|Access privileges|Description\n\
+                public|pg_database_owner||standard public schema\n\
+                (1 row)\n\
+                List of databases\n\
+                Name|Owner|Encoding|Collate|Ctype|ICU Locale|Locale Provider|Access privileges|Size|Tablespace|Description\n\
+                postgres|postgres|UTF8|C|C||libc|||pg_default|\n\
+                (1 row)\n";
+    assert_eq!(out.stdout, want);
+}

@@ -1,5 +1,5 @@
-//! psql's describe commands (`\d`, `\dt`, `\di`, `\ds`, `\d NAME`, `\d+ NAME`, `\dn`, `\du`,
-//! `\l`, `\dv`), answered from the catalog. Of a view, `\d NAME` shows the columns; `\d+
+//! psql's describe commands (`\d`, `\dt`, `\di`, `\ds`, `\d NAME`, `\d+ NAME`, `\dn[+]`,
+//! `\du[+]`, `\l[+]`, `\dv`), answered from the catalog. Of a view, `\d NAME` shows the columns; `\d+
 //! NAME` also asks for its definition (`pg_get_viewdef`), which is not answered (0A000).
 //!
 //! psql implements its backslash commands as `pg_catalog` queries, which Aspen does not have
@@ -68,13 +68,23 @@ pub enum Describe {
         /// The relation's OID.
         oid: u32,
     },
-    /// `\dn`.
-    Schemas,
-    /// `\l`.
-    Databases,
-    /// `\du`: the one role a session has, its user (Aspen has no roles; every user may do
-    /// everything).
-    Roles,
+    /// `\dn` (`verbose`: `\dn+`, with access privileges, which Aspen does not keep, and
+    /// the description).
+    Schemas {
+        /// `+`.
+        verbose: bool,
+    },
+    /// `\l` (`verbose`: `\l+`, with size — no figure for rows in memory —, tablespace and
+    /// description).
+    Databases {
+        /// `+`.
+        verbose: bool,
+    },
+    /// `\du` (`verbose`: `\du+`, with each role's description): the roles of the catalog.
+    Roles {
+        /// `+`.
+        verbose: bool,
+    },
 }
 
 /// The per-relation queries of `\d NAME`, named as in `queries.tsv`.
@@ -141,9 +151,12 @@ fn detail_named(name: &str) -> Option<Describe> {
         "triggers" => Detail::Empty(5),
         "inherits" => Detail::Empty(1),
         "partitions" => Detail::Empty(4),
-        "schemas" => return Some(Describe::Schemas),
-        "databases" => return Some(Describe::Databases),
-        "roles" => return Some(Describe::Roles),
+        "schemas" => return Some(Describe::Schemas { verbose: false }),
+        "schemas_verbose" => return Some(Describe::Schemas { verbose: true }),
+        "databases" => return Some(Describe::Databases { verbose: false }),
+        "databases_verbose" => return Some(Describe::Databases { verbose: true }),
+        "roles" => return Some(Describe::Roles { verbose: false }),
+        "roles_verbose" => return Some(Describe::Roles { verbose: true }),
         _ => return None,
     };
     Some(Describe::Detail { query, oid: 0 })
@@ -375,11 +388,23 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
             let relation = relations(snapshot).into_iter().find(|r| r.oid() == *oid);
             detail(snapshot, *which, relation)
         }
-        Describe::Schemas => constant(
+        Describe::Schemas { verbose: false } => constant(
             vec![("Name", DataType::Text), ("Owner", DataType::Text)],
             vec![vec![text(SCHEMA), text("pg_database_owner")]],
         ),
-        Describe::Roles => {
+        Describe::Schemas { verbose: true } => {
+            let cols = ["Name", "Owner", "Access privileges", "Description"];
+            constant(
+                cols.iter().map(|c| (*c, DataType::Text)).collect(),
+                vec![vec![
+                    text(SCHEMA),
+                    text("pg_database_owner"),
+                    Value::Null,
+                    text("standard public schema"),
+                ]],
+            )
+        }
+        Describe::Roles { verbose } => {
             let b = |v: bool| lit(Value::Bool(v));
             // psql's `\du` hides `pg_` roles; Aspen has none.
             let rows = snapshot
@@ -389,6 +414,9 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
                     let mut row = vec![lit(text(&r.name)), b(r.superuser), b(r.inherit)];
                     row.extend([b(r.create_role), b(r.create_db), b(r.login)]);
                     row.extend([lit(Value::Int32(-1)), lit(Value::Null), lit(text("{}"))]);
+                    if *verbose {
+                        row.push(lit(Value::Null));
+                    }
                     row.extend([b(r.replication), b(r.bypass_rls)]);
                     row
                 })
@@ -407,10 +435,14 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
                 ("rolreplication", DataType::Bool),
                 ("rolbypassrls", DataType::Bool),
             ];
+            let cols = match verbose {
+                true => [&cols[..9], &[("description", t)], &cols[9..]].concat(),
+                false => cols,
+            };
             query(cols, rows)
         }
-        Describe::Databases => {
-            let row = vec![
+        Describe::Databases { verbose } => {
+            let mut row = vec![
                 Expr::Func(Func::CurrentDatabase, vec![]),
                 owner(),
                 lit(text("UTF8")),
@@ -420,7 +452,7 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
                 lit(text("libc")),
                 lit(Value::Null),
             ];
-            let cols = [
+            let mut cols = vec![
                 "Name",
                 "Owner",
                 "Encoding",
@@ -430,6 +462,10 @@ pub(crate) fn answer(snapshot: &Snapshot, q: &Describe) -> Query {
                 "Locale Provider",
                 "Access privileges",
             ];
+            if *verbose {
+                row.extend([lit(Value::Null), lit(text("pg_default")), lit(Value::Null)]);
+                cols.extend(["Size", "Tablespace", "Description"]);
+            }
             query(cols.iter().map(|c| (*c, DataType::Text)).collect(), vec![row])
         }
     }

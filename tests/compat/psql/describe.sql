@@ -1,6 +1,6 @@
 -- psql's describe commands print what they print against PostgreSQL 15: \d, \dt, \di (with and
 -- without a pattern), \d NAME and \d+ NAME for tables (with their check constraints), indexes
--- and sequences, \ds, \dv and \dn. Run with `psql -X -a -f`; the expected output is
+-- and sequences, \ds, \dv, \dn and \du[+]. Run with `psql -X -a -f`; the expected output is
 -- describe.out, the same against Aspen and PostgreSQL 15.
 \d
 \dt nothing*
@@ -48,6 +48,7 @@ create sequence order_ids as integer start with 1000 increment by 50 maxvalue 10
 \ds
 \d order_ids
 \du
+\du+
 create table line (id int primary key, w int references warehouse(w_id) on update cascade on delete set null, o int references warehouse(w_id) on delete restrict, n int default 2 references warehouse(w_id) on update set default);
 comment on table line is 'order lines';
 comment on column line.w is 'the warehouse';
