@@ -44,6 +44,8 @@ pub enum DataType {
     Uuid,
     /// `jsonb` (OID 3802): a JSON document in PostgreSQL's normalized form.
     Jsonb,
+    /// `json` (OID 114): a JSON document kept as written.
+    Json,
     /// `void` (OID 2278): what a function returns that returns nothing (`pg_sleep`). Its value
     /// prints as an empty string. Never a column's type.
     Void,
@@ -71,6 +73,7 @@ impl DataType {
             DataType::Time => 1083,
             DataType::Uuid => 2950,
             DataType::Jsonb => 3802,
+            DataType::Json => 114,
             DataType::Void => 2278,
         }
     }
@@ -96,6 +99,7 @@ impl DataType {
             1083 => DataType::Time,
             2950 => DataType::Uuid,
             3802 => DataType::Jsonb,
+            114 => DataType::Json,
             17 => DataType::Bytea,
             _ => return None,
         })
@@ -161,6 +165,7 @@ impl DataType {
             DataType::Time => "time without time zone".into(),
             DataType::Uuid => "uuid".into(),
             DataType::Jsonb => "jsonb".into(),
+            DataType::Json => "json".into(),
             DataType::Void => "void".into(),
         }
     }

@@ -190,6 +190,7 @@ pub fn value_type(v: &Value) -> DataType {
         Value::Interval(_) => DataType::Interval,
         Value::Uuid(_) => DataType::Uuid,
         Value::Jsonb(_) => DataType::Jsonb,
+        Value::Json(_) => DataType::Json,
         Value::Time(_) => DataType::Time,
     }
 }
@@ -387,6 +388,7 @@ impl Ctx<'_> {
             Plan::JsonbRows { func, arg } => match self.eval(arg, &[])? {
                 Value::Null => Ok(vec![]),
                 Value::Jsonb(j) => jsonb::rows(*func, &j),
+                Value::Json(s) => jsonb::json_rows(*func, &s),
                 other => Err(Error::internal(format!("{} of {}", func.name(), other.type_name()))),
             },
             Plan::Filter { input, predicate } => {
@@ -1899,7 +1901,13 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
             | Func::Format
             | Func::NumNulls
             | Func::NumNonNulls
-            | Func::Jsonb(JsonbFunc::BuildObject | JsonbFunc::BuildArray | JsonbFunc::Set)
+            | Func::Jsonb(
+                JsonbFunc::BuildObject
+                    | JsonbFunc::BuildArray
+                    | JsonbFunc::Set
+                    | JsonbFunc::JsonBuildObject
+                    | JsonbFunc::JsonBuildArray
+            )
     );
     if strict && args.iter().any(|a| a.is_null()) {
         return Ok(Value::Null);
@@ -2130,6 +2138,31 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
     })
 }
 
+/// A value fed to a jsonb or json aggregate.
+#[derive(Clone)]
+enum JsonItem {
+    /// For the jsonb aggregates.
+    Jsonb(types::Jsonb),
+    /// For the json aggregates: the text to_json gave.
+    Text(std::sync::Arc<str>),
+}
+
+impl JsonItem {
+    fn jsonb(self) -> types::Jsonb {
+        match self {
+            JsonItem::Jsonb(j) => j,
+            JsonItem::Text(_) => types::Jsonb::Null,
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            JsonItem::Jsonb(j) => j.to_text(),
+            JsonItem::Text(s) => s.to_string(),
+        }
+    }
+}
+
 /// An aggregate's running state.
 #[derive(Clone)]
 enum Acc {
@@ -2140,8 +2173,9 @@ enum Acc {
     Text(Option<String>, Option<HashSet<Vec<u8>>>),
     /// bool_and / bool_or.
     Bool(Option<bool>),
-    /// jsonb_agg (elements) / jsonb_object_agg (pairs, keys as values here): what was fed.
-    Jsonb(Option<Vec<(Option<String>, types::Jsonb)>>, Option<HashSet<Vec<u8>>>),
+    /// jsonb_agg / json_agg (elements) and jsonb_object_agg / json_object_agg (pairs): what
+    /// was fed, each value as jsonb or (the json aggregates) as json text.
+    Jsonb(Option<Vec<(Option<String>, JsonItem)>>, Option<HashSet<Vec<u8>>>),
     /// The statistics over numeric input (integers arrive as numeric): count, exact sum and
     /// sum of squares, and whether a NaN or an infinity was seen (PostgreSQL's
     /// `NumericAggState`).
@@ -2172,7 +2206,10 @@ impl Acc {
             // Every key is in a plain GROUP BY's one set; grouping sets overwrite it per set.
             AggFunc::Grouping => Acc::MinMax(Value::Int32(0)),
             AggFunc::StringAgg => Acc::Text(None, seen),
-            AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => Acc::Jsonb(None, seen),
+            AggFunc::JsonbAgg
+            | AggFunc::JsonbObjectAgg
+            | AggFunc::JsonAgg
+            | AggFunc::JsonObjectAgg => Acc::Jsonb(None, seen),
             AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
             AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop => {
                 if call.data_type == DataType::Float64 {
@@ -2212,7 +2249,17 @@ impl Acc {
                 Some(Value::Jsonb(j)) => (*j).clone(),
                 _ => types::Jsonb::Null,
             };
-            let item = if call.func == AggFunc::JsonbObjectAgg {
+            // json_agg's values arrive as to_json gave them (NULL is `null`).
+            let item = |v: Option<Value>| match v {
+                Some(Value::Json(s)) => JsonItem::Text(s),
+                Some(Value::Null) | None
+                    if matches!(call.func, AggFunc::JsonAgg | AggFunc::JsonObjectAgg) =>
+                {
+                    JsonItem::Text("null".into())
+                }
+                other => JsonItem::Jsonb(json(other)),
+            };
+            let item = if matches!(call.func, AggFunc::JsonbObjectAgg | AggFunc::JsonObjectAgg) {
                 let key = match json(Some(v)) {
                     types::Jsonb::Null => {
                         return Err(Error::DataException {
@@ -2230,9 +2277,9 @@ impl Acc {
                     }
                     scalar => scalar.to_text(),
                 };
-                (Some(key), json(delimiter))
+                (Some(key), item(delimiter))
             } else {
-                (None, json(Some(v)))
+                (None, item(Some(v)))
             };
             items.get_or_insert_with(Vec::new).push(item);
             return Ok(());
@@ -2347,16 +2394,29 @@ impl Acc {
             Acc::Text(text, _) => text.map_or(Value::Null, Value::Text),
             Acc::Bool(b) => b.map_or(Value::Null, Value::Bool),
             Acc::Jsonb(None, _) => Value::Null,
-            Acc::Jsonb(Some(items), _) => {
-                let j = if call.func == AggFunc::JsonbObjectAgg {
-                    types::Jsonb::object(
-                        items.into_iter().map(|(k, v)| (k.unwrap_or_default(), v)).collect(),
+            Acc::Jsonb(Some(items), _) => match call.func {
+                AggFunc::JsonAgg => Value::Json(
+                    types::json::array(
+                        &items.into_iter().map(|(_, v)| v.text()).collect::<Vec<_>>(),
                     )
-                } else {
-                    types::Jsonb::Array(items.into_iter().map(|(_, v)| v).collect())
-                };
-                Value::Jsonb(std::sync::Arc::new(j))
-            }
+                    .into(),
+                ),
+                AggFunc::JsonObjectAgg => Value::Json(
+                    types::json::object_agg(
+                        &items
+                            .into_iter()
+                            .map(|(k, v)| (k.unwrap_or_default(), v.text()))
+                            .collect::<Vec<_>>(),
+                    )
+                    .into(),
+                ),
+                AggFunc::JsonbObjectAgg => Value::Jsonb(std::sync::Arc::new(types::Jsonb::object(
+                    items.into_iter().map(|(k, v)| (k.unwrap_or_default(), v.jsonb())).collect(),
+                ))),
+                _ => Value::Jsonb(std::sync::Arc::new(types::Jsonb::Array(
+                    items.into_iter().map(|(_, v)| v.jsonb()).collect(),
+                ))),
+            },
             Acc::VarFloat { n, sxx, .. } => {
                 let sample = matches!(call.func, AggFunc::VarSamp | AggFunc::StddevSamp);
                 let root = matches!(call.func, AggFunc::StddevSamp | AggFunc::StddevPop);

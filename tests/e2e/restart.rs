@@ -544,7 +544,7 @@ async fn time_values_and_keys_survive_a_crash() {
 
 /// jsonb values and keys are logged and checkpointed as their text: after a SIGKILL the
 /// documents read back the same, in PostgreSQL's jsonb order, and the unique jsonb index
-/// still refuses an equal document.
+/// still refuses an equal document; json values come back exactly as written.
 #[tokio::test]
 async fn jsonb_values_and_keys_survive_a_crash() {
     if tests::against_pg() {
@@ -553,7 +553,8 @@ async fn jsonb_values_and_keys_survive_a_crash() {
     }
     let mut server = AspenServer::start();
     let c = timed("connect", connect(server.port())).await.expect("connect");
-    let setup = r#"CREATE TABLE jd (id int PRIMARY KEY, doc jsonb UNIQUE);
+    let setup = r#"CREATE TABLE jd (id int PRIMARY KEY, doc jsonb UNIQUE, raw json);
+         INSERT INTO jd VALUES (9, '[9]', ' {"b":1,  "b":2} ');
          INSERT INTO jd VALUES (1, '{"a": [1, 2.50], "s": "\u00e9\"\n"}'), (2, '[]');
          CHECKPOINT;
          INSERT INTO jd VALUES (3, 'null'), (4, '{"a": {"b": null}}');
@@ -569,11 +570,19 @@ async fn jsonb_values_and_keys_survive_a_crash() {
     let want = [
         (2, "[]"),
         (3, "null"),
+        (9, "[9]"),
         (4, r#"{"a": {"b": null}}"#),
         (1, r#"{"a": [1, 2.50], "s": "é\"\n", "z": true}"#),
     ];
     let want: Vec<(i32, String)> = want.iter().map(|(i, d)| (*i, d.to_string())).collect();
     assert_eq!(got, want);
+    let raw = timed("json", c.query_one("SELECT raw::text, raw ->> 'b' FROM jd WHERE id = 9", &[]))
+        .await
+        .expect("json");
+    assert_eq!(
+        (raw.get::<_, String>(0), raw.get::<_, String>(1)),
+        (r#" {"b":1,  "b":2} "#.into(), "2".into())
+    );
     let err = timed("unique", c.batch_execute(r#"INSERT INTO jd VALUES (5, '{"a":{"b":null}}')"#))
         .await
         .expect_err("the unique jsonb index survived");

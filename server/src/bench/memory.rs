@@ -231,6 +231,7 @@ fn raw_size(values: &[Value]) -> u64 {
             Value::Text(s) => s.len() as u64,
             Value::Bytea(b) => b.len() as u64,
             Value::Jsonb(j) => j.to_text().len() as u64,
+            Value::Json(s) => s.len() as u64,
         })
         .sum()
 }

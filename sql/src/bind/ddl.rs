@@ -960,7 +960,7 @@ impl Binder<'_> {
             D::Interval { fields: None, precision: None } => DataType::Interval,
             D::Uuid => DataType::Uuid,
             D::JSONB => DataType::Jsonb,
-            D::JSON => return Err(Error::unsupported("type json (jsonb is supported)")),
+            D::JSON => DataType::Json,
             D::Interval { .. } => {
                 return Err(Error::unsupported("interval with fields or a precision"))
             }
@@ -983,7 +983,7 @@ impl Binder<'_> {
                     "timestamptz" => return Err(Error::unsupported("timestamp with time zone")),
                     "timetz" => return Err(Error::unsupported("time with time zone")),
                     "jsonb" => DataType::Jsonb,
-                    "json" => return Err(Error::unsupported("type json (jsonb is supported)")),
+                    "json" => DataType::Json,
                     _ => {
                         return Err(Error::UndefinedObject {
                             message: format!("type \"{n}\" does not exist"),
@@ -1307,6 +1307,11 @@ impl Binder<'_> {
             )?;
             fks.push(fk);
         }
+        for index in &indexes {
+            for &p in &index.columns {
+                no_json_key(columns[usize::from(p)].data_type)?;
+            }
+        }
         let hidden_pk = !indexes.iter().any(|i| i.primary);
         let mut checks: Vec<catalog::Check> = Vec::new();
         if !pending_checks.is_empty() {
@@ -1375,6 +1380,7 @@ impl Binder<'_> {
             let c = table
                 .column(n)
                 .ok_or_else(|| Error::UndefinedColumn { name: format!("\"{n}\""), span: None })?;
+            no_json_key(c.data_type)?;
             positions.push(c.position);
         }
         let name = match &ci.name {
@@ -1871,6 +1877,9 @@ impl Binder<'_> {
                         .as_ref()
                         .map(ident)
                         .unwrap_or_else(|| format!("{}_pkey", table.name));
+                    for &p in &positions {
+                        no_json_key(table.columns[usize::from(p)].data_type)?;
+                    }
                     Ok(Command::AddIndex(IndexSpec {
                         table,
                         def: IndexDef {
@@ -1900,6 +1909,9 @@ impl Binder<'_> {
                         .as_ref()
                         .map(ident)
                         .unwrap_or_else(|| format!("{}_{}_key", table.name, cols.join("_")));
+                    for &p in &positions {
+                        no_json_key(table.columns[usize::from(p)].data_type)?;
+                    }
                     Ok(Command::AddIndex(IndexSpec {
                         table,
                         def: IndexDef {
@@ -2589,4 +2601,16 @@ pub(crate) fn set_config_command(q: &ast::Query) -> Result<Option<Command>> {
 /// (`app.user`).
 fn parameter_name(name: &ast::ObjectName) -> String {
     name.0.iter().filter_map(|p| p.as_ident()).map(ident).collect::<Vec<_>>().join(".")
+}
+
+/// json has no equality, so no btree index (a key, a unique constraint) can hold it: `42704`,
+/// as PostgreSQL's missing operator class.
+fn no_json_key(data_type: DataType) -> Result<()> {
+    if data_type == DataType::Json {
+        return Err(Error::UndefinedObject {
+            message: "data type json has no default operator class for access method \"btree\""
+                .into(),
+        });
+    }
+    Ok(())
 }

@@ -158,6 +158,14 @@ impl Binder<'_> {
         node: &AstExpr,
         op: &str,
     ) -> Result<(Expr, Expr, DataType)> {
+        // json has no equality or order: PostgreSQL has no operator to find.
+        if [&l, &r].iter().any(|t| !t.unknown && t.ty == DataType::Json) {
+            let name = |t: &Typed| if t.unknown { "unknown".to_string() } else { t.ty.base_name() };
+            return Err(Error::UndefinedFunction {
+                name: format!("operator {} {op} {}", name(&l), name(&r)),
+                span: self.span_of(node),
+            });
+        }
         match (l.unknown, r.unknown) {
             (true, true) => {
                 let l = self.coerce(l, DataType::Text, CastKind::Implicit, node)?;
@@ -1782,7 +1790,9 @@ impl Binder<'_> {
                 span: self.span_of(e),
             });
         }
-        if matches!(name.as_str(), "generate_series" | "unnest" | "generate_subscripts") {
+        if matches!(name.as_str(), "generate_series" | "unnest" | "generate_subscripts")
+            || super::select::jsonb_rows(&name).is_some()
+        {
             return Err(Error::Unsupported {
                 feature: format!("set-returning function {name} outside FROM"),
                 span: self.span_of(e),
@@ -1825,6 +1835,8 @@ impl Binder<'_> {
             "stddev_pop" => Some(AggFunc::StddevPop),
             "jsonb_agg" => Some(AggFunc::JsonbAgg),
             "jsonb_object_agg" => Some(AggFunc::JsonbObjectAgg),
+            "json_agg" => Some(AggFunc::JsonAgg),
+            "json_object_agg" => Some(AggFunc::JsonObjectAgg),
             _ => None,
         };
         if let Some(func) = agg {
@@ -1870,7 +1882,11 @@ impl Binder<'_> {
         if name == "has_table_privilege" {
             return self.bind_has_table_privilege(&arg_exprs, scope, e);
         }
-        if name.starts_with("jsonb_") || name == "to_jsonb" {
+        if name.starts_with("jsonb_")
+            || name.starts_with("json_")
+            || name == "to_jsonb"
+            || name == "to_json"
+        {
             // jsonb_set's path is a text[] constant, split by the jsonb binder, not bound here.
             let mut args = Vec::with_capacity(arg_exprs.len());
             for (i, a) in arg_exprs.iter().enumerate() {
@@ -2213,21 +2229,29 @@ impl Binder<'_> {
         let mut delimiter = None;
         let (arg, data_type) = match func {
             AggFunc::CountStar => (None, DataType::Int64),
-            AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => {
-                let arity = if func == AggFunc::JsonbAgg { 1 } else { 2 };
+            AggFunc::JsonbAgg
+            | AggFunc::JsonbObjectAgg
+            | AggFunc::JsonAgg
+            | AggFunc::JsonObjectAgg => {
+                let arity =
+                    if matches!(func, AggFunc::JsonbAgg | AggFunc::JsonAgg) { 1 } else { 2 };
+                // json_agg's values, and json_object_agg's, as to_json writes them; keys (and
+                // the jsonb aggregates' values) as to_jsonb gives them.
+                let json = matches!(func, AggFunc::JsonAgg | AggFunc::JsonObjectAgg);
                 if args.len() != arity {
                     return Err(Error::UndefinedFunction {
                         name: format!("function {name}"),
                         span: self.span_of(e),
                     });
                 }
-                let jsonb_agg = func == AggFunc::JsonbAgg;
+                let jsonb_agg = matches!(func, AggFunc::JsonbAgg | AggFunc::JsonAgg);
                 // Each argument as to_jsonb gives it (an untyped literal is text); the key and
                 // the value of jsonb_object_agg travel as string_agg's value and delimiter.
                 let saved = self.aggs.take();
                 let bound: Result<Vec<Expr>> = args
                     .iter()
-                    .map(|a| {
+                    .enumerate()
+                    .map(|(i, a)| {
                         let t = self.bind_expr(a, scope)?;
                         if t.unknown && jsonb_agg {
                             return Err(Error::DatatypeMismatch {
@@ -2242,14 +2266,17 @@ impl Binder<'_> {
                         } else {
                             t.expr
                         };
-                        Ok(Expr::Func(Func::Jsonb(JsonbFunc::ToJsonb), vec![x]))
+                        let is_value = jsonb_agg || i == 1;
+                        let to =
+                            if json && is_value { JsonbFunc::ToJson } else { JsonbFunc::ToJsonb };
+                        Ok(Expr::Func(Func::Jsonb(to), vec![x]))
                     })
                     .collect();
                 self.aggs = saved;
                 let mut bound = bound?.into_iter();
                 let arg = bound.next().expect("arity checked");
                 delimiter = bound.next();
-                (Some(arg), DataType::Jsonb)
+                (Some(arg), if json { DataType::Json } else { DataType::Jsonb })
             }
             AggFunc::StringAgg | AggFunc::BoolAnd | AggFunc::BoolOr => {
                 let arity = if func == AggFunc::StringAgg { 2 } else { 1 };
@@ -2338,7 +2365,11 @@ impl Binder<'_> {
                         }
                     },
                     AggFunc::Min | AggFunc::Max => match t.ty {
-                        DataType::Bool | DataType::Bytea | DataType::Uuid | DataType::Jsonb => {
+                        DataType::Bool
+                        | DataType::Bytea
+                        | DataType::Uuid
+                        | DataType::Jsonb
+                        | DataType::Json => {
                             return Err(Error::UndefinedFunction {
                                 name: format!("function {name}({})", t.ty.base_name()),
                                 span: self.span_of(e),
@@ -2385,11 +2416,16 @@ impl Binder<'_> {
         };
         // The value the caller wrote (the jsonb aggregates wrap it in to_jsonb).
         let written = match (func, &arg) {
-            (AggFunc::JsonbAgg, Some(Expr::Func(Func::Jsonb(JsonbFunc::ToJsonb), a))) => a.first(),
+            (
+                AggFunc::JsonbAgg | AggFunc::JsonAgg,
+                Some(Expr::Func(Func::Jsonb(JsonbFunc::ToJsonb | JsonbFunc::ToJson), a)),
+            ) => a.first(),
             _ => arg.as_ref(),
         };
         let mut order_by = order_by;
-        if distinct && order_by.is_empty() && matches!(func, AggFunc::StringAgg | AggFunc::JsonbAgg)
+        if distinct
+            && order_by.is_empty()
+            && matches!(func, AggFunc::StringAgg | AggFunc::JsonbAgg | AggFunc::JsonAgg)
         {
             // PostgreSQL sorts the input of a DISTINCT aggregate: the values come in order.
             order_by = written

@@ -101,7 +101,9 @@ impl Binder<'_> {
             op,
             B::HashArrow | B::HashLongArrow | B::QuestionAnd | B::QuestionPipe | B::HashMinus
         ) {
-            let l = self.jsonb_operand(l, right, &sym, e)?;
+            // json has #> and #>> too; the others are jsonb's.
+            let json = is_json(&l) && matches!(op, B::HashArrow | B::HashLongArrow);
+            let l = if json { l.expr } else { self.jsonb_operand(l, right, &sym, e)? };
             let steps = self.text_array_constant(right, scope)?;
             let f = match op {
                 B::HashArrow => JsonbFunc::Path,
@@ -112,7 +114,7 @@ impl Binder<'_> {
             };
             let mut args = vec![l];
             args.extend(steps);
-            return Ok(Typed::known(Expr::Func(Func::Jsonb(f), args), jsonb_result(f)));
+            return Ok(Typed::known(Expr::Func(Func::Jsonb(f), args), result_of(f, json)));
         }
         let r = self.bind_expr(right, scope)?;
         match op {
@@ -121,9 +123,13 @@ impl Binder<'_> {
                 if l.unknown && r.unknown {
                     return Err(self.no_operator(&l, &sym, &r, e, true));
                 }
-                let le = self
-                    .jsonb_operand(l.clone(), left, &sym, e)
-                    .map_err(|_| self.no_operator(&l, &sym, &r, e, false))?;
+                let json = is_json(&l);
+                let le = if json {
+                    l.expr.clone()
+                } else {
+                    self.jsonb_operand(l.clone(), left, &sym, e)
+                        .map_err(|_| self.no_operator(&l, &sym, &r, e, false))?
+                };
                 let re = match r.ty {
                     _ if r.unknown => self.coerce(r, DataType::Text, CastKind::Implicit, e)?,
                     DataType::Int16 | DataType::Int32 => {
@@ -134,7 +140,7 @@ impl Binder<'_> {
                     }
                     _ => return Err(self.no_operator(&l, &sym, &r, e, false)),
                 };
-                Ok(Typed::known(Expr::Func(Func::Jsonb(f), vec![le, re]), jsonb_result(f)))
+                Ok(Typed::known(Expr::Func(Func::Jsonb(f), vec![le, re]), result_of(f, json)))
             }
             B::AtArrow | B::ArrowAt => {
                 if l.unknown && r.unknown {
@@ -197,7 +203,21 @@ impl Binder<'_> {
         scope: &Scope,
         e: &AstExpr,
     ) -> Option<Result<Typed>> {
+        if let Some(jsonb_name) = name.strip_prefix("json_") {
+            // The json functions Aspen has: jsonb's, over json.
+            let f = match jsonb_name {
+                "typeof" => JsonbFunc::Typeof,
+                "array_length" => JsonbFunc::ArrayLength,
+                "extract_path" => JsonbFunc::Path,
+                "extract_path_text" => JsonbFunc::PathText,
+                "build_object" => JsonbFunc::JsonBuildObject,
+                "build_array" => JsonbFunc::JsonBuildArray,
+                _ => return unsupported_json_function(name),
+            };
+            return Some(self.jsonb_function(name, f, true, args, ast_args, scope, e));
+        }
         let f = match name {
+            "to_json" => JsonbFunc::ToJson,
             "jsonb_typeof" => JsonbFunc::Typeof,
             "jsonb_array_length" => JsonbFunc::ArrayLength,
             "jsonb_strip_nulls" => JsonbFunc::StripNulls,
@@ -208,23 +228,27 @@ impl Binder<'_> {
             "jsonb_extract_path" => JsonbFunc::Path,
             "jsonb_extract_path_text" => JsonbFunc::PathText,
             "jsonb_set" => JsonbFunc::Set,
-            _ => return None,
+            _ => return unsupported_json_function(name),
         };
-        Some(self.jsonb_function(name, f, args, ast_args, scope, e))
+        Some(self.jsonb_function(name, f, false, args, ast_args, scope, e))
     }
 
+    /// A jsonb function, or (`json`) the json function of the same name.
+    #[allow(clippy::too_many_arguments)]
     fn jsonb_function(
         &mut self,
         name: &str,
         f: JsonbFunc,
+        json: bool,
         args: Vec<Typed>,
         ast_args: &[&AstExpr],
         scope: &Scope,
         e: &AstExpr,
     ) -> Result<Typed> {
-        let ret = jsonb_result(f);
+        let ret = result_of(f, json);
         let n = args.len();
-        let jsonb_first = |args: &[Typed]| args.first().is_some_and(|a| is_jsonb(a) || a.unknown);
+        let doc = if json { DataType::Json } else { DataType::Jsonb };
+        let jsonb_first = |args: &[Typed]| args.first().is_some_and(|a| a.unknown || a.ty == doc);
         let out = match f {
             JsonbFunc::Typeof
             | JsonbFunc::ArrayLength
@@ -234,9 +258,9 @@ impl Binder<'_> {
                     return Err(self.no_function(name, &args, e));
                 }
                 let a = args.into_iter().next().expect("one");
-                vec![self.coerce(a, DataType::Jsonb, CastKind::Implicit, e)?]
+                vec![self.coerce(a, doc, CastKind::Implicit, e)?]
             }
-            JsonbFunc::ToJsonb => {
+            JsonbFunc::ToJsonb | JsonbFunc::ToJson => {
                 if n != 1 {
                     return Err(self.no_function(name, &args, e));
                 }
@@ -250,7 +274,10 @@ impl Binder<'_> {
                 }
                 args.into_iter().map(|a| a.expr).collect()
             }
-            JsonbFunc::BuildObject | JsonbFunc::BuildArray => {
+            JsonbFunc::BuildObject
+            | JsonbFunc::BuildArray
+            | JsonbFunc::JsonBuildObject
+            | JsonbFunc::JsonBuildArray => {
                 let mut out = Vec::with_capacity(n);
                 for a in args {
                     // VARIADIC "any": an untyped literal is text.
@@ -270,12 +297,8 @@ impl Binder<'_> {
                     return Err(self.no_function(name, &args, e));
                 }
                 let mut it = args.into_iter();
-                let mut out = vec![self.coerce(
-                    it.next().expect("one"),
-                    DataType::Jsonb,
-                    CastKind::Implicit,
-                    e,
-                )?];
+                let mut out =
+                    vec![self.coerce(it.next().expect("one"), doc, CastKind::Implicit, e)?];
                 for a in it {
                     out.push(self.text_expr(a, e)?);
                 }
@@ -366,6 +389,48 @@ impl Binder<'_> {
             }
             _ => Err(Error::unsupported("a jsonb path that is not a text[] constant")),
         }
+    }
+}
+
+/// Is `t` a (typed) json expression?
+pub(super) fn is_json(t: &Typed) -> bool {
+    !t.unknown && t.ty == DataType::Json
+}
+
+/// PostgreSQL's json and jsonb functions Aspen does not have: `0A000` rather than "does not
+/// exist"; any other name is not a function (`None`).
+fn unsupported_json_function(name: &str) -> Option<Result<Typed>> {
+    const KNOWN: &[&str] = &[
+        "json_object",
+        "json_populate_record",
+        "json_populate_recordset",
+        "json_to_record",
+        "json_to_recordset",
+        "json_strip_nulls",
+        "jsonb_object",
+        "jsonb_insert",
+        "jsonb_set_lax",
+        "jsonb_populate_record",
+        "jsonb_populate_recordset",
+        "jsonb_to_record",
+        "jsonb_to_recordset",
+        "jsonb_path_exists",
+        "jsonb_path_match",
+        "jsonb_path_query",
+        "jsonb_path_query_array",
+        "jsonb_path_query_first",
+    ];
+    KNOWN.contains(&name).then(|| Err(Error::unsupported(format!("function {name}"))))
+}
+
+/// The result type of an operator or function over json (`json`) or jsonb.
+fn result_of(f: JsonbFunc, json: bool) -> DataType {
+    match f {
+        JsonbFunc::Get | JsonbFunc::Path if json => DataType::Json,
+        JsonbFunc::ToJson | JsonbFunc::JsonBuildObject | JsonbFunc::JsonBuildArray => {
+            DataType::Json
+        }
+        _ => jsonb_result(f),
     }
 }
 

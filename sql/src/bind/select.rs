@@ -938,7 +938,8 @@ impl Binder<'_> {
                 _ => return Err(Error::unsupported("named arguments")),
             }
         }
-        let ok = typed.len() == 1 && (typed[0].0.unknown || typed[0].0.ty == DataType::Jsonb);
+        let arg_ty = if func.reads_json() { DataType::Json } else { DataType::Jsonb };
+        let ok = typed.len() == 1 && (typed[0].0.unknown || typed[0].0.ty == arg_ty);
         if !ok {
             let types: Vec<String> = typed
                 .iter()
@@ -950,7 +951,7 @@ impl Binder<'_> {
             });
         }
         let (t, e) = typed.pop().expect("one argument");
-        let arg = self.coerce(t, DataType::Jsonb, CastKind::Implicit, e)?;
+        let arg = self.coerce(t, arg_ty, CastKind::Implicit, e)?;
         let rel = alias.map(|a| ident(&a.name)).unwrap_or_else(|| func.name().into());
         let given: Vec<String> =
             alias.map(|a| a.columns.iter().map(|c| ident(&c.name)).collect()).unwrap_or_default();
@@ -971,7 +972,7 @@ impl Binder<'_> {
                 .enumerate()
                 .map(|(i, (name, ty))| {
                     let default = match (func, alias) {
-                        (JsonbRows::ObjectKeys, Some(_)) => rel.clone(),
+                        (JsonbRows::ObjectKeys | JsonbRows::JsonObjectKeys, Some(_)) => rel.clone(),
                         _ => name.to_string(),
                     };
                     ScopeColumn {
@@ -2920,13 +2921,18 @@ fn visit_window_call_args(call: &crate::plan::WindowCall, f: &mut dyn FnMut(&Exp
 }
 
 /// The jsonb set-returning function `name`, if it is one.
-fn jsonb_rows(name: &str) -> Option<JsonbRows> {
+pub(super) fn jsonb_rows(name: &str) -> Option<JsonbRows> {
     Some(match name {
         "jsonb_array_elements" => JsonbRows::ArrayElements,
         "jsonb_array_elements_text" => JsonbRows::ArrayElementsText,
         "jsonb_each" => JsonbRows::Each,
         "jsonb_each_text" => JsonbRows::EachText,
         "jsonb_object_keys" => JsonbRows::ObjectKeys,
+        "json_array_elements" => JsonbRows::JsonArrayElements,
+        "json_array_elements_text" => JsonbRows::JsonArrayElementsText,
+        "json_each" => JsonbRows::JsonEach,
+        "json_each_text" => JsonbRows::JsonEachText,
+        "json_object_keys" => JsonbRows::JsonObjectKeys,
         _ => return None,
     })
 }

@@ -910,7 +910,7 @@ mod tests {
             assert!(detail_named(name).is_some(), "unknown template {name}");
             n += 1;
         }
-        assert_eq!(n, 22);
+        assert_eq!(n, 25);
     }
 
     #[test]

@@ -159,6 +159,7 @@ fn type_name(data_type: DataType) -> &'static str {
         DataType::Interval => "interval",
         DataType::Uuid => "uuid",
         DataType::Jsonb => "jsonb",
+        DataType::Json => "json",
         DataType::Time => "time",
         DataType::Void => "void",
     }
@@ -298,9 +299,12 @@ fn type_numbers(data_type: DataType) -> TypeNumbers {
         DataType::Timestamp | DataType::TimestampTz | DataType::Interval | DataType::Time => {
             TypeNumbers { datetime: Some(6), ..TypeNumbers::default() }
         }
-        DataType::Bool | DataType::Bytea | DataType::Uuid | DataType::Void | DataType::Jsonb => {
-            TypeNumbers::default()
-        }
+        DataType::Bool
+        | DataType::Bytea
+        | DataType::Uuid
+        | DataType::Void
+        | DataType::Jsonb
+        | DataType::Json => TypeNumbers::default(),
     }
 }
 
@@ -866,7 +870,7 @@ const fn ty(
     TypeRow { ty, category, preferred, array, io, typmod }
 }
 
-const TYPES: [TypeRow; 19] = [
+const TYPES: [TypeRow; 20] = [
     ty(DataType::Bool, "B", true, 1000, "bool", false),
     ty(DataType::Bytea, "U", false, 1001, "bytea", false),
     ty(DataType::Int64, "N", false, 1016, "int8", false),
@@ -885,6 +889,7 @@ const TYPES: [TypeRow; 19] = [
     ty(DataType::Uuid, "U", false, 2951, "uuid_", false),
     ty(DataType::Time, "D", false, 1183, "time_", true),
     ty(DataType::Jsonb, "U", false, 3807, "jsonb_", false),
+    ty(DataType::Json, "U", false, 199, "json_", false),
     ty(DataType::Void, "P", false, 0, "void_", false),
 ];
 

@@ -39,8 +39,94 @@ fn steps(args: &[Value]) -> Result<Option<Vec<&str>>> {
     Ok(Some(out))
 }
 
+/// A json result: the text as written.
+fn json_out(s: &str) -> Value {
+    Value::Json(s.into())
+}
+
+/// The json operators and functions: the text navigated as written (`types::json`).
+fn call_json(f: JsonbFunc, text: &str, args: &[Value]) -> Result<Value> {
+    use crate::types::json;
+    let got = |found: Option<&str>, as_text: bool| -> Result<Value> {
+        Ok(match (found, as_text) {
+            (None, _) => Value::Null,
+            (Some(v), false) => json_out(v),
+            (Some(v), true) => json::as_text(v)?.map_or(Value::Null, Value::Text),
+        })
+    };
+    match f {
+        JsonbFunc::Get | JsonbFunc::GetText => {
+            let found = match &args[1] {
+                Value::Int32(i) => json::get_index(text, *i as i64)?,
+                other => json::get_key(text, self::text(other)?)?,
+            };
+            got(found, f == JsonbFunc::GetText)
+        }
+        JsonbFunc::Path | JsonbFunc::PathText => {
+            let Some(path) = steps(&args[1..])? else { return Ok(Value::Null) };
+            got(json::get_path(text, &path)?, f == JsonbFunc::PathText)
+        }
+        JsonbFunc::Typeof => Ok(Value::Text(json::type_name(text).into())),
+        JsonbFunc::ArrayLength => match json::elements(text)? {
+            Some(items) => Ok(Value::Int32(items.len() as i32)),
+            None if json::type_name(text) == "object" => {
+                Err(crate::types::jsonb_error("cannot get array length of a non-array"))
+            }
+            None => Err(crate::types::jsonb_error("cannot get array length of a scalar")),
+        },
+        other => Err(Error::internal(format!("{} of json", other.name()))),
+    }
+}
+
+/// to_json: a json value as written, anything else as to_jsonb gives it, in text.
+pub(crate) fn to_json_text(v: &Value, zone: Zone) -> String {
+    match v {
+        Value::Json(s) => s.to_string(),
+        other => to_jsonb(other, zone).to_text(),
+    }
+}
+
+/// A json_build_object / json_object_agg key: the value's text as to_jsonb keys it.
+pub(crate) fn object_key(v: &Value, zone: Zone, position: usize) -> Result<String> {
+    match to_jsonb(v, zone) {
+        Jsonb::Null => Err(Error::DataException {
+            message: format!("argument {position}: key must not be null"),
+            sqlstate: "22023",
+        }),
+        Jsonb::String(s) => Ok(s),
+        Jsonb::Array(_) | Jsonb::Object(_) => Err(Error::DataException {
+            message: "key value must be scalar, not array, composite, or json".into(),
+            sqlstate: "22023",
+        }),
+        scalar => Ok(scalar.to_text()),
+    }
+}
+
 pub(super) fn call(f: JsonbFunc, args: &[Value], zone: Zone) -> Result<Value> {
+    if let Some(Value::Json(text)) = args.first() {
+        if !matches!(f, JsonbFunc::ToJson | JsonbFunc::JsonBuildObject | JsonbFunc::JsonBuildArray)
+        {
+            return call_json(f, text, args);
+        }
+    }
     Ok(match f {
+        JsonbFunc::ToJson => json_out(&to_json_text(&args[0], zone)),
+        JsonbFunc::JsonBuildArray => json_out(&crate::types::json::array(
+            &args.iter().map(|a| to_json_text(a, zone)).collect::<Vec<_>>(),
+        )),
+        JsonbFunc::JsonBuildObject => {
+            if !args.len().is_multiple_of(2) {
+                return Err(Error::DataException {
+                    message: "argument list must have even number of elements".into(),
+                    sqlstate: "22023",
+                });
+            }
+            let mut pairs = Vec::with_capacity(args.len() / 2);
+            for (i, kv) in args.chunks(2).enumerate() {
+                pairs.push((object_key(&kv[0], zone, 2 * i + 1)?, to_json_text(&kv[1], zone)));
+            }
+            json_out(&crate::types::json::build_object(&pairs))
+        }
         JsonbFunc::Get | JsonbFunc::GetText => {
             let j = jsonb(&args[0])?;
             let found = match &args[1] {
@@ -104,24 +190,7 @@ pub(super) fn call(f: JsonbFunc, args: &[Value], zone: Zone) -> Result<Value> {
             }
             let mut pairs = Vec::with_capacity(args.len() / 2);
             for (i, kv) in args.chunks(2).enumerate() {
-                let key = match to_jsonb(&kv[0], zone) {
-                    Jsonb::Null => {
-                        return Err(Error::DataException {
-                            message: format!("argument {}: key must not be null", 2 * i + 1),
-                            sqlstate: "22023",
-                        })
-                    }
-                    Jsonb::String(s) => s,
-                    Jsonb::Array(_) | Jsonb::Object(_) => {
-                        return Err(Error::DataException {
-                            message: "key value must be scalar, not array, composite, or json"
-                                .into(),
-                            sqlstate: "22023",
-                        })
-                    }
-                    scalar => scalar.to_text(),
-                };
-                pairs.push((key, to_jsonb(&kv[1], zone)));
+                pairs.push((object_key(&kv[0], zone, 2 * i + 1)?, to_jsonb(&kv[1], zone)));
             }
             out(Jsonb::object(pairs))
         }
@@ -172,6 +241,55 @@ pub(super) fn rows(f: JsonbRows, j: &Jsonb) -> Result<Vec<Vec<Value>>> {
             bad("cannot call jsonb_object_keys on an array".into())
         }
         (JsonbRows::ObjectKeys, _) => bad("cannot call jsonb_object_keys on a scalar".into()),
+        (json, _) => Err(Error::internal(format!("{} of jsonb", json.name()))),
+    }
+}
+
+/// The rows of a json set-returning function over `text` (values as written).
+pub(super) fn json_rows(f: JsonbRows, text: &str) -> Result<Vec<Vec<Value>>> {
+    use crate::types::json;
+    let bad = |message: String| Err(Error::DataException { message, sqlstate: "22023" });
+    let as_text =
+        |v: &str| -> Result<Value> { Ok(json::as_text(v)?.map_or(Value::Null, Value::Text)) };
+    match f {
+        JsonbRows::JsonArrayElements | JsonbRows::JsonArrayElementsText => {
+            let Some(items) = json::elements(text)? else {
+                return bad(match json::type_name(text) {
+                    "object" => format!("cannot call {} on a non-array", f.name()),
+                    _ => format!("cannot call {} on a scalar", f.name()),
+                });
+            };
+            items
+                .into_iter()
+                .map(|v| match f {
+                    JsonbRows::JsonArrayElements => Ok(vec![json_out(v)]),
+                    _ => Ok(vec![as_text(v)?]),
+                })
+                .collect()
+        }
+        JsonbRows::JsonEach | JsonbRows::JsonEachText | JsonbRows::JsonObjectKeys => {
+            let Some(members) = json::members(text)? else {
+                return bad(match (f, json::type_name(text)) {
+                    (JsonbRows::JsonObjectKeys, "array") => {
+                        "cannot call json_object_keys on an array".into()
+                    }
+                    (JsonbRows::JsonObjectKeys, _) => {
+                        "cannot call json_object_keys on a scalar".into()
+                    }
+                    (_, "array") => "cannot deconstruct an array as an object".into(),
+                    _ => "cannot deconstruct a scalar".into(),
+                });
+            };
+            members
+                .into_iter()
+                .map(|(k, v)| match f {
+                    JsonbRows::JsonObjectKeys => Ok(vec![Value::Text(k)]),
+                    JsonbRows::JsonEach => Ok(vec![Value::Text(k), json_out(v)]),
+                    _ => Ok(vec![Value::Text(k), as_text(v)?]),
+                })
+                .collect()
+        }
+        other => Err(Error::internal(format!("{} of json", other.name()))),
     }
 }
 

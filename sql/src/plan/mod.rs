@@ -296,6 +296,9 @@ impl JsonbFunc {
             JsonbFunc::BuildObject => "jsonb_build_object",
             JsonbFunc::BuildArray => "jsonb_build_array",
             JsonbFunc::Set => "jsonb_set",
+            JsonbFunc::ToJson => "to_json",
+            JsonbFunc::JsonBuildObject => "json_build_object",
+            JsonbFunc::JsonBuildArray => "json_build_array",
         }
     }
 }
@@ -313,6 +316,16 @@ pub enum JsonbRows {
     EachText,
     /// jsonb_object_keys: one key per pair.
     ObjectKeys,
+    /// json_array_elements: one `value json` per element, as written.
+    JsonArrayElements,
+    /// json_array_elements_text.
+    JsonArrayElementsText,
+    /// json_each: `key text, value json`.
+    JsonEach,
+    /// json_each_text.
+    JsonEachText,
+    /// json_object_keys.
+    JsonObjectKeys,
 }
 
 impl JsonbRows {
@@ -324,7 +337,29 @@ impl JsonbRows {
             JsonbRows::Each => "jsonb_each",
             JsonbRows::EachText => "jsonb_each_text",
             JsonbRows::ObjectKeys => "jsonb_object_keys",
+            JsonbRows::JsonArrayElements => "json_array_elements",
+            JsonbRows::JsonArrayElementsText => "json_array_elements_text",
+            JsonbRows::JsonEach => "json_each",
+            JsonbRows::JsonEachText => "json_each_text",
+            JsonbRows::JsonObjectKeys => "json_object_keys",
         }
+    }
+
+    /// The json function of the same name (`json_each` for `jsonb_each`, …).
+    pub fn of_json(self) -> JsonbRows {
+        match self {
+            JsonbRows::ArrayElements => JsonbRows::JsonArrayElements,
+            JsonbRows::ArrayElementsText => JsonbRows::JsonArrayElementsText,
+            JsonbRows::Each => JsonbRows::JsonEach,
+            JsonbRows::EachText => JsonbRows::JsonEachText,
+            JsonbRows::ObjectKeys => JsonbRows::JsonObjectKeys,
+            json => json,
+        }
+    }
+
+    /// Whether it reads json (not jsonb).
+    pub fn reads_json(self) -> bool {
+        self.of_json() == self
     }
 
     /// Its output columns: name and type.
@@ -335,6 +370,11 @@ impl JsonbRows {
             JsonbRows::Each => &[("key", DataType::Text), ("value", DataType::Jsonb)],
             JsonbRows::EachText => &[("key", DataType::Text), ("value", DataType::Text)],
             JsonbRows::ObjectKeys => &[("jsonb_object_keys", DataType::Text)],
+            JsonbRows::JsonArrayElements => &[("value", DataType::Json)],
+            JsonbRows::JsonArrayElementsText => &[("value", DataType::Text)],
+            JsonbRows::JsonEach => &[("key", DataType::Text), ("value", DataType::Json)],
+            JsonbRows::JsonEachText => &[("key", DataType::Text), ("value", DataType::Text)],
+            JsonbRows::JsonObjectKeys => &[("json_object_keys", DataType::Text)],
         }
     }
 }
@@ -381,6 +421,12 @@ pub enum JsonbFunc {
     BuildArray,
     /// jsonb_set(target, new, create_missing, steps…) (not strict in its steps)
     Set,
+    /// to_json(any)
+    ToJson,
+    /// json_build_object(key, value, …) (not strict)
+    JsonBuildObject,
+    /// json_build_array(any, …) (not strict)
+    JsonBuildArray,
 }
 
 /// Aggregate functions.
@@ -416,6 +462,10 @@ pub enum AggFunc {
     JsonbAgg,
     /// jsonb_object_agg(key, value): one object (the key as a jsonb_build_object key)
     JsonbObjectAgg,
+    /// json_agg(x): `[a, b]`, each value as to_json writes it
+    JsonAgg,
+    /// json_object_agg(key, value): `{ "k" : v, … }`
+    JsonObjectAgg,
     /// GROUPING(a, b, …): a bit per argument (the first the most significant), set where the
     /// row's grouping set leaves that key out. Not fed any rows: the aggregation fills it in
     /// per grouping set ([`AggCall::grouping`]).

@@ -93,6 +93,14 @@ pub fn decode_binary(b: &[u8], ty: &DataType) -> Result<Value> {
             }
             Value::Time(us)
         }
+        // `json_recv`: the text.
+        DataType::Json => {
+            let s = std::str::from_utf8(b).map_err(|_| Error::CharacterNotInRepertoire {
+                message: "invalid byte sequence for encoding \"UTF8\"".into(),
+            })?;
+            super::json::check(s)?;
+            Value::Json(s.into())
+        }
         // `jsonb_recv`: a version byte (1), then the text.
         DataType::Jsonb => match b.split_first() {
             Some((1, text)) => {
@@ -238,6 +246,7 @@ pub fn encode_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
         (Value::Interval(i), _) => out.extend_from_slice(&i.to_be_bytes()),
         (Value::Bytea(b), _) => out.extend_from_slice(b),
         (Value::Uuid(u), _) => out.extend_from_slice(u),
+        (Value::Json(s), _) => out.extend_from_slice(s.as_bytes()),
         (Value::Jsonb(j), _) => {
             out.push(1);
             out.extend_from_slice(j.to_text().as_bytes());

@@ -66,6 +66,7 @@ fn cast_context(from: &DataType, to: &DataType) -> Option<CastKind> {
         (T::Time, T::Interval) => Some(Implicit),
         (T::Interval | T::Timestamp | T::TimestampTz, T::Time) => Some(Assignment),
         (T::Bool, T::Int32) | (T::Int32, T::Bool) => Some(Explicit),
+        (T::Json, T::Jsonb) | (T::Jsonb, T::Json) => Some(Assignment),
         // jsonb's casts to a scalar type (PostgreSQL 11's `jsonb_numeric`, `jsonb_bool`, …).
         (T::Jsonb, to) if *to == T::Bool || numeric_rank(to).is_some() => Some(Explicit),
         (_, to) if is_string(to) => Some(Assignment),
@@ -158,6 +159,14 @@ pub fn cast_zoned(
     if let Value::Text(s) = &v {
         return parse_text_zoned(s, to, zone);
     }
+    match (&v, to) {
+        (Value::Json(s), DataType::Jsonb) => {
+            return Ok(Value::Jsonb(std::sync::Arc::new(super::Jsonb::parse(s)?)))
+        }
+        (Value::Jsonb(j), DataType::Json) => return Ok(Value::Json(j.to_text().into())),
+        (Value::Json(_), _) => return Err(cannot_cast(from, to)),
+        _ => {}
+    }
     if let Value::Jsonb(j) = &v {
         // A jsonb scalar to boolean or a number type: the value inside, which must be one.
         if *to == DataType::Bool {
@@ -171,7 +180,7 @@ pub fn cast_zoned(
     }
     let range = || Error::DatetimeFieldOverflow { message: "timestamp out of range".into() };
     Ok(match to {
-        DataType::Void | DataType::Jsonb => return Err(cannot_cast(from, to)),
+        DataType::Void | DataType::Jsonb | DataType::Json => return Err(cannot_cast(from, to)),
         DataType::Bool => match v {
             Value::Bool(b) => Value::Bool(b),
             Value::Int32(i) => Value::Bool(i != 0),

@@ -62,6 +62,8 @@ pub fn compare(l: &Value, r: &Value) -> Option<Ordering> {
         (V::Uuid(a), V::Uuid(b)) => a.cmp(b),
         (V::Time(a), V::Time(b)) => a.cmp(b),
         (V::Jsonb(a), V::Jsonb(b)) => a.cmp_total(b),
+        // No order of its own (the binder refuses one): bytes, so that sorting cannot fail.
+        (V::Json(a), V::Json(b)) => a.as_bytes().cmp(b.as_bytes()),
         (V::Numeric(a), other) if as_i64(other).is_some() => {
             a.cmp(&Numeric::from(as_i64(other).expect("checked")))
         }
@@ -109,7 +111,8 @@ fn kind_rank(v: &Value) -> u8 {
         Value::Uuid(_) => 7,
         Value::Time(_) => 8,
         Value::Jsonb(_) => 9,
-        Value::Null => 10,
+        Value::Json(_) => 10,
+        Value::Null => 11,
     }
 }
 

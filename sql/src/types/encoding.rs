@@ -81,6 +81,7 @@ const KEY_INTERVAL: u8 = 0x0A;
 const KEY_UUID: u8 = 0x0B;
 const KEY_TIME: u8 = 0x0C;
 const KEY_JSONB: u8 = 0x0D;
+const KEY_JSON: u8 = 0x0E;
 
 fn put_varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
@@ -132,6 +133,10 @@ pub fn encode_row(values: &[Value], out: &mut Vec<u8>) {
             }
             Value::Uuid(u) => out.extend_from_slice(u),
             Value::Time(t) => out.extend_from_slice(&t.to_le_bytes()),
+            Value::Json(s) => {
+                put_varint(s.len() as u64, out);
+                out.extend_from_slice(s.as_bytes());
+            }
             // Its output text: read back by the JSON parser.
             Value::Jsonb(j) => {
                 let s = j.to_text();
@@ -308,6 +313,11 @@ impl<'a> Reader<'a> {
                 let n = self.len()?;
                 Value::Bytea(self.take(n)?.to_vec())
             }
+            DataType::Json => {
+                let n = self.len()?;
+                let s = std::str::from_utf8(self.take(n)?).map_err(|_| corrupt("utf-8"))?;
+                Value::Json(s.into())
+            }
             DataType::Jsonb => {
                 let n = self.len()?;
                 let s = std::str::from_utf8(self.take(n)?).map_err(|_| corrupt("utf-8"))?;
@@ -362,6 +372,7 @@ impl<'a> Reader<'a> {
             | DataType::Varchar(_)
             | DataType::Char(_)
             | DataType::Bytea
+            | DataType::Json
             | DataType::Jsonb => {
                 let n = self.len()?;
                 self.take(n).map(drop)
@@ -496,6 +507,8 @@ fn encode_key_value(v: &Value, bpchar: bool, out: &mut Vec<u8>) {
             out.push(KEY_TIME);
             out.extend_from_slice(&(*t as u64).to_be_bytes());
         }
+        // json has no equality: never a key, but bytes that cannot fail.
+        Value::Json(s) => key_bytes(KEY_JSON, s.as_bytes(), out),
         Value::Jsonb(j) => {
             out.push(KEY_JSONB);
             jsonb::key_encode(
@@ -622,6 +635,7 @@ mod tests {
         DataType::Uuid,
         DataType::Time,
         DataType::Jsonb,
+        DataType::Json,
     ];
 
     /// A random JSON value with few distinct parts, so that equal and near-equal values meet.
@@ -753,6 +767,7 @@ mod tests {
                 .abs(),
             ),
             DataType::Jsonb => Value::Jsonb(Arc::new(random_jsonb(rng, 0))),
+            DataType::Json => Value::Json(format!(" {} ", random_jsonb(rng, 0).to_text()).into()),
         }
     }
 

@@ -76,7 +76,7 @@ impl Jsonb {
 
     /// Parses JSON text (see the module doc).
     pub fn parse(s: &str) -> Result<Jsonb> {
-        let mut p = Parser { s: s.as_bytes(), text: s, i: 0 };
+        let mut p = Parser { s: s.as_bytes(), text: s, i: 0, json: false };
         p.skip_ws();
         let v = p.value(0)?;
         p.skip_ws();
@@ -656,17 +656,66 @@ pub(crate) fn write_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
-struct Parser<'a> {
+pub(crate) struct Parser<'a> {
     s: &'a [u8],
     text: &'a str,
     i: usize,
+    /// Reading `json` (text kept as written): `\u0000` is accepted and numbers are only
+    /// checked against the grammar.
+    json: bool,
 }
 
 fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    /// A parser of `json` text (see [`Parser::json`]).
+    pub(crate) fn json(text: &'a str) -> Parser<'a> {
+        Parser { s: text.as_bytes(), text, i: 0, json: true }
+    }
+
+    /// Checks that the whole text is one JSON value.
+    pub(crate) fn check_whole(&mut self) -> Result<()> {
+        self.skip_ws();
+        self.value(0)?;
+        self.skip_ws();
+        if self.i < self.s.len() {
+            let tok = self.token_at(self.i);
+            return Err(syntax(format!("Expected end of input, but found \"{tok}\".")));
+        }
+        Ok(())
+    }
+
+    /// The byte at the cursor after white space, if any.
+    pub(crate) fn peek(&mut self) -> Option<u8> {
+        self.skip_ws();
+        self.s.get(self.i).copied()
+    }
+
+    /// Steps over one expected byte (white space before it skipped).
+    pub(crate) fn expect(&mut self, b: u8) -> Result<()> {
+        if self.peek() != Some(b) {
+            return Err(Error::internal("json text changed after it was checked"));
+        }
+        self.i += 1;
+        Ok(())
+    }
+
+    /// The text of the value at the cursor (after white space), which it steps over.
+    pub(crate) fn value_text(&mut self) -> Result<&'a str> {
+        self.skip_ws();
+        let start = self.i;
+        self.value(0)?;
+        Ok(&self.text[start..self.i])
+    }
+
+    /// The string at the cursor (after white space), decoded.
+    pub(crate) fn string_value(&mut self) -> Result<String> {
+        self.skip_ws();
+        self.string()
+    }
+
     fn skip_ws(&mut self) {
         while self.i < self.s.len() && matches!(self.s[self.i], b' ' | b'\t' | b'\n' | b'\r') {
             self.i += 1;
@@ -892,6 +941,9 @@ impl Parser<'_> {
             return Err(syntax(format!("Token \"{}\" is invalid.", &self.text[start..end])));
         }
         self.i = i;
+        if self.json {
+            return Ok(Jsonb::Null);
+        }
         let n = Numeric::parse(&self.text[start..i])?;
         Ok(Jsonb::Number(n))
     }
@@ -972,6 +1024,10 @@ impl Parser<'_> {
                 } else {
                     hi
                 };
+                if code == 0 && self.json {
+                    out.push('\0');
+                    return Ok(());
+                }
                 if code == 0 {
                     return Err(Error::UnsupportedUnicodeEscape {
                         detail: "\\u0000 cannot be converted to text.".into(),

@@ -21,6 +21,7 @@ mod compare;
 mod datetime;
 mod encoding;
 mod interval;
+pub(crate) mod json;
 mod jsonb;
 mod like;
 mod numeric;
@@ -40,6 +41,7 @@ pub use encoding::{
     retypes_in_place, KEY_NULL,
 };
 pub use interval::{age, Interval};
+pub(crate) use jsonb::invalid_parameter as jsonb_error;
 pub use jsonb::Jsonb;
 pub use like::like;
 pub use numeric::Numeric;

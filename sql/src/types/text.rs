@@ -59,6 +59,10 @@ pub fn parse_text_zoned(s: &str, ty: &DataType, zone: Zone) -> Result<Value> {
         DataType::Interval => Value::Interval(parse_interval(s)?),
         DataType::Uuid => Value::Uuid(parse_uuid(s)?),
         DataType::Jsonb => Value::Jsonb(std::sync::Arc::new(super::Jsonb::parse(s)?)),
+        DataType::Json => {
+            super::json::check(s)?;
+            Value::Json(s.into())
+        }
         DataType::Time => Value::Time(datetime::parse_time(s)?),
     })
 }
@@ -147,6 +151,7 @@ pub fn format_text_zoned_into(v: &Value, ty: &DataType, zone: Zone, out: &mut St
         Value::Interval(i) => write_interval(*i, out),
         Value::Time(t) => datetime::write_time(*t, out),
         Value::Jsonb(j) => j.write(out),
+        Value::Json(s) => out.push_str(s),
         Value::Bytea(b) => {
             out.push_str("\\x");
             for byte in b {

@@ -47,6 +47,8 @@ pub enum Value {
     Time(i64),
     /// jsonb
     Jsonb(Arc<Jsonb>),
+    /// json: the text as written
+    Json(Arc<str>),
 }
 
 impl Value {
@@ -76,6 +78,7 @@ impl Value {
             Value::Uuid(_) => "uuid",
             Value::Time(_) => "time without time zone",
             Value::Jsonb(_) => "jsonb",
+            Value::Json(_) => "json",
         }
     }
 
@@ -100,6 +103,7 @@ impl Value {
             Value::Uuid(_) => DataType::Uuid,
             Value::Time(_) => DataType::Time,
             Value::Jsonb(_) => DataType::Jsonb,
+            Value::Json(_) => DataType::Json,
         })
     }
 }
