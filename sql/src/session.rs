@@ -1001,6 +1001,8 @@ pub struct Session {
     /// The reported parameters (GUC_REPORT) as the client last heard them, by name: see
     /// [`Session::changed_reports`].
     reported: BTreeMap<String, String>,
+    /// The settings as they were when `reported` was last brought up to date.
+    reported_from: Option<Settings>,
 }
 
 /// A statement of SQL-level PREPARE ([`Command::Prepare`]).
@@ -1262,6 +1264,7 @@ impl Session {
             xact_locks: Default::default(),
             advisory_used: Default::default(),
             reported: BTreeMap::new(),
+            reported_from: None,
             warnings: Default::default(),
         };
         for (k, v) in params {
@@ -1350,6 +1353,13 @@ impl Session {
     /// reported with the error.
     pub fn changed_reports(&mut self) -> Vec<(String, String)> {
         let mut out = Vec::new();
+        // Nothing to look at unless the session's settings changed since the last look: they
+        // are shared while unchanged (and the last look keeps a reference, so any change makes
+        // a new map).
+        if self.reported_from.as_ref().is_some_and(|s| Arc::ptr_eq(s, &self.settings)) {
+            return out;
+        }
+        self.reported_from = Some(self.settings.clone());
         for (name, heard) in self.reported.iter_mut() {
             let Some(now) = setting_value(&self.settings, &self.db.settings, name) else {
                 continue;
