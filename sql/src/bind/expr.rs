@@ -653,13 +653,6 @@ impl Binder<'_> {
                     found = Some(i);
                 }
             }
-            if found.is_none() && rel.is_none() {
-                // A one-column function's relation name stands for its column.
-                found = s
-                    .visible()
-                    .find(|(_, c)| c.whole_row && c.relation.as_deref() == Some(name))
-                    .map(|(i, _)| i);
-            }
             Ok(found)
         };
         let with_span = |e: Error| match e {
@@ -677,6 +670,23 @@ impl Binder<'_> {
                     Expr::Outer { depth, index: i },
                     outer.columns[i].data_type,
                 ));
+            }
+        }
+        // Not a column at any level: a one-column function's relation name stands for its
+        // column (PostgreSQL's whole-row reference), nearest level first.
+        let whole_row = |s: &Scope| {
+            s.visible()
+                .find(|(_, c)| c.whole_row && c.relation.as_deref() == Some(name))
+                .map(|(i, c)| (i, c.data_type))
+        };
+        if rel.is_none() {
+            if let Some((i, ty)) = whole_row(scope) {
+                return Ok(Typed::known(Expr::Column(i), ty));
+            }
+            for (depth, outer) in self.outer.iter().rev().enumerate() {
+                if let Some((index, ty)) = whole_row(outer) {
+                    return Ok(Typed::known(Expr::Outer { depth, index }, ty));
+                }
             }
         }
         if let Some(r) = rel {

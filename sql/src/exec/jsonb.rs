@@ -82,13 +82,14 @@ fn call_json(f: JsonbFunc, text: &str, args: &[Value]) -> Result<Value> {
 pub(crate) fn to_json_text(v: &Value, zone: Zone) -> String {
     match v {
         Value::Json(s) => s.to_string(),
-        other => to_jsonb(other, zone).to_text(),
+        // Nothing else fails to convert: only json text is read.
+        other => to_jsonb(other, zone).map(|j| j.to_text()).unwrap_or_default(),
     }
 }
 
 /// A json_build_object / json_object_agg key: the value's text as to_jsonb keys it.
 pub(crate) fn object_key(v: &Value, zone: Zone, position: usize) -> Result<String> {
-    match to_jsonb(v, zone) {
+    match to_jsonb(v, zone)? {
         Jsonb::Null => Err(Error::DataException {
             message: format!("argument {position}: key must not be null"),
             sqlstate: "22023",
@@ -103,11 +104,18 @@ pub(crate) fn object_key(v: &Value, zone: Zone, position: usize) -> Result<Strin
 }
 
 pub(super) fn call(f: JsonbFunc, args: &[Value], zone: Zone) -> Result<Value> {
-    if let Some(Value::Json(text)) = args.first() {
-        if !matches!(f, JsonbFunc::ToJson | JsonbFunc::JsonBuildObject | JsonbFunc::JsonBuildArray)
-        {
-            return call_json(f, text, args);
-        }
+    // The navigation functions over json walk its text; the rest take json as a value.
+    let navigates = matches!(
+        f,
+        JsonbFunc::Get
+            | JsonbFunc::GetText
+            | JsonbFunc::Path
+            | JsonbFunc::PathText
+            | JsonbFunc::Typeof
+            | JsonbFunc::ArrayLength
+    );
+    if let (Some(Value::Json(text)), true) = (args.first(), navigates) {
+        return call_json(f, text, args);
     }
     Ok(match f {
         JsonbFunc::ToJson => json_out(&to_json_text(&args[0], zone)),
@@ -177,9 +185,9 @@ pub(super) fn call(f: JsonbFunc, args: &[Value], zone: Zone) -> Result<Value> {
         JsonbFunc::ArrayLength => Value::Int32(jsonb(&args[0])?.array_length()?),
         JsonbFunc::StripNulls => out(jsonb(&args[0])?.strip_nulls()),
         JsonbFunc::Pretty => Value::Text(jsonb(&args[0])?.pretty()),
-        JsonbFunc::ToJsonb => out(to_jsonb(&args[0], zone)),
+        JsonbFunc::ToJsonb => out(to_jsonb(&args[0], zone)?),
         JsonbFunc::BuildArray => {
-            out(Jsonb::Array(args.iter().map(|a| to_jsonb(a, zone)).collect()))
+            out(Jsonb::Array(args.iter().map(|a| to_jsonb(a, zone)).collect::<Result<_>>()?))
         }
         JsonbFunc::BuildObject => {
             if !args.len().is_multiple_of(2) {
@@ -190,7 +198,7 @@ pub(super) fn call(f: JsonbFunc, args: &[Value], zone: Zone) -> Result<Value> {
             }
             let mut pairs = Vec::with_capacity(args.len() / 2);
             for (i, kv) in args.chunks(2).enumerate() {
-                pairs.push((object_key(&kv[0], zone, 2 * i + 1)?, to_jsonb(&kv[1], zone)));
+                pairs.push((object_key(&kv[0], zone, 2 * i + 1)?, to_jsonb(&kv[1], zone)?));
             }
             out(Jsonb::object(pairs))
         }
@@ -296,9 +304,11 @@ pub(super) fn json_rows(f: JsonbRows, text: &str) -> Result<Vec<Vec<Value>>> {
 /// `to_jsonb`: numbers and booleans as themselves (a float or numeric NaN or infinity as a
 /// string), dates and timestamps as ISO 8601 strings (`2024-01-02T03:04:05`, with `+HH:MM`
 /// for timestamptz), jsonb as itself, anything else as the string of its output text.
-pub(crate) fn to_jsonb(v: &Value, zone: Zone) -> Jsonb {
+pub(crate) fn to_jsonb(v: &Value, zone: Zone) -> Result<Jsonb> {
     let show = |v: &Value| types::format_text_zoned(v, &value_type(v), zone);
-    match v {
+    Ok(match v {
+        // json is read as jsonb input (its `\u0000` cannot be: 22P05).
+        Value::Json(s) => Jsonb::parse(s)?,
         Value::Null => Jsonb::Null,
         Value::Bool(b) => Jsonb::Bool(*b),
         Value::Int16(i) => Jsonb::Number(Numeric::from(*i)),
@@ -325,7 +335,7 @@ pub(crate) fn to_jsonb(v: &Value, zone: Zone) -> Jsonb {
         }
         Value::Text(s) => Jsonb::String(s.clone()),
         other => Jsonb::String(show(other)),
-    }
+    })
 }
 
 fn value_type(v: &Value) -> DataType {
