@@ -1907,6 +1907,7 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
                     | JsonbFunc::Set
                     | JsonbFunc::JsonBuildObject
                     | JsonbFunc::JsonBuildArray
+                    | JsonbFunc::JsonRow
             )
     );
     if strict && args.iter().any(|a| a.is_null()) {
@@ -2209,6 +2210,7 @@ impl Acc {
             AggFunc::JsonbAgg
             | AggFunc::JsonbObjectAgg
             | AggFunc::JsonAgg
+            | AggFunc::JsonAggRows
             | AggFunc::JsonObjectAgg => Acc::Jsonb(None, seen),
             AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
             AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop => {
@@ -2253,7 +2255,10 @@ impl Acc {
             let item = |v: Option<Value>| match v {
                 Some(Value::Json(s)) => JsonItem::Text(s),
                 Some(Value::Null) | None
-                    if matches!(call.func, AggFunc::JsonAgg | AggFunc::JsonObjectAgg) =>
+                    if matches!(
+                        call.func,
+                        AggFunc::JsonAgg | AggFunc::JsonAggRows | AggFunc::JsonObjectAgg
+                    ) =>
                 {
                     JsonItem::Text("null".into())
                 }
@@ -2395,6 +2400,12 @@ impl Acc {
             Acc::Bool(b) => b.map_or(Value::Null, Value::Bool),
             Acc::Jsonb(None, _) => Value::Null,
             Acc::Jsonb(Some(items), _) => match call.func {
+                AggFunc::JsonAggRows => Value::Json(
+                    types::json::array_of_rows(
+                        &items.into_iter().map(|(_, v)| v.text()).collect::<Vec<_>>(),
+                    )
+                    .into(),
+                ),
                 AggFunc::JsonAgg => Value::Json(
                     types::json::array(
                         &items.into_iter().map(|(_, v)| v.text()).collect::<Vec<_>>(),

@@ -1894,14 +1894,17 @@ impl Binder<'_> {
         }
         if name.starts_with("jsonb_")
             || name.starts_with("json_")
-            || name == "to_jsonb"
-            || name == "to_json"
+            || matches!(name.as_str(), "to_jsonb" | "to_json" | "row_to_json")
         {
+            // A whole row is a JSON object there (json in the json functions).
+            let json = name.starts_with("json_") || name == "to_json" || name == "row_to_json";
             // jsonb_set's path is a text[] constant, split by the jsonb binder, not bound here.
             let mut args = Vec::with_capacity(arg_exprs.len());
             for (i, a) in arg_exprs.iter().enumerate() {
                 args.push(if name == "jsonb_set" && i == 1 {
                     Typed { expr: Expr::Literal(Value::Null), ty: DataType::Text, unknown: true }
+                } else if let Some(row) = self.row_value(a, scope, json)? {
+                    row
                 } else {
                     self.bind_expr(a, scope)?
                 });
@@ -2237,6 +2240,7 @@ impl Binder<'_> {
         self.aggs = saved;
         let filter = filter?;
         let mut delimiter = None;
+        let mut rows = false;
         let (arg, data_type) = match func {
             AggFunc::CountStar => (None, DataType::Int64),
             AggFunc::JsonbAgg
@@ -2255,6 +2259,10 @@ impl Binder<'_> {
                     });
                 }
                 let jsonb_agg = matches!(func, AggFunc::JsonbAgg | AggFunc::JsonAgg);
+                // A whole row: json_agg spaces such elements apart.
+                if jsonb_agg {
+                    rows = self.row_value(args[0], scope, json)?.is_some();
+                }
                 // Each argument as to_jsonb gives it (an untyped literal is text); the key and
                 // the value of jsonb_object_agg travel as string_agg's value and delimiter.
                 let saved = self.aggs.take();
@@ -2262,7 +2270,10 @@ impl Binder<'_> {
                     .iter()
                     .enumerate()
                     .map(|(i, a)| {
-                        let t = self.bind_expr(a, scope)?;
+                        let t = match self.row_value(a, scope, json)? {
+                            Some(row) => row,
+                            None => self.bind_expr(a, scope)?,
+                        };
                         if t.unknown && jsonb_agg {
                             return Err(Error::DatatypeMismatch {
                                 message: "could not determine polymorphic type because input \
@@ -2449,6 +2460,7 @@ impl Binder<'_> {
                 span: self.span_of(e),
             });
         }
+        let func = if rows && func == AggFunc::JsonAgg { AggFunc::JsonAggRows } else { func };
         let aggs = self.aggs.as_mut().expect("checked above");
         let grouping = Vec::new();
         let call =

@@ -84,6 +84,38 @@ pub(crate) fn parse_text_array(s: &str) -> Result<Vec<Option<String>>> {
 }
 
 impl Binder<'_> {
+    /// A whole-row reference as a JSON value: `a` is a bare name that is no column at any
+    /// level but a relation of `scope` (`to_jsonb(r)`, `json_agg(t)`). Its columns become a
+    /// jsonb object, or (`json`) a json one in row_to_json's layout. `None` for anything else.
+    pub(super) fn row_value(
+        &mut self,
+        a: &AstExpr,
+        scope: &Scope,
+        json: bool,
+    ) -> Result<Option<Typed>> {
+        let AstExpr::Identifier(id) = a else { return Ok(None) };
+        let name = super::ident(id);
+        let columns: Vec<(usize, &super::ScopeColumn)> = scope
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.hidden && c.relation.as_deref() == Some(name.as_str()))
+            .collect();
+        if columns.is_empty() || self.bind_expr(a, scope).is_ok() {
+            return Ok(None);
+        }
+        let mut args = Vec::with_capacity(2 * columns.len());
+        for (i, c) in columns {
+            args.push(Expr::Literal(Value::Text(c.name.clone())));
+            args.push(Expr::Column(i));
+        }
+        let (f, ty) = match json {
+            true => (JsonbFunc::JsonRow, DataType::Json),
+            false => (JsonbFunc::BuildObject, DataType::Jsonb),
+        };
+        Ok(Some(Typed::known(Expr::Func(Func::Jsonb(f), args), ty)))
+    }
+
     /// The operators only jsonb has: `->`, `->>`, `#>`, `#>>`, `@>`, `<@`, `?`, `?|`, `?&`, `#-`.
     pub(super) fn bind_jsonb_operator(
         &mut self,
@@ -217,6 +249,13 @@ impl Binder<'_> {
             return Some(self.jsonb_function(name, f, true, args, ast_args, scope, e));
         }
         let f = match name {
+            // Of a whole row only: [`Binder::row_value`] has made it json already.
+            "row_to_json" => match args.as_slice() {
+                [Typed { expr: Expr::Func(Func::Jsonb(JsonbFunc::JsonRow), _), .. }] => {
+                    return Some(Ok(args.into_iter().next().expect("one")))
+                }
+                _ => return Some(Err(self.no_function(name, &args, e))),
+            },
             "to_json" => JsonbFunc::ToJson,
             "jsonb_typeof" => JsonbFunc::Typeof,
             "jsonb_array_length" => JsonbFunc::ArrayLength,

@@ -119,6 +119,13 @@ pub(super) fn call(f: JsonbFunc, args: &[Value], zone: Zone) -> Result<Value> {
     }
     Ok(match f {
         JsonbFunc::ToJson => json_out(&to_json_text(&args[0], zone)),
+        JsonbFunc::JsonRow => {
+            let pairs: Vec<(String, String)> = args
+                .chunks(2)
+                .map(|kv| Ok((self::text(&kv[0])?.to_string(), to_json_text(&kv[1], zone))))
+                .collect::<Result<_>>()?;
+            json_out(&crate::types::json::row(&pairs))
+        }
         JsonbFunc::JsonBuildArray => json_out(&crate::types::json::array(
             &args.iter().map(|a| to_json_text(a, zone)).collect::<Vec<_>>(),
         )),

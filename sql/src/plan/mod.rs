@@ -299,6 +299,7 @@ impl JsonbFunc {
             JsonbFunc::ToJson => "to_json",
             JsonbFunc::JsonBuildObject => "json_build_object",
             JsonbFunc::JsonBuildArray => "json_build_array",
+            JsonbFunc::JsonRow => "row_to_json",
         }
     }
 }
@@ -427,6 +428,9 @@ pub enum JsonbFunc {
     JsonBuildObject,
     /// json_build_array(any, …) (not strict)
     JsonBuildArray,
+    /// A whole-row reference as json (`row_to_json(r)`, `to_json(r)`): args are each column's
+    /// name and value; `{"a":1,"b":2}` (not strict).
+    JsonRow,
 }
 
 /// Aggregate functions.
@@ -466,6 +470,9 @@ pub enum AggFunc {
     JsonAgg,
     /// json_object_agg(key, value): `{ "k" : v, … }`
     JsonObjectAgg,
+    /// json_agg of whole rows (`json_agg(r)`): `[{…}, \n {…}]`, as PostgreSQL spaces composite
+    /// elements
+    JsonAggRows,
     /// GROUPING(a, b, …): a bit per argument (the first the most significant), set where the
     /// row's grouping set leaves that key out. Not fed any rows: the aggregation fills it in
     /// per grouping set ([`AggCall::grouping`]).

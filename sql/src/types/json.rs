@@ -149,6 +149,37 @@ pub fn object_agg(pairs: &[(String, String)]) -> String {
     out
 }
 
+/// row_to_json's layout: `{"a":1,"b":"x"}`.
+pub fn row(pairs: &[(String, String)]) -> String {
+    let mut out = String::from("{");
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(k, &mut out);
+        out.push(':');
+        out.push_str(v);
+    }
+    out.push('}');
+    out
+}
+
+/// json_agg's layout of rows: `[{…}, \n {…}]` (a NULL row is `null`, without the newline).
+pub fn array_of_rows(items: &[String]) -> String {
+    let mut out = String::from("[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+            if item != "null" {
+                out.push_str("\n ");
+            }
+        }
+        out.push_str(item);
+    }
+    out.push(']');
+    out
+}
+
 /// json_build_array's and json_agg's layout: `[1, 2]`.
 pub fn array(items: &[String]) -> String {
     format!("[{}]", items.join(", "))

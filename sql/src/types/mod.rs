@@ -7,7 +7,9 @@
 //! - `arith`: operator result types and evaluation with PostgreSQL's overflow and scale rules;
 //! - `compare`: SQL comparison and the ORDER BY total order;
 //! - `encoding`: the storage row format and the memcmp-ordered key format;
-//! - `like`: `LIKE` / `ILIKE`.
+//! - `like`: `LIKE` / `ILIKE`;
+//! - `jsonb`, `json`: the JSON types — jsonb as a tree in PostgreSQL's normalized form and
+//!   order, json as the text it was written in (its parser is jsonb's).
 //!
 //! A `Value` does not carry its SQL type; the plan does. Functions that need the type (text
 //! output of `char(n)`, binary widths, row decoding) take a `DataType`. `numeric` is a
