@@ -104,6 +104,17 @@ impl Binder<'_> {
         if columns.is_empty() || self.bind_expr(a, scope).is_ok() {
             return Ok(None);
         }
+        // A table's column that can never be NULL is NULL only in the row an outer join made
+        // up: that row is NULL as a whole, as in PostgreSQL (not an object of nulls).
+        let made_up = columns.iter().find_map(|(i, c)| {
+            let (oid, attnum) = c.source?;
+            let table = self.snapshot.tables().find(|t| t.id.oid() == oid)?;
+            let column = table.columns.get(usize::try_from(attnum - 1).ok()?)?;
+            let pk = table.primary_index().filter(|_| !table.hidden_pk);
+            let never_null =
+                column.not_null || pk.is_some_and(|pk| pk.columns.contains(&column.position));
+            never_null.then_some(*i)
+        });
         let mut args = Vec::with_capacity(2 * columns.len());
         for (i, c) in columns {
             args.push(Expr::Literal(Value::Text(c.name.clone())));
@@ -113,7 +124,15 @@ impl Binder<'_> {
             true => (JsonbFunc::JsonRow, DataType::Json),
             false => (JsonbFunc::BuildObject, DataType::Jsonb),
         };
-        Ok(Some(Typed::known(Expr::Func(Func::Jsonb(f), args), ty)))
+        let row = Expr::Func(Func::Jsonb(f), args);
+        let row = match made_up {
+            Some(i) => Expr::Case(
+                vec![(Expr::IsNull(Box::new(Expr::Column(i)), false), Expr::Literal(Value::Null))],
+                Some(Box::new(row)),
+            ),
+            None => row,
+        };
+        Ok(Some(Typed::known(row, ty)))
     }
 
     /// The operators only jsonb has: `->`, `->>`, `#>`, `#>>`, `@>`, `<@`, `?`, `?|`, `?&`, `#-`.
@@ -251,7 +270,7 @@ impl Binder<'_> {
         let f = match name {
             // Of a whole row only: [`Binder::row_value`] has made it json already.
             "row_to_json" => match args.as_slice() {
-                [Typed { expr: Expr::Func(Func::Jsonb(JsonbFunc::JsonRow), _), .. }] => {
+                [a] if is_json_row(&a.expr) => {
                     return Some(Ok(args.into_iter().next().expect("one")))
                 }
                 _ => return Some(Err(self.no_function(name, &args, e))),
@@ -428,6 +447,15 @@ impl Binder<'_> {
             }
             _ => Err(Error::unsupported("a jsonb path that is not a text[] constant")),
         }
+    }
+}
+
+/// Is `e` a whole row as json ([`Binder::row_value`])?
+fn is_json_row(e: &Expr) -> bool {
+    match e {
+        Expr::Func(Func::Jsonb(JsonbFunc::JsonRow), _) => true,
+        Expr::Case(_, Some(row)) => is_json_row(row),
+        _ => false,
     }
 }
 
