@@ -2265,23 +2265,9 @@ impl Acc {
                 other => JsonItem::Jsonb(json(other)),
             };
             let item = if matches!(call.func, AggFunc::JsonbObjectAgg | AggFunc::JsonObjectAgg) {
-                let key = match json(Some(v)) {
-                    types::Jsonb::Null => {
-                        return Err(Error::DataException {
-                            message: "field name must not be null".into(),
-                            sqlstate: "22023",
-                        })
-                    }
-                    types::Jsonb::String(s) => s,
-                    types::Jsonb::Array(_) | types::Jsonb::Object(_) => {
-                        return Err(Error::DataException {
-                            message: "key value must be scalar, not array, composite, or json"
-                                .into(),
-                            sqlstate: "22023",
-                        })
-                    }
-                    scalar => scalar.to_text(),
-                };
+                let key = json(Some(v))
+                    .into_key()?
+                    .ok_or_else(|| types::jsonb_error("field name must not be null"))?;
                 (Some(key), item(delimiter))
             } else {
                 (None, item(Some(v)))

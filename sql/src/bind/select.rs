@@ -858,16 +858,7 @@ impl Binder<'_> {
                 span: None,
             });
         }
-        let empty = Scope::default();
-        let mut typed = Vec::new();
-        for a in args {
-            match a {
-                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
-                    typed.push((self.bind_expr(e, &empty)?, e))
-                }
-                _ => return Err(Error::unsupported("named arguments")),
-            }
-        }
+        let typed = self.bind_function_args(args)?;
         // generate_series(start, stop, step interval) over timestamps: a date or an untyped
         // literal start makes it the timestamptz form, as in PostgreSQL.
         let time_series = typed[..2].iter().find(|(t, _)| {
@@ -920,6 +911,23 @@ impl Binder<'_> {
         Ok(self.series_plan(args, ty, alias))
     }
 
+    /// The arguments of a function in FROM, bound on their own (a LATERAL one sees the items
+    /// before it as its outer scope: `bind_from_factor`).
+    fn bind_function_args<'b>(
+        &mut self,
+        args: &'b [ast::FunctionArg],
+    ) -> Result<Vec<(super::expr::Typed, &'b AstExpr)>> {
+        let empty = Scope::default();
+        args.iter()
+            .map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                    Ok((self.bind_expr(e, &empty)?, e))
+                }
+                _ => Err(Error::unsupported("named arguments")),
+            })
+            .collect()
+    }
+
     /// A jsonb set-returning function: its one jsonb argument, and its columns named as
     /// PostgreSQL names them (`value`, `key`; jsonb_object_keys' one column after the alias).
     fn bind_jsonb_rows(
@@ -928,16 +936,7 @@ impl Binder<'_> {
         args: &[ast::FunctionArg],
         alias: Option<&ast::TableAlias>,
     ) -> Result<(Plan, Scope)> {
-        let empty = Scope::default();
-        let mut typed = Vec::new();
-        for a in args {
-            match a {
-                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
-                    typed.push((self.bind_expr(e, &empty)?, e))
-                }
-                _ => return Err(Error::unsupported("named arguments")),
-            }
-        }
+        let mut typed = self.bind_function_args(args)?;
         let arg_ty = if func.reads_json() { DataType::Json } else { DataType::Jsonb };
         let ok = typed.len() == 1 && (typed[0].0.unknown || typed[0].0.ty == arg_ty);
         if !ok {

@@ -87,20 +87,31 @@ pub(crate) fn to_json_text(v: &Value, zone: Zone) -> String {
     }
 }
 
-/// A json_build_object / json_object_agg key: the value's text as to_jsonb keys it.
-pub(crate) fn object_key(v: &Value, zone: Zone, position: usize) -> Result<String> {
-    match to_jsonb(v, zone)? {
-        Jsonb::Null => Err(Error::DataException {
-            message: format!("argument {position}: key must not be null"),
-            sqlstate: "22023",
-        }),
-        Jsonb::String(s) => Ok(s),
-        Jsonb::Array(_) | Jsonb::Object(_) => Err(Error::DataException {
-            message: "key value must be scalar, not array, composite, or json".into(),
-            sqlstate: "22023",
-        }),
-        scalar => Ok(scalar.to_text()),
+/// A json[b]_build_object key (`json`: json_build_object's): the value's text as to_jsonb
+/// keys it; NULL is refused with each function's message.
+fn object_key(v: &Value, zone: Zone, position: usize, json: bool) -> Result<String> {
+    to_jsonb(v, zone)?.into_key()?.ok_or_else(|| {
+        types::jsonb_error(match json {
+            true => format!("argument {position} cannot be null"),
+            false => format!("argument {position}: key must not be null"),
+        })
+    })
+}
+
+/// The key/value pairs of json[b]_build_object's arguments, each value made by `value`.
+fn build_pairs<V>(
+    args: &[Value],
+    zone: Zone,
+    json: bool,
+    value: impl Fn(&Value) -> Result<V>,
+) -> Result<Vec<(String, V)>> {
+    if !args.len().is_multiple_of(2) {
+        return Err(types::jsonb_error("argument list must have even number of elements"));
     }
+    args.chunks(2)
+        .enumerate()
+        .map(|(i, kv)| Ok((object_key(&kv[0], zone, 2 * i + 1, json)?, value(&kv[1])?)))
+        .collect()
 }
 
 pub(super) fn call(f: JsonbFunc, args: &[Value], zone: Zone) -> Result<Value> {
@@ -130,16 +141,7 @@ pub(super) fn call(f: JsonbFunc, args: &[Value], zone: Zone) -> Result<Value> {
             &args.iter().map(|a| to_json_text(a, zone)).collect::<Vec<_>>(),
         )),
         JsonbFunc::JsonBuildObject => {
-            if !args.len().is_multiple_of(2) {
-                return Err(Error::DataException {
-                    message: "argument list must have even number of elements".into(),
-                    sqlstate: "22023",
-                });
-            }
-            let mut pairs = Vec::with_capacity(args.len() / 2);
-            for (i, kv) in args.chunks(2).enumerate() {
-                pairs.push((object_key(&kv[0], zone, 2 * i + 1)?, to_json_text(&kv[1], zone)));
-            }
+            let pairs = build_pairs(args, zone, true, |v| Ok(to_json_text(v, zone)))?;
             json_out(&crate::types::json::build_object(&pairs))
         }
         JsonbFunc::Get | JsonbFunc::GetText => {
@@ -197,17 +199,7 @@ pub(super) fn call(f: JsonbFunc, args: &[Value], zone: Zone) -> Result<Value> {
             out(Jsonb::Array(args.iter().map(|a| to_jsonb(a, zone)).collect::<Result<_>>()?))
         }
         JsonbFunc::BuildObject => {
-            if !args.len().is_multiple_of(2) {
-                return Err(Error::DataException {
-                    message: "argument list must have even number of elements".into(),
-                    sqlstate: "22023",
-                });
-            }
-            let mut pairs = Vec::with_capacity(args.len() / 2);
-            for (i, kv) in args.chunks(2).enumerate() {
-                pairs.push((object_key(&kv[0], zone, 2 * i + 1)?, to_jsonb(&kv[1], zone)?));
-            }
-            out(Jsonb::object(pairs))
+            out(Jsonb::object(build_pairs(args, zone, false, |v| to_jsonb(v, zone))?))
         }
         JsonbFunc::Set => {
             if args[..2].iter().any(Value::is_null) {

@@ -119,49 +119,36 @@ pub fn as_text(value: &str) -> Result<Option<String>> {
     }
 }
 
-/// json_build_object's layout: `{"a" : 1, "b" : 2}`.
-pub fn build_object(pairs: &[(String, String)]) -> String {
-    let mut out = String::from("{");
+/// An object of `pairs` (values already json text) in one of PostgreSQL's layouts: what
+/// opens it, what follows a key, what separates members, what closes it.
+fn object_text(pairs: &[(String, String)], layout: [&str; 4]) -> String {
+    let [open, colon, comma, close] = layout;
+    let mut out = String::from(open);
     for (i, (k, v)) in pairs.iter().enumerate() {
         if i > 0 {
-            out.push_str(", ");
+            out.push_str(comma);
         }
         write_string(k, &mut out);
-        out.push_str(" : ");
+        out.push_str(colon);
         out.push_str(v);
     }
-    out.push('}');
+    out.push_str(close);
     out
+}
+
+/// json_build_object's layout: `{"a" : 1, "b" : 2}`.
+pub fn build_object(pairs: &[(String, String)]) -> String {
+    object_text(pairs, ["{", " : ", ", ", "}"])
 }
 
 /// json_object_agg's layout: `{ "a" : 1, "b" : 2 }`.
 pub fn object_agg(pairs: &[(String, String)]) -> String {
-    let mut out = String::from("{ ");
-    for (i, (k, v)) in pairs.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        write_string(k, &mut out);
-        out.push_str(" : ");
-        out.push_str(v);
-    }
-    out.push_str(" }");
-    out
+    object_text(pairs, ["{ ", " : ", ", ", " }"])
 }
 
 /// row_to_json's layout: `{"a":1,"b":"x"}`.
 pub fn row(pairs: &[(String, String)]) -> String {
-    let mut out = String::from("{");
-    for (i, (k, v)) in pairs.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_string(k, &mut out);
-        out.push(':');
-        out.push_str(v);
-    }
-    out.push('}');
-    out
+    object_text(pairs, ["{", ":", ",", "}"])
 }
 
 /// json_agg's layout of rows: `[{…}, \n {…}]` (a NULL row is `null`, without the newline).

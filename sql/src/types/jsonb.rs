@@ -112,6 +112,20 @@ impl Jsonb {
         }
     }
 
+    /// This value as an object key, as jsonb_build_object and the object aggregates take one:
+    /// a string's text, another scalar's output text; `None` for `null`; a container is
+    /// `22023`.
+    pub fn into_key(self) -> Result<Option<String>> {
+        match self {
+            Jsonb::Null => Ok(None),
+            Jsonb::String(s) => Ok(Some(s)),
+            Jsonb::Array(_) | Jsonb::Object(_) => {
+                Err(invalid_parameter("key value must be scalar, not array, composite, or json"))
+            }
+            scalar => Ok(Some(scalar.to_text())),
+        }
+    }
+
     /// The number inside, for a cast to a numeric type named `to`.
     pub fn as_number(&self, to: &str) -> Result<&Numeric> {
         match self {
@@ -819,23 +833,32 @@ impl<'a> Parser<'a> {
             self.skip_ws();
             let v = self.value(depth)?;
             pairs.push((key, v));
-            self.skip_ws();
-            match self.s.get(self.i) {
-                Some(b',') => {
-                    self.i += 1;
-                    self.skip_ws();
-                }
-                Some(b'}') => {
-                    self.i += 1;
-                    return Ok(Jsonb::object(pairs));
-                }
-                None => return Err(self.end()),
-                Some(_) => {
-                    let tok = self.token_at(self.i);
-                    return Err(self.unexpected(tok, |t| {
-                        format!("Expected \",\" or \"}}\", but found \"{t}\".")
-                    }));
-                }
+            if self.next_or_close(b'}')? {
+                return Ok(Jsonb::object(pairs));
+            }
+        }
+    }
+
+    /// After a member or an element: a `,` (more follow: false) or `close` (true).
+    fn next_or_close(&mut self, close: u8) -> Result<bool> {
+        self.skip_ws();
+        match self.s.get(self.i) {
+            Some(b',') => {
+                self.i += 1;
+                self.skip_ws();
+                Ok(false)
+            }
+            Some(&b) if b == close => {
+                self.i += 1;
+                Ok(true)
+            }
+            None => Err(self.end()),
+            Some(_) => {
+                let tok = self.token_at(self.i);
+                let close = close as char;
+                Err(self.unexpected(tok, |t| {
+                    format!("Expected \",\" or \"{close}\", but found \"{t}\".")
+                }))
             }
         }
     }
@@ -858,23 +881,8 @@ impl<'a> Parser<'a> {
                 }
             })?;
             items.push(v);
-            self.skip_ws();
-            match self.s.get(self.i) {
-                Some(b',') => {
-                    self.i += 1;
-                    self.skip_ws();
-                }
-                Some(b']') => {
-                    self.i += 1;
-                    return Ok(Jsonb::Array(items));
-                }
-                None => return Err(self.end()),
-                Some(_) => {
-                    let tok = self.token_at(self.i);
-                    return Err(self.unexpected(tok, |t| {
-                        format!("Expected \",\" or \"]\", but found \"{t}\".")
-                    }));
-                }
+            if self.next_or_close(b']')? {
+                return Ok(Jsonb::Array(items));
             }
         }
     }
@@ -1090,6 +1098,8 @@ mod tests {
             (r#"{"a":}"#, "Expected JSON value, but found \"}\"."),
             (r#"{"a" 1}"#, "Expected \":\", but found \"1\"."),
             ("[1 2]", "Expected \",\" or \"]\", but found \"2\"."),
+            (r#"{"a":1 "b":2}"#, "Expected \",\" or \"}\", but found \"\"\"."),
+            ("[1,", "The input string ended unexpectedly."),
             ("01", "Token \"01\" is invalid."),
             ("1 2", "Expected end of input, but found \"2\"."),
             (r#""\q""#, "Escape sequence \"\\q\" is invalid."),
