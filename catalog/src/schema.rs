@@ -49,6 +49,149 @@ pub enum DataType {
     /// `void` (OID 2278): what a function returns that returns nothing (`pg_sleep`). Its value
     /// prints as an empty string. Never a column's type.
     Void,
+    /// A one-dimensional array of a scalar type without a type modifier (`integer[]`,
+    /// `text[]`, OIDs as `pg_type.typarray`).
+    Array(ArrayElem),
+}
+
+/// The element type of an array type: a scalar type without its type modifier (PostgreSQL
+/// keeps `varchar(10)[]`'s length; Aspen refuses such arrays rather than ignore it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ArrayElem {
+    /// `boolean[]`
+    Bool,
+    /// `smallint[]`
+    Int16,
+    /// `integer[]`
+    Int32,
+    /// `bigint[]`
+    Int64,
+    /// `real[]`
+    Float32,
+    /// `double precision[]`
+    Float64,
+    /// `numeric[]`
+    Numeric,
+    /// `character varying[]`
+    Varchar,
+    /// `text[]`
+    Text,
+    /// `date[]`
+    Date,
+    /// `timestamp[]`
+    Timestamp,
+    /// `bytea[]`
+    Bytea,
+    /// `timestamptz[]`
+    TimestampTz,
+    /// `interval[]`
+    Interval,
+    /// `time[]`
+    Time,
+    /// `uuid[]`
+    Uuid,
+    /// `jsonb[]`
+    Jsonb,
+    /// `json[]`
+    Json,
+}
+
+impl ArrayElem {
+    /// The element's type.
+    pub fn data_type(self) -> DataType {
+        match self {
+            ArrayElem::Bool => DataType::Bool,
+            ArrayElem::Int16 => DataType::Int16,
+            ArrayElem::Int32 => DataType::Int32,
+            ArrayElem::Int64 => DataType::Int64,
+            ArrayElem::Float32 => DataType::Float32,
+            ArrayElem::Float64 => DataType::Float64,
+            ArrayElem::Numeric => DataType::Numeric(None),
+            ArrayElem::Varchar => DataType::Varchar(None),
+            ArrayElem::Text => DataType::Text,
+            ArrayElem::Date => DataType::Date,
+            ArrayElem::Timestamp => DataType::Timestamp,
+            ArrayElem::Bytea => DataType::Bytea,
+            ArrayElem::TimestampTz => DataType::TimestampTz,
+            ArrayElem::Interval => DataType::Interval,
+            ArrayElem::Time => DataType::Time,
+            ArrayElem::Uuid => DataType::Uuid,
+            ArrayElem::Jsonb => DataType::Jsonb,
+            ArrayElem::Json => DataType::Json,
+        }
+    }
+
+    /// The element kind of `ty`; `None` for a type Aspen has no array of (one with a type
+    /// modifier, `char(n)`, `void`, an array).
+    pub fn of(ty: &DataType) -> Option<ArrayElem> {
+        Some(match ty {
+            DataType::Bool => ArrayElem::Bool,
+            DataType::Int16 => ArrayElem::Int16,
+            DataType::Int32 => ArrayElem::Int32,
+            DataType::Int64 => ArrayElem::Int64,
+            DataType::Float32 => ArrayElem::Float32,
+            DataType::Float64 => ArrayElem::Float64,
+            DataType::Numeric(None) => ArrayElem::Numeric,
+            DataType::Varchar(None) => ArrayElem::Varchar,
+            DataType::Text => ArrayElem::Text,
+            DataType::Date => ArrayElem::Date,
+            DataType::Timestamp => ArrayElem::Timestamp,
+            DataType::Bytea => ArrayElem::Bytea,
+            DataType::TimestampTz => ArrayElem::TimestampTz,
+            DataType::Interval => ArrayElem::Interval,
+            DataType::Time => ArrayElem::Time,
+            DataType::Uuid => ArrayElem::Uuid,
+            DataType::Jsonb => ArrayElem::Jsonb,
+            DataType::Json => ArrayElem::Json,
+            _ => return None,
+        })
+    }
+
+    /// The OID of the array type (`pg_type.typarray` of the element).
+    pub fn array_oid(self) -> u32 {
+        match self {
+            ArrayElem::Bool => 1000,
+            ArrayElem::Int16 => 1005,
+            ArrayElem::Int32 => 1007,
+            ArrayElem::Int64 => 1016,
+            ArrayElem::Float32 => 1021,
+            ArrayElem::Float64 => 1022,
+            ArrayElem::Numeric => 1231,
+            ArrayElem::Varchar => 1015,
+            ArrayElem::Text => 1009,
+            ArrayElem::Date => 1182,
+            ArrayElem::Timestamp => 1115,
+            ArrayElem::Bytea => 1001,
+            ArrayElem::TimestampTz => 1185,
+            ArrayElem::Interval => 1187,
+            ArrayElem::Time => 1183,
+            ArrayElem::Uuid => 2951,
+            ArrayElem::Jsonb => 3807,
+            ArrayElem::Json => 199,
+        }
+    }
+
+    /// Every element kind, for lookups by OID.
+    pub const ALL: [ArrayElem; 18] = [
+        ArrayElem::Bool,
+        ArrayElem::Int16,
+        ArrayElem::Int32,
+        ArrayElem::Int64,
+        ArrayElem::Float32,
+        ArrayElem::Float64,
+        ArrayElem::Numeric,
+        ArrayElem::Varchar,
+        ArrayElem::Text,
+        ArrayElem::Date,
+        ArrayElem::Timestamp,
+        ArrayElem::Bytea,
+        ArrayElem::TimestampTz,
+        ArrayElem::Interval,
+        ArrayElem::Time,
+        ArrayElem::Uuid,
+        ArrayElem::Jsonb,
+        ArrayElem::Json,
+    ];
 }
 
 impl DataType {
@@ -75,7 +218,21 @@ impl DataType {
             DataType::Jsonb => 3802,
             DataType::Json => 114,
             DataType::Void => 2278,
+            DataType::Array(e) => e.array_oid(),
         }
+    }
+
+    /// The element type of an array type; `None` for a scalar.
+    pub fn element(&self) -> Option<DataType> {
+        match self {
+            DataType::Array(e) => Some(e.data_type()),
+            _ => None,
+        }
+    }
+
+    /// The array type of elements of this type, if Aspen has one.
+    pub fn array_of(&self) -> Option<DataType> {
+        ArrayElem::of(self).map(DataType::Array)
     }
 
     /// The unconstrained type of a type OID a client declares for a parameter, if Aspen has
@@ -101,7 +258,9 @@ impl DataType {
             3802 => DataType::Jsonb,
             114 => DataType::Json,
             17 => DataType::Bytea,
-            _ => return None,
+            // `_bpchar` (1014): its elements read as text.
+            1014 => DataType::Array(ArrayElem::Text),
+            oid => DataType::Array(ArrayElem::ALL.into_iter().find(|e| e.array_oid() == oid)?),
         })
     }
 
@@ -138,6 +297,7 @@ impl DataType {
             DataType::Numeric(_) => "numeric".into(),
             DataType::Varchar(_) => "character varying".into(),
             DataType::Char(_) => "character".into(),
+            DataType::Array(e) => format!("{}[]", e.data_type().base_name()),
             other => other.sql_name(),
         }
     }
@@ -167,6 +327,7 @@ impl DataType {
             DataType::Jsonb => "jsonb".into(),
             DataType::Json => "json".into(),
             DataType::Void => "void".into(),
+            DataType::Array(e) => format!("{}[]", e.data_type().sql_name()),
         }
     }
 }

@@ -81,7 +81,7 @@ pub enum Error {
     InvalidColumnReference { message: String, span: Option<Span> },
     /// `42P02`: there is no parameter $n.
     UndefinedParameter { message: String },
-    /// `42P08`: could not determine data type of parameter $n.
+    /// `42P18`: could not determine data type (of parameter $n, of an empty array).
     IndeterminateDatatype { message: String },
     /// `42601`-class misuse that PostgreSQL reports as syntax error with a message (e.g. INSERT
     /// has more expressions than target columns).
@@ -102,6 +102,8 @@ pub enum Error {
     /// `22P02`: invalid input syntax for type json; `detail` is the JSON lexer's
     /// ("Token "x" is invalid.").
     InvalidJson { detail: String },
+    /// `22P02`: malformed array literal: "text"; `detail` says what `array_in` found.
+    InvalidArray { text: String, detail: String },
     /// `22P05`: unsupported Unicode escape sequence (`\u0000` in jsonb).
     UnsupportedUnicodeEscape { detail: String },
     /// `22P03`: invalid binary representation.
@@ -287,13 +289,15 @@ impl Error {
             Error::Grouping { .. } => "42803",
             Error::InvalidColumnReference { .. } => "42P10",
             Error::UndefinedParameter { .. } => "42P02",
-            Error::IndeterminateDatatype { .. } => "42P08",
+            Error::IndeterminateDatatype { .. } => "42P18",
             Error::WrongObjectType { .. } => "42809",
             Error::DependentObjects { .. } => "2BP01",
             Error::NumericOutOfRange { .. } => "22003",
             Error::NumericFieldOverflow { .. } => "22003",
             Error::DivisionByZero => "22012",
-            Error::InvalidTextRepresentation { .. } | Error::InvalidJson { .. } => "22P02",
+            Error::InvalidTextRepresentation { .. }
+            | Error::InvalidJson { .. }
+            | Error::InvalidArray { .. } => "22P02",
             Error::UnsupportedUnicodeEscape { .. } => "22P05",
             Error::InvalidBinaryRepresentation { .. } => "22P03",
             Error::StringDataRightTruncation { .. } => "22001",
@@ -466,6 +470,7 @@ impl Error {
             | Error::GeneratedAlways { detail, .. }
             | Error::WrongParameterCount { detail, .. }
             | Error::InvalidJson { detail }
+            | Error::InvalidArray { detail, .. }
             | Error::UnsupportedUnicodeEscape { detail } => Some(detail),
             Error::ForeignKeyViolation { detail, .. } => Some(detail),
             Error::Deadlock { detail } | Error::ColumnUsedByView { detail } => Some(detail),
@@ -599,6 +604,7 @@ impl fmt::Display for Error {
             Error::DivisionByZero => write!(f, "division by zero"),
             Error::InvalidTextRepresentation { message } => write!(f, "{message}"),
             Error::InvalidJson { .. } => write!(f, "invalid input syntax for type json"),
+            Error::InvalidArray { text, .. } => write!(f, "malformed array literal: \"{text}\""),
             Error::UnsupportedUnicodeEscape { .. } => {
                 write!(f, "unsupported Unicode escape sequence")
             }

@@ -3,6 +3,7 @@
 //! cancel or their timeout wherever a plan starts, between a join's left rows, and every 4096
 //! rows a scan reads.
 
+pub(crate) mod array;
 mod builtin;
 pub(crate) mod constraints;
 mod jsonb;
@@ -18,8 +19,8 @@ use chrono::NaiveDateTime;
 
 use crate::error::{Error, Result};
 use crate::plan::{
-    Access, AggCall, AggFunc, CmpOp, Expr, Frame, FrameBound, FrameUnits, Func, JoinKind,
-    JsonbFunc, Plan, SortKey, LOOKUP_BUDGET,
+    Access, AggCall, AggFunc, Expr, Frame, FrameBound, FrameUnits, Func, JoinKind, JsonbFunc, Plan,
+    SortKey, LOOKUP_BUDGET,
 };
 use crate::types::{self, ArithOp, CastKind, Numeric, Value};
 
@@ -192,6 +193,7 @@ pub fn value_type(v: &Value) -> DataType {
         Value::Jsonb(_) => DataType::Jsonb,
         Value::Json(_) => DataType::Json,
         Value::Time(_) => DataType::Time,
+        Value::Array(_) => v.data_type().unwrap_or(DataType::Text),
     }
 }
 
@@ -385,6 +387,7 @@ impl Ctx<'_> {
             }
             Plan::Scan { .. } => Ok(self.scan(plan)?.into_iter().map(|(_, r)| r).collect()),
             Plan::GenerateSeries { args, data_type } => self.generate_series(args, *data_type),
+            Plan::Unnest { arg, ordinality } => array::unnest(self.eval(arg, &[])?, *ordinality),
             Plan::JsonbRows { func, arg } => match self.eval(arg, &[])? {
                 Value::Null => Ok(vec![]),
                 Value::Jsonb(j) => jsonb::rows(*func, &j),
@@ -1737,14 +1740,7 @@ pub(crate) fn eval_pure(
             let (l, r) = (ev(a)?, ev(b)?);
             match types::compare(&l, &r) {
                 None => Value::Null,
-                Some(o) => Value::Bool(match op {
-                    CmpOp::Eq => o == Ordering::Equal,
-                    CmpOp::NotEq => o != Ordering::Equal,
-                    CmpOp::Lt => o == Ordering::Less,
-                    CmpOp::LtEq => o != Ordering::Greater,
-                    CmpOp::Gt => o == Ordering::Greater,
-                    CmpOp::GtEq => o != Ordering::Less,
-                }),
+                Some(o) => Value::Bool(op.holds(o)),
             }
         }
         Expr::And(a, b) => {
@@ -1909,7 +1905,7 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
                     | JsonbFunc::JsonBuildArray
                     | JsonbFunc::JsonRow
             )
-    );
+    ) && !matches!(f, Func::Array(a) if !a.strict());
     if strict && args.iter().any(|a| a.is_null()) {
         return Ok(Value::Null);
     }
@@ -2135,6 +2131,7 @@ fn func(f: Func, args: Vec<Value>, env: &Env<'_>) -> Result<Value> {
             }
         }
         Func::Jsonb(op) => jsonb::call(op, &args, env.zone)?,
+        Func::Array(op) => array::call(op, args, env.zone)?,
         other => builtin::call(other, &args)?,
     })
 }
@@ -2177,6 +2174,8 @@ enum Acc {
     /// jsonb_agg / json_agg (elements) and jsonb_object_agg / json_object_agg (pairs): what
     /// was fed, each value as jsonb or (the json aggregates) as json text.
     Jsonb(Option<Vec<(Option<String>, JsonItem)>>, Option<HashSet<Vec<u8>>>),
+    /// array_agg: the values fed, NULLs included.
+    Array(Option<Vec<Value>>, Option<HashSet<Vec<u8>>>),
     /// The statistics over numeric input (integers arrive as numeric): count, exact sum and
     /// sum of squares, and whether a NaN or an infinity was seen (PostgreSQL's
     /// `NumericAggState`).
@@ -2212,6 +2211,7 @@ impl Acc {
             | AggFunc::JsonAgg
             | AggFunc::JsonAggRows
             | AggFunc::JsonObjectAgg => Acc::Jsonb(None, seen),
+            AggFunc::ArrayAgg => Acc::Array(None, seen),
             AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool(None),
             AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop => {
                 if call.data_type == DataType::Float64 {
@@ -2243,6 +2243,12 @@ impl Acc {
     /// Adds one row's value (string_agg: with its row's delimiter, which goes before every
     /// value but the first).
     fn feed(&mut self, call: &AggCall, v: Value, delimiter: Option<Value>) -> Result<()> {
+        if let Acc::Array(items, seen) = self {
+            if Acc::first_time(seen, &v) {
+                items.get_or_insert_with(Vec::new).push(v);
+            }
+            return Ok(());
+        }
         if let Acc::Jsonb(items, seen) = self {
             if !Acc::first_time(seen, &v) {
                 return Ok(());
@@ -2315,8 +2321,10 @@ impl Acc {
                     *cur = v;
                 }
             }
-            Acc::Text(..) | Acc::Jsonb(..) => {
-                return Err(Error::internal("string_agg and the jsonb aggregates are fed"))
+            Acc::Text(..) | Acc::Jsonb(..) | Acc::Array(..) => {
+                return Err(Error::internal(
+                    "string_agg, array_agg and the jsonb aggregates are fed",
+                ))
             }
             Acc::Bool(b) => {
                 if let Value::Bool(x) = v {
@@ -2384,7 +2392,8 @@ impl Acc {
             },
             Acc::Text(text, _) => text.map_or(Value::Null, Value::Text),
             Acc::Bool(b) => b.map_or(Value::Null, Value::Bool),
-            Acc::Jsonb(None, _) => Value::Null,
+            Acc::Jsonb(None, _) | Acc::Array(None, _) => Value::Null,
+            Acc::Array(Some(items), _) => Value::Array(std::sync::Arc::new(items)),
             Acc::Jsonb(Some(items), _) => match call.func {
                 AggFunc::JsonAggRows => Value::Json(
                     types::json::array_of_rows(

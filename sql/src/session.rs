@@ -77,7 +77,10 @@ fn plan_is_short(plan: &crate::plan::Plan) -> bool {
             Access::Full => limit.is_some(),
         },
         // A recursive union's steps are not bounded.
-        Plan::GenerateSeries { .. } | Plan::JsonbRows { .. } | Plan::RecursiveUnion { .. } => false,
+        Plan::GenerateSeries { .. }
+        | Plan::JsonbRows { .. }
+        | Plan::Unnest { .. }
+        | Plan::RecursiveUnion { .. } => false,
         other => other.inputs().into_iter().all(plan_is_short),
     }
 }

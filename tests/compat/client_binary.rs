@@ -462,6 +462,11 @@ raw_type!(
     RawJsonb,
     JSONB
 );
+raw_type!(
+    /// An int4[] in PostgreSQL's binary format, for bytes tokio-postgres would not send.
+    RawArray,
+    INT4_ARRAY
+);
 
 /// jsonb over the binary protocol: a parameter is a version byte and the JSON text (read and
 /// normalized as text input is), a result is the version byte and the normalized text, a jsonb
@@ -502,6 +507,69 @@ async fn jsonb_in_binary() {
     assert!(tests::sqlstate(&err).is_some(), "{err:?}");
     let row = timed("after", c.query_one("SELECT '[]'::jsonb::text", &[])).await.expect("usable");
     assert_eq!(row.get::<_, String>(0), "[]");
+}
+
+/// Arrays over the binary protocol (tokio-postgres' `Vec<T>`): parameters typed from their
+/// columns and from `= ANY ($1)`, NULL elements, empty arrays, results read back as vectors,
+/// and a binary array whose element type is not the parameter's refused (the connection stays
+/// usable).
+#[tokio::test]
+async fn arrays_in_binary() {
+    let Some(b) = Backend::from_env() else { return };
+    let c = b.connect().await;
+    timed(
+        "create",
+        c.batch_execute("CREATE TABLE tagged (id int PRIMARY KEY, tags text[], nums bigint[])"),
+    )
+    .await
+    .expect("create");
+    let insert = timed("prepare", c.prepare("INSERT INTO tagged VALUES ($1, $2, $3)"))
+        .await
+        .expect("prepare");
+    assert_eq!(insert.params(), [Type::INT4, Type::TEXT_ARRAY, Type::INT8_ARRAY]);
+    let tags = vec![Some("a".to_string()), None, Some("b c".to_string())];
+    let nums: Vec<Option<i64>> = vec![Some(1), None, Some(-3)];
+    timed("insert 1", c.execute(&insert, &[&1i32, &tags, &nums])).await.expect("insert 1");
+    let empty: Vec<i64> = Vec::new();
+    timed("insert 2", c.execute(&insert, &[&2i32, &vec!["x"], &empty])).await.expect("insert 2");
+    let rows = timed(
+        "select",
+        c.query(
+            "SELECT id, tags, nums, tags::text FROM tagged WHERE id = ANY ($1) ORDER BY id",
+            &[&vec![1i32, 2, 9]],
+        ),
+    )
+    .await
+    .expect("select by = ANY");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].get::<_, Vec<Option<String>>>(1), tags);
+    assert_eq!(rows[0].get::<_, Vec<Option<i64>>>(2), nums);
+    assert_eq!(rows[0].get::<_, String>(3), r#"{a,NULL,"b c"}"#);
+    assert_eq!(rows[1].get::<_, Vec<String>>(1), ["x"]);
+    assert_eq!(rows[1].get::<_, Vec<i64>>(2), empty);
+    let row = timed(
+        "contains",
+        c.query_one("SELECT count(*) FROM tagged WHERE nums @> $1", &[&vec![-3i64]]),
+    )
+    .await
+    .expect("@> with a binary array");
+    assert_eq!(row.get::<_, i64>(0), 1);
+    // An int8[] value sent where the statement declared int4[].
+    let stmt = timed("prepare int4[]", c.prepare_typed("SELECT $1::int4[]", &[Type::INT8_ARRAY]))
+        .await
+        .expect("prepare");
+    let row = timed("int8[] as declared", c.query_one(&stmt, &[&vec![5i64]])).await.expect("cast");
+    assert_eq!(row.get::<_, Vec<i32>>(0), [5]);
+    let wrong = RawArray(vec![
+        0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0,
+        0, 7,
+    ]);
+    let err = timed("wrong element type", c.query_one("SELECT $1::int4[]", &[&wrong]))
+        .await
+        .expect_err("an int8 element where int4 is declared");
+    assert!(tests::sqlstate(&err).is_some(), "{err:?}");
+    let row = timed("after", c.query_one("SELECT ARRAY[1, 2]::text", &[])).await.expect("usable");
+    assert_eq!(row.get::<_, String>(0), "{1,2}");
 }
 
 /// uuid over the binary protocol: a parameter's 16 bytes are the value (its text form prints

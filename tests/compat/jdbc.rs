@@ -122,6 +122,26 @@ fn pgjdbc_jsonb() {
     );
 }
 
+/// Arrays through pgjdbc: createArrayOf (text with the array OID) and Java primitive arrays
+/// (pgjdbc's binary form), `= ANY (?)`, `@>`, NULL elements and NULL arrays, read back with
+/// getArray and getString; the same lines from PostgreSQL 15.
+#[test]
+fn pgjdbc_arrays() {
+    let Some((backend, lines)) = run_java("JdbcArrays") else { return };
+    assert_eq!(
+        lines,
+        [
+            "types _text _int8 _bool 2003",
+            r#"1 [a, b c, null, d"e] [1, null, 3] int8 {t,f} 3"#,
+            "2 [x] [10, 20] int8 {} 2",
+            "3 null [] int8 null 0",
+            "matches 1 2",
+            "appended {x,y} x|y",
+        ],
+        "on {backend}"
+    );
+}
+
 /// `DatabaseMetaData` as BenchBase reads a schema (getTables, getColumns, getIndexInfo,
 /// getImportedKeys) plus getExportedKeys and getCrossReference: the lines are PostgreSQL 15's answers (pgjdbc
 /// 42.7.4), so Aspen's `sql::metadata` must give the same rows, types and order.

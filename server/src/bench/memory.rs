@@ -217,6 +217,7 @@ fn raw_size(values: &[Value]) -> u64 {
     values
         .iter()
         .map(|v| match v {
+            Value::Array(items) => raw_size(items),
             Value::Null => 0,
             Value::Bool(_) => 1,
             Value::Int16(_) => 2,

@@ -965,6 +965,22 @@ impl Binder<'_> {
                 return Err(Error::unsupported("interval with fields or a precision"))
             }
             D::Bytea => DataType::Bytea,
+            D::Array(
+                ast::ArrayElemTypeDef::SquareBracket(inner, _)
+                | ast::ArrayElemTypeDef::Qualified(inner, _),
+            ) => {
+                let elem = self.data_type(inner)?;
+                // `int[][]` is `int[]`, as in PostgreSQL (which does not enforce dimensions).
+                if elem.element().is_some() {
+                    return Ok(elem);
+                }
+                DataType::Array(catalog::ArrayElem::of(&elem).ok_or_else(|| {
+                    Error::unsupported(format!(
+                        "arrays of {} (an array's elements take no type modifier)",
+                        elem.sql_name()
+                    ))
+                })?)
+            }
             D::Custom(name, mods) if mods.is_empty() => {
                 let (_, n) = self.object_name(name)?;
                 match n.as_str() {

@@ -251,6 +251,11 @@ impl Binder<'_> {
                         return Ok(Typed::known(Expr::Literal(v), ty));
                     }
                 }
+                if let AstExpr::Array(array) = expr.as_ref() {
+                    if ty.element().is_some() {
+                        return self.bind_array_constructor(array, Some(ty), scope, e);
+                    }
+                }
                 let t = self.bind_expr(expr, scope)?;
                 // A literal's own errors point at it; a cast that does not exist, at the cast
                 // (PostgreSQL's location of `x::t` is its `::`).
@@ -540,15 +545,22 @@ impl Binder<'_> {
             }
             AstExpr::SimilarTo { .. } => Err(Error::unsupported("SIMILAR TO")),
             AstExpr::AnyOp { left, compare_op, right, .. } => {
-                let rewritten = any_all(left, compare_op, right, true)?;
-                self.bind_expr(&rewritten, scope)
+                match any_all(left, compare_op, right, true)? {
+                    Some(rewritten) => self.bind_expr(&rewritten, scope),
+                    None => self.bind_any_all_array(left, compare_op, right, true, scope, e),
+                }
             }
             AstExpr::AllOp { left, compare_op, right } => {
-                let rewritten = any_all(left, compare_op, right, false)?;
-                self.bind_expr(&rewritten, scope)
+                match any_all(left, compare_op, right, false)? {
+                    Some(rewritten) => self.bind_expr(&rewritten, scope),
+                    None => self.bind_any_all_array(left, compare_op, right, false, scope, e),
+                }
             }
             AstExpr::Interval(i) => self.bind_interval(i, e),
-            AstExpr::Array(_) => Err(Error::unsupported("arrays")),
+            AstExpr::Array(array) => self.bind_array_constructor(array, None, scope, e),
+            AstExpr::CompoundFieldAccess { root, access_chain } => {
+                self.bind_subscript(root, access_chain, scope, e)
+            }
             other => Err(Error::Unsupported {
                 feature: format!("expression {other}"),
                 span: self.span_of(other),
@@ -793,6 +805,9 @@ impl Binder<'_> {
             B::StringConcat => {
                 let l = self.bind_expr(left, scope)?;
                 let r = self.bind_expr(right, scope)?;
+                if let Some(t) = self.bind_array_operator(l.clone(), op, r.clone(), e)? {
+                    return Ok(t);
+                }
                 let (lj, rj) = (super::jsonb::is_jsonb(&l), super::jsonb::is_jsonb(&r));
                 if (lj && (rj || r.unknown)) || (rj && l.unknown) {
                     return self.bind_jsonb_concat(l, r, e);
@@ -817,12 +832,22 @@ impl Binder<'_> {
                 let r = self.bind_expr(right, scope)?;
                 self.bind_builtin("power", vec![l, r], e)
             }
+            B::AtArrow | B::ArrowAt | B::PGOverlap => {
+                let l = self.bind_expr(left, scope)?;
+                let r = self.bind_expr(right, scope)?;
+                match self.bind_array_operator(l, op, r, e)? {
+                    Some(t) => Ok(t),
+                    None if *op == B::PGOverlap => Err(Error::Unsupported {
+                        feature: format!("operator {op} on these types"),
+                        span: self.span_of(e),
+                    }),
+                    None => self.bind_jsonb_operator(left, op, right, scope, e),
+                }
+            }
             B::Arrow
             | B::LongArrow
             | B::HashArrow
             | B::HashLongArrow
-            | B::AtArrow
-            | B::ArrowAt
             | B::Question
             | B::QuestionAnd
             | B::QuestionPipe
@@ -1847,6 +1872,7 @@ impl Binder<'_> {
             "jsonb_object_agg" => Some(AggFunc::JsonbObjectAgg),
             "json_agg" => Some(AggFunc::JsonAgg),
             "json_object_agg" => Some(AggFunc::JsonObjectAgg),
+            "array_agg" => Some(AggFunc::ArrayAgg),
             _ => None,
         };
         if let Some(func) = agg {
@@ -1916,8 +1942,15 @@ impl Binder<'_> {
                 arg_exprs.iter().map(|a| self.bind_expr(a, scope)).collect::<Result<_>>()?;
             return Err(self.no_function(&name, &args, e));
         }
+        if name == "array" {
+            return Err(Error::unsupported("ARRAY(subquery)"));
+        }
+        let array_function = super::array::array_function(&name).transpose()?;
         let args: Vec<Typed> =
             arg_exprs.iter().map(|a| self.bind_expr(a, scope)).collect::<Result<_>>()?;
+        if let Some(f) = array_function {
+            return self.bind_array_function(f, &name, args, e);
+        }
         let arity_err = |b: &Self| Error::UndefinedFunction {
             name: format!(
                 "function {name}({})",
@@ -2350,6 +2383,14 @@ impl Binder<'_> {
                     if matches!(func, AggFunc::Sum | AggFunc::Avg) {
                         return Err(self.ambiguous(name, &[t], e));
                     }
+                    if func == AggFunc::ArrayAgg {
+                        return Err(Error::DatatypeMismatch {
+                            message: "could not determine polymorphic type because input has \
+                                      type unknown"
+                                .into(),
+                            span: None,
+                        });
+                    }
                     // The statistics' candidates are all numeric: the preferred one wins.
                     let ty = if statistic { DataType::Float64 } else { DataType::Text };
                     Typed::known(self.coerce(t, ty, CastKind::Implicit, e)?, ty)
@@ -2401,6 +2442,12 @@ impl Binder<'_> {
                         other => other,
                     },
                     AggFunc::CountStar => DataType::Int64,
+                    AggFunc::ArrayAgg if t.ty.element().is_some() => {
+                        return Err(Error::unsupported("array_agg of arrays"))
+                    }
+                    AggFunc::ArrayAgg => super::array::array_type_of(t.ty).ok_or_else(|| {
+                        Error::unsupported(format!("arrays of {}", t.ty.base_name()))
+                    })?,
                     // Exact (numeric) for integers and numeric, double precision for floats.
                     _ if statistic => match t.ty {
                         DataType::Int16
@@ -2446,7 +2493,10 @@ impl Binder<'_> {
         let mut order_by = order_by;
         if distinct
             && order_by.is_empty()
-            && matches!(func, AggFunc::StringAgg | AggFunc::JsonbAgg | AggFunc::JsonAgg)
+            && matches!(
+                func,
+                AggFunc::StringAgg | AggFunc::JsonbAgg | AggFunc::JsonAgg | AggFunc::ArrayAgg
+            )
         {
             // PostgreSQL sorts the input of a DISTINCT aggregate: the values come in order.
             order_by = written
@@ -2530,9 +2580,14 @@ fn call_args_ordered<'a>(
 /// `left op ANY (…)` (`any`) or `left op ALL (…)` as an expression Aspen binds: over a
 /// subquery, `= ANY` is IN and `<> ALL` is NOT IN; over an `ARRAY[…]` constructor, the
 /// comparisons joined by OR (ANY) or AND (ALL), which give PostgreSQL's three-valued answer
-/// (an empty array: false for ANY, true for ALL). An array value (a parameter, a column) is
-/// not supported: Aspen has no array type.
-fn any_all(left: &AstExpr, op: &BinaryOperator, right: &AstExpr, any: bool) -> Result<AstExpr> {
+/// (an empty array: false for ANY, true for ALL). `None` for any other array value (a
+/// parameter, a column): `Binder::bind_any_all_array`.
+fn any_all(
+    left: &AstExpr,
+    op: &BinaryOperator,
+    right: &AstExpr,
+    any: bool,
+) -> Result<Option<AstExpr>> {
     let word = if any { "ANY" } else { "ALL" };
     let mut right = right;
     while let AstExpr::Nested(inner) = right {
@@ -2541,11 +2596,11 @@ fn any_all(left: &AstExpr, op: &BinaryOperator, right: &AstExpr, any: bool) -> R
     match right {
         AstExpr::Subquery(q) => match (op, any) {
             (BinaryOperator::Eq, true) | (BinaryOperator::NotEq, false) => {
-                Ok(AstExpr::InSubquery {
+                Ok(Some(AstExpr::InSubquery {
                     expr: Box::new(left.clone()),
                     subquery: q.clone(),
                     negated: !any,
-                })
+                }))
             }
             _ => Err(Error::unsupported(format!("{op} {word} (subquery)"))),
         },
@@ -2568,9 +2623,9 @@ fn any_all(left: &AstExpr, op: &BinaryOperator, right: &AstExpr, any: bool) -> R
                     },
                 });
             }
-            Ok(AstExpr::Nested(Box::new(
+            Ok(Some(AstExpr::Nested(Box::new(
                 out.unwrap_or_else(|| AstExpr::Value(ast::Value::Boolean(empty).into())),
-            )))
+            ))))
         }
         // `current_schemas(implicit)` (pgjdbc's type lookups): the search path's schemas,
         // `pg_catalog` first when implicit ones are asked for.
@@ -2596,7 +2651,7 @@ fn any_all(left: &AstExpr, op: &BinaryOperator, right: &AstExpr, any: bool) -> R
                 .collect();
             any_all(left, op, &AstExpr::Array(ast::Array { elem, named: true }), any)
         }
-        _ => Err(Error::unsupported(format!("{word} of an array value (arrays)"))),
+        _ => Ok(None),
     }
 }
 
@@ -2738,6 +2793,8 @@ fn figure_colname(e: &AstExpr) -> (Option<String>, u8) {
             None => (None, 0),
         },
         AstExpr::Nested(inner) => figure_colname(inner),
+        AstExpr::Array(_) => strong("array"),
+        AstExpr::CompoundFieldAccess { root, .. } => figure_colname(root),
         AstExpr::Function(f) => match f.name.0.last() {
             Some(ast::ObjectNamePart::Identifier(id)) => (Some(ident(id)), 2),
             _ => (None, 0),
@@ -2801,6 +2858,10 @@ fn cast_type_name(t: &ast::DataType) -> String {
         D::Timestamp(..) => "timestamp".into(),
         D::Interval { .. } => "interval".into(),
         D::Bytea => "bytea".into(),
+        D::Array(
+            ast::ArrayElemTypeDef::SquareBracket(inner, _)
+            | ast::ArrayElemTypeDef::Qualified(inner, _),
+        ) => cast_type_name(inner),
         other => other.to_string().to_lowercase(),
     }
 }

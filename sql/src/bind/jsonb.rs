@@ -4,7 +4,7 @@
 //! string type) or an array index (`integer`). `@>`, `<@`, `||` take jsonb on both sides
 //! (an untyped literal is read as jsonb); `jsonb || text` is text concatenation, as in
 //! PostgreSQL. A path — the `text[]` of `#>`, `#>>`, `#-`, `?|`, `?&` and `jsonb_set` —
-//! must be a constant (`'{a,b}'` or `ARRAY['a', 'b']`): Aspen has no arrays, so it is split
+//! must be a constant (`'{a,b}'` or `ARRAY['a', 'b']`): it is split
 //! into one text argument per step here; any other `text[]` is `0A000`.
 
 use catalog::DataType;
@@ -19,68 +19,6 @@ use crate::types::{CastKind, Value};
 /// Is `t` a (typed) jsonb expression?
 pub(super) fn is_jsonb(t: &Typed) -> bool {
     !t.unknown && t.ty == DataType::Jsonb
-}
-
-/// Splits a `text[]` literal (`{a,"b c",NULL}`) into its elements (`None` for NULL), as
-/// `array_in` reads one dimension; `22P02` "malformed array literal" otherwise.
-pub(crate) fn parse_text_array(s: &str) -> Result<Vec<Option<String>>> {
-    let malformed = || Error::InvalidTextRepresentation {
-        message: format!("malformed array literal: \"{s}\""),
-    };
-    let body = s.trim();
-    let body = body.strip_prefix('{').and_then(|b| b.strip_suffix('}')).ok_or_else(malformed)?;
-    let mut out = Vec::new();
-    if body.trim().is_empty() {
-        return Ok(out);
-    }
-    let mut chars = body.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
-            chars.next();
-        }
-        let mut item = String::new();
-        let mut quoted = false;
-        if chars.peek() == Some(&'"') {
-            quoted = true;
-            chars.next();
-            loop {
-                match chars.next() {
-                    None => return Err(malformed()),
-                    Some('"') => break,
-                    Some('\\') => item.push(chars.next().ok_or_else(malformed)?),
-                    Some(c) => item.push(c),
-                }
-            }
-            while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
-                chars.next();
-            }
-        } else {
-            while let Some(&c) = chars.peek() {
-                if c == ',' {
-                    break;
-                }
-                if matches!(c, '{' | '}' | '"') {
-                    return Err(malformed());
-                }
-                chars.next();
-                if c == '\\' {
-                    item.push(chars.next().ok_or_else(malformed)?);
-                } else {
-                    item.push(c);
-                }
-            }
-            item.truncate(item.trim_end().len());
-            if item.is_empty() {
-                return Err(malformed());
-            }
-        }
-        out.push(if !quoted && item.eq_ignore_ascii_case("null") { None } else { Some(item) });
-        match chars.next() {
-            None => return Ok(out),
-            Some(',') => {}
-            Some(_) => return Err(malformed()),
-        }
-    }
 }
 
 impl Binder<'_> {
@@ -421,7 +359,7 @@ impl Binder<'_> {
     /// 'b']`, one text expression each (NULL for a NULL element).
     fn text_array_constant(&mut self, node: &AstExpr, scope: &Scope) -> Result<Vec<Expr>> {
         let literal = |s: &str| -> Result<Vec<Expr>> {
-            Ok(parse_text_array(s)?
+            Ok(crate::types::array::split_text(s)?
                 .into_iter()
                 .map(|x| Expr::Literal(x.map_or(Value::Null, Value::Text)))
                 .collect())
@@ -512,23 +450,5 @@ fn jsonb_result(f: JsonbFunc) -> DataType {
         }
         JsonbFunc::ArrayLength => DataType::Int32,
         _ => DataType::Jsonb,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_text_array;
-
-    #[test]
-    fn text_array_literals() {
-        let s = |v: &[Option<&str>]| v.iter().map(|x| x.map(String::from)).collect::<Vec<_>>();
-        assert_eq!(parse_text_array("{a,b}").unwrap(), s(&[Some("a"), Some("b")]));
-        assert_eq!(
-            parse_text_array(r#"{ "a b" , c\,d, NULL,"NULL"}"#).unwrap(),
-            s(&[Some("a b"), Some("c,d"), None, Some("NULL")])
-        );
-        assert_eq!(parse_text_array("{}").unwrap(), s(&[]));
-        assert!(parse_text_array("a,b").is_err());
-        assert!(parse_text_array("{a,}").is_err());
     }
 }

@@ -5,6 +5,7 @@
 //! (declared OIDs) or by inference from their context (`col = $1` gives `$1` the column's type).
 //! Only this module and `parse` may name sqlparser types.
 
+mod array;
 mod ddl;
 mod dml;
 mod expr;

@@ -614,6 +614,9 @@ impl Binder<'_> {
     /// (implicitly LATERAL, as in PostgreSQL) see their columns (the third value says it is
     /// one); anything else is bound on its own.
     fn bind_from_factor(&mut self, tf: &TableFactor, scope: &Scope) -> Result<(Plan, Scope, bool)> {
+        if let TableFactor::Table { args: Some(_), with_ordinality: true, name, .. } = tf {
+            return Err(Error::unsupported(format!("{name}(…) WITH ORDINALITY")));
+        }
         let function = match tf {
             TableFactor::Function { name, args, alias, .. } => Some((name, &args[..], alias)),
             TableFactor::Table { name, args: Some(args), alias, .. } => {
@@ -621,6 +624,20 @@ impl Binder<'_> {
             }
             _ => None,
         };
+        if let (
+            TableFactor::UNNEST { alias, array_exprs, with_offset, with_ordinality, .. },
+            false,
+        ) = (tf, scope.columns.is_empty())
+        {
+            if *with_offset {
+                return Err(Error::unsupported("UNNEST … WITH OFFSET"));
+            }
+            self.outer.push(scope.clone());
+            let bound = self.bind_unnest(array_exprs, alias.as_ref(), *with_ordinality);
+            self.outer.pop();
+            let (plan, s) = bound?;
+            return Ok((plan, s, true));
+        }
         if let (Some((name, args, alias)), false) = (function, scope.columns.is_empty()) {
             let (_, tname) = self.object_name(name)?;
             self.outer.push(scope.clone());
@@ -785,6 +802,12 @@ impl Binder<'_> {
                 let (_, tname) = self.object_name(name)?;
                 self.bind_table_function(&tname, args, alias.as_ref())
             }
+            TableFactor::UNNEST { with_offset: true, .. } => {
+                Err(Error::unsupported("UNNEST … WITH OFFSET"))
+            }
+            TableFactor::UNNEST { alias, array_exprs, with_ordinality, .. } => {
+                self.bind_unnest(array_exprs, alias.as_ref(), *with_ordinality)
+            }
             other => Err(Error::unsupported(format!("FROM item {other}"))),
         }
     }
@@ -848,6 +871,16 @@ impl Binder<'_> {
     ) -> Result<(Plan, Scope)> {
         if let Some(func) = jsonb_rows(name) {
             return self.bind_jsonb_rows(func, args, alias);
+        }
+        if name == "unnest" {
+            let exprs = args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
+                    _ => Err(Error::unsupported("named arguments")),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return self.bind_unnest(&exprs, alias, false);
         }
         if name != "generate_series" {
             return Err(Error::UndefinedFunction { name: format!("function {name}"), span: None });
@@ -2554,6 +2587,7 @@ fn mark_for_update(plan: &mut Plan) -> Result<()> {
         Plan::Values { .. }
         | Plan::GenerateSeries { .. }
         | Plan::JsonbRows { .. }
+        | Plan::Unnest { .. }
         | Plan::WorkingTable { .. } => Ok(()),
         _ => Err(Error::unsupported("FOR UPDATE on this query")),
     }
@@ -2944,6 +2978,7 @@ pub(crate) fn width_of(p: &Plan) -> usize {
         Plan::Scan { table, .. } => table.columns.len(),
         Plan::GenerateSeries { .. } => 1,
         Plan::JsonbRows { func, .. } => func.columns().len(),
+        Plan::Unnest { ordinality, .. } => 1 + usize::from(*ordinality),
         Plan::Filter { input, .. }
         | Plan::Sort { input, .. }
         | Plan::Distinct { input, .. }

@@ -17,7 +17,7 @@
 //! [`super::Relation::oid`]. Views say they are not insertable or updatable (Aspen's are
 //! read-only). Any other relation of either schema answers `0A000`, as before.
 
-use catalog::{DataType, Generated, Index, Snapshot, Table};
+use catalog::{ArrayElem, DataType, Generated, Index, Snapshot, Table};
 
 use super::{deparse_default, index_def, relations, storage, Relation, SCHEMA};
 use crate::metadata::{rows_query, text};
@@ -162,6 +162,26 @@ fn type_name(data_type: DataType) -> &'static str {
         DataType::Json => "json",
         DataType::Time => "time",
         DataType::Void => "void",
+        DataType::Array(e) => match e {
+            ArrayElem::Bool => "_bool",
+            ArrayElem::Int16 => "_int2",
+            ArrayElem::Int32 => "_int4",
+            ArrayElem::Int64 => "_int8",
+            ArrayElem::Float32 => "_float4",
+            ArrayElem::Float64 => "_float8",
+            ArrayElem::Numeric => "_numeric",
+            ArrayElem::Varchar => "_varchar",
+            ArrayElem::Text => "_text",
+            ArrayElem::Date => "_date",
+            ArrayElem::Timestamp => "_timestamp",
+            ArrayElem::Bytea => "_bytea",
+            ArrayElem::TimestampTz => "_timestamptz",
+            ArrayElem::Interval => "_interval",
+            ArrayElem::Time => "_time",
+            ArrayElem::Uuid => "_uuid",
+            ArrayElem::Jsonb => "_jsonb",
+            ArrayElem::Json => "_json",
+        },
     }
 }
 
@@ -304,7 +324,8 @@ fn type_numbers(data_type: DataType) -> TypeNumbers {
         | DataType::Uuid
         | DataType::Void
         | DataType::Jsonb
-        | DataType::Json => TypeNumbers::default(),
+        | DataType::Json
+        | DataType::Array(_) => TypeNumbers::default(),
     }
 }
 
@@ -329,7 +350,10 @@ fn info_columns(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
                 i4(attnum),
                 default.map_or_else(null, |d| t(&d)),
                 yes_no(view || !not_null(table, c)),
-                t(&c.data_type.base_name()),
+                t(&match c.data_type {
+                    DataType::Array(_) => "ARRAY".to_string(),
+                    other => other.base_name(),
+                }),
                 opt(n.chars),
                 opt(n.octets),
                 opt(n.precision),
@@ -916,6 +940,18 @@ fn pg_type() -> Vec<Vec<Expr>> {
             row.extend([oid(collation(ty)), null(), null(), null()]);
             row
         })
+        .chain(ArrayElem::ALL.into_iter().map(|e| {
+            // The array type of each element type: `_int4`, category A, `array_in` …
+            let (ty, elem) = (DataType::Array(e), e.data_type());
+            let mut row = vec![oid(ty.oid()), t(type_name(ty)), oid(PG_CATALOG), oid(OWNER)];
+            row.extend([i2(-1), b(false), t("b"), t("A"), b(false), b(true), t(","), oid(0)]);
+            row.extend([t("array_subscript_handler"), oid(elem.oid()), oid(0)]);
+            row.extend([t("array_in"), t("array_out"), t("array_recv"), t("array_send")]);
+            row.extend([t("-"), t("-"), t("array_typanalyze"), t(&align(elem).replace('c', "i"))]);
+            row.extend([t("x"), b(false), oid(0), i4(-1), i4(0)]);
+            row.extend([oid(collation(elem)), null(), null(), null()]);
+            row
+        }))
         .collect()
 }
 

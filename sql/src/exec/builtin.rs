@@ -1346,7 +1346,16 @@ pub(crate) fn format_type(oid: i64, typmod: Option<i32>) -> String {
         2278 => "void",
         2950 => "uuid",
         3802 => "jsonb",
-        _ => return "???".into(),
+        // An array type: its element's name (with the modifier), then `[]`.
+        _ => {
+            return match u32::try_from(oid).ok().and_then(catalog::DataType::from_oid) {
+                Some(catalog::DataType::Array(e)) if oid != 1014 => {
+                    format!("{}[]", format_type(e.data_type().oid().into(), typmod))
+                }
+                _ if oid == 1014 => format!("{}[]", format_type(1042, typmod)),
+                _ => "???".into(),
+            }
+        }
     };
     let Some(m) = typmod.filter(|m| *m >= 0) else {
         return if oid == 1042 && typmod.is_some() { "bpchar".into() } else { name.into() };

@@ -80,6 +80,7 @@ fn expr(e: &Expr, names: &dyn Fn(usize) -> String) -> String {
         Expr::Cast(a, t, _) => format!("({})::{}", r(a), t.sql_name()),
         Expr::Concat(a, b) => format!("({} || {})", r(a), r(b)),
         Expr::Func(Func::Jsonb(f), args) => format!("{}({})", f.name(), list(args)),
+        Expr::Func(Func::Array(f), args) => format!("{}({})", f.name(), list(args)),
         Expr::Func(f, args) => format!("{}({})", format!("{f:?}").to_lowercase(), list(args)),
         Expr::Subquery(_) => "(SubPlan)".into(),
         Expr::Exists(_, negated) => {
@@ -205,6 +206,10 @@ impl Plan {
             }
             Plan::JsonbRows { func, arg } => {
                 writeln!(f, "{arrow}Function Scan on {}({})", func.name(), expr(arg, &position))
+            }
+            Plan::Unnest { arg, ordinality } => {
+                let with = if *ordinality { " WITH ORDINALITY" } else { "" };
+                writeln!(f, "{arrow}Function Scan on unnest({}){with}", expr(arg, &position))
             }
             Plan::Filter { input, predicate } => {
                 writeln!(f, "{arrow}Filter: {}", expr(predicate, &position))?;

@@ -29,6 +29,21 @@ pub enum CmpOp {
     GtEq,
 }
 
+impl CmpOp {
+    /// Whether `l op r` holds when `l` compares to `r` as `o`.
+    pub fn holds(self, o: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::*;
+        match self {
+            CmpOp::Eq => o == Equal,
+            CmpOp::NotEq => o != Equal,
+            CmpOp::Lt => o == Less,
+            CmpOp::LtEq => o != Greater,
+            CmpOp::Gt => o == Greater,
+            CmpOp::GtEq => o != Less,
+        }
+    }
+}
+
 /// What an advisory-lock function does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AdvisoryOp {
@@ -270,6 +285,114 @@ pub enum Func {
     Lcm,
     /// A jsonb operator or function (`exec::jsonb`).
     Jsonb(JsonbFunc),
+    /// An array constructor, operator or function (`exec::array`).
+    Array(ArrayFunc),
+}
+
+/// The array operators and functions (bound in `bind::array`, run in `exec::array`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArrayFunc {
+    /// `ARRAY[a, b, …]`: its arguments, already of the element type.
+    Build,
+    /// `a[i]`: NULL outside the bounds.
+    Subscript,
+    /// `a[lo:hi]`, either bound omitted (`a[:hi]`, `a[lo:]`): args are the array and the
+    /// bounds given.
+    Slice {
+        /// `lo` is given.
+        lower: bool,
+        /// `hi` is given.
+        upper: bool,
+    },
+    /// `array || array`, array_cat
+    Cat,
+    /// `array || element`, array_append
+    Append,
+    /// `element || array`, array_prepend
+    Prepend,
+    /// `a @> b` (`b <@ a` swaps its arguments)
+    Contains,
+    /// `a && b`
+    Overlaps,
+    /// `x op ANY (array)` (`all`: `x op ALL (array)`), three-valued.
+    Any {
+        /// The comparison.
+        op: CmpOp,
+        /// ALL rather than ANY.
+        all: bool,
+    },
+    /// array_length(a, dim)
+    Length,
+    /// array_lower(a, dim)
+    Lower,
+    /// array_upper(a, dim)
+    Upper,
+    /// array_ndims(a)
+    Ndims,
+    /// array_dims(a): `[1:n]`
+    Dims,
+    /// cardinality(a)
+    Cardinality,
+    /// array_position(a, x [, start])
+    Position,
+    /// array_positions(a, x)
+    Positions,
+    /// array_remove(a, x)
+    Remove,
+    /// array_replace(a, from, to)
+    Replace,
+    /// array_to_string(a, sep [, null])
+    ToString,
+    /// string_to_array(s, sep [, null])
+    FromString,
+}
+
+impl ArrayFunc {
+    /// The SQL name, for plans and errors.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArrayFunc::Build => "array",
+            ArrayFunc::Subscript => "subscript",
+            ArrayFunc::Slice { .. } => "slice",
+            ArrayFunc::Cat => "array_cat",
+            ArrayFunc::Append => "array_append",
+            ArrayFunc::Prepend => "array_prepend",
+            ArrayFunc::Contains => "arraycontains",
+            ArrayFunc::Overlaps => "arrayoverlap",
+            ArrayFunc::Any { all: false, .. } => "any",
+            ArrayFunc::Any { all: true, .. } => "all",
+            ArrayFunc::Length => "array_length",
+            ArrayFunc::Lower => "array_lower",
+            ArrayFunc::Upper => "array_upper",
+            ArrayFunc::Ndims => "array_ndims",
+            ArrayFunc::Dims => "array_dims",
+            ArrayFunc::Cardinality => "cardinality",
+            ArrayFunc::Position => "array_position",
+            ArrayFunc::Positions => "array_positions",
+            ArrayFunc::Remove => "array_remove",
+            ArrayFunc::Replace => "array_replace",
+            ArrayFunc::ToString => "array_to_string",
+            ArrayFunc::FromString => "string_to_array",
+        }
+    }
+
+    /// Whether a NULL argument makes the result NULL without running the function.
+    pub fn strict(self) -> bool {
+        !matches!(
+            self,
+            ArrayFunc::Build
+                | ArrayFunc::Cat
+                | ArrayFunc::Append
+                | ArrayFunc::Prepend
+                | ArrayFunc::Any { .. }
+                | ArrayFunc::Position
+                | ArrayFunc::Positions
+                | ArrayFunc::Remove
+                | ArrayFunc::Replace
+                | ArrayFunc::ToString
+                | ArrayFunc::FromString
+        )
+    }
 }
 
 impl JsonbFunc {
@@ -473,6 +596,8 @@ pub enum AggFunc {
     /// json_agg of whole rows (`json_agg(r)`): `[{…}, \n {…}]`, as PostgreSQL spaces composite
     /// elements
     JsonAggRows,
+    /// array_agg(x): the values, NULLs included, in one array
+    ArrayAgg,
     /// GROUPING(a, b, …): a bit per argument (the first the most significant), set where the
     /// row's grouping set leaves that key out. Not fed any rows: the aggregation fills it in
     /// per grouping set ([`AggCall::grouping`]).
@@ -657,6 +782,14 @@ pub enum Plan {
         func: JsonbRows,
         /// The jsonb argument.
         arg: Expr,
+    },
+    /// unnest(array) in FROM: one row per element, with its 1-based position (int8) after it
+    /// `WITH ORDINALITY`.
+    Unnest {
+        /// The array.
+        arg: Expr,
+        /// Add the ordinality column.
+        ordinality: bool,
     },
     /// generate_series(start, stop [, step]).
     GenerateSeries {
@@ -876,6 +1009,7 @@ impl Plan {
             | Plan::Scan { .. }
             | Plan::GenerateSeries { .. }
             | Plan::JsonbRows { .. }
+            | Plan::Unnest { .. }
             | Plan::WorkingTable { .. } => vec![],
         }
     }
@@ -910,6 +1044,7 @@ impl Plan {
             | Plan::Scan { .. }
             | Plan::GenerateSeries { .. }
             | Plan::JsonbRows { .. }
+            | Plan::Unnest { .. }
             | Plan::WorkingTable { .. } => vec![],
         }
     }
@@ -940,7 +1075,7 @@ impl Plan {
                 out
             }
             Plan::GenerateSeries { args, .. } => args.iter().collect(),
-            Plan::JsonbRows { arg, .. } => vec![arg],
+            Plan::JsonbRows { arg, .. } | Plan::Unnest { arg, .. } => vec![arg],
             Plan::Filter { predicate, .. } => vec![predicate],
             Plan::Project { exprs, .. } => exprs.iter().collect(),
             Plan::NestedLoop { on, .. } => on.iter().collect(),
@@ -1010,7 +1145,7 @@ impl Plan {
                 out
             }
             Plan::GenerateSeries { args, .. } => args.iter_mut().collect(),
-            Plan::JsonbRows { arg, .. } => vec![arg],
+            Plan::JsonbRows { arg, .. } | Plan::Unnest { arg, .. } => vec![arg],
             Plan::Filter { predicate, .. } => vec![predicate],
             Plan::Project { exprs, .. } => exprs.iter_mut().collect(),
             Plan::NestedLoop { on, .. } => on.iter_mut().collect(),

@@ -93,6 +93,7 @@ pub fn decode_binary(b: &[u8], ty: &DataType) -> Result<Value> {
             }
             Value::Time(us)
         }
+        DataType::Array(e) => super::array::decode_array_binary(b, &e.data_type())?,
         // `json_recv`: the text.
         DataType::Json => {
             let s = std::str::from_utf8(b).map_err(|_| Error::CharacterNotInRepertoire {
@@ -252,6 +253,10 @@ pub fn encode_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
             out.extend_from_slice(j.to_text().as_bytes());
         }
         (Value::Time(t), _) => out.extend_from_slice(&t.to_be_bytes()),
+        (Value::Array(items), _) => {
+            let elem = ty.element().unwrap_or_else(|| super::value::array_elem_type(items));
+            super::array::encode_array_binary(items, &elem, out)
+        }
     }
 }
 

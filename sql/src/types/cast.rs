@@ -46,6 +46,13 @@ fn numeric_rank(ty: &DataType) -> Option<u8> {
 fn cast_context(from: &DataType, to: &DataType) -> Option<CastKind> {
     use CastKind::*;
     use DataType as T;
+    match (from.element(), to.element()) {
+        // An array casts to another array as its elements do (`array_coerce`).
+        (Some(a), Some(b)) => return cast_context(&a, &b),
+        (Some(_), None) => return is_string(to).then_some(Assignment),
+        (None, Some(_)) => return is_string(from).then_some(Explicit),
+        (None, None) => {}
+    }
     if std::mem::discriminant(from) == std::mem::discriminant(to) {
         // Same type, possibly a different modifier (a length coercion, implicit in pg_cast).
         return Some(Implicit);
@@ -178,9 +185,18 @@ pub fn cast_zoned(
         }
         return Err(cannot_cast(from, to));
     }
+    if let (Value::Array(items), Some(a), Some(b)) = (&v, from.element(), to.element()) {
+        let items = items
+            .iter()
+            .map(|x| cast_zoned(x.clone(), &a, &b, kind, zone))
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(Value::Array(std::sync::Arc::new(items)));
+    }
     let range = || Error::DatetimeFieldOverflow { message: "timestamp out of range".into() };
     Ok(match to {
-        DataType::Void | DataType::Jsonb | DataType::Json => return Err(cannot_cast(from, to)),
+        DataType::Void | DataType::Jsonb | DataType::Json | DataType::Array(_) => {
+            return Err(cannot_cast(from, to))
+        }
         DataType::Bool => match v {
             Value::Bool(b) => Value::Bool(b),
             Value::Int32(i) => Value::Bool(i != 0),

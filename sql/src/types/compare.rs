@@ -64,6 +64,7 @@ pub fn compare(l: &Value, r: &Value) -> Option<Ordering> {
         (V::Jsonb(a), V::Jsonb(b)) => a.cmp_total(b),
         // No order of its own (the binder refuses one): bytes, so that sorting cannot fail.
         (V::Json(a), V::Json(b)) => a.as_bytes().cmp(b.as_bytes()),
+        (V::Array(a), V::Array(b)) => super::array::cmp(a, b),
         (V::Numeric(a), other) if as_i64(other).is_some() => {
             a.cmp(&Numeric::from(as_i64(other).expect("checked")))
         }
@@ -112,7 +113,8 @@ fn kind_rank(v: &Value) -> u8 {
         Value::Time(_) => 8,
         Value::Jsonb(_) => 9,
         Value::Json(_) => 10,
-        Value::Null => 11,
+        Value::Array(_) => 11,
+        Value::Null => 12,
     }
 }
 

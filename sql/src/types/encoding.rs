@@ -19,6 +19,7 @@
 //! | date | 4 bytes little-endian, days since 2000-01-01 |
 //! | timestamp, timestamptz | 8 bytes little-endian, microseconds since 2000-01-01 (UTC for timestamptz) |
 //! | interval | 8 bytes microseconds, 4 bytes days, 4 bytes months, little-endian |
+//! | array | LEB128 length, then the elements in this row format (a row of that many columns) |
 //!
 //! A numeric `±m × 10^-scale` whose head byte has bit 6 clear is `sign << 7 | scale` for
 //! scale 0..=62 (`sign << 7 | 63` then a varint scale for larger ones), followed by `m` as a
@@ -51,6 +52,7 @@
 //! | `0x08` | bytea | as text |
 //! | `0x09` | timestamptz | as timestamp (the UTC instant) |
 //! | `0x0A` | interval | its comparison span (months as 30 days, days as 24 hours) in microseconds: 16 bytes big-endian, sign bit flipped — so `'1 mon'` and `'30 days'` are one key, as they are equal |
+//! | `0x0F` | array | per element `0x01` and the element's component (`0xFF` for a NULL one), then `0x00`: a proper prefix sorts first |
 //!
 //! Byte order of encoded keys equals [`sort_cmp`](super::sort_cmp) order column by column, and
 //! every component is self-delimiting, so a key prefix is a valid range-scan bound.
@@ -82,6 +84,7 @@ const KEY_UUID: u8 = 0x0B;
 const KEY_TIME: u8 = 0x0C;
 const KEY_JSONB: u8 = 0x0D;
 const KEY_JSON: u8 = 0x0E;
+const KEY_ARRAY: u8 = 0x0F;
 
 fn put_varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
@@ -142,6 +145,13 @@ pub fn encode_row(values: &[Value], out: &mut Vec<u8>) {
                 let s = j.to_text();
                 put_varint(s.len() as u64, out);
                 out.extend_from_slice(s.as_bytes());
+            }
+            // Its length, then its elements as a row of that many columns.
+            Value::Array(items) => {
+                let mut inner = Vec::new();
+                encode_row(items, &mut inner);
+                put_varint(inner.len() as u64, out);
+                out.extend_from_slice(&inner);
             }
         }
     }
@@ -353,6 +363,21 @@ impl<'a> Reader<'a> {
                 }
                 Value::Time(us)
             }
+            DataType::Array(e) => {
+                let n = self.len()?;
+                let mut inner = Reader { b: self.take(n)?, i: 0 };
+                let (count, bitmap) = inner.header()?;
+                let elem = e.data_type();
+                let mut items = Vec::with_capacity(count.min(n));
+                for i in 0..count {
+                    items.push(if is_null(bitmap, i) {
+                        Value::Null
+                    } else {
+                        inner.value(&elem)?
+                    });
+                }
+                Value::Array(Arc::new(items))
+            }
         })
     }
 
@@ -373,7 +398,8 @@ impl<'a> Reader<'a> {
             | DataType::Char(_)
             | DataType::Bytea
             | DataType::Json
-            | DataType::Jsonb => {
+            | DataType::Jsonb
+            | DataType::Array(_) => {
                 let n = self.len()?;
                 self.take(n).map(drop)
             }
@@ -518,6 +544,14 @@ fn encode_key_value(v: &Value, bpchar: bool, out: &mut Vec<u8>) {
                 &|n, out| key_numeric(n, out),
             );
         }
+        Value::Array(items) => {
+            out.push(KEY_ARRAY);
+            for v in items.iter() {
+                out.push(0x01);
+                encode_key_value(v, false, out);
+            }
+            out.push(0x00);
+        }
     }
 }
 
@@ -636,6 +670,10 @@ mod tests {
         DataType::Time,
         DataType::Jsonb,
         DataType::Json,
+        DataType::Array(catalog::ArrayElem::Int32),
+        DataType::Array(catalog::ArrayElem::Text),
+        DataType::Array(catalog::ArrayElem::Numeric),
+        DataType::Array(catalog::ArrayElem::Float64),
     ];
 
     /// A random JSON value with few distinct parts, so that equal and near-equal values meet.
@@ -768,6 +806,9 @@ mod tests {
             ),
             DataType::Jsonb => Value::Jsonb(Arc::new(random_jsonb(rng, 0))),
             DataType::Json => Value::Json(format!(" {} ", random_jsonb(rng, 0).to_text()).into()),
+            DataType::Array(e) => Value::Array(Arc::new(
+                (0..rng.below(4)).map(|_| random_value(rng, &e.data_type())).collect(),
+            )),
         }
     }
 
@@ -780,6 +821,9 @@ mod tests {
                 x == y && x.scale() == y.scale() && x.to_string() == y.to_string()
             }
             (Value::Jsonb(x), Value::Jsonb(y)) => x.to_text() == y.to_text(),
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| same(a, b))
+            }
             _ => a == b,
         }
     }

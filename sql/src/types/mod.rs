@@ -8,6 +8,7 @@
 //! - `compare`: SQL comparison and the ORDER BY total order;
 //! - `encoding`: the storage row format and the memcmp-ordered key format;
 //! - `like`: `LIKE` / `ILIKE`;
+//! - `array`: one-dimensional arrays of the scalar types (`integer[]`, `text[]`, …);
 //! - `jsonb`, `json`: the JSON types — jsonb as a tree in PostgreSQL's normalized form and
 //!   order, json as the text it was written in (its parser is jsonb's).
 //!
@@ -17,6 +18,7 @@
 //! `NaN` and `±Infinity` (see `numeric`).
 
 mod arith;
+pub(crate) mod array;
 mod binary;
 mod cast;
 mod compare;

@@ -64,6 +64,7 @@ pub fn parse_text_zoned(s: &str, ty: &DataType, zone: Zone) -> Result<Value> {
             Value::Json(s.into())
         }
         DataType::Time => Value::Time(datetime::parse_time(s)?),
+        DataType::Array(e) => super::array::parse_array(s, &e.data_type(), zone)?,
     })
 }
 
@@ -152,6 +153,10 @@ pub fn format_text_zoned_into(v: &Value, ty: &DataType, zone: Zone, out: &mut St
         Value::Time(t) => datetime::write_time(*t, out),
         Value::Jsonb(j) => j.write(out),
         Value::Json(s) => out.push_str(s),
+        Value::Array(items) => {
+            let elem = ty.element().unwrap_or_else(|| super::value::array_elem_type(items));
+            super::array::write_array(items, &elem, zone, out)
+        }
         Value::Bytea(b) => {
             out.push_str("\\x");
             for byte in b {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::interval::Interval;
 use super::jsonb::Jsonb;
 use super::numeric::Numeric;
-use catalog::DataType;
+use catalog::{ArrayElem, DataType};
 use chrono::{NaiveDate, NaiveDateTime};
 
 /// One SQL value. The SQL type of a value is carried next to it (by the plan), not inside it:
@@ -49,6 +49,9 @@ pub enum Value {
     Jsonb(Arc<Jsonb>),
     /// json: the text as written
     Json(Arc<str>),
+    /// A one-dimensional array (lower bound 1): its elements, NULL ones as `Null`
+    /// (`types::array`).
+    Array(Arc<Vec<Value>>),
 }
 
 impl Value {
@@ -79,6 +82,7 @@ impl Value {
             Value::Time(_) => "time without time zone",
             Value::Jsonb(_) => "jsonb",
             Value::Json(_) => "json",
+            Value::Array(_) => "array",
         }
     }
 
@@ -104,6 +108,15 @@ impl Value {
             Value::Time(_) => DataType::Time,
             Value::Jsonb(_) => DataType::Jsonb,
             Value::Json(_) => DataType::Json,
+            Value::Array(items) => {
+                DataType::Array(ArrayElem::of(&array_elem_type(items)).unwrap_or(ArrayElem::Text))
+            }
         })
     }
+}
+
+/// The element type of an array's values when no plan says it: the type of its first
+/// non-NULL element, `text` when there is none.
+pub(crate) fn array_elem_type(items: &[Value]) -> DataType {
+    items.iter().find_map(Value::data_type).unwrap_or(DataType::Text)
 }

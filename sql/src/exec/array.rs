@@ -1,0 +1,262 @@
+//! The array operators and functions ([`ArrayFunc`]) and unnest, over one-dimensional arrays
+//! with lower bound 1 (`types::array`). NULL handling is PostgreSQL's: the strict ones never
+//! get here with a NULL argument ([`ArrayFunc::strict`]); the others say below what a NULL
+//! does.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::plan::ArrayFunc;
+use crate::types::{self, array, Value, Zone};
+
+fn items(v: &Value) -> Result<&[Value]> {
+    match v {
+        Value::Array(a) => Ok(a),
+        other => Err(Error::internal(format!("an array function got {}", other.type_name()))),
+    }
+}
+
+fn int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int16(i) => Some(*i as i64),
+        Value::Int32(i) => Some(*i as i64),
+        Value::Int64(i) => Some(*i),
+        _ => None,
+    }
+}
+
+fn array(items: Vec<Value>) -> Value {
+    Value::Array(Arc::new(items))
+}
+
+/// The text of an element, as its output function writes it.
+fn element_text(v: &Value, zone: Zone) -> String {
+    let ty = v.data_type().unwrap_or(catalog::DataType::Text);
+    types::format_text_zoned(v, &ty, zone)
+}
+
+/// Runs `f` on `args`.
+pub(crate) fn call(f: ArrayFunc, mut args: Vec<Value>, zone: Zone) -> Result<Value> {
+    let len = |v: &Value| items(v).map(<[Value]>::len);
+    Ok(match f {
+        ArrayFunc::Build => array(args),
+        ArrayFunc::Subscript => {
+            let a = items(&args[0])?;
+            match int(&args[1]) {
+                Some(i) if i >= 1 && (i as u64) <= a.len() as u64 => a[i as usize - 1].clone(),
+                _ => Value::Null,
+            }
+        }
+        ArrayFunc::Slice { lower, upper } => {
+            let a = items(&args[0])?;
+            let n = a.len() as i64;
+            let lo = if lower { int(&args[1]).unwrap_or(1) } else { 1 }.max(1);
+            let hi = if upper { int(&args[1 + usize::from(lower)]).unwrap_or(n) } else { n }.min(n);
+            if lo > hi {
+                array(Vec::new())
+            } else {
+                array(a[lo as usize - 1..hi as usize].to_vec())
+            }
+        }
+        // A NULL array is no elements; both NULL is NULL.
+        ArrayFunc::Cat => {
+            let b = args.pop().expect("two arguments");
+            let a = args.pop().expect("two arguments");
+            match (a, b) {
+                (Value::Null, b) => b,
+                (a, Value::Null) => a,
+                (a, b) => {
+                    let mut out = items(&a)?.to_vec();
+                    out.extend_from_slice(items(&b)?);
+                    array(out)
+                }
+            }
+        }
+        ArrayFunc::Append => {
+            let x = args.pop().expect("two arguments");
+            let mut out = match &args[0] {
+                Value::Null => Vec::new(),
+                a => items(a)?.to_vec(),
+            };
+            out.push(x);
+            array(out)
+        }
+        ArrayFunc::Prepend => {
+            let mut out = vec![args[0].clone()];
+            if !args[1].is_null() {
+                out.extend_from_slice(items(&args[1])?);
+            }
+            array(out)
+        }
+        ArrayFunc::Contains => Value::Bool(array::contains(items(&args[0])?, items(&args[1])?)),
+        ArrayFunc::Overlaps => Value::Bool(array::overlaps(items(&args[0])?, items(&args[1])?)),
+        // NULL over an empty array is still false (ANY) or true (ALL).
+        ArrayFunc::Any { op, all } => {
+            if args[1].is_null() {
+                return Ok(Value::Null);
+            }
+            let a = items(&args[1])?;
+            if a.is_empty() {
+                return Ok(Value::Bool(all));
+            }
+            let mut unknown = false;
+            for y in a {
+                match types::compare(&args[0], y) {
+                    None => unknown = true,
+                    Some(o) if op.holds(o) != all => return Ok(Value::Bool(!all)),
+                    Some(_) => {}
+                }
+            }
+            if unknown {
+                Value::Null
+            } else {
+                Value::Bool(all)
+            }
+        }
+        ArrayFunc::Length | ArrayFunc::Upper => match (len(&args[0])?, int(&args[1])) {
+            (n, Some(1)) if n > 0 => Value::Int32(n as i32),
+            _ => Value::Null,
+        },
+        ArrayFunc::Lower => match (len(&args[0])?, int(&args[1])) {
+            (n, Some(1)) if n > 0 => Value::Int32(1),
+            _ => Value::Null,
+        },
+        ArrayFunc::Ndims => match len(&args[0])? {
+            0 => Value::Null,
+            _ => Value::Int32(1),
+        },
+        ArrayFunc::Dims => match len(&args[0])? {
+            0 => Value::Null,
+            n => Value::Text(format!("[1:{n}]")),
+        },
+        ArrayFunc::Cardinality => Value::Int32(len(&args[0])? as i32),
+        // NULL is found as a NULL element; a NULL array finds nothing.
+        ArrayFunc::Position => {
+            if args[0].is_null() {
+                return Ok(Value::Null);
+            }
+            let start = match args.get(2) {
+                None => 1,
+                Some(Value::Null) => {
+                    return Err(Error::DataException {
+                        message: "initial position must not be null".into(),
+                        sqlstate: "22004",
+                    })
+                }
+                Some(v) => int(v).unwrap_or(1).max(1) as usize,
+            };
+            match array::position(items(&args[0])?, &args[1], start) {
+                Some(i) => Value::Int32(i as i32),
+                None => Value::Null,
+            }
+        }
+        ArrayFunc::Positions => {
+            if args[0].is_null() {
+                return Ok(Value::Null);
+            }
+            let a = items(&args[0])?;
+            array(
+                (1..=a.len())
+                    .filter(|&i| array::not_distinct(&a[i - 1], &args[1]))
+                    .map(|i| Value::Int32(i as i32))
+                    .collect(),
+            )
+        }
+        ArrayFunc::Remove => {
+            if args[0].is_null() {
+                return Ok(Value::Null);
+            }
+            let a = items(&args[0])?;
+            array(a.iter().filter(|y| !array::not_distinct(y, &args[1])).cloned().collect())
+        }
+        ArrayFunc::Replace => {
+            if args[0].is_null() {
+                return Ok(Value::Null);
+            }
+            let a = items(&args[0])?;
+            array(
+                a.iter()
+                    .map(
+                        |y| {
+                            if array::not_distinct(y, &args[1]) {
+                                args[2].clone()
+                            } else {
+                                y.clone()
+                            }
+                        },
+                    )
+                    .collect(),
+            )
+        }
+        // NULL elements are left out unless a (non-NULL) text for them is given.
+        ArrayFunc::ToString => {
+            let (Value::Array(a), Some(sep)) = (&args[0], text(&args[1])) else {
+                return Ok(Value::Null);
+            };
+            let null = args.get(2).and_then(text);
+            let mut out = String::new();
+            let mut first = true;
+            for v in a.iter() {
+                let piece = match v {
+                    Value::Null => match null {
+                        Some(n) => n.to_string(),
+                        None => continue,
+                    },
+                    v => element_text(v, zone),
+                };
+                if !first {
+                    out.push_str(sep);
+                }
+                first = false;
+                out.push_str(&piece);
+            }
+            Value::Text(out)
+        }
+        // A NULL separator splits into characters; an empty one gives the whole string.
+        ArrayFunc::FromString => {
+            let Some(s) = text(&args[0]) else { return Ok(Value::Null) };
+            let null = args.get(2).and_then(text);
+            if s.is_empty() {
+                return Ok(array(Vec::new()));
+            }
+            let pieces: Vec<String> = match text(&args[1]) {
+                None => s.chars().map(String::from).collect(),
+                Some("") => vec![s.to_string()],
+                Some(sep) => s.split(sep).map(str::to_string).collect(),
+            };
+            array(
+                pieces
+                    .into_iter()
+                    .map(|p| if Some(p.as_str()) == null { Value::Null } else { Value::Text(p) })
+                    .collect(),
+            )
+        }
+    })
+}
+
+fn text(v: &Value) -> Option<&str> {
+    match v {
+        Value::Text(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The rows of `unnest(a)`: one per element, with its position (bigint) when `ordinality`.
+pub(crate) fn unnest(a: Value, ordinality: bool) -> Result<Vec<Vec<Value>>> {
+    if a.is_null() {
+        return Ok(Vec::new());
+    }
+    Ok(items(&a)?
+        .iter()
+        .enumerate()
+        .map(
+            |(i, v)| {
+                if ordinality {
+                    vec![v.clone(), Value::Int64(i as i64 + 1)]
+                } else {
+                    vec![v.clone()]
+                }
+            },
+        )
+        .collect())
+}
