@@ -700,6 +700,51 @@ impl Ctx<'_> {
             return Err(Error::internal("scan() of a non-scan plan"));
         };
         let limit = self.count_arg(limit.as_ref(), "LIMIT", "2201W")?.map(|l| l as usize);
+        if let Access::Each { access, slot, values } = access {
+            // One scan per distinct value, in key order; NULL finds nothing.
+            let items = match self.eval(values, &[])? {
+                Value::Array(items) => items,
+                Value::Null => return Ok(Vec::new()),
+                other => return Err(Error::internal(format!("IN list of {}", other.type_name()))),
+            };
+            let mut distinct: Vec<(Vec<u8>, Value)> = items
+                .iter()
+                .filter(|v| !v.is_null())
+                .map(|v| {
+                    let mut k = Vec::new();
+                    types::encode_key(std::slice::from_ref(v), &mut k);
+                    (k, v.clone())
+                })
+                .collect();
+            distinct.sort_by(|a, b| a.0.cmp(&b.0));
+            distinct.dedup_by(|a, b| a.0 == b.0);
+            let mut out = Vec::new();
+            for (_, v) in distinct {
+                let mut one = (**access).clone();
+                let key = match &mut one {
+                    Access::PointGet(keys) => keys.get_mut(*slot),
+                    Access::Range { eq, .. } => eq.get_mut(*slot),
+                    _ => None,
+                };
+                *key.ok_or_else(|| Error::internal("IN list slot"))? = Expr::Literal(v);
+                let scan = Plan::Scan {
+                    table: table.clone(),
+                    access: one,
+                    filter: filter.clone(),
+                    reverse: *reverse,
+                    limit: None,
+                    for_update: *for_update,
+                };
+                out.extend(self.scan_with(&scan, used.clone())?);
+                if limit.is_some_and(|l| out.len() >= l) {
+                    break;
+                }
+            }
+            if let Some(l) = limit {
+                out.truncate(l);
+            }
+            return Ok(out);
+        }
         let types = column_types(table);
         let t = tid(table);
         let mut out: Vec<(Vec<u8>, Vec<Value>)> = Vec::new();
@@ -731,6 +776,7 @@ impl Ctx<'_> {
                 }
                 return Ok(out);
             }
+            Access::Each { .. } => unreachable!("handled above"),
             Access::Full | Access::Range { .. } => {
                 let (index, lo, hi) = match access {
                     Access::Full => (None, Bound::Unbounded, Bound::Unbounded),
@@ -790,7 +836,7 @@ impl Ctx<'_> {
                         };
                         (*index, lo_b, hi_b)
                     }
-                    Access::PointGet(_) => unreachable!("handled above"),
+                    Access::PointGet(_) | Access::Each { .. } => unreachable!("handled above"),
                 };
                 let index = index.map(|i| txn::IndexId(i.0));
                 let mut err = None;

@@ -70,7 +70,7 @@ fn plan_is_short(plan: &crate::plan::Plan) -> bool {
     match plan {
         Plan::Values { .. } => true,
         Plan::Scan { access, limit, .. } => match access {
-            Access::PointGet(_) => true,
+            Access::PointGet(_) | Access::Each { .. } => true,
             Access::Range { eq, lo, hi, .. } => {
                 !eq.is_empty() || lo.is_some() || hi.is_some() || limit.is_some()
             }

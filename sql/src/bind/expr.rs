@@ -2604,6 +2604,20 @@ fn any_all(
             }
             _ => Err(Error::unsupported(format!("{op} {word} (subquery)"))),
         },
+        // `= ANY (ARRAY[…])` is IN (…), `<> ALL (ARRAY[…])` NOT IN (…): index lookups.
+        AstExpr::Array(array)
+            if !array.elem.is_empty()
+                && matches!(
+                    (op, any),
+                    (BinaryOperator::Eq, true) | (BinaryOperator::NotEq, false)
+                ) =>
+        {
+            Ok(Some(AstExpr::InList {
+                expr: Box::new(left.clone()),
+                list: array.elem.clone(),
+                negated: !any,
+            }))
+        }
         AstExpr::Array(array) => {
             let (join, empty) =
                 if any { (BinaryOperator::Or, false) } else { (BinaryOperator::And, true) };

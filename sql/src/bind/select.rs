@@ -12,9 +12,10 @@ use super::expr::column_name;
 use super::{ident, Binder, Scope, ScopeColumn};
 use crate::error::{Error, Result};
 use crate::plan::{
-    Access, CmpOp, Expr, JoinKind, JsonbRows, Lookup, OutColumn, Plan, Query, SetOpKind, SortKey,
+    Access, ArrayFunc, CmpOp, Expr, Func, JoinKind, JsonbRows, Lookup, OutColumn, Plan, Query,
+    SetOpKind, SortKey,
 };
-use crate::types::{self, CastKind};
+use crate::types::{self, CastKind, Value};
 
 /// One FROM item while building the join tree.
 pub(crate) struct FromItem {
@@ -2446,14 +2447,34 @@ pub(crate) fn row_independent(e: &Expr) -> bool {
 }
 
 /// Picks the access path for a scan of `table` filtered by `conjuncts`: a point get on the full
-/// primary key, else the index with the longest equality prefix (plus a range on the next
-/// column), else a full scan. The conjuncts all stay in the residual filter.
+/// primary key, else point gets for each value of an IN list (or `= ANY (array)`) that
+/// completes the primary key, else the index with the longest equality prefix (plus a range on
+/// the next column; an IN list may take one place in the prefix, scanned once per value), else
+/// a full scan. The conjuncts all stay in the residual filter.
 fn choose_access(table: &Table, conjuncts: &[Expr]) -> Access {
     let ncols = table.columns.len();
     let mut eq: Vec<Option<Expr>> = vec![None; ncols];
+    let mut list: Vec<Option<Expr>> = vec![None; ncols];
     let mut lo: Vec<Option<(Expr, bool)>> = vec![None; ncols];
     let mut hi: Vec<Option<(Expr, bool)>> = vec![None; ncols];
     for c in conjuncts {
+        match c {
+            Expr::InList(a, items, false) => {
+                if let (Some(i), true) = (key_column(a, table), items.iter().all(row_independent)) {
+                    list[i] = Some(Expr::Func(Func::Array(ArrayFunc::Build), items.clone()));
+                }
+                continue;
+            }
+            Expr::Func(Func::Array(ArrayFunc::Any { op: CmpOp::Eq, all: false }), args) => {
+                if let [a, values] = args.as_slice() {
+                    if let (Some(i), true) = (key_column(a, table), row_independent(values)) {
+                        list[i] = Some(values.clone());
+                    }
+                }
+                continue;
+            }
+            _ => {}
+        }
         let Expr::Cmp(op, a, b) = c else { continue };
         let (col, value, op) = if let (Some(i), true) = (key_column(a, table), row_independent(b)) {
             (i, b.as_ref().clone(), *op)
@@ -2472,6 +2493,7 @@ fn choose_access(table: &Table, conjuncts: &[Expr]) -> Access {
         }
     }
     let mut best: Option<(usize, bool, Access)> = None;
+    let mut point_gets: Option<Access> = None;
     for index in &table.indexes {
         let cols: Vec<usize> = index.columns.iter().map(|c| *c as usize).collect();
         let prefix = cols.iter().take_while(|c| eq[**c].is_some()).count();
@@ -2480,26 +2502,47 @@ fn choose_access(table: &Table, conjuncts: &[Expr]) -> Access {
                 cols.iter().map(|c| eq[*c].clone().expect("prefix")).collect(),
             );
         }
-        let next = cols.get(prefix).copied();
-        let range = next.map(|n| lo[n].is_some() || hi[n].is_some()).unwrap_or(false);
-        if prefix == 0 && !range {
-            continue;
-        }
-        let better = match &best {
-            None => true,
-            Some((p, r, _)) => (prefix, range) > (*p, *r),
+        let keys = |n: usize| -> Vec<Expr> {
+            cols[..n].iter().map(|c| eq[*c].clone().unwrap_or(Expr::Literal(Value::Null))).collect()
         };
-        if better {
-            let access = Access::Range {
-                index: if index.primary { None } else { Some(index.id) },
-                eq: cols[..prefix].iter().map(|c| eq[*c].clone().expect("prefix")).collect(),
-                lo: next.and_then(|n| lo[n].clone()),
-                hi: next.and_then(|n| hi[n].clone()),
+        let range_at = |n: usize| cols.get(n).is_some_and(|c| lo[*c].is_some() || hi[*c].is_some());
+        let mut candidates = vec![(prefix, None)];
+        // An IN list right after the equality prefix extends it, one scan per value.
+        if let Some(values) = cols.get(prefix).and_then(|c| list[*c].clone()) {
+            candidates.push((prefix + 1, Some(values)));
+        }
+        for (n, values) in candidates {
+            let range = range_at(n);
+            if n == 0 && !range {
+                continue;
+            }
+            let each = |access: Access| match &values {
+                Some(v) => {
+                    Access::Each { access: Box::new(access), slot: prefix, values: v.clone() }
+                }
+                None => access,
             };
-            best = Some((prefix, range, access));
+            if index.primary && n == cols.len() {
+                point_gets = Some(each(Access::PointGet(keys(n))));
+                continue;
+            }
+            let better = match &best {
+                None => true,
+                Some((p, r, _)) => (n, range) > (*p, *r),
+            };
+            if better {
+                let next = cols.get(n).copied();
+                let access = Access::Range {
+                    index: if index.primary { None } else { Some(index.id) },
+                    eq: keys(n),
+                    lo: next.and_then(|c| lo[c].clone()),
+                    hi: next.and_then(|c| hi[c].clone()),
+                };
+                best = Some((n, range, each(access)));
+            }
         }
     }
-    best.map(|(_, _, a)| a).unwrap_or(Access::Full)
+    point_gets.or(best.map(|(_, _, a)| a)).unwrap_or(Access::Full)
 }
 
 fn flip(op: CmpOp) -> CmpOp {
@@ -2538,6 +2581,8 @@ fn try_order_by_index(
     }
     let (index_cols, prefix): (Vec<usize>, usize) = match access {
         Access::PointGet(_) => return true,
+        // Rows come value by value, not in index order.
+        Access::Each { .. } => return false,
         Access::Full => match table.primary_index() {
             Some(pk) => (pk.columns.iter().map(|c| *c as usize).collect(), 0),
             None => return false,

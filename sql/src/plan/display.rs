@@ -6,7 +6,9 @@
 
 use std::fmt::{self, Write as _};
 
-use super::{Access, CmpOp, Expr, Func, JoinKind, Plan, SortKey, Statement, LOOKUP_BUDGET};
+use super::{
+    Access, ArrayFunc, CmpOp, Expr, Func, JoinKind, Plan, SortKey, Statement, LOOKUP_BUDGET,
+};
 use crate::types::ArithOp;
 use catalog::DataType;
 
@@ -80,6 +82,7 @@ fn expr(e: &Expr, names: &dyn Fn(usize) -> String) -> String {
         Expr::Cast(a, t, _) => format!("({})::{}", r(a), t.sql_name()),
         Expr::Concat(a, b) => format!("({} || {})", r(a), r(b)),
         Expr::Func(Func::Jsonb(f), args) => format!("{}({})", f.name(), list(args)),
+        Expr::Func(Func::Array(ArrayFunc::Build), args) => format!("ARRAY[{}]", list(args)),
         Expr::Func(Func::Array(f), args) => format!("{}({})", f.name(), list(args)),
         Expr::Func(f, args) => format!("{}({})", format!("{f:?}").to_lowercase(), list(args)),
         Expr::Subquery(_) => "(SubPlan)".into(),
@@ -147,6 +150,17 @@ impl Plan {
                     columns.iter().map(|c| names(usize::from(*c))).collect()
                 };
                 let backward = if *reverse { " Backward" } else { "" };
+                // An IN list's slot shows as `= ANY (values)`.
+                let (access, each) = match access {
+                    Access::Each { access, slot, values } => {
+                        (access.as_ref(), Some((*slot, expr(values, &names))))
+                    }
+                    other => (other, None),
+                };
+                let cond = |i: usize, k: &str, v: &Expr| match &each {
+                    Some((slot, values)) if *slot == i => format!("{k} = ANY ({values})"),
+                    _ => format!("{k} = {}", expr(v, &names)),
+                };
                 match access {
                     Access::Full => writeln!(f, "{arrow}Seq Scan on {}", table.name)?,
                     Access::PointGet(values) => {
@@ -159,7 +173,8 @@ impl Plan {
                         let conds: Vec<String> = keys(&None)
                             .iter()
                             .zip(values)
-                            .map(|(k, v)| format!("{k} = {}", expr(v, &names)))
+                            .enumerate()
+                            .map(|(i, (k, v))| cond(i, k, v))
                             .collect();
                         writeln!(f, "{pad}      Key: {}", conds.join(" AND "))?;
                     }
@@ -174,7 +189,8 @@ impl Plan {
                         let mut conds: Vec<String> = keys
                             .iter()
                             .zip(eq)
-                            .map(|(k, v)| format!("{k} = {}", expr(v, &names)))
+                            .enumerate()
+                            .map(|(i, (k, v))| cond(i, k, v))
                             .collect();
                         let next = keys.get(eq.len()).cloned().unwrap_or_default();
                         if let Some((v, inclusive)) = lo {
@@ -189,6 +205,7 @@ impl Plan {
                             writeln!(f, "{pad}      Index Cond: {}", conds.join(" AND "))?;
                         }
                     }
+                    Access::Each { .. } => unreachable!("unwrapped above"),
                 }
                 if let Some(p) = filter {
                     writeln!(f, "{pad}      Filter: {}", expr(p, &names))?;

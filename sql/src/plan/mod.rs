@@ -684,6 +684,55 @@ pub enum Access {
         /// Upper bound on the next key column: (expr, inclusive).
         hi: Option<(Expr, bool)>,
     },
+    /// `col IN (…)` or `col = ANY (array)` on a key column: one scan of `access` per
+    /// distinct non-NULL value of `values` (an array), with the key expression at `slot` (of
+    /// `PointGet`'s keys or `Range`'s `eq`) set to that value.
+    Each {
+        /// A `PointGet` or `Range` whose key expression at `slot` is a placeholder.
+        access: Box<Access>,
+        /// Which key expression the values take the place of.
+        slot: usize,
+        /// The values, as an array.
+        values: Expr,
+    },
+}
+
+impl Access {
+    /// The expressions the access evaluates.
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match self {
+            Access::Full => vec![],
+            Access::PointGet(keys) => keys.iter().collect(),
+            Access::Range { eq, lo, hi, .. } => eq
+                .iter()
+                .chain(lo.iter().map(|(e, _)| e))
+                .chain(hi.iter().map(|(e, _)| e))
+                .collect(),
+            Access::Each { access, values, .. } => {
+                let mut out = access.exprs();
+                out.push(values);
+                out
+            }
+        }
+    }
+
+    /// [`Access::exprs`], mutable.
+    pub fn exprs_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            Access::Full => vec![],
+            Access::PointGet(keys) => keys.iter_mut().collect(),
+            Access::Range { eq, lo, hi, .. } => eq
+                .iter_mut()
+                .chain(lo.iter_mut().map(|(e, _)| e))
+                .chain(hi.iter_mut().map(|(e, _)| e))
+                .collect(),
+            Access::Each { access, values, .. } => {
+                let mut out = access.exprs_mut();
+                out.push(values);
+                out
+            }
+        }
+    }
 }
 
 /// Sort key.
@@ -1062,15 +1111,7 @@ impl Plan {
         match self {
             Plan::Values { rows, .. } => rows.iter().flatten().collect(),
             Plan::Scan { access, filter, limit, .. } => {
-                let mut out: Vec<&Expr> = match access {
-                    Access::Full => vec![],
-                    Access::PointGet(keys) => keys.iter().collect(),
-                    Access::Range { eq, lo, hi, .. } => eq
-                        .iter()
-                        .chain(lo.iter().map(|(e, _)| e))
-                        .chain(hi.iter().map(|(e, _)| e))
-                        .collect(),
-                };
+                let mut out = access.exprs();
                 out.extend(filter.iter().chain(limit.iter()));
                 out
             }
@@ -1132,15 +1173,7 @@ impl Plan {
         match self {
             Plan::Values { rows, .. } => rows.iter_mut().flatten().collect(),
             Plan::Scan { access, filter, limit, .. } => {
-                let mut out: Vec<&mut Expr> = match access {
-                    Access::Full => vec![],
-                    Access::PointGet(keys) => keys.iter_mut().collect(),
-                    Access::Range { eq, lo, hi, .. } => eq
-                        .iter_mut()
-                        .chain(lo.iter_mut().map(|(e, _)| e))
-                        .chain(hi.iter_mut().map(|(e, _)| e))
-                        .collect(),
-                };
+                let mut out = access.exprs_mut();
                 out.extend(filter.iter_mut().chain(limit.iter_mut()));
                 out
             }
