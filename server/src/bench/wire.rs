@@ -10,7 +10,9 @@
 //! 2. On each system, create `kv(k int8 primary key, v int8, pad text)` and load `--rows` rows
 //!    with a prepared multi-row INSERT (PostgreSQL then gets `VACUUM ANALYZE`).
 //! 3. For each workload — prepared point select `SELECT v, pad FROM kv WHERE k = $1`, prepared
-//!    autocommit update `UPDATE kv SET v = v + 1 WHERE k = $1` — run [`ROUNDS`] rounds, and in
+//!    autocommit update `UPDATE kv SET v = v + 1 WHERE k = $1`, and a batch fetch of
+//!    [`IN_KEYS`] distinct keys `SELECT v, pad FROM kv WHERE k IN ($1, …)` (what an ORM sends
+//!    to load a page of rows by id) — run [`ROUNDS`] rounds, and in
 //!    each round measure Aspen then each PostgreSQL for one `--seconds` window with `--clients`
 //!    connections over uniformly random keys. Alternating the systems spreads any drift of the
 //!    machine (other processes, thermal) over both.
@@ -53,17 +55,34 @@ type BoxError = Box<dyn std::error::Error>;
 /// The error of a spawned client task.
 type SendError = Box<dyn std::error::Error + Send + Sync>;
 
+/// Keys per statement of the IN-list workload.
+const IN_KEYS: usize = 10;
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Workload {
     PointSelect,
     Update,
+    InList,
 }
 
 impl Workload {
+    const ALL: [Workload; 3] = [Workload::PointSelect, Workload::Update, Workload::InList];
+
     fn sql(self) -> &'static str {
         match self {
             Workload::PointSelect => "SELECT v, pad FROM kv WHERE k = $1",
             Workload::Update => "UPDATE kv SET v = v + 1 WHERE k = $1",
+            Workload::InList => {
+                "SELECT v, pad FROM kv WHERE k IN ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+            }
+        }
+    }
+
+    /// Keys per statement.
+    fn keys(self) -> usize {
+        match self {
+            Workload::InList => IN_KEYS,
+            _ => 1,
         }
     }
 
@@ -71,18 +90,37 @@ impl Workload {
         match self {
             Workload::PointSelect => "point select",
             Workload::Update => "single-row update (autocommit)",
+            Workload::InList => "10-key IN-list select",
         }
     }
 
-    /// The same statement as a pgbench script over keys `1..=rows`.
+    /// The target for the ratio, if it sets one.
+    fn target(self) -> &'static str {
+        match self {
+            Workload::PointSelect => "≥ 1.5×",
+            Workload::Update => "≥ 2×",
+            Workload::InList => "—",
+        }
+    }
+
+    /// The same statement as a pgbench script over keys `1..=rows` (pgbench draws the keys
+    /// of an IN list independently, so they may repeat).
     fn pgbench_script(self, rows: u64) -> String {
-        format!("\\set k random(1, {rows})\n{};\n", self.sql().replace("$1", ":k"))
+        let mut sql = self.sql().to_string();
+        let mut script = String::new();
+        for i in (1..=self.keys()).rev() {
+            let name = if self.keys() == 1 { "k".to_string() } else { format!("k{i}") };
+            script.insert_str(0, &format!("\\set {name} random(1, {rows})\n"));
+            sql = sql.replace(&format!("${i}"), &format!(":{name}"));
+        }
+        format!("{script}{sql};\n")
     }
 
     fn file_stem(self) -> &'static str {
         match self {
             Workload::PointSelect => "point-select",
             Workload::Update => "update",
+            Workload::InList => "in-list-select",
         }
     }
 }
@@ -472,16 +510,26 @@ async fn client_loop(
         if op_started >= deadline {
             break;
         }
-        let k = rng.range(1, rows) as i64;
+        let mut keys: Vec<i64> = Vec::with_capacity(workload.keys());
+        while keys.len() < workload.keys().min(rows as usize) {
+            let k = rng.range(1, rows) as i64;
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        let params: Vec<&(dyn ToSql + Sync)> =
+            keys.iter().map(|k| k as &(dyn ToSql + Sync)).collect();
         loop {
             let result = match workload {
-                Workload::PointSelect => client.query_one(&stmt, &[&k]).await.map(|_| 1u64),
-                Workload::Update => client.execute(&stmt, &[&k]).await,
+                Workload::PointSelect => client.query_one(&stmt, &params).await.map(|_| 1u64),
+                Workload::Update => client.execute(&stmt, &params).await,
+                Workload::InList => client.query(&stmt, &params).await.map(|r| r.len() as u64),
             };
             match result {
-                Ok(1) => break,
+                Ok(n) if n == keys.len() as u64 => break,
                 Ok(n) => {
-                    return Err(format!("{} touched {n} rows for key {k}", workload.label()).into())
+                    let k = keys[0];
+                    return Err(format!("{} touched {n} rows for key {k}", workload.label()).into());
                 }
                 Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) => {
                     w.retries += 1;
@@ -630,8 +678,8 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, BoxError> {
         order.join(", "),
     );
     let mut rounds = String::new();
-    for (workload, target) in [(Workload::PointSelect, "≥ 1.5×"), (Workload::Update, "≥ 2×")]
-    {
+    for workload in Workload::ALL {
+        let target = workload.target();
         let mut cell = |idx: Option<usize>| -> (Option<f64>, String, String) {
             match idx {
                 Some(i) => {
@@ -719,7 +767,7 @@ async fn drive(
         versions.push((server.name, version));
     }
     let mut results = Results::default();
-    for workload in [Workload::PointSelect, Workload::Update] {
+    for workload in Workload::ALL {
         for round in 0..ROUNDS {
             for (i, server) in servers.iter().enumerate() {
                 eprintln!("wire: {} on {}, round {}", workload.label(), server.name, round + 1);
@@ -754,6 +802,12 @@ mod tests {
         assert_eq!(
             Workload::Update.pgbench_script(7),
             "\\set k random(1, 7)\nUPDATE kv SET v = v + 1 WHERE k = :k;\n"
+        );
+        let script = Workload::InList.pgbench_script(9);
+        assert!(script.starts_with("\\set k1 random(1, 9)\n\\set k2 random(1, 9)\n"), "{script}");
+        assert!(
+            script.ends_with("WHERE k IN (:k1, :k2, :k3, :k4, :k5, :k6, :k7, :k8, :k9, :k10);\n"),
+            "{script}"
         );
     }
 }
