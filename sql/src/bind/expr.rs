@@ -2299,6 +2299,7 @@ impl Binder<'_> {
                 // Each argument as to_jsonb gives it (an untyped literal is text); the key and
                 // the value of jsonb_object_agg travel as string_agg's value and delimiter.
                 let saved = self.aggs.take();
+                let mut array_values = false;
                 let bound: Result<Vec<Expr>> = args
                     .iter()
                     .enumerate()
@@ -2307,6 +2308,8 @@ impl Binder<'_> {
                             Some(row) => row,
                             None => self.bind_expr(a, scope)?,
                         };
+                        // json_agg spaces arrays apart as it does rows.
+                        array_values |= jsonb_agg && !t.unknown && t.ty.element().is_some();
                         if t.unknown && jsonb_agg {
                             return Err(Error::DatatypeMismatch {
                                 message: "could not determine polymorphic type because input \
@@ -2327,6 +2330,7 @@ impl Binder<'_> {
                     })
                     .collect();
                 self.aggs = saved;
+                rows |= array_values;
                 let mut bound = bound?.into_iter();
                 let arg = bound.next().expect("arity checked");
                 delimiter = bound.next();

@@ -82,6 +82,11 @@ fn call_json(f: JsonbFunc, text: &str, args: &[Value]) -> Result<Value> {
 pub(crate) fn to_json_text(v: &Value, zone: Zone) -> String {
     match v {
         Value::Json(s) => s.to_string(),
+        // array_to_json's layout: no spaces.
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(|x| to_json_text(x, zone)).collect();
+            format!("[{}]", parts.join(","))
+        }
         // Nothing else fails to convert: only json text is read.
         other => to_jsonb(other, zone).map(|j| j.to_text()).unwrap_or_default(),
     }
@@ -322,6 +327,9 @@ pub(crate) fn to_jsonb(v: &Value, zone: Zone) -> Result<Jsonb> {
             }
         }
         Value::Jsonb(j) => (**j).clone(),
+        Value::Array(items) => {
+            Jsonb::Array(items.iter().map(|x| to_jsonb(x, zone)).collect::<Result<_>>()?)
+        }
         Value::Timestamp(_) => Jsonb::String(show(v).replacen(' ', "T", 1)),
         Value::TimestampTz(_) => {
             let mut s = show(v).replacen(' ', "T", 1);
