@@ -12,7 +12,7 @@ use sqlparser::ast::{self as ast, BinaryOperator, Expr as AstExpr};
 use super::expr::Typed;
 use super::{ident, Binder, Scope, ScopeColumn};
 use crate::error::{Error, Result};
-use crate::plan::{ArrayFunc, CmpOp, Expr, Func, Plan};
+use crate::plan::{AggCall, AggFunc, ArrayFunc, CmpOp, Expr, Func, Plan};
 use crate::types::{self, CastKind, Value};
 
 /// The array type whose elements hold values of `ty`, its modifier dropped (`varchar(10)` →
@@ -551,5 +551,50 @@ impl Binder<'_> {
             star: None,
         };
         Ok((Plan::Unnest { arg: t.expr, ordinality }, scope))
+    }
+
+    /// `ARRAY(subquery)`: the subquery's one column, its rows in order, as an array (`{}` when
+    /// there are none) — array_agg over the subquery's plan.
+    pub(super) fn bind_array_subquery(
+        &mut self,
+        q: &ast::Query,
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        let (plan, cols) = self.bind_subquery(q, scope)?;
+        if cols.len() != 1 {
+            return Err(Error::SyntaxMisuse {
+                message: "subquery must return only one column".into(),
+                span: self.span_of(e),
+            });
+        }
+        let elem = cols[0].data_type;
+        if elem.element().is_some() {
+            return Err(Error::unsupported("ARRAY(subquery) of arrays (multidimensional arrays)"));
+        }
+        let ty = array_type_of(elem)
+            .ok_or_else(|| Error::unsupported(format!("arrays of {}", elem.base_name())))?;
+        let agg = AggCall {
+            func: AggFunc::ArrayAgg,
+            arg: Some(Expr::Column(0)),
+            distinct: false,
+            data_type: ty,
+            delimiter: None,
+            filter: None,
+            order_by: Vec::new(),
+            grouping: Vec::new(),
+        };
+        let aggregate = Plan::Aggregate {
+            input: Box::new(plan),
+            group_by: Vec::new(),
+            aggs: vec![agg],
+            sets: Vec::new(),
+        };
+        let empty = Expr::Literal(Value::Array(std::sync::Arc::new(Vec::new())));
+        let plan = Plan::Project {
+            input: Box::new(aggregate),
+            exprs: vec![Expr::Coalesce(vec![Expr::Column(0), empty])],
+        };
+        Ok(Typed::known(Expr::Subquery(Box::new(plan)), ty))
     }
 }

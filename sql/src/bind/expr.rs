@@ -1825,6 +1825,9 @@ impl Binder<'_> {
                 span: self.span_of(e),
             });
         }
+        if let ("array", ast::FunctionArguments::Subquery(q)) = (name.as_str(), &f.args) {
+            return self.bind_array_subquery(q, scope, e);
+        }
         if matches!(name.as_str(), "generate_series" | "unnest" | "generate_subscripts")
             || super::select::jsonb_rows(&name).is_some()
         {
