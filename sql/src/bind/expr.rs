@@ -334,7 +334,10 @@ impl Binder<'_> {
                 }
                 other => Err(Error::unsupported(format!("unary operator {other}"))),
             },
-            AstExpr::BinaryOp { left, op, right } => self.bind_binary(left, op, right, scope, e),
+            AstExpr::BinaryOp { left, op, right } => match row_comparison(left, op, right)? {
+                Some(scalar) => self.bind_expr(&scalar, scope),
+                None => self.bind_binary(left, op, right, scope, e),
+            },
             AstExpr::IsNull(x) | AstExpr::IsNotNull(x) => {
                 let t = self.bind_expr(x, scope)?;
                 let x = if t.unknown {
@@ -377,6 +380,25 @@ impl Binder<'_> {
                     Expr::IsDistinct(Box::new(l), Box::new(r), negated),
                     DataType::Bool,
                 ))
+            }
+            AstExpr::InList { expr, list, negated } if matches!(strip(expr), AstExpr::Tuple(_)) => {
+                // `(a, b) IN ((1, 2), …)`: the rows compared one by one.
+                let mut any: Option<AstExpr> = None;
+                for item in list {
+                    let eq = row_comparison(expr, &BinaryOperator::Eq, item)?
+                        .ok_or_else(|| Error::unsupported("IN of a row and a non-row value"))?;
+                    any = Some(match any {
+                        None => eq,
+                        Some(acc) => binary(acc, BinaryOperator::Or, eq),
+                    });
+                }
+                let any = AstExpr::Nested(Box::new(any.expect("an IN list is never empty")));
+                let out = if *negated {
+                    AstExpr::UnaryOp { op: UnaryOperator::Not, expr: Box::new(any) }
+                } else {
+                    any
+                };
+                self.bind_expr(&out, scope)
             }
             AstExpr::InList { expr, list, negated } => {
                 let mut t = self.bind_expr(expr, scope)?;
@@ -2674,6 +2696,67 @@ fn any_all(
         }
         _ => Ok(None),
     }
+}
+
+/// `e` without the parentheses around it.
+fn strip(mut e: &AstExpr) -> &AstExpr {
+    while let AstExpr::Nested(inner) = e {
+        e = inner;
+    }
+    e
+}
+
+fn binary(left: AstExpr, op: BinaryOperator, right: AstExpr) -> AstExpr {
+    AstExpr::BinaryOp { left: Box::new(left), op, right: Box::new(right) }
+}
+
+/// Two row constructors compared (`(a, b) < (x, y)`), rewritten into the scalar comparisons
+/// PostgreSQL's row comparison stands for: `=` every pair equal, `<>` some pair unequal, and
+/// the orderings pair by pair from the left, the first unequal pair deciding (`a < x OR (a = x
+/// AND b < y)`, which gives PostgreSQL's NULL wherever a pair it reaches is NULL). An ordering
+/// also gets its first column's bound (`a <= x AND (…)`), which it implies, so that keyset
+/// pagination (`WHERE (at, id) > ($1, $2) ORDER BY at, id`) scans an index range. `None`
+/// when neither side is a row constructor.
+fn row_comparison(left: &AstExpr, op: &BinaryOperator, right: &AstExpr) -> Result<Option<AstExpr>> {
+    use BinaryOperator as B;
+    let (l, r) = match (strip(left), strip(right)) {
+        (AstExpr::Tuple(l), AstExpr::Tuple(r)) => (l, r),
+        (AstExpr::Tuple(_), _) | (_, AstExpr::Tuple(_)) => {
+            return Err(Error::unsupported("comparing a row constructor with a non-row value"))
+        }
+        _ => return Ok(None),
+    };
+    if l.len() != r.len() {
+        return Err(Error::SyntaxMisuse {
+            message: "unequal number of entries in row expressions".into(),
+            span: None,
+        });
+    }
+    let pair = |i: usize, op: B| binary(l[i].clone(), op, r[i].clone());
+    let join = |op: B, parts: Vec<AstExpr>| {
+        parts.into_iter().reduce(|acc, x| binary(acc, op.clone(), x)).expect("a row has columns")
+    };
+    let n = l.len();
+    let out = match op {
+        B::Eq => join(B::And, (0..n).map(|i| pair(i, B::Eq)).collect()),
+        B::NotEq => join(B::Or, (0..n).map(|i| pair(i, B::NotEq)).collect()),
+        B::Lt | B::LtEq | B::Gt | B::GtEq => {
+            let strict = if matches!(op, B::Lt | B::LtEq) { B::Lt } else { B::Gt };
+            let bound = if matches!(op, B::Lt | B::LtEq) { B::LtEq } else { B::GtEq };
+            // From the last pair back: the last compares with `op` itself.
+            let mut acc = pair(n - 1, op.clone());
+            for i in (0..n - 1).rev() {
+                let tie = AstExpr::Nested(Box::new(binary(pair(i, B::Eq), B::And, acc)));
+                acc = AstExpr::Nested(Box::new(binary(pair(i, strict.clone()), B::Or, tie)));
+            }
+            if n > 1 {
+                acc = binary(pair(0, bound), B::And, acc);
+            }
+            acc
+        }
+        other => return Err(Error::unsupported(format!("operator {other} on row constructors"))),
+    };
+    Ok(Some(AstExpr::Nested(Box::new(out))))
 }
 
 /// The text of a (possibly negated) numeric literal.
