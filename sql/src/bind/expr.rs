@@ -187,7 +187,9 @@ impl Binder<'_> {
                     let ty = l.ty;
                     return Ok((l.expr, r.expr, ty));
                 }
-                let Some(ty) = types::common_type(&l.ty, &r.ty) else {
+                // An operator on arrays takes one array type (anyarray): no implicit cast.
+                let arrays = l.ty.element().is_some() || r.ty.element().is_some();
+                let Some(ty) = types::common_type(&l.ty, &r.ty).filter(|_| !arrays) else {
                     return Err(Error::UndefinedFunction {
                         name: format!("operator {} {op} {}", l.ty.base_name(), r.ty.base_name()),
                         span: self.span_of(node),

@@ -361,6 +361,11 @@ pub fn common_type(a: &DataType, b: &DataType) -> Option<DataType> {
     if a == b {
         return Some(*a);
     }
+    // Arrays: the array of their elements' common type (PostgreSQL casts arrays implicitly as
+    // their elements; its operators on arrays still want one type: the binder checks that).
+    if let (Some(x), Some(y)) = (a.element(), b.element()) {
+        return common_type(&x, &y).and_then(|e| e.array_of());
+    }
     if let (Some(ra), Some(rb)) = (numeric_rank(a), numeric_rank(b)) {
         return Some(match (a, b) {
             (T::Numeric(_), T::Numeric(_)) => T::Numeric(None),
