@@ -554,6 +554,18 @@ async fn arrays_in_binary() {
     .await
     .expect("@> with a binary array");
     assert_eq!(row.get::<_, i64>(0), 1);
+    // Parameter types inferred from the array around them, as PostgreSQL infers them.
+    for (sql, want) in [
+        ("SELECT id FROM tagged WHERE $1 = ANY (tags)", vec![Type::TEXT]),
+        ("SELECT id FROM tagged WHERE nums @> $1", vec![Type::INT8_ARRAY]),
+        ("SELECT array_append(nums, $1) FROM tagged", vec![Type::INT8]),
+        ("SELECT tags || $1 FROM tagged", vec![Type::TEXT_ARRAY]),
+        ("SELECT nums[$1] FROM tagged", vec![Type::INT4]),
+        ("UPDATE tagged SET nums = $1 WHERE id = $2", vec![Type::INT8_ARRAY, Type::INT4]),
+    ] {
+        let stmt = timed("prepare", c.prepare(sql)).await.expect(sql);
+        assert_eq!(stmt.params(), want, "{sql}");
+    }
     // An int8[] value sent where the statement declared int4[].
     let stmt = timed("prepare int4[]", c.prepare_typed("SELECT $1::int4[]", &[Type::INT8_ARRAY]))
         .await
