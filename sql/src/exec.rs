@@ -1900,14 +1900,14 @@ fn local_time(utc: NaiveDateTime, zone: types::Zone) -> Result<NaiveDateTime> {
         .ok_or_else(|| Error::DatetimeFieldOverflow { message: "timestamp out of range".into() })
 }
 
-fn text_arg(v: &Value) -> Option<&str> {
+pub(crate) fn text_arg(v: &Value) -> Option<&str> {
     match v {
         Value::Text(s) => Some(s),
         _ => None,
     }
 }
 
-fn int_arg(v: &Value) -> Option<i64> {
+pub(crate) fn int_arg(v: &Value) -> Option<i64> {
     match v {
         Value::Int16(i) => Some(*i as i64),
         Value::Int32(i) => Some(*i as i64),

@@ -10,7 +10,7 @@ use catalog::{ArrayElem, DataType};
 use sqlparser::ast::{self as ast, BinaryOperator, Expr as AstExpr};
 
 use super::expr::Typed;
-use super::{ident, Binder, Scope, ScopeColumn};
+use super::{ident, Binder, Scope};
 use crate::error::{Error, Result};
 use crate::plan::{AggCall, AggFunc, ArrayFunc, CmpOp, Expr, Func, Plan};
 use crate::types::{self, CastKind, Value};
@@ -517,39 +517,11 @@ impl Binder<'_> {
             });
         };
         let rel = alias.map(|a| ident(&a.name)).unwrap_or_else(|| "unnest".into());
-        let given: Vec<String> =
-            alias.map(|a| a.columns.iter().map(|c| ident(&c.name)).collect()).unwrap_or_default();
         let mut columns = vec![(rel.clone(), elem)];
         if ordinality {
             columns.push(("ordinality".into(), DataType::Int64));
         }
-        if given.len() > columns.len() {
-            return Err(Error::InvalidColumnReference {
-                message: format!(
-                    "table \"{rel}\" has {} columns available but {} columns specified",
-                    columns.len(),
-                    given.len()
-                ),
-                span: None,
-            });
-        }
-        let one = columns.len() == 1;
-        let scope = Scope {
-            columns: columns
-                .into_iter()
-                .enumerate()
-                .map(|(i, (name, data_type))| ScopeColumn {
-                    relation: Some(rel.clone()),
-                    name: given.get(i).cloned().unwrap_or(name),
-                    data_type,
-                    source: None,
-                    hidden: false,
-                    shadowed: false,
-                    whole_row: one,
-                })
-                .collect(),
-            star: None,
-        };
+        let scope = super::select::function_scope(rel, alias, columns)?;
         Ok((Plan::Unnest { arg: t.expr, ordinality }, scope))
     }
 

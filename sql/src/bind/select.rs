@@ -986,41 +986,18 @@ impl Binder<'_> {
         let (t, e) = typed.pop().expect("one argument");
         let arg = self.coerce(t, arg_ty, CastKind::Implicit, e)?;
         let rel = alias.map(|a| ident(&a.name)).unwrap_or_else(|| func.name().into());
-        let given: Vec<String> =
-            alias.map(|a| a.columns.iter().map(|c| ident(&c.name)).collect()).unwrap_or_default();
-        let columns = func.columns();
-        if given.len() > columns.len() {
-            return Err(Error::InvalidColumnReference {
-                message: format!(
-                    "table \"{rel}\" has {} columns available but {} columns specified",
-                    columns.len(),
-                    given.len()
-                ),
-                span: None,
-            });
-        }
-        let scope = Scope {
-            columns: columns
-                .iter()
-                .enumerate()
-                .map(|(i, (name, ty))| {
-                    let default = match (func, alias) {
-                        (JsonbRows::ObjectKeys | JsonbRows::JsonObjectKeys, Some(_)) => rel.clone(),
-                        _ => name.to_string(),
-                    };
-                    ScopeColumn {
-                        relation: Some(rel.clone()),
-                        name: given.get(i).cloned().unwrap_or(default),
-                        data_type: *ty,
-                        source: None,
-                        hidden: false,
-                        shadowed: false,
-                        whole_row: columns.len() == 1,
-                    }
-                })
-                .collect(),
-            star: None,
-        };
+        let columns = func
+            .columns()
+            .iter()
+            .map(|(name, ty)| {
+                let name = match (func, alias) {
+                    (JsonbRows::ObjectKeys | JsonbRows::JsonObjectKeys, Some(_)) => rel.clone(),
+                    _ => name.to_string(),
+                };
+                (name, *ty)
+            })
+            .collect();
+        let scope = function_scope(rel, alias, columns)?;
         Ok((Plan::JsonbRows { func, arg }, scope))
     }
 
@@ -2999,6 +2976,46 @@ fn visit_window_call_args(call: &crate::plan::WindowCall, f: &mut dyn FnMut(&Exp
 }
 
 /// The jsonb set-returning function `name`, if it is one.
+/// The scope of a function in FROM, relation `rel`, with `columns` (name, type) named by the
+/// alias's column list where it gives one (`42P10`-class error when it gives more names than
+/// there are columns); a one-column function's relation name finds its column too
+/// ([`ScopeColumn::whole_row`]).
+pub(super) fn function_scope(
+    rel: String,
+    alias: Option<&ast::TableAlias>,
+    columns: Vec<(String, DataType)>,
+) -> Result<Scope> {
+    let given: Vec<String> =
+        alias.map(|a| a.columns.iter().map(|c| ident(&c.name)).collect()).unwrap_or_default();
+    if given.len() > columns.len() {
+        return Err(Error::InvalidColumnReference {
+            message: format!(
+                "table \"{rel}\" has {} columns available but {} columns specified",
+                columns.len(),
+                given.len()
+            ),
+            span: None,
+        });
+    }
+    let one = columns.len() == 1;
+    Ok(Scope {
+        columns: columns
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, data_type))| ScopeColumn {
+                relation: Some(rel.clone()),
+                name: given.get(i).cloned().unwrap_or(name),
+                data_type,
+                source: None,
+                hidden: false,
+                shadowed: false,
+                whole_row: one,
+            })
+            .collect(),
+        star: None,
+    })
+}
+
 pub(super) fn jsonb_rows(name: &str) -> Option<JsonbRows> {
     Some(match name {
         "jsonb_array_elements" => JsonbRows::ArrayElements,

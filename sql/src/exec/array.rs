@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::{int_arg as int, text_arg as text};
 use crate::error::{Error, Result};
 use crate::plan::ArrayFunc;
 use crate::types::{self, array, Value, Zone};
@@ -13,15 +14,6 @@ fn items(v: &Value) -> Result<&[Value]> {
     match v {
         Value::Array(a) => Ok(a),
         other => Err(Error::internal(format!("an array function got {}", other.type_name()))),
-    }
-}
-
-fn int(v: &Value) -> Option<i64> {
-    match v {
-        Value::Int16(i) => Some(*i as i64),
-        Value::Int32(i) => Some(*i as i64),
-        Value::Int64(i) => Some(*i),
-        _ => None,
     }
 }
 
@@ -232,13 +224,6 @@ pub(crate) fn call(f: ArrayFunc, mut args: Vec<Value>, zone: Zone) -> Result<Val
             )
         }
     })
-}
-
-fn text(v: &Value) -> Option<&str> {
-    match v {
-        Value::Text(s) => Some(s),
-        _ => None,
-    }
 }
 
 /// The rows of `unnest(a)`: one per element, with its position (bigint) when `ordinality`.
