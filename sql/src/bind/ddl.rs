@@ -1190,6 +1190,10 @@ impl Binder<'_> {
                     ColumnOption::ForeignKey(fk) => {
                         pending_fk.push((vec![cname.clone()], fk, cons_name))
                     }
+                    // The collations Aspen has are its bytewise order: nothing to keep.
+                    ColumnOption::Collation(c) if crate::types::is_string(&data_type) => {
+                        super::expr::check_collation(c)?
+                    }
                     ColumnOption::Generated {
                         generated_as: g @ (ast::GeneratedAs::Always | ast::GeneratedAs::ByDefault),
                         sequence_options,

@@ -550,7 +550,20 @@ impl Binder<'_> {
                 ))
             }
             AstExpr::Tuple(_) => Err(Error::unsupported("row constructors")),
-            AstExpr::Collate { .. } => Err(Error::unsupported("COLLATE")),
+            AstExpr::Collate { expr, collation } => {
+                let t = self.bind_expr(expr, scope)?;
+                if !t.unknown && !types::is_string(&t.ty) {
+                    return Err(Error::DatatypeMismatch {
+                        message: format!(
+                            "collations are not supported by type {}",
+                            t.ty.base_name()
+                        ),
+                        span: self.span_of(e),
+                    });
+                }
+                check_collation(collation)?;
+                Ok(t)
+            }
             AstExpr::AtTimeZone { timestamp, time_zone } => {
                 let t = self.bind_expr(timestamp, scope)?;
                 let zone = self.bind_expr(time_zone, scope)?;
@@ -2697,6 +2710,21 @@ fn any_all(
             any_all(left, op, &AstExpr::Array(ast::Array { elem, named: true }), any)
         }
         _ => Ok(None),
+    }
+}
+
+/// A collation Aspen has: `"C"`, `"POSIX"` or `"default"` (optionally `pg_catalog.`), which
+/// all compare strings bytewise, as Aspen always does; any other is `0A000`.
+pub(super) fn check_collation(name: &ast::ObjectName) -> Result<()> {
+    let last = match name.0.last() {
+        Some(ast::ObjectNamePart::Identifier(id)) => ident(id),
+        _ => String::new(),
+    };
+    match last.as_str() {
+        "C" | "POSIX" | "default" => Ok(()),
+        _ => Err(Error::unsupported(format!(
+            "collation {name} (Aspen compares strings bytewise, as the \"C\" collation does)"
+        ))),
     }
 }
 

@@ -262,6 +262,9 @@ pub struct Binder<'a> {
     pub(crate) named_windows: Vec<(String, ast::WindowSpec)>,
     /// The next working-table id (recursive WITH queries).
     pub(crate) next_working: usize,
+    /// `FOR UPDATE OF a, b`: the relations the SELECT about to be bound locks (`None`: all of
+    /// them). Set by the query around the SELECT, taken by the SELECT before its FROM.
+    pub(crate) lock_of: Option<Vec<String>>,
     /// While a window aggregate's argument is bound: the query's aggregates, which it may use
     /// (`sum(count(*)) OVER ()`). `None` otherwise: aggregates do not nest.
     pub(crate) window_arg_aggs: Option<Vec<crate::plan::AggCall>>,
@@ -320,6 +323,7 @@ impl<'a> Binder<'a> {
             windows: None,
             named_windows: Vec::new(),
             next_working: 0,
+            lock_of: None,
             window_arg_aggs: None,
             relations_read: Vec::new(),
         }

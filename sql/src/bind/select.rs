@@ -216,14 +216,18 @@ impl Binder<'_> {
 
     /// [`Binder::bind_query`] without its WITH clause.
     fn bind_query_body(&mut self, q: &ast::Query) -> Result<Query> {
-        let for_update = match q.locks.as_slice() {
-            [] => false,
-            [l] if l.of.is_none() && l.nonblock.is_none() => match l.lock_type {
-                ast::LockType::Update => true,
-                ast::LockType::Share => true,
-            },
-            _ => return Err(Error::unsupported("FOR UPDATE OF / NOWAIT / SKIP LOCKED")),
-        };
+        // FOR UPDATE and FOR SHARE both lock (Aspen's row locks are exclusive); with OF, the
+        // relations named in every clause, unless one clause names none.
+        if q.locks.iter().any(|l| l.nonblock.is_some()) {
+            return Err(Error::unsupported("FOR UPDATE … NOWAIT / SKIP LOCKED"));
+        }
+        let for_update = !q.locks.is_empty();
+        let lock_of: Option<Vec<String>> = q
+            .locks
+            .iter()
+            .map(|l| l.of.as_ref().map(|name| self.object_name(name).map(|(_, n)| n)))
+            .collect::<Option<Result<Vec<_>>>>()
+            .transpose()?;
         let (limit, offset) = match &q.limit_clause {
             None => (None, None),
             Some(ast::LimitClause::LimitOffset { limit, offset, limit_by }) => {
@@ -263,6 +267,7 @@ impl Binder<'_> {
         let offset = offset.map(|o| self.bind_limit(o)).transpose()?;
         match q.body.as_ref() {
             SetExpr::Select(select) => {
+                self.lock_of = lock_of;
                 self.bind_select(select, &order_by, limit, offset, for_update)
             }
             SetExpr::Values(values) => {
@@ -1085,6 +1090,7 @@ impl Binder<'_> {
         if !select.lateral_views.is_empty() || select.qualify.is_some() {
             return Err(Error::unsupported("LATERAL VIEW / QUALIFY"));
         }
+        let lock_of = self.lock_of.take().filter(|_| for_update);
         let (items, scope) = self.bind_from(&select.from)?;
         let mut conjuncts = Vec::new();
         if let Some(w) = &select.selection {
@@ -1358,7 +1364,34 @@ impl Binder<'_> {
         let _ = scope_after;
 
         if for_update {
-            mark_for_update(&mut plan)?;
+            match &lock_of {
+                None => mark_for_update(&mut plan, &|_| true)?,
+                Some(names) => {
+                    // The tables of the relations named (by name or alias).
+                    let mut oids = Vec::new();
+                    for name in names {
+                        let found: Vec<u32> = scope
+                            .columns
+                            .iter()
+                            .filter(|c| c.relation.as_deref() == Some(name.as_str()))
+                            .filter_map(|c| c.source.map(|(oid, _)| oid))
+                            .collect();
+                        if found.is_empty() {
+                            if scope.columns.iter().any(|c| c.relation.as_deref() == Some(name)) {
+                                return Err(Error::unsupported(format!(
+                                    "FOR UPDATE OF {name}, which is not a table"
+                                )));
+                            }
+                            return Err(Error::UndefinedTable {
+                                name: format!("relation \"{name}\" in FOR UPDATE clause not found in FROM clause"),
+                                span: None,
+                            });
+                        }
+                        oids.extend(found);
+                    }
+                    mark_for_update(&mut plan, &|t: &Table| oids.contains(&t.id.oid()))?;
+                }
+            }
         }
 
         let distinct = matches!(select.distinct, Some(ast::Distinct::Distinct));
@@ -2593,18 +2626,28 @@ fn try_order_by_index(
     true
 }
 
-fn mark_for_update(plan: &mut Plan) -> Result<()> {
+/// Marks the scans of the tables `locked` picks to lock their rows at commit.
+fn mark_for_update(plan: &mut Plan, locked: &dyn Fn(&Table) -> bool) -> Result<()> {
     match plan {
-        Plan::Scan { for_update, .. } => {
-            *for_update = true;
+        Plan::Scan { for_update, table, .. } => {
+            *for_update |= locked(table);
             Ok(())
         }
-        Plan::Filter { input, .. } | Plan::Project { input, .. } => mark_for_update(input),
+        Plan::Filter { input, .. } | Plan::Project { input, .. } => mark_for_update(input, locked),
         Plan::NestedLoop { kind, .. } | Plan::HashJoin { kind, .. } => {
-            if *kind != JoinKind::Inner {
-                return Err(Error::unsupported("FOR UPDATE on the nullable side of an outer join"));
+            let outer = *kind != JoinKind::Inner;
+            let mut inputs = plan.inputs_mut().into_iter();
+            let left = inputs.next().expect("a join has two inputs");
+            mark_for_update(left, locked)?;
+            for right in inputs {
+                if outer && scans_any(right, locked) {
+                    return Err(Error::unsupported(
+                        "FOR UPDATE on the nullable side of an outer join",
+                    ));
+                }
+                mark_for_update(right, locked)?;
             }
-            plan.inputs_mut().into_iter().try_for_each(mark_for_update)
+            Ok(())
         }
         Plan::Values { .. }
         | Plan::GenerateSeries { .. }
@@ -2612,6 +2655,14 @@ fn mark_for_update(plan: &mut Plan) -> Result<()> {
         | Plan::Unnest { .. }
         | Plan::WorkingTable { .. } => Ok(()),
         _ => Err(Error::unsupported("FOR UPDATE on this query")),
+    }
+}
+
+/// Whether `plan` scans a table `locked` picks.
+fn scans_any(plan: &Plan, locked: &dyn Fn(&Table) -> bool) -> bool {
+    match plan {
+        Plan::Scan { table, .. } => locked(table),
+        other => other.inputs().into_iter().any(|p| scans_any(p, locked)),
     }
 }
 

@@ -36,6 +36,7 @@ mod value;
 
 pub use arith::{arith, arith_result_type, arith_zoned, is_datetime_op, negate, ArithOp};
 pub use binary::{decode_binary, decode_binary_as, encode_binary};
+pub(crate) use cast::is_string;
 pub use cast::{cast, cast_allowed, cast_zoned, common_type, zone_dependent, CastKind};
 pub use compare::{compare, compare_as, sort_cmp, sort_cmp_as};
 pub use datetime::{datetime_unit, Zone};
