@@ -334,7 +334,13 @@ impl Binder<'_> {
             }
         };
         let l = self.bind_expr(left, scope)?;
-        let r = self.bind_expr(right, scope)?;
+        let r = match super::expr::strip(right) {
+            // `x > ANY (SELECT …)`: over the subquery's rows, as ARRAY(SELECT …).
+            AstExpr::Subquery(q) => {
+                self.bind_array_subquery(q, scope, right, "subquery has too many columns")?
+            }
+            _ => self.bind_expr(right, scope)?,
+        };
         if !r.unknown && r.ty.element().is_none() {
             return Err(Error::WrongObjectType {
                 message: "op ANY/ALL (array) requires array on right side".into(),
@@ -486,7 +492,8 @@ impl Binder<'_> {
             | F::Slice { .. }
             | F::Contains
             | F::Overlaps
-            | F::Any { .. } => Err(no_function()),
+            | F::Any { .. }
+            | F::Like { .. } => Err(no_function()),
         }
     }
 
@@ -526,19 +533,18 @@ impl Binder<'_> {
     }
 
     /// `ARRAY(subquery)`: the subquery's one column, its rows in order, as an array (`{}` when
-    /// there are none) — array_agg over the subquery's plan.
+    /// there are none) — array_agg over the subquery's plan. `too_many`: the error's message
+    /// for a subquery of more columns.
     pub(super) fn bind_array_subquery(
         &mut self,
         q: &ast::Query,
         scope: &Scope,
         e: &AstExpr,
+        too_many: &str,
     ) -> Result<Typed> {
         let (plan, cols) = self.bind_subquery(q, scope)?;
         if cols.len() != 1 {
-            return Err(Error::SyntaxMisuse {
-                message: "subquery must return only one column".into(),
-                span: self.span_of(e),
-            });
+            return Err(Error::SyntaxMisuse { message: too_many.into(), span: self.span_of(e) });
         }
         let elem = cols[0].data_type;
         if elem.element().is_some() {
@@ -568,5 +574,48 @@ impl Binder<'_> {
             exprs: vec![Expr::Coalesce(vec![Expr::Column(0), empty])],
         };
         Ok(Typed::known(Expr::Subquery(Box::new(plan)), ty))
+    }
+
+    /// `x [NOT] [I]LIKE ANY (patterns)`: over `ARRAY[…]`, one LIKE per pattern joined by OR;
+    /// over an array value, each of its elements.
+    pub(super) fn bind_like_any(
+        &mut self,
+        x: &AstExpr,
+        patterns: &AstExpr,
+        ci: bool,
+        negated: bool,
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        let t = self.bind_expr(x, scope)?;
+        let x = self.text_expr(t, e)?;
+        if let AstExpr::Array(array) = super::expr::strip(patterns) {
+            let mut out: Option<Expr> = None;
+            for p in &array.elem {
+                let t = self.bind_expr(p, scope)?;
+                let p = self.text_expr(t, e)?;
+                let like = Expr::Like(Box::new(x.clone()), Box::new(p), ci, negated);
+                out = Some(match out {
+                    None => like,
+                    Some(acc) => Expr::Or(Box::new(acc), Box::new(like)),
+                });
+            }
+            let out = out.unwrap_or(Expr::Literal(Value::Bool(false)));
+            return Ok(Typed::known(out, DataType::Bool));
+        }
+        let p = self.bind_expr(patterns, scope)?;
+        let text_array = DataType::Array(ArrayElem::Text);
+        let p = match p.ty.element() {
+            _ if p.unknown => self.coerce(p, text_array, CastKind::Implicit, e)?,
+            Some(elem) if types::is_string(&elem) => p.expr,
+            _ => {
+                return Err(Error::UndefinedFunction {
+                    name: format!("operator text ~~ {}", type_name(&p)),
+                    span: self.span_of(e),
+                })
+            }
+        };
+        let f = Func::Array(ArrayFunc::Like { ci, negated });
+        Ok(Typed::known(Expr::Func(f, vec![x, p]), DataType::Bool))
     }
 }

@@ -452,14 +452,17 @@ impl Binder<'_> {
             }
             AstExpr::Like { negated, any, expr, pattern, escape_char }
             | AstExpr::ILike { negated, any, expr, pattern, escape_char } => {
-                if *any || escape_char.is_some() {
-                    return Err(Error::unsupported("LIKE with ESCAPE or ANY"));
+                if escape_char.is_some() {
+                    return Err(Error::unsupported("LIKE with ESCAPE"));
+                }
+                let ci = matches!(e, AstExpr::ILike { .. });
+                if *any {
+                    return self.bind_like_any(expr, pattern, ci, *negated, scope, e);
                 }
                 let x = self.bind_expr(expr, scope)?;
                 let x = self.text_expr(x, e)?;
                 let p = self.bind_expr(pattern, scope)?;
                 let p = self.text_expr(p, e)?;
-                let ci = matches!(e, AstExpr::ILike { .. });
                 Ok(Typed::known(Expr::Like(Box::new(x), Box::new(p), ci, *negated), DataType::Bool))
             }
             AstExpr::Case { operand, conditions, else_result, .. } => {
@@ -1863,7 +1866,7 @@ impl Binder<'_> {
             });
         }
         if let ("array", ast::FunctionArguments::Subquery(q)) = (name.as_str(), &f.args) {
-            return self.bind_array_subquery(q, scope, e);
+            return self.bind_array_subquery(q, scope, e, "subquery must return only one column");
         }
         if matches!(name.as_str(), "generate_series" | "unnest" | "generate_subscripts")
             || super::select::jsonb_rows(&name).is_some()
@@ -2632,7 +2635,6 @@ fn any_all(
     right: &AstExpr,
     any: bool,
 ) -> Result<Option<AstExpr>> {
-    let word = if any { "ANY" } else { "ALL" };
     let mut right = right;
     while let AstExpr::Nested(inner) = right {
         right = inner;
@@ -2646,7 +2648,8 @@ fn any_all(
                     negated: !any,
                 }))
             }
-            _ => Err(Error::unsupported(format!("{op} {word} (subquery)"))),
+            // Over the subquery's rows as an array: `Binder::bind_any_all_array`.
+            _ => Ok(None),
         },
         // `= ANY (ARRAY[…])` is IN (…), `<> ALL (ARRAY[…])` NOT IN (…): index lookups.
         AstExpr::Array(array)
@@ -2729,7 +2732,7 @@ pub(super) fn check_collation(name: &ast::ObjectName) -> Result<()> {
 }
 
 /// `e` without the parentheses around it.
-fn strip(mut e: &AstExpr) -> &AstExpr {
+pub(super) fn strip(mut e: &AstExpr) -> &AstExpr {
     while let AstExpr::Nested(inner) = e {
         e = inner;
     }

@@ -358,7 +358,16 @@ impl Binder<'_> {
                     });
                 }
                 let mut types = Vec::with_capacity(lcols.len());
-                for (l, r) in lcols.iter().zip(&rcols) {
+                for (i, (l, r)) in lcols.iter().zip(&rcols).enumerate() {
+                    // An untyped NULL takes the other side's type, as PostgreSQL's unknown does.
+                    if untyped_null(right, i) {
+                        types.push(l.data_type);
+                        continue;
+                    }
+                    if untyped_null(left, i) {
+                        types.push(r.data_type);
+                        continue;
+                    }
                     let t = types::common_type(&l.data_type, &r.data_type).ok_or_else(|| {
                         Error::DatatypeMismatch {
                             message: format!(
@@ -3027,6 +3036,22 @@ fn visit_window_call_args(call: &crate::plan::WindowCall, f: &mut dyn FnMut(&Exp
 }
 
 /// The jsonb set-returning function `name`, if it is one.
+/// Whether output column `i` of `body` is a bare NULL (`SELECT NULL`, `VALUES (NULL)`), whose
+/// type is still to be decided (PostgreSQL's `unknown`); `NULL::text` is typed.
+fn untyped_null(body: &SetExpr, i: usize) -> bool {
+    let null = |e: &AstExpr| matches!(e, AstExpr::Value(v) if v.value == ast::Value::Null);
+    match body {
+        SetExpr::Select(select) => match select.projection.get(i) {
+            Some(ast::SelectItem::UnnamedExpr(e))
+            | Some(ast::SelectItem::ExprWithAlias { expr: e, .. }) => null(e),
+            _ => false,
+        },
+        SetExpr::Values(values) => values.rows.iter().all(|r| r.get(i).is_some_and(null)),
+        SetExpr::Query(q) => untyped_null(&q.body, i),
+        _ => false,
+    }
+}
+
 /// The scope of a function in FROM, relation `rel`, with `columns` (name, type) named by the
 /// alias's column list where it gives one (`42P10`-class error when it gives more names than
 /// there are columns); a one-column function's relation name finds its column too

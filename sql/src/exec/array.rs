@@ -105,6 +105,30 @@ pub(crate) fn call(f: ArrayFunc, mut args: Vec<Value>, zone: Zone) -> Result<Val
                 Value::Bool(all)
             }
         }
+        // As ANY: true if a pattern matches, else NULL if the text or a pattern is NULL.
+        ArrayFunc::Like { ci, negated } => {
+            if args[1].is_null() {
+                return Ok(Value::Null);
+            }
+            let patterns = items(&args[1])?;
+            if patterns.is_empty() {
+                return Ok(Value::Bool(false));
+            }
+            let Some(x) = text(&args[0]) else { return Ok(Value::Null) };
+            let mut unknown = false;
+            for p in patterns {
+                match text(p) {
+                    None => unknown = true,
+                    Some(p) if types::like(x, p, ci) != negated => return Ok(Value::Bool(true)),
+                    Some(_) => {}
+                }
+            }
+            if unknown {
+                Value::Null
+            } else {
+                Value::Bool(false)
+            }
+        }
         ArrayFunc::Length | ArrayFunc::Upper => match (len(&args[0])?, int(&args[1])) {
             (n, Some(1)) if n > 0 => Value::Int32(n as i32),
             _ => Value::Null,

@@ -321,6 +321,13 @@ pub enum ArrayFunc {
         /// ALL rather than ANY.
         all: bool,
     },
+    /// `x [NOT] [I]LIKE ANY (array of patterns)`, three-valued.
+    Like {
+        /// ILIKE.
+        ci: bool,
+        /// NOT LIKE.
+        negated: bool,
+    },
     /// array_length(a, dim)
     Length,
     /// array_lower(a, dim)
@@ -361,6 +368,8 @@ impl ArrayFunc {
             ArrayFunc::Overlaps => "arrayoverlap",
             ArrayFunc::Any { all: false, .. } => "any",
             ArrayFunc::Any { all: true, .. } => "all",
+            ArrayFunc::Like { ci: false, .. } => "like_any",
+            ArrayFunc::Like { ci: true, .. } => "ilike_any",
             ArrayFunc::Length => "array_length",
             ArrayFunc::Lower => "array_lower",
             ArrayFunc::Upper => "array_upper",
@@ -385,6 +394,7 @@ impl ArrayFunc {
                 | ArrayFunc::Append
                 | ArrayFunc::Prepend
                 | ArrayFunc::Any { .. }
+                | ArrayFunc::Like { .. }
                 | ArrayFunc::Position
                 | ArrayFunc::Positions
                 | ArrayFunc::Remove
