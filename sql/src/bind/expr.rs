@@ -452,17 +452,32 @@ impl Binder<'_> {
             }
             AstExpr::Like { negated, any, expr, pattern, escape_char }
             | AstExpr::ILike { negated, any, expr, pattern, escape_char } => {
-                if escape_char.is_some() {
-                    return Err(Error::unsupported("LIKE with ESCAPE"));
-                }
                 let ci = matches!(e, AstExpr::ILike { .. });
                 if *any {
+                    if escape_char.is_some() {
+                        return Err(Error::unsupported("LIKE ANY … ESCAPE"));
+                    }
                     return self.bind_like_any(expr, pattern, ci, *negated, scope, e);
                 }
                 let x = self.bind_expr(expr, scope)?;
                 let x = self.text_expr(x, e)?;
-                let p = self.bind_expr(pattern, scope)?;
-                let p = self.text_expr(p, e)?;
+                let p = match escape_char {
+                    // The pattern rewritten to the default escape, `\`.
+                    Some(esc) => match (string_literal(pattern), string_literal(esc)) {
+                        (Some(p), Some(esc)) => {
+                            Expr::Literal(Value::Text(crate::types::like_escape(&p, &esc)?))
+                        }
+                        _ => {
+                            return Err(Error::unsupported(
+                                "LIKE … ESCAPE with a pattern or escape that is not a constant",
+                            ))
+                        }
+                    },
+                    None => {
+                        let p = self.bind_expr(pattern, scope)?;
+                        self.text_expr(p, e)?
+                    }
+                };
                 Ok(Typed::known(Expr::Like(Box::new(x), Box::new(p), ci, *negated), DataType::Bool))
             }
             AstExpr::Case { operand, conditions, else_result, .. } => {
@@ -2021,6 +2036,15 @@ impl Binder<'_> {
             ("btrim" | "trim", 1 | 2) => text_fn(self, Func::Trim, args, DataType::Text),
             ("ltrim", 1 | 2) => text_fn(self, Func::LTrim, args, DataType::Text),
             ("regexp_replace", 3 | 4) => text_fn(self, Func::RegexpReplace, args, DataType::Text),
+            ("regexp_match", 2 | 3) => {
+                text_fn(self, Func::RegexpMatch, args, DataType::Array(catalog::ArrayElem::Text))
+            }
+            ("regexp_split_to_array", 2 | 3) => text_fn(
+                self,
+                Func::RegexpSplitToArray,
+                args,
+                DataType::Array(catalog::ArrayElem::Text),
+            ),
             ("rtrim", 1 | 2) => text_fn(self, Func::RTrim, args, DataType::Text),
             ("substring" | "substr", 2 | 3) => {
                 let mut it = args.into_iter();
@@ -2728,6 +2752,17 @@ pub(super) fn check_collation(name: &ast::ObjectName) -> Result<()> {
         _ => Err(Error::unsupported(format!(
             "collation {name} (Aspen compares strings bytewise, as the \"C\" collation does)"
         ))),
+    }
+}
+
+/// The text of a string literal.
+fn string_literal(e: &AstExpr) -> Option<String> {
+    match strip(e) {
+        AstExpr::Value(v) => match &v.value {
+            AstValue::SingleQuotedString(s) | AstValue::EscapedStringLiteral(s) => Some(s.clone()),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -359,6 +359,15 @@ pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
             let flags = args.get(3).map(text).transpose()?.unwrap_or("");
             regex::replace(text(&args[0])?, text(&args[1])?, text(&args[2])?, flags)?
         }
+        Func::RegexpMatch | Func::RegexpSplitToArray => {
+            let flags = args.get(2).map(text).transpose()?.unwrap_or("");
+            let (s, pattern) = (text(&args[0])?, text(&args[1])?);
+            if f == Func::RegexpMatch {
+                regex::first_match(s, pattern, flags)?
+            } else {
+                regex::split(s, pattern, flags)?
+            }
+        }
         Func::Extract => datetime::extract(text(&args[0])?, &args[1], false)?,
         Func::DatePart => datetime::extract(text(&args[0])?, &args[1], true)?,
         Func::DateTrunc => datetime::trunc(text(&args[0])?, &args[1])?,
@@ -1261,14 +1270,8 @@ mod regex {
             .map_or(s, |l| l.trim_start_matches("error: "))
     }
 
-    /// regexp_replace: the first match (every match with flag `g`; `i` ignores case) replaced;
-    /// in the replacement `\1`…`\9` are groups and `\&` the whole match.
-    pub(super) fn replace(
-        source: &str,
-        pattern: &str,
-        replacement: &str,
-        flags: &str,
-    ) -> Result<Value> {
+    /// The flags Aspen knows: (`g` global, `i` ignore case; `c` respect it).
+    fn flags(flags: &str) -> Result<(bool, bool)> {
         let mut global = false;
         let mut ci = false;
         for f in flags.chars() {
@@ -1283,6 +1286,66 @@ mod regex {
                 }
             }
         }
+        Ok((global, ci))
+    }
+
+    /// regexp_match: the first match's groups (the whole match when the pattern has none), a
+    /// group that took no part NULL; NULL when nothing matches.
+    pub(super) fn first_match(s: &str, pattern: &str, flags: &str) -> Result<Value> {
+        if flags.contains('g') {
+            return Err(Error::InvalidParameterValue {
+                message: "regexp_match() does not support the \"global\" option".into(),
+            });
+        }
+        let (_, ci) = self::flags(flags)?;
+        let re = compiled(pattern, ci)?;
+        let Some(caps) = re.captures(s) else { return Ok(Value::Null) };
+        let text =
+            |m: Option<::regex::Match>| m.map_or(Value::Null, |m| Value::Text(m.as_str().into()));
+        let items: Vec<Value> = if caps.len() == 1 {
+            vec![text(caps.get(0))]
+        } else {
+            (1..caps.len()).map(|i| text(caps.get(i))).collect()
+        };
+        Ok(Value::Array(std::sync::Arc::new(items)))
+    }
+
+    /// regexp_split_to_array: the pieces between matches; an empty match at the start or the
+    /// end of the string, or right after another match, splits nothing (PostgreSQL's rule, so
+    /// that an empty pattern splits into characters).
+    pub(super) fn split(s: &str, pattern: &str, flags: &str) -> Result<Value> {
+        if flags.contains('g') {
+            return Err(Error::InvalidParameterValue {
+                message: "regexp_split_to_array() does not support the \"global\" option".into(),
+            });
+        }
+        let (_, ci) = self::flags(flags)?;
+        let re = compiled(pattern, ci)?;
+        let mut pieces = Vec::new();
+        let (mut start, mut last_end) = (0, None);
+        for m in re.find_iter(s) {
+            if m.start() == m.end()
+                && (m.start() == 0 || m.start() == s.len() || Some(m.start()) == last_end)
+            {
+                continue;
+            }
+            pieces.push(Value::Text(s[start..m.start()].into()));
+            start = m.end();
+            last_end = Some(m.end());
+        }
+        pieces.push(Value::Text(s[start..].into()));
+        Ok(Value::Array(std::sync::Arc::new(pieces)))
+    }
+
+    /// regexp_replace: the first match (every match with flag `g`; `i` ignores case) replaced;
+    /// in the replacement `\1`…`\9` are groups and `\&` the whole match.
+    pub(super) fn replace(
+        source: &str,
+        pattern: &str,
+        replacement: &str,
+        flags: &str,
+    ) -> Result<Value> {
+        let (global, ci) = self::flags(flags)?;
         let re = compiled(pattern, ci)?;
         let mut rust = String::with_capacity(replacement.len());
         let mut chars = replacement.chars().peekable();

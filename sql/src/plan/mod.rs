@@ -263,6 +263,10 @@ pub enum Func {
     RegexMatch,
     /// regexp_replace(source, pattern, replacement [, flags]).
     RegexpReplace,
+    /// regexp_match(string, pattern [, flags]): text[] of the first match's groups.
+    RegexpMatch,
+    /// regexp_split_to_array(string, pattern [, flags]): text[].
+    RegexpSplitToArray,
     /// EXTRACT(field FROM date / timestamp): args are the field's name (text) and the value;
     /// numeric.
     Extract,

@@ -1,5 +1,7 @@
 //! `LIKE` / `ILIKE` pattern matching.
 
+use crate::error::{Error, Result};
+
 /// One element of a compiled pattern.
 #[derive(Clone, Copy, PartialEq)]
 enum Token {
@@ -80,6 +82,43 @@ pub fn like(text: &str, pattern: &str, case_insensitive: bool) -> bool {
     p[pi..].iter().all(|t| *t == Token::Any)
 }
 
+/// A pattern written with escape character `escape` (`LIKE p ESCAPE e`) rewritten for the
+/// default escape, `\\`; an empty `escape` turns escaping off. `22025` (invalid escape
+/// sequence) for an escape of more than one character or a pattern that ends with its escape
+/// (PostgreSQL raises the latter only when matching reaches it).
+pub fn like_escape(pattern: &str, escape: &str) -> Result<String> {
+    let mut chars = escape.chars();
+    let esc = match (chars.next(), chars.next()) {
+        (None, _) => None,
+        (Some(c), None) => Some(c),
+        _ => {
+            return Err(Error::DataException {
+                message: "invalid escape string".into(),
+                sqlstate: "22025",
+            })
+        }
+    };
+    let mut out = String::with_capacity(pattern.len() + 2);
+    let mut it = pattern.chars();
+    while let Some(c) = it.next() {
+        if Some(c) == esc {
+            let Some(n) = it.next() else {
+                return Err(Error::DataException {
+                    message: "LIKE pattern must not end with escape character".into(),
+                    sqlstate: "22025",
+                });
+            };
+            out.push('\\');
+            out.push(n);
+        } else if c == '\\' {
+            out.push_str("\\\\");
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +161,17 @@ mod tests {
         let start = std::time::Instant::now();
         assert!(!like(&text, &pattern, false));
         assert!(start.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn escape_rewrites() {
+        use super::like_escape;
+        assert_eq!(like_escape("a!%b", "!").unwrap(), "a\\%b");
+        assert_eq!(like_escape("a\\b", "").unwrap(), "a\\\\b");
+        assert_eq!(like_escape("a!!", "!").unwrap(), "a\\!");
+        assert!(like_escape("a!", "!").is_err());
+        assert!(like_escape("a", "ab").is_err());
+        assert!(like("a%", &like_escape("a!%", "!").unwrap(), false));
+        assert!(!like("ab", &like_escape("a!%", "!").unwrap(), false));
     }
 }

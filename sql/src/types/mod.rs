@@ -48,7 +48,7 @@ pub use encoding::{
 pub use interval::{age, Interval};
 pub(crate) use jsonb::invalid_parameter as jsonb_error;
 pub use jsonb::Jsonb;
-pub use like::like;
+pub use like::{like, like_escape};
 pub use numeric::Numeric;
 pub(crate) use text::{escape_decode, hex_decode};
 pub use text::{
