@@ -64,8 +64,9 @@ pub struct Ctx<'a> {
 /// The state of recursive WITH queries ([`Plan::RecursiveUnion`]) during a statement.
 #[derive(Debug, Default)]
 pub struct Recursion {
-    /// Each running recursive union's current working table, by id.
-    working: HashMap<usize, Vec<Vec<Value>>>,
+    /// Each running recursive union's current working table, and each data-modifying WITH
+    /// query's RETURNING rows, by id.
+    pub(crate) working: HashMap<usize, Vec<Vec<Value>>>,
     /// Rows a LIMIT directly above wants from the next recursive union (it stops there).
     goal: Option<usize>,
 }

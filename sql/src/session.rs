@@ -1208,6 +1208,11 @@ fn bound_is_short(bound: &Bound) -> bool {
         Bound::Plan(Statement::Delete { scan, returning, .. }) => {
             plan_is_short(scan) && returning_is_short(returning)
         }
+        Bound::Plan(Statement::With { ctes, main }) => ctes
+            .iter()
+            .map(|(_, s)| s)
+            .chain(std::iter::once(main.as_ref()))
+            .all(|s| bound_is_short(&Bound::Plan(s.clone()))),
         Bound::Command(
             Command::Begin(_)
             | Command::Commit
@@ -2421,7 +2426,26 @@ impl Session {
             rows_read: 0,
         };
         self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
+        self.run_in(&mut ctx, stmt, cached, defer)
+    }
+
+    /// [`Session::run_plan`] in `ctx`.
+    fn run_in(
+        &self,
+        ctx: &mut Ctx<'_>,
+        stmt: &Statement,
+        cached: &Cached,
+        defer: bool,
+    ) -> Result<Output> {
+        let mut ctx = ctx;
         match stmt {
+            Statement::With { ctes, main } => {
+                for (id, cte) in ctes {
+                    let out = self.run_in(ctx, cte, cached, false)?;
+                    ctx.recursion.working.insert(*id, out.rows);
+                }
+                self.run_in(ctx, main, cached, false)
+            }
             Statement::Query(q) => {
                 let rows = ctx.run(&q.plan)?;
                 Ok(Output {

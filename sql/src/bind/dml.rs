@@ -678,3 +678,127 @@ pub(crate) fn stored_expr(sql: &str) -> Result<AstExpr> {
     let Some(SelectItem::UnnamedExpr(e)) = s.projection.first() else { return Err(bad()) };
     Ok(e.clone())
 }
+
+/// The tables a statement writes (its target, and for UPDATE / DELETE the tables whose
+/// foreign keys reference it, which their actions may change) and reads (every scan, in
+/// subqueries too, and the tables its foreign keys check).
+fn statement_tables(
+    snapshot: &catalog::Snapshot,
+    stmt: &Statement,
+) -> (Vec<catalog::TableId>, Vec<catalog::TableId>) {
+    fn plan_tables(plan: &Plan, out: &mut Vec<catalog::TableId>) {
+        if let Plan::Scan { table, .. } = plan {
+            out.push(table.id);
+        }
+        for e in plan.exprs() {
+            expr_tables(e, out);
+        }
+        for p in plan.inputs() {
+            plan_tables(p, out);
+        }
+    }
+    fn expr_tables(e: &Expr, out: &mut Vec<catalog::TableId>) {
+        super::select::walk(e, &mut |x| {
+            if let Expr::Subquery(p) | Expr::Exists(p, _) | Expr::InSubquery(_, p, _) = x {
+                plan_tables(p, out);
+            }
+        });
+    }
+    let (mut writes, mut reads) = (Vec::new(), Vec::new());
+    let returned = |r: &Option<Vec<(Expr, OutColumn)>>, reads: &mut Vec<_>| {
+        for (e, _) in r.iter().flatten() {
+            expr_tables(e, reads);
+        }
+    };
+    // A target is read too unless a plain INSERT writes it (several of those may share one).
+    let target = |table: &Table, changes_keys: bool, writes: &mut Vec<_>, reads: &mut Vec<_>| {
+        writes.push(table.id);
+        if changes_keys {
+            reads.push(table.id);
+        }
+        reads.extend(table.foreign_keys.iter().map(|fk| fk.ref_table));
+        if changes_keys {
+            writes.extend(snapshot.referencing_fks(table.id).into_iter().map(|(t, _)| t.id));
+        }
+    };
+    match stmt {
+        Statement::Query(q) => plan_tables(&q.plan, &mut reads),
+        Statement::Insert { table, source, returning, on_conflict, .. } => {
+            target(
+                table,
+                on_conflict.as_ref().is_some_and(|oc| oc.update.is_some()),
+                &mut writes,
+                &mut reads,
+            );
+            plan_tables(source, &mut reads);
+            returned(returning, &mut reads);
+            if on_conflict.is_some() {
+                reads.push(table.id);
+            }
+            if let Some(u) = on_conflict.as_ref().and_then(|oc| oc.update.as_ref()) {
+                for (_, e) in &u.sets {
+                    expr_tables(e, &mut reads);
+                }
+            }
+        }
+        Statement::Update { table, scan, sets, returning, from, .. } => {
+            target(table, true, &mut writes, &mut reads);
+            plan_tables(scan, &mut reads);
+            for (_, e) in sets.iter() {
+                expr_tables(e, &mut reads);
+            }
+            returned(returning, &mut reads);
+            if let Some(f) = from {
+                plan_tables(&f.plan, &mut reads);
+            }
+        }
+        Statement::Delete { table, scan, returning, from } => {
+            target(table, true, &mut writes, &mut reads);
+            plan_tables(scan, &mut reads);
+            returned(returning, &mut reads);
+            if let Some(f) = from {
+                plan_tables(&f.plan, &mut reads);
+            }
+        }
+        Statement::With { ctes, main } => {
+            for s in ctes.iter().map(|(_, s)| s).chain(std::iter::once(main.as_ref())) {
+                let (w, r) = statement_tables(snapshot, s);
+                writes.extend(w);
+                reads.extend(r);
+            }
+        }
+    }
+    (writes, reads)
+}
+
+/// PostgreSQL runs a statement and its data-modifying WITH queries on one snapshot: none sees
+/// another's changes. Aspen runs them one after the other, which answers the same only when
+/// no part reads a table another part writes (plain INSERTs into one table may share it);
+/// otherwise `0A000`.
+pub(super) fn check_with_snapshot(
+    snapshot: &catalog::Snapshot,
+    ctes: &[(usize, Statement)],
+    main: &Statement,
+) -> Result<()> {
+    let parts: Vec<_> = ctes
+        .iter()
+        .map(|(_, s)| s)
+        .chain(std::iter::once(main))
+        .map(|s| statement_tables(snapshot, s))
+        .collect();
+    for (i, (writes, _)) in parts.iter().enumerate() {
+        for (j, (_, reads)) in parts.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            if let Some(t) = writes.iter().find(|t| reads.contains(t)) {
+                let name = snapshot.table_by_id(*t).map_or("?".to_string(), |t| t.name.clone());
+                return Err(Error::unsupported(format!(
+                    "a data-modifying WITH query on table \"{name}\" that another part of the \
+                     statement also reads or changes (PostgreSQL's parts share one snapshot)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}

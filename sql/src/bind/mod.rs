@@ -265,6 +265,12 @@ pub struct Binder<'a> {
     /// `FOR UPDATE OF a, b`: the relations the SELECT about to be bound locks (`None`: all of
     /// them). Set by the query around the SELECT, taken by the SELECT before its FROM.
     pub(crate) lock_of: Option<Vec<String>>,
+    /// The data-modifying WITH queries of the statement being bound (working table id,
+    /// statement), run before it (`Statement::With`).
+    pub(crate) dml_ctes: Vec<(usize, PlanStatement)>,
+    /// The next WITH list may hold INSERT / UPDATE / DELETE: it is the statement's own (set
+    /// for the top-level statement's WITH; `push_ctes` clears it).
+    pub(crate) dml_allowed: bool,
     /// While a window aggregate's argument is bound: the query's aggregates, which it may use
     /// (`sum(count(*)) OVER ()`). `None` otherwise: aggregates do not nest.
     pub(crate) window_arg_aggs: Option<Vec<crate::plan::AggCall>>,
@@ -278,6 +284,9 @@ pub struct Binder<'a> {
 #[derive(Debug, Clone)]
 pub(crate) struct Cte {
     pub name: String,
+    /// A data-modifying WITH query: the working table its RETURNING rows fill, and their
+    /// columns.
+    pub materialized: Option<(usize, Vec<crate::plan::OutColumn>)>,
     /// Column names given after its name, if any.
     pub columns: Vec<String>,
     pub query: ast::Query,
@@ -324,13 +333,44 @@ impl<'a> Binder<'a> {
             named_windows: Vec::new(),
             next_working: 0,
             lock_of: None,
+            dml_ctes: Vec::new(),
+            dml_allowed: false,
             window_arg_aggs: None,
             relations_read: Vec::new(),
         }
     }
 
-    /// Binds one statement.
+    /// Binds one statement; its data-modifying WITH queries, if any, go in front of it
+    /// (`Statement::With`).
     pub fn bind(&mut self, stmt: &ast::Statement) -> Result<Bound> {
+        self.dml_ctes.clear();
+        let bound = self.bind_top(stmt)?;
+        self.with_dml_ctes(bound)
+    }
+
+    /// [`Binder::bind_statement`] of a statement whose own WITH list may modify data.
+    fn bind_top(&mut self, stmt: &ast::Statement) -> Result<Bound> {
+        self.dml_allowed = matches!(stmt, ast::Statement::Query(q) if q.with.is_some());
+        self.bind_statement(stmt)
+    }
+
+    /// `bound` with the data-modifying WITH queries bound since in front of it.
+    fn with_dml_ctes(&mut self, bound: Bound) -> Result<Bound> {
+        let ctes = std::mem::take(&mut self.dml_ctes);
+        if ctes.is_empty() {
+            return Ok(bound);
+        }
+        match bound {
+            Bound::Plan(main) => {
+                dml::check_with_snapshot(self.snapshot, &ctes, &main)?;
+                Ok(Bound::Plan(PlanStatement::With { ctes, main: Box::new(main) }))
+            }
+            Bound::Command(_) => Err(Error::internal("a WITH query in front of a command")),
+        }
+    }
+
+    /// [`Binder::bind`] without the statement's data-modifying WITH queries.
+    fn bind_statement(&mut self, stmt: &ast::Statement) -> Result<Bound> {
         use ast::Statement as S;
         if let S::Query(q) = stmt {
             if let Some(command) = ddl::set_config_command(q)? {
@@ -352,7 +392,7 @@ impl<'a> Binder<'a> {
                         match q.body.as_ref() {
                             ast::SetExpr::Insert(s)
                             | ast::SetExpr::Update(s)
-                            | ast::SetExpr::Delete(s) => self.bind(s),
+                            | ast::SetExpr::Delete(s) => self.bind_statement(s),
                             _ => unreachable!("matched above"),
                         }
                     });
@@ -373,7 +413,9 @@ impl<'a> Binder<'a> {
                 {
                     return Err(Error::unsupported("EXPLAIN (FORMAT …)"));
                 }
-                let lines = match self.bind(statement)? {
+                // The explained statement's data-modifying WITH queries are explained, not run.
+                let explained = self.bind_top(statement)?;
+                let lines = match self.with_dml_ctes(explained)? {
                     Bound::Plan(stmt) => stmt.explain(),
                     Bound::Command(_) => {
                         return Err(Error::unsupported("EXPLAIN of a utility statement"))

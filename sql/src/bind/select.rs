@@ -50,6 +50,7 @@ impl Binder<'_> {
     /// Brings the queries of `with` into scope (the caller truncates `ctes` afterwards).
     pub(crate) fn push_ctes(&mut self, with: &ast::With) -> Result<()> {
         let visible = self.ctes.len();
+        let dml_allowed = std::mem::take(&mut self.dml_allowed);
         for cte in &with.cte_tables {
             let name = ident(&cte.alias.name);
             if self.ctes[visible..].iter().any(|c| c.name == name) {
@@ -57,7 +58,32 @@ impl Binder<'_> {
                     message: format!("WITH query name \"{name}\" specified more than once"),
                 });
             }
+            let materialized = match cte.query.body.as_ref() {
+                SetExpr::Insert(s) | SetExpr::Update(s) | SetExpr::Delete(s) => {
+                    if !dml_allowed {
+                        return Err(Error::unsupported_msg(
+                            "WITH clause containing a data-modifying statement must be at the top level",
+                        ));
+                    }
+                    if with.recursive {
+                        return Err(Error::unsupported("a data-modifying WITH RECURSIVE query"));
+                    }
+                    let stmt = match self.bind_statement(s)? {
+                        super::Bound::Plan(stmt) => stmt,
+                        super::Bound::Command(_) => {
+                            return Err(Error::internal("a data-modifying WITH query"))
+                        }
+                    };
+                    let id = self.next_working;
+                    self.next_working += 1;
+                    let columns = stmt.columns().unwrap_or_default();
+                    self.dml_ctes.push((id, stmt));
+                    Some((id, columns))
+                }
+                _ => None,
+            };
             self.ctes.push(super::Cte {
+                materialized,
                 name,
                 columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
                 query: (*cte.query).clone(),
@@ -74,6 +100,30 @@ impl Binder<'_> {
     fn bind_cte_reference(&mut self, name: &str) -> Option<Result<Query>> {
         let at = self.ctes.iter().rposition(|c| c.name == name)?;
         let cte = self.ctes[at].clone();
+        if let Some((id, columns)) = &cte.materialized {
+            // A data-modifying query: the rows its RETURNING gave.
+            if columns.is_empty() {
+                return Some(Err(Error::unsupported_msg(format!(
+                    "WITH query \"{name}\" does not have a RETURNING clause"
+                ))));
+            }
+            if cte.columns.len() > columns.len() {
+                return Some(Err(Error::InvalidColumnReference {
+                    message: format!(
+                        "WITH query \"{name}\" has {} columns available but {} columns specified",
+                        columns.len(),
+                        cte.columns.len()
+                    ),
+                    span: None,
+                }));
+            }
+            let mut columns = columns.clone();
+            for (c, alias) in columns.iter_mut().zip(&cte.columns) {
+                c.name = alias.clone();
+            }
+            let plan = Plan::WorkingTable { id: *id, width: columns.len() };
+            return Some(Ok(Query { plan, columns }));
+        }
         if let Some(w) = &cte.working {
             // The recursive term's reference to its own query: the working table.
             w.uses.set(w.uses.get() + 1);

@@ -410,6 +410,15 @@ impl Statement {
     pub fn explain(&self) -> Vec<String> {
         let (head, plan) = match self {
             Statement::Query(q) => return lines(&q.plan.to_string()),
+            Statement::With { ctes, main } => {
+                let mut out = Vec::new();
+                for (id, stmt) in ctes {
+                    out.push(format!("CTE working{id} (runs first)"));
+                    out.extend(stmt.explain().into_iter().map(|l| format!("  {l}")));
+                }
+                out.extend(main.explain());
+                return out;
+            }
             Statement::Insert { table, source, on_conflict, .. } => {
                 let mut head = format!("Insert on {}", table.name);
                 if let Some(oc) = on_conflict {

@@ -1424,6 +1424,17 @@ pub enum Statement {
         /// and `returning` read the target row followed by the first row met.
         from: Option<Box<JoinedFrom>>,
     },
+    /// `WITH name AS (INSERT / UPDATE / DELETE … RETURNING …) statement`: the data-modifying
+    /// WITH queries run first, in order, each filling working table `id` with its RETURNING
+    /// rows, which the statement after them reads (`Plan::WorkingTable`). The binder makes
+    /// sure no part reads or writes a table another part writes, so running them one after the
+    /// other answers as PostgreSQL's one snapshot does.
+    With {
+        /// The data-modifying WITH queries: working table id, statement.
+        ctes: Vec<(usize, Statement)>,
+        /// The statement they are in front of.
+        main: Box<Statement>,
+    },
     /// DELETE.
     Delete {
         /// Target table.
@@ -1474,6 +1485,7 @@ impl Statement {
             | Statement::Delete { returning, .. } => {
                 returning.as_ref().map(|r| r.iter().map(|(_, c)| c.clone()).collect())
             }
+            Statement::With { main, .. } => main.columns(),
         }
     }
 }
