@@ -2437,7 +2437,6 @@ impl Session {
         cached: &Cached,
         defer: bool,
     ) -> Result<Output> {
-        let mut ctx = ctx;
         match stmt {
             Statement::With { ctes, main } => {
                 for (id, cte) in ctes {
@@ -2482,7 +2481,7 @@ impl Session {
                     // ON CONFLICT with a target: the clashing row on that index, looked up first
                     // (PostgreSQL's arbiter index), so a clash on another index is still 23505.
                     let clash = match on_conflict {
-                        Some(oc) if oc.index.is_some() => clashing_row(&mut ctx, table, oc, &row)?,
+                        Some(oc) if oc.index.is_some() => clashing_row(ctx, table, oc, &row)?,
                         _ => None,
                     };
                     let row = match (clash, on_conflict) {
@@ -2491,7 +2490,7 @@ impl Session {
                             let update = oc.update.as_ref().expect("DO UPDATE");
                             let (proposed, touched) = (&row, &mut touched);
                             match upsert(
-                                &mut ctx, table, checks, update, old_key, &old, proposed, touched,
+                                ctx, table, checks, update, old_key, &old, proposed, touched,
                             )? {
                                 Some(new) => {
                                     referential.changed(&snapshot, table, &old, Some(&new));
@@ -2525,15 +2524,15 @@ impl Session {
                     }
                     referential.written(table, &row);
                 }
-                referential.finish(&mut ctx, &snapshot)?;
+                referential.finish(ctx, &snapshot)?;
                 Ok(dml_output("INSERT", n, returning.is_some(), cached, out_rows))
             }
             Statement::Update { table, scan, sets, returning, deferrable, checks, from } => {
                 self.note_written(table)?;
-                if *deferrable && defer && deferred_update(&mut ctx, table, scan, sets, self)? {
+                if *deferrable && defer && deferred_update(ctx, table, scan, sets, self)? {
                     return Ok(dml_output("UPDATE", 1, false, cached, Vec::new()));
                 }
-                let (rows, others) = scan_joined(&mut ctx, scan, from.as_deref())?;
+                let (rows, others) = scan_joined(ctx, scan, from.as_deref())?;
                 let n = rows.len();
                 let mut out_rows = Vec::new();
                 let snapshot = self.snapshot();
@@ -2557,7 +2556,7 @@ impl Session {
                         referential.written(table, &new);
                     }
                     referential.changed(&snapshot, table, &old, Some(&new));
-                    write_updated(&mut ctx, table, key, &old, &new)?;
+                    write_updated(ctx, table, key, &old, &new)?;
                     if let Some(r) = returning {
                         let joined = other.map(|o| [new.as_slice(), o].concat());
                         let row = joined.as_deref().unwrap_or(&new);
@@ -2566,12 +2565,12 @@ impl Session {
                         );
                     }
                 }
-                referential.finish(&mut ctx, &snapshot)?;
+                referential.finish(ctx, &snapshot)?;
                 Ok(dml_output("UPDATE", n, returning.is_some(), cached, out_rows))
             }
             Statement::Delete { table, scan, returning, from } => {
                 self.note_written(table)?;
-                let (rows, others) = scan_joined(&mut ctx, scan, from.as_deref())?;
+                let (rows, others) = scan_joined(ctx, scan, from.as_deref())?;
                 let n = rows.len();
                 let mut out_rows = Vec::new();
                 let snapshot = self.snapshot();
@@ -2587,7 +2586,7 @@ impl Session {
                         );
                     }
                 }
-                referential.finish(&mut ctx, &snapshot)?;
+                referential.finish(ctx, &snapshot)?;
                 Ok(dml_output("DELETE", n, returning.is_some(), cached, out_rows))
             }
         }
