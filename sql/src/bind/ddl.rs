@@ -1955,10 +1955,10 @@ impl Binder<'_> {
                         foreign_key(&table.name, &cols, positions, referenced, spec, name, taken)?;
                     Ok(Command::AddForeignKey { table, fk })
                 }
+                // NOT VALID (here and for a foreign key): Aspen validates the existing rows at
+                // once, as a VALIDATE CONSTRAINT right after would.
                 TableConstraint::Check(c) => {
-                    if *not_valid {
-                        return Err(Error::unsupported("NOT VALID"));
-                    }
+                    let _ = not_valid;
                     let taken = |n: &str| constraint_name_taken(&table, n);
                     let given = c.name.as_ref().map(ident);
                     let (check, expr) = self.bind_check(c, given, &table, taken)?;
@@ -1966,6 +1966,22 @@ impl Binder<'_> {
                 }
                 other => Err(Error::unsupported(format!("ALTER TABLE ADD {other}"))),
             },
+            // Every constraint Aspen has is validated (NOT VALID ones when added).
+            ast::AlterTableOperation::ValidateConstraint { name } => {
+                let name = ident(name);
+                let known = table.checks.iter().any(|c| c.name == name)
+                    || table.foreign_keys.iter().any(|f| f.name == name)
+                    || table.indexes.iter().any(|i| i.constraint && i.name == name);
+                if !known {
+                    return Err(Error::UndefinedObject {
+                        message: format!(
+                            "constraint \"{name}\" of relation \"{}\" does not exist",
+                            table.name
+                        ),
+                    });
+                }
+                Ok(Command::NoOp("ALTER TABLE"))
+            }
             ast::AlterTableOperation::DropConstraint { if_exists, name, drop_behavior } => {
                 if drop_behavior == &Some(ast::DropBehavior::Cascade) {
                     return Err(Error::unsupported("DROP CONSTRAINT … CASCADE"));
