@@ -3338,7 +3338,7 @@ impl Session {
                 }
                 Ok(out)
             }
-            Command::Truncate(tables) => {
+            Command::Truncate(tables, cascaded) => {
                 let snapshot = self.snapshot();
                 for t in tables {
                     for (child, fk) in snapshot.referencing_fks(t.id) {
@@ -3361,7 +3361,15 @@ impl Session {
                 if let Some(open) = &mut self.txn {
                     open.truncated.extend(tables.iter().map(|t| t.id));
                 }
-                Ok(Output::tag(Tag::new("TRUNCATE TABLE")))
+                let mut out = Output::tag(Tag::new("TRUNCATE TABLE"));
+                for name in cascaded {
+                    out = out.with_notice(
+                        "NOTICE",
+                        "00000",
+                        format!("truncate cascades to table \"{name}\""),
+                    );
+                }
+                Ok(out)
             }
             Command::RenameTable { table, name } => {
                 self.stage(catalog::Ddl::RenameTable { table: table.id, name: name.clone() })?;

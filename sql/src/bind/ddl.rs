@@ -123,8 +123,9 @@ pub enum Command {
         /// IF EXISTS.
         if_exists: bool,
     },
-    /// TRUNCATE.
-    Truncate(Vec<Arc<Table>>),
+    /// TRUNCATE: the tables named, then (CASCADE) the tables whose foreign keys reach them,
+    /// which the second list names for PostgreSQL's notices.
+    Truncate(Vec<Arc<Table>>, Vec<String>),
     /// ALTER TABLE … ADD COLUMN.
     AddColumn {
         /// Table.
@@ -498,13 +499,25 @@ impl Binder<'_> {
                 for target in &t.table_names {
                     tables.push(self.table(&target.name)?);
                 }
-                if matches!(t.cascade, Some(ast::CascadeOption::Cascade)) {
-                    return Err(Error::unsupported("TRUNCATE … CASCADE"));
-                }
                 if matches!(t.identity, Some(ast::TruncateIdentityOption::Restart)) {
                     return Err(Error::unsupported("TRUNCATE … RESTART IDENTITY"));
                 }
-                Command::Truncate(tables)
+                // CASCADE: every table whose foreign keys reference one truncated, level by
+                // level.
+                let mut cascaded = Vec::new();
+                if matches!(t.cascade, Some(ast::CascadeOption::Cascade)) {
+                    let mut next = 0;
+                    while next < tables.len() {
+                        for (child, _) in self.snapshot.referencing_fks(tables[next].id) {
+                            if !tables.iter().any(|x| x.id == child.id) {
+                                cascaded.push(child.name.clone());
+                                tables.push(child.clone());
+                            }
+                        }
+                        next += 1;
+                    }
+                }
+                Command::Truncate(tables, cascaded)
             }
             S::AlterTable(at) => self.bind_alter_table(at)?,
             S::AlterIndex {
