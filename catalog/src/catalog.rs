@@ -91,6 +91,8 @@ pub struct IndexDef {
     pub primary: bool,
     /// Declared as a constraint (PRIMARY KEY or UNIQUE) rather than by CREATE INDEX.
     pub constraint: bool,
+    /// A partial index's `WHERE` condition (SQL text).
+    pub predicate: Option<String>,
 }
 
 /// A table to create, before the catalog assigns its ids.
@@ -1572,6 +1574,7 @@ fn add_index(table: &mut Table, id: IndexId, def: IndexDef) -> Result<Index, Err
         unique: def.unique || def.primary,
         primary: def.primary,
         constraint: def.constraint || def.primary,
+        predicate: def.predicate,
     };
     table.indexes.push(index.clone());
     Ok(index)
@@ -1583,6 +1586,7 @@ fn unique_index_for<'a>(table: &'a Table, columns: &[u16]) -> Option<&'a Index> 
     let wanted: HashSet<u16> = columns.iter().copied().collect();
     table.indexes.iter().find(|i| {
         i.unique
+            && i.predicate.is_none()
             && i.columns.len() == wanted.len()
             && i.columns.iter().copied().collect::<HashSet<_>>() == wanted
     })
@@ -1689,6 +1693,7 @@ mod tests {
 
     fn index(name: &str, columns: &[u16], unique: bool, primary: bool) -> IndexDef {
         IndexDef {
+            predicate: None,
             name: name.into(),
             columns: columns.to_vec(),
             unique,

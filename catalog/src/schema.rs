@@ -431,6 +431,10 @@ pub struct Index {
     /// before this was kept read as `false` except for primary keys.
     #[serde(default)]
     pub constraint: bool,
+    /// A partial index's `WHERE` condition, as SQL text over the table's columns: only rows
+    /// that meet it are in the index's unique key (the SQL layer binds and evaluates it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicate: Option<String>,
 }
 
 /// `ON DELETE` / `ON UPDATE` action of a foreign key: what happens to the rows that reference

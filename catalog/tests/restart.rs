@@ -21,7 +21,14 @@ fn column(name: &str, data_type: DataType, not_null: bool, default: Option<&str>
 }
 
 fn index(name: &str, columns: &[u16], unique: bool, primary: bool) -> IndexDef {
-    IndexDef { name: name.into(), columns: columns.to_vec(), unique, primary, constraint: primary }
+    IndexDef {
+        name: name.into(),
+        columns: columns.to_vec(),
+        unique,
+        primary,
+        constraint: primary,
+        predicate: None,
+    }
 }
 
 #[test]

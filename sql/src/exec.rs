@@ -174,6 +174,22 @@ pub fn insert_row(
     }
 }
 
+/// Whether the row `bytes` (of column `types`) meets a partial index's WHERE condition: its
+/// evaluation is true (an error or NULL is not).
+pub(crate) fn meets_index_predicate(predicate: &Expr, bytes: &[u8], types: &[DataType]) -> bool {
+    let Ok(row) = types::decode_row(bytes, types) else { return false };
+    let empty = BTreeMap::new();
+    let env = Env {
+        now: NaiveDateTime::default(),
+        user: "",
+        database: "",
+        zone: types::Zone::UTC,
+        settings: &empty,
+        server_settings: &empty,
+    };
+    matches!(eval_pure(predicate, &row, &[], &[], &env), Ok(Value::Bool(true)))
+}
+
 /// The SQL type of a value (for casts whose source type the plan does not carry).
 pub fn value_type(v: &Value) -> DataType {
     match v {

@@ -384,7 +384,11 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
                     let backing = pk_t
                         .indexes
                         .iter()
-                        .filter(|i| i.unique && same_columns(&i.columns, &fk.ref_columns))
+                        .filter(|i| {
+                            i.unique
+                                && i.predicate.is_none()
+                                && same_columns(&i.columns, &fk.ref_columns)
+                        })
                         .min_by_key(|i| !i.primary);
                     let Some(backing) = backing else { continue };
                     for (n, (col, ref_col)) in fk.columns.iter().zip(&fk.ref_columns).enumerate() {

@@ -172,7 +172,7 @@ impl Database {
         };
         let snapshot = db.catalog.snapshot();
         for table in snapshot.tables() {
-            db.engine.create_table(exec::tid(table), index_specs(table));
+            db.engine.create_table(exec::tid(table), index_specs(&snapshot, table));
         }
         Arc::new(db)
     }
@@ -237,7 +237,11 @@ impl Database {
 }
 
 /// The engine's secondary-index specs for a table: each computes its key from row bytes.
-fn index_specs(table: &Table) -> Vec<txn::IndexSpec> {
+/// A partial index's key of a row outside its WHERE condition is reported as having a NULL,
+/// so that it never clashes (its entry is then keyed by the primary key too): uniqueness holds
+/// among the rows that meet the condition, as in PostgreSQL. (Such indexes serve no scans:
+/// `bind::select::choose_access` passes them by.)
+fn index_specs(snapshot: &Snapshot, table: &Table) -> Vec<txn::IndexSpec> {
     let types = exec::column_types(table);
     table
         .indexes
@@ -246,6 +250,20 @@ fn index_specs(table: &Table) -> Vec<txn::IndexSpec> {
         .map(|i| {
             let cols: Vec<usize> = i.columns.iter().map(|c| *c as usize).collect();
             let types = types.clone();
+            let predicate = i.predicate.as_ref().and_then(|p| {
+                let bound = crate::bind::dml::stored_expr(p).and_then(|e| {
+                    Binder::new(snapshot, p, Vec::new()).bind_index_predicate(&e, table)
+                });
+                match bound {
+                    Ok((_, expr, _)) => Some(expr),
+                    // Never expected (the column guards keep the text binding); a full unique
+                    // index is stricter, never looser.
+                    Err(e) => {
+                        tracing::warn!(index = %i.name, error = %e, "partial index condition no longer binds");
+                        None
+                    }
+                }
+            });
             // Decodes only the key columns (this runs for every write of an indexed table).
             let key_of = move |row: &[u8]| -> (Vec<u8>, bool) {
                 let key_vals: Vec<Value> = cols
@@ -255,7 +273,10 @@ fn index_specs(table: &Table) -> Vec<txn::IndexSpec> {
                             .expect("engine rows are written by encode_row with these types")
                     })
                     .collect();
-                let has_null = key_vals.iter().any(|v| v.is_null());
+                let mut has_null = key_vals.iter().any(|v| v.is_null());
+                if let Some(p) = &predicate {
+                    has_null |= !exec::meets_index_predicate(p, row, &types);
+                }
                 let mut k = Vec::new();
                 types::encode_key(&key_vals, &mut k);
                 (k, has_null)
@@ -1122,7 +1143,7 @@ impl Session {
     fn create_staged(&mut self, def: catalog::TableDef) -> Result<Arc<Table>> {
         let id = self.stage(catalog::Ddl::CreateTable(def))?.table.expect("created");
         let table = self.snapshot().table_by_id(id).expect("staged").clone();
-        self.db.engine.create_table(exec::tid(&table), index_specs(&table));
+        self.db.engine.create_table(exec::tid(&table), index_specs(&self.snapshot(), &table));
         self.pending_ddl().created.push(EngineObject::Table(id));
         Ok(table)
     }
@@ -3293,10 +3314,12 @@ impl Session {
                     .stage(catalog::Ddl::CreateIndex { table: table.id, def: spec.def.clone() })?
                     .index
                     .expect("created");
-                let txn_spec = self
-                    .snapshot()
+                let snapshot = self.snapshot();
+                let txn_spec = snapshot
                     .table_by_id(table.id)
-                    .and_then(|t| index_specs(t).into_iter().find(|s| s.id.0 == index.id.0))
+                    .and_then(|t| {
+                        index_specs(&snapshot, t).into_iter().find(|s| s.id.0 == index.id.0)
+                    })
                     .expect("staged");
                 engine.create_index(exec::tid(&table), txn_spec).map_err(|e| match e {
                     txn::Error::UniqueViolation { .. } => Error::UniqueViolation {

@@ -646,6 +646,43 @@ async fn arrays_survive_a_crash() {
     assert_eq!(sqlstate(&err), Some("23505"));
 }
 
+/// A partial unique index keeps its condition across a SIGKILL: after recovery rebuilds it
+/// from the rows, a key is still unique among the rows that meet the condition only.
+#[tokio::test]
+async fn partial_unique_index_survives_a_crash() {
+    if tests::against_pg() {
+        println!("Aspen-only, skipping under TEST_AGAINST_PG=1");
+        return;
+    }
+    let mut server = AspenServer::start();
+    let c = timed("connect", connect(server.port())).await.expect("connect");
+    let setup =
+        "CREATE TABLE soft (id int PRIMARY KEY, email text, gone boolean NOT NULL DEFAULT false);
+         CREATE UNIQUE INDEX soft_live ON soft (email) WHERE NOT gone;
+         INSERT INTO soft VALUES (1, 'a', true), (2, 'a', false);
+         CHECKPOINT;
+         INSERT INTO soft VALUES (3, 'a', true), (4, 'b', false);";
+    timed("setup", c.batch_execute(setup)).await.expect("setup");
+    drop(c);
+    server.restart();
+    let c = timed("reconnect", connect(server.port())).await.expect("connect after restart");
+    let err = timed("clash", c.batch_execute("INSERT INTO soft VALUES (5, 'a', false)"))
+        .await
+        .expect_err("a live duplicate");
+    assert_eq!(sqlstate(&err), Some("23505"));
+    timed("gone duplicate", c.batch_execute("INSERT INTO soft VALUES (5, 'a', true)"))
+        .await
+        .expect("a duplicate outside the condition");
+    let err = timed("revive", c.batch_execute("UPDATE soft SET gone = false WHERE id = 1"))
+        .await
+        .expect_err("reviving a duplicate");
+    assert_eq!(sqlstate(&err), Some("23505"));
+    let row = timed("count", c.query_one("SELECT count(*) FROM soft WHERE email = 'a'", &[]))
+        .await
+        .expect("count");
+    assert_eq!(row.get::<_, i64>(0), 4);
+}
+
 /// `ALTER SEQUENCE … OWNED BY` and `ALTER COLUMN … ADD GENERATED … AS IDENTITY` are catalog
 /// changes: after a SIGKILL the identity column keeps counting past what it gave, and the
 /// owned sequence still goes with its table.

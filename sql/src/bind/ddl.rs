@@ -10,7 +10,7 @@ use sqlparser::ast::{self as ast, ColumnOption, Statement as S, TableConstraint}
 
 use super::{ident, Binder, Scope};
 use crate::error::{Error, Result, Span};
-use crate::plan::Expr;
+use crate::plan::{Expr, Func};
 use crate::types::CastKind;
 
 /// The value of a SET.
@@ -1187,6 +1187,7 @@ impl Binder<'_> {
                             unique: true,
                             primary: true,
                             constraint: true,
+                            predicate: None,
                         });
                     }
                     ColumnOption::Unique(u) => {
@@ -1198,6 +1199,7 @@ impl Binder<'_> {
                             unique: true,
                             primary: false,
                             constraint: true,
+                            predicate: None,
                         })
                     }
                     ColumnOption::ForeignKey(fk) => {
@@ -1275,6 +1277,7 @@ impl Binder<'_> {
                         unique: true,
                         primary: true,
                         constraint: true,
+                        predicate: None,
                     });
                 }
                 TableConstraint::Unique(u) => {
@@ -1293,6 +1296,7 @@ impl Binder<'_> {
                         unique: true,
                         primary: false,
                         constraint: true,
+                        predicate: None,
                     });
                 }
                 TableConstraint::ForeignKey(fk) => pending_fk.push((
@@ -1396,8 +1400,8 @@ impl Binder<'_> {
     }
 
     fn bind_create_index(&mut self, ci: &ast::CreateIndex) -> Result<IndexSpec> {
-        if ci.predicate.is_some() || !ci.include.is_empty() {
-            return Err(Error::unsupported("partial or covering indexes"));
+        if !ci.include.is_empty() {
+            return Err(Error::unsupported("covering indexes (INCLUDE)"));
         }
         nulls_distinct(ci.nulls_distinct == Some(false))?;
         if let Some(u) = &ci.using {
@@ -1420,6 +1424,10 @@ impl Binder<'_> {
             Some(n) => self.object_name(n)?.1,
             None => format!("{}_{}_idx", table.name, cols.join("_")),
         };
+        let predicate = match &ci.predicate {
+            Some(p) => Some(self.bind_index_predicate(p, &table)?.0),
+            None => None,
+        };
         Ok(IndexSpec {
             table,
             def: IndexDef {
@@ -1428,9 +1436,70 @@ impl Binder<'_> {
                 unique: ci.unique,
                 primary: false,
                 constraint: false,
+                predicate,
             },
             if_not_exists: ci.if_not_exists,
         })
+    }
+
+    /// A partial index's WHERE condition over `table`'s row: as a CHECK's (boolean, no
+    /// subqueries, aggregates or parameters), and immutable — only operators, casts that do
+    /// not depend on the time zone and a few functions of their arguments alone (`42P17`
+    /// otherwise, as PostgreSQL's "functions in index predicate must be marked IMMUTABLE").
+    /// Returns its text (as the catalog keeps it), the bound condition and the columns it
+    /// reads.
+    pub(crate) fn bind_index_predicate(
+        &mut self,
+        e: &ast::Expr,
+        table: &Table,
+    ) -> Result<(String, Expr, Vec<u16>)> {
+        let (expr, columns) = self.bind_check_expr(e, table)?;
+        let mut immutable = true;
+        super::select::walk(&expr, &mut |x| match x {
+            Expr::Func(f, _) => {
+                immutable &= matches!(
+                    f,
+                    Func::Lower
+                        | Func::Upper
+                        | Func::Length
+                        | Func::Trim
+                        | Func::LTrim
+                        | Func::RTrim
+                )
+            }
+            // A cast that may read the session's time zone (to or from a date/time type).
+            Expr::Cast(_, to, _) => {
+                immutable &= !matches!(
+                    to,
+                    DataType::TimestampTz | DataType::Timestamp | DataType::Date | DataType::Time
+                ) && !crate::types::is_string(to);
+            }
+            _ => {}
+        });
+        if !immutable {
+            return Err(Error::DataException {
+                message: "functions in index predicate must be marked IMMUTABLE".into(),
+                sqlstate: "42P17",
+            });
+        }
+        let mut text = e;
+        while let ast::Expr::Nested(inner) = text {
+            text = inner;
+        }
+        Ok((text.to_string(), expr, columns))
+    }
+
+    /// Whether a partial index of `table` reads column `position` in its WHERE condition.
+    pub(crate) fn partial_index_reads(&mut self, table: &Table, position: u16) -> Result<bool> {
+        for i in &table.indexes {
+            if let Some(p) = &i.predicate {
+                let e = super::dml::stored_expr(p)?;
+                if self.bind_index_predicate(&e, table)?.2.contains(&position) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// Checks a column default as PostgreSQL's `cookDefault` does when a table is created or
@@ -1756,6 +1825,13 @@ impl Binder<'_> {
                 }) {
                     return Err(Error::unsupported("dropping a column of the primary key"));
                 }
+                if let Some(p) = position {
+                    if self.partial_index_reads(&table, p)? {
+                        return Err(Error::unsupported(
+                            "dropping a column a partial index's WHERE reads",
+                        ));
+                    }
+                }
                 let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
                 Ok(Command::DropColumn { table, name, position, cascade })
             }
@@ -1772,6 +1848,11 @@ impl Binder<'_> {
                 })?;
                 if table.checks.iter().any(|c| c.columns.contains(&column.position)) {
                     return Err(Error::unsupported("renaming a column a CHECK constraint reads"));
+                }
+                if self.partial_index_reads(&table, column.position)? {
+                    return Err(Error::unsupported(
+                        "renaming a column a partial index's WHERE reads",
+                    ));
                 }
                 if table.column(&new).is_some() {
                     return Err(Error::DuplicateColumnExists {
@@ -1867,6 +1948,11 @@ impl Binder<'_> {
                         if using.is_some() {
                             return Err(Error::unsupported("ALTER COLUMN … TYPE … USING"));
                         }
+                        if self.partial_index_reads(&table, column.position)? {
+                            return Err(Error::unsupported(
+                                "changing the type of a column a partial index's WHERE reads",
+                            ));
+                        }
                         let to = self.data_type(data_type)?;
                         let from = column.data_type;
                         let narrower = |t: &DataType| match t {
@@ -1921,6 +2007,7 @@ impl Binder<'_> {
                             unique: true,
                             primary: true,
                             constraint: true,
+                            predicate: None,
                         },
                         if_not_exists: false,
                     }))
@@ -1953,6 +2040,7 @@ impl Binder<'_> {
                             unique: true,
                             primary: false,
                             constraint: true,
+                            predicate: None,
                         },
                         if_not_exists: false,
                     }))

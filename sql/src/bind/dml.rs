@@ -245,7 +245,9 @@ impl Binder<'_> {
                     i.columns.len() == positions.len()
                         && i.columns.iter().all(|c| positions.contains(c))
                 };
-                let found = table.indexes.iter().filter(|i| i.unique).find(same);
+                // A partial index is no arbiter (PostgreSQL wants its WHERE in the target).
+                let found =
+                    table.indexes.iter().filter(|i| i.unique && i.predicate.is_none()).find(same);
                 Some(found.ok_or_else(no_match)?)
             }
             Some(ast::ConflictTarget::OnConstraint(name)) => {
@@ -650,7 +652,7 @@ fn deferrable_update(table: &Table, scan: &Plan, sets: &[(usize, Expr)]) -> bool
     covered.len() == pk.columns.len()
         && sets.iter().all(|(col, e)| {
             let c = *col as u16;
-            !table.indexes.iter().any(|i| i.columns.contains(&c))
+            !table.indexes.iter().any(|i| i.columns.contains(&c) || i.predicate.is_some())
                 && !table.foreign_keys.iter().any(|fk| fk.columns.contains(&c))
                 && row_local(e)
         })

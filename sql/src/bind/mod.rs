@@ -7,7 +7,7 @@
 
 mod array;
 mod ddl;
-mod dml;
+pub(crate) mod dml;
 mod expr;
 mod func;
 mod jsonb;

@@ -2563,7 +2563,9 @@ fn choose_access(table: &Table, conjuncts: &[Expr]) -> Access {
     }
     let mut best: Option<(usize, bool, Access)> = None;
     let mut point_gets: Option<Access> = None;
-    for index in &table.indexes {
+    // A partial index holds every row (those outside its WHERE under their primary key): no
+    // scan of it is narrower than the table's.
+    for index in table.indexes.iter().filter(|i| i.predicate.is_none()) {
         let cols: Vec<usize> = index.columns.iter().map(|c| *c as usize).collect();
         let prefix = cols.iter().take_while(|c| eq[**c].is_some()).count();
         if index.primary && prefix == cols.len() {

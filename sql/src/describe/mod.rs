@@ -602,7 +602,7 @@ fn detail(snapshot: &Snapshot, which: Detail, relation: Option<Relation<'_>>) ->
                         Value::Bool(i.unique),
                         Value::Bool(false),
                         Value::Bool(true),
-                        text(&index_def(table, i)),
+                        text(&index_def_as(table, i, true)),
                         condef,
                         contype,
                         deferrable.clone(),
@@ -775,12 +775,23 @@ fn storage(data_type: DataType) -> &'static str {
 
 /// `pg_get_indexdef`: `CREATE [UNIQUE] INDEX name ON public.table USING btree (cols)`.
 fn index_def(table: &Table, index: &Index) -> String {
+    index_def_as(table, index, false)
+}
+
+/// [`index_def`]; `pretty` as `pg_get_indexdef(…, 0, true)` (psql's `\d`): a partial index's
+/// condition without the parentheses around it.
+fn index_def_as(table: &Table, index: &Index, pretty: bool) -> String {
+    let condition = match (&index.predicate, pretty) {
+        (None, _) => String::new(),
+        (Some(p), true) => format!(" WHERE {p}"),
+        (Some(p), false) => format!(" WHERE ({p})"),
+    };
     format!(
-        "CREATE {}INDEX {} ON {SCHEMA}.{} USING btree ({})",
+        "CREATE {}INDEX {} ON {SCHEMA}.{} USING btree ({}){condition}",
         if index.unique { "UNIQUE " } else { "" },
         display_ident(&index.name),
         display_ident(&table.name),
-        column_list(table, &index.columns)
+        column_list(table, &index.columns),
     )
 }
 
