@@ -735,7 +735,9 @@ impl Ctx<'_> {
                 .collect();
             distinct.sort_by(|a, b| a.0.cmp(&b.0));
             distinct.dedup_by(|a, b| a.0 == b.0);
-            let mut out = Vec::new();
+            // Two values may find one row (`'a'` and `'a '` in a char(n) key): once each.
+            let mut out: Vec<(Vec<u8>, Vec<Value>)> = Vec::new();
+            let mut seen: HashSet<Vec<u8>> = HashSet::new();
             for (_, v) in distinct {
                 let mut one = (**access).clone();
                 let key = match &mut one {
@@ -752,7 +754,11 @@ impl Ctx<'_> {
                     limit: None,
                     for_update: *for_update,
                 };
-                out.extend(self.scan_with(&scan, used.clone())?);
+                for (key, row) in self.scan_with(&scan, used.clone())? {
+                    if seen.insert(key.clone()) {
+                        out.push((key, row));
+                    }
+                }
                 if limit.is_some_and(|l| out.len() >= l) {
                     break;
                 }

@@ -356,6 +356,9 @@ impl Binder<'_> {
             let elem = r.ty.element().expect("an array type");
             let le = if l.unknown || l.ty == elem {
                 self.coerce(l, elem, CastKind::Implicit, left)?
+            } else if matches!(l.ty, DataType::Char(_)) && types::is_string(&elem) {
+                // char(n) against text compares as text: its padding does not count.
+                self.text_expr(l, left)?
             } else if types::common_type(&l.ty, &elem).is_some() {
                 // Compared across types as `types::compare` does (integer widths, numeric,
                 // dates with timestamps), as PostgreSQL's cross-type operators do.
