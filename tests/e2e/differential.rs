@@ -529,6 +529,17 @@ impl Gen {
             8 => {
                 let ty = self.pick(&[Ty::Int, Ty::Text, Ty::Num, Ty::Char, Ty::Small]);
                 let n = self.rng.gen_range(1..=4);
+                // An integer list is also written as an array value (`= ANY`, `<> ALL`).
+                if ty == Ty::Int && self.chance(0.3) {
+                    let items: Vec<String> = (0..n)
+                        .map(|_| match self.rng.gen_range(-20..=21) {
+                            21 => "NULL".to_string(),
+                            v => v.to_string(),
+                        })
+                        .collect();
+                    let op = self.pick(&["= ANY", "<> ALL", "< ANY", ">= ALL"]);
+                    return format!("{} {op} ('{{{}}}'::int[])", self.expr(ty, d), items.join(","));
+                }
                 let list: Vec<_> = (0..n).map(|_| self.literal(ty)).collect();
                 let not = if self.chance(0.3) { " NOT" } else { "" };
                 format!("{}{not} IN ({})", self.expr(ty, d), list.join(", "))
