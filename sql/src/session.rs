@@ -1214,26 +1214,31 @@ fn returning_is_short(returning: &Option<Vec<(Expr, OutColumn)>>) -> bool {
     returning.iter().flatten().all(|(e, _)| expr_is_short(e))
 }
 
-/// [`Prepared::is_short`] of a bound statement.
-fn bound_is_short(bound: &Bound) -> bool {
-    match bound {
-        Bound::Plan(Statement::Query(q)) => plan_is_short(&q.plan),
-        Bound::Plan(Statement::Insert { source, returning, .. }) => {
+/// Whether a statement's plans and expressions are all short ([`plan_is_short`]).
+fn statement_is_short(stmt: &Statement) -> bool {
+    match stmt {
+        Statement::Query(q) => plan_is_short(&q.plan),
+        Statement::Insert { source, returning, .. } => {
             plan_is_short(source) && returning_is_short(returning)
         }
-        Bound::Plan(Statement::Update { scan, sets, returning, .. }) => {
+        Statement::Update { scan, sets, returning, .. } => {
             plan_is_short(scan)
                 && sets.iter().all(|(_, e)| expr_is_short(e))
                 && returning_is_short(returning)
         }
-        Bound::Plan(Statement::Delete { scan, returning, .. }) => {
+        Statement::Delete { scan, returning, .. } => {
             plan_is_short(scan) && returning_is_short(returning)
         }
-        Bound::Plan(Statement::With { ctes, main }) => ctes
-            .iter()
-            .map(|(_, s)| s)
-            .chain(std::iter::once(main.as_ref()))
-            .all(|s| bound_is_short(&Bound::Plan(s.clone()))),
+        Statement::With { ctes, main } => {
+            ctes.iter().all(|(_, s)| statement_is_short(s)) && statement_is_short(main)
+        }
+    }
+}
+
+/// [`Prepared::is_short`] of a bound statement.
+fn bound_is_short(bound: &Bound) -> bool {
+    match bound {
+        Bound::Plan(stmt) => statement_is_short(stmt),
         Bound::Command(
             Command::Begin(_)
             | Command::Commit

@@ -2659,11 +2659,7 @@ fn any_all(
     right: &AstExpr,
     any: bool,
 ) -> Result<Option<AstExpr>> {
-    let mut right = right;
-    while let AstExpr::Nested(inner) = right {
-        right = inner;
-    }
-    match right {
+    match strip(right) {
         AstExpr::Subquery(q) => match (op, any) {
             (BinaryOperator::Eq, true) | (BinaryOperator::NotEq, false) => {
                 Ok(Some(AstExpr::InSubquery {

@@ -83,52 +83,19 @@ pub(crate) fn call(f: ArrayFunc, mut args: Vec<Value>, zone: Zone) -> Result<Val
         ArrayFunc::Contains => Value::Bool(array::contains(items(&args[0])?, items(&args[1])?)),
         ArrayFunc::Overlaps => Value::Bool(array::overlaps(items(&args[0])?, items(&args[1])?)),
         // NULL over an empty array is still false (ANY) or true (ALL).
-        ArrayFunc::Any { op, all } => {
-            if args[1].is_null() {
-                return Ok(Value::Null);
-            }
-            let a = items(&args[1])?;
-            if a.is_empty() {
-                return Ok(Value::Bool(all));
-            }
-            let mut unknown = false;
-            for y in a {
-                match types::compare(&args[0], y) {
-                    None => unknown = true,
-                    Some(o) if op.holds(o) != all => return Ok(Value::Bool(!all)),
-                    Some(_) => {}
-                }
-            }
-            if unknown {
-                Value::Null
-            } else {
-                Value::Bool(all)
-            }
-        }
+        ArrayFunc::Any { op, all } => match &args[1] {
+            Value::Null => Value::Null,
+            a => quantified(items(a)?, all, |y| types::compare(&args[0], y).map(|o| op.holds(o))),
+        },
         // As ANY: true if a pattern matches, else NULL if the text or a pattern is NULL.
-        ArrayFunc::Like { ci, negated } => {
-            if args[1].is_null() {
-                return Ok(Value::Null);
+        ArrayFunc::Like { ci, negated } => match (&args[1], text(&args[0])) {
+            (Value::Null, _) => Value::Null,
+            (p, _) if items(p)?.is_empty() => Value::Bool(false),
+            (_, None) => Value::Null,
+            (p, Some(x)) => {
+                quantified(items(p)?, false, |p| text(p).map(|p| types::like(x, p, ci) != negated))
             }
-            let patterns = items(&args[1])?;
-            if patterns.is_empty() {
-                return Ok(Value::Bool(false));
-            }
-            let Some(x) = text(&args[0]) else { return Ok(Value::Null) };
-            let mut unknown = false;
-            for p in patterns {
-                match text(p) {
-                    None => unknown = true,
-                    Some(p) if types::like(x, p, ci) != negated => return Ok(Value::Bool(true)),
-                    Some(_) => {}
-                }
-            }
-            if unknown {
-                Value::Null
-            } else {
-                Value::Bool(false)
-            }
-        }
+        },
         ArrayFunc::Length | ArrayFunc::Upper => match (len(&args[0])?, int(&args[1])) {
             (n, Some(1)) if n > 0 => Value::Int32(n as i32),
             _ => Value::Null,
@@ -248,6 +215,25 @@ pub(crate) fn call(f: ArrayFunc, mut args: Vec<Value>, zone: Zone) -> Result<Val
             )
         }
     })
+}
+
+/// `x op ANY (items)` (or ALL), three-valued: `test` says whether `op` holds for an element
+/// (`None`: unknown, a NULL). ANY is true once it holds, ALL false once it does not; otherwise
+/// NULL if some element was unknown; an empty array gives false (ANY) or true (ALL).
+fn quantified(items: &[Value], all: bool, test: impl Fn(&Value) -> Option<bool>) -> Value {
+    let mut unknown = false;
+    for y in items {
+        match test(y) {
+            None => unknown = true,
+            Some(holds) if holds != all => return Value::Bool(!all),
+            Some(_) => {}
+        }
+    }
+    if unknown {
+        Value::Null
+    } else {
+        Value::Bool(all)
+    }
 }
 
 /// The rows of `unnest(a)`: one per element, with its position (bigint) when `ordinality`.

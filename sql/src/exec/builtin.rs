@@ -1289,16 +1289,20 @@ mod regex {
         Ok((global, ci))
     }
 
+    /// The compiled pattern of `function`, which takes no `g` flag (22023).
+    fn without_global(pattern: &str, flags: &str, function: &str) -> Result<::regex::Regex> {
+        if flags.contains('g') {
+            return Err(Error::InvalidParameterValue {
+                message: format!("{function}() does not support the \"global\" option"),
+            });
+        }
+        compiled(pattern, self::flags(flags)?.1)
+    }
+
     /// regexp_match: the first match's groups (the whole match when the pattern has none), a
     /// group that took no part NULL; NULL when nothing matches.
     pub(super) fn first_match(s: &str, pattern: &str, flags: &str) -> Result<Value> {
-        if flags.contains('g') {
-            return Err(Error::InvalidParameterValue {
-                message: "regexp_match() does not support the \"global\" option".into(),
-            });
-        }
-        let (_, ci) = self::flags(flags)?;
-        let re = compiled(pattern, ci)?;
+        let re = without_global(pattern, flags, "regexp_match")?;
         let Some(caps) = re.captures(s) else { return Ok(Value::Null) };
         let text =
             |m: Option<::regex::Match>| m.map_or(Value::Null, |m| Value::Text(m.as_str().into()));
@@ -1314,13 +1318,7 @@ mod regex {
     /// end of the string, or right after another match, splits nothing (PostgreSQL's rule, so
     /// that an empty pattern splits into characters).
     pub(super) fn split(s: &str, pattern: &str, flags: &str) -> Result<Value> {
-        if flags.contains('g') {
-            return Err(Error::InvalidParameterValue {
-                message: "regexp_split_to_array() does not support the \"global\" option".into(),
-            });
-        }
-        let (_, ci) = self::flags(flags)?;
-        let re = compiled(pattern, ci)?;
+        let re = without_global(pattern, flags, "regexp_split_to_array")?;
         let mut pieces = Vec::new();
         let (mut start, mut last_end) = (0, None);
         for m in re.find_iter(s) {
