@@ -97,6 +97,10 @@ impl SegmentStore for FaultyStore {
         self.inner.remove(no)
     }
 
+    fn retire(&self, segment: Box<dyn LogDevice>) {
+        self.inner.retire(segment)
+    }
+
     // Spill files are not fault-injected: they pass through.
     fn write_spill(&self, id: u64, bytes: &[u8]) -> io::Result<()> {
         self.inner.write_spill(id, bytes)

@@ -704,7 +704,8 @@ impl Logger {
         }
         let next = SegmentNo(self.segment_no.0 + 1);
         let device = &inner.devices[self.d];
-        self.segment = device.store.create(next)?;
+        let full = std::mem::replace(&mut self.segment, device.store.create(next)?);
+        device.store.retire(full);
         self.segment_no = next;
         self.file_offset = 0;
         let mut segments = device.segments.lock();

@@ -172,6 +172,9 @@ impl<S: SegmentStore> SegmentStore for CountedStore<S> {
     fn remove(&self, no: wal::SegmentNo) -> std::io::Result<()> {
         self.inner.remove(no)
     }
+    fn retire(&self, segment: Box<dyn LogDevice>) {
+        self.inner.retire(segment)
+    }
     fn write_spill(&self, id: u64, bytes: &[u8]) -> std::io::Result<()> {
         self.inner.write_spill(id, bytes)
     }
