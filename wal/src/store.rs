@@ -216,7 +216,7 @@ impl DirStore {
         if self.options.preallocate != Preallocate::ZeroFill && !opened {
             return;
         }
-        let (path, options) = (self.dir.join(SPARE_FILE), self.options.clone());
+        let (path, options) = (self.dir.join(SPARE_FILE), self.options);
         let thread = std::thread::Builder::new().name("wal-spare".into()).spawn(move || {
             yield_to_commits();
             if opened {
