@@ -49,6 +49,10 @@ pub enum DataType {
     /// `void` (OID 2278): what a function returns that returns nothing (`pg_sleep`). Its value
     /// prints as an empty string. Never a column's type.
     Void,
+    /// `regtype` (OID 2206): a type's OID that reads and prints as the type's name
+    /// (`'integer'::regtype`, `to_regtype(name)`, `oid::regtype::text`). Its values are
+    /// `bigint`s; never a column's type.
+    RegType,
     /// A one-dimensional array of a scalar type without a type modifier (`integer[]`,
     /// `text[]`, OIDs as `pg_type.typarray`).
     Array(ArrayElem),
@@ -218,6 +222,7 @@ impl DataType {
             DataType::Jsonb => 3802,
             DataType::Json => 114,
             DataType::Void => 2278,
+            DataType::RegType => 2206,
             DataType::Array(e) => e.array_oid(),
         }
     }
@@ -258,6 +263,7 @@ impl DataType {
             3802 => DataType::Jsonb,
             114 => DataType::Json,
             17 => DataType::Bytea,
+            2206 => DataType::RegType,
             // `_bpchar` (1014): its elements read as text.
             1014 => DataType::Array(ArrayElem::Text),
             oid => DataType::Array(ArrayElem::ALL.into_iter().find(|e| e.array_oid() == oid)?),
@@ -279,7 +285,7 @@ impl DataType {
         match self {
             DataType::Bool => 1,
             DataType::Int16 => 2,
-            DataType::Int32 | DataType::Float32 | DataType::Date => 4,
+            DataType::Int32 | DataType::Float32 | DataType::Date | DataType::RegType => 4,
             DataType::Int64
             | DataType::Float64
             | DataType::Timestamp
@@ -327,6 +333,7 @@ impl DataType {
             DataType::Jsonb => "jsonb".into(),
             DataType::Json => "json".into(),
             DataType::Void => "void".into(),
+            DataType::RegType => "regtype".into(),
             DataType::Array(e) => format!("{}[]", e.data_type().sql_name()),
         }
     }

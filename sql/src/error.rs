@@ -189,8 +189,9 @@ pub enum Error {
     SerializationFailure { message: String },
     /// `40P01`: deadlock detected (sessions waiting for each other's advisory locks).
     Deadlock { detail: String },
-    /// `42P01`: DROP VIEW of a name that is no relation.
-    UndefinedView { name: String },
+    /// `42P01`: DROP TABLE or DROP VIEW of a name that is no relation: `<kind> "name" does not
+    /// exist` (`kind` `table` or `view`).
+    UndefinedToDrop { kind: &'static str, name: String },
     /// `54023`: too many arguments (GROUPING's 31).
     TooManyArguments { message: String },
     /// `0A000`: a prepared statement, bound again after DDL, would return other columns than
@@ -333,7 +334,7 @@ impl Error {
             Error::Deadlock { .. } => "40P01",
             Error::ResultTypeChanged => "0A000",
             Error::TooManyArguments { .. } => "54023",
-            Error::UndefinedView { .. } => "42P01",
+            Error::UndefinedToDrop { .. } => "42P01",
             Error::DuplicatePreparedStatement { .. } => "42P05",
             Error::UndefinedPreparedStatement { .. } => "26000",
             Error::UndefinedSavepoint { .. } => "3B001",
@@ -647,7 +648,7 @@ impl fmt::Display for Error {
             Error::UndefinedSequence { name } => write!(f, "sequence \"{name}\" does not exist"),
             Error::ResultTypeChanged => write!(f, "cached plan must not change result type"),
             Error::TooManyArguments { message } => write!(f, "{message}"),
-            Error::UndefinedView { name } => write!(f, "view \"{name}\" does not exist"),
+            Error::UndefinedToDrop { kind, name } => write!(f, "{kind} \"{name}\" does not exist"),
             Error::DuplicatePreparedStatement { name } => {
                 write!(f, "prepared statement \"{name}\" already exists")
             }

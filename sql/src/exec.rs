@@ -4,7 +4,7 @@
 //! rows a scan reads.
 
 pub(crate) mod array;
-mod builtin;
+pub(crate) mod builtin;
 pub(crate) mod constraints;
 mod jsonb;
 mod to_char;

@@ -3125,7 +3125,9 @@ impl Session {
                         None if *if_exists => {
                             out = out.skipping(&format!("view \"{n}\" does not exist"));
                         }
-                        None => return Err(Error::UndefinedView { name: n.clone() }),
+                        None => {
+                            return Err(Error::UndefinedToDrop { kind: "view", name: n.clone() })
+                        }
                     }
                 }
                 if ids.is_empty() {
@@ -3287,7 +3289,9 @@ impl Session {
                         None if *if_exists => {
                             out = out.skipping(&format!("table \"{n}\" does not exist"));
                         }
-                        None => return Err(Error::UndefinedTable { name: n.clone(), span: None }),
+                        None => {
+                            return Err(Error::UndefinedToDrop { kind: "table", name: n.clone() })
+                        }
                     }
                 }
                 // One statement drops its tables together (the catalog decides which foreign

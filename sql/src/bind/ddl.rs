@@ -1013,6 +1013,7 @@ impl Binder<'_> {
                     "timetz" => return Err(Error::unsupported("time with time zone")),
                     "jsonb" => DataType::Jsonb,
                     "json" => DataType::Json,
+                    "regtype" => DataType::RegType,
                     _ => {
                         return Err(Error::UndefinedObject {
                             message: format!("type \"{n}\" does not exist"),
@@ -1133,6 +1134,7 @@ impl Binder<'_> {
                 Some(t) => (t, true),
                 None => (self.data_type(&cd.data_type)?, false),
             };
+            storable(&cname, data_type)?;
             let mut column = Column {
                 name: cname.clone(),
                 position: pos as u16,
@@ -1767,6 +1769,7 @@ impl Binder<'_> {
         match op {
             ast::AlterTableOperation::AddColumn { column_def, if_not_exists, .. } => {
                 let data_type = self.data_type(&column_def.data_type)?;
+                storable(&ident(&column_def.name), data_type)?;
                 let mut column = Column {
                     name: ident(&column_def.name),
                     position: table.columns.len() as u16,
@@ -1954,6 +1957,7 @@ impl Binder<'_> {
                             ));
                         }
                         let to = self.data_type(data_type)?;
+                        storable(&column.name, to)?;
                         let from = column.data_type;
                         let narrower = |t: &DataType| match t {
                             DataType::Int16 => 0,
@@ -2579,12 +2583,14 @@ fn constraint_name_taken(table: &Table, name: &str) -> bool {
 }
 
 /// `42P16` for a column of a pseudo-type (`void`, what `pg_sleep` returns), which no table or
-/// view column may have.
+/// view column may have; `0A000` for one of type `regtype`, which Aspen does not store.
 fn storable(name: &str, ty: DataType) -> Result<()> {
     match ty {
         DataType::Void => Err(Error::InvalidTableDefinition {
             message: format!("column \"{name}\" has pseudo-type void"),
         }),
+        // PostgreSQL stores a regtype column (as an OID); Aspen refuses rather than keep it.
+        DataType::RegType => Err(Error::unsupported(format!("column \"{name}\" of type regtype"))),
         _ => Ok(()),
     }
 }

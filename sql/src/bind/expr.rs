@@ -1203,6 +1203,37 @@ impl Binder<'_> {
         }))
     }
 
+    /// `pg_table_is_visible(oid)`: true for a relation `pg_class` lists (each is in `public`,
+    /// on the search path), NULL for an OID that names none, as PostgreSQL answers for an OID
+    /// it does not know. The OIDs are the statement's catalog's, taken when it is bound.
+    fn bind_table_is_visible(
+        &mut self,
+        args: &[&AstExpr],
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        let [arg] = args else {
+            return Err(Error::UndefinedFunction {
+                name: format!("function pg_table_is_visible with {} arguments", args.len()),
+                span: self.span_of(e),
+            });
+        };
+        let oid = self.bind_expr(arg, scope)?;
+        if !matches!(oid.ty, DataType::Int16 | DataType::Int32 | DataType::Int64) && !oid.unknown {
+            return Err(self.no_function("pg_table_is_visible", &[oid], e));
+        }
+        let oid = self.coerce_implicit(oid, DataType::Int64, e)?;
+        let oids = crate::describe::relation_oids(self.snapshot)
+            .into_iter()
+            .map(|o| Expr::Literal(Value::Int64(o.into())))
+            .collect();
+        let known = Expr::InList(Box::new(oid), oids, false);
+        Ok(Typed::known(
+            Expr::Case(vec![(known, Expr::Literal(Value::Bool(true)))], None),
+            DataType::Bool,
+        ))
+    }
+
     /// `has_table_privilege(table, privileges)`: true — Aspen's one role owns everything —
     /// once the table exists (42P01) and every privilege named is one a table has (22023),
     /// as PostgreSQL checks them. Both arguments must be constants: resolved when bound.
@@ -1975,6 +2006,9 @@ impl Binder<'_> {
         }
         if name == "has_table_privilege" {
             return self.bind_has_table_privilege(&arg_exprs, scope, e);
+        }
+        if name == "pg_table_is_visible" {
+            return self.bind_table_is_visible(&arg_exprs, scope, e);
         }
         if name.starts_with("jsonb_")
             || name.starts_with("json_")
@@ -2933,6 +2967,11 @@ pub(crate) fn fold_cast(e: Expr, from: DataType, to: DataType, kind: CastKind) -
         // node, so that `v = $1` binds to the same expression whether `$1` was typed before or
         // by it (ORDER BY and DISTINCT ON items match by expression).
         other if matches!(from, DataType::Varchar(_)) && to == DataType::Text => Ok(other),
+        // A regtype value is a bigint to the evaluator: its name is taken here.
+        other if from == DataType::RegType && types::is_string(&to) => {
+            let name = Expr::Func(Func::RegTypeOut, vec![other]);
+            fold_cast(name, DataType::Text, to, kind)
+        }
         other
             if matches!(from, DataType::Varchar(_) | DataType::Text)
                 && to == DataType::Varchar(None) =>

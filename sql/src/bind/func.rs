@@ -204,6 +204,9 @@ impl Binder<'_> {
             ("gen_random_uuid", 0) => {
                 self.bind_fixed(name, &[], T::Uuid, Func::GenRandomUuid, args, e)
             }
+            ("to_regtype", 1) => {
+                self.bind_fixed(name, &[P::Text], T::RegType, Func::ToRegType, args, e)
+            }
             ("aspen_debug_panic", 0) if cfg!(debug_assertions) => {
                 self.bind_fixed(name, &[], T::Bool, Func::DebugPanic, args, e)
             }
@@ -323,7 +326,7 @@ impl Binder<'_> {
     }
 
     /// An implicit cast of a bound argument to `ty` (unknowns are typed, known types cast).
-    fn coerce_implicit(&mut self, a: Typed, ty: DataType, e: &AstExpr) -> Result<Expr> {
+    pub(super) fn coerce_implicit(&mut self, a: Typed, ty: DataType, e: &AstExpr) -> Result<Expr> {
         if a.unknown || a.ty == ty {
             return self.coerce(a, ty, CastKind::Implicit, e);
         }

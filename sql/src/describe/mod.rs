@@ -318,6 +318,11 @@ impl Relation<'_> {
 }
 
 /// Every relation, tables and their indexes.
+/// The OIDs of the relations `pg_class` lists (all of them in `public`, on the search path).
+pub(crate) fn relation_oids(snapshot: &Snapshot) -> Vec<u32> {
+    relations(snapshot).iter().map(Relation::oid).collect()
+}
+
 fn relations(snapshot: &Snapshot) -> Vec<Relation<'_>> {
     let mut out = Vec::new();
     for t in snapshot.tables() {

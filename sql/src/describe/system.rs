@@ -140,7 +140,7 @@ fn not_null(table: &Table, column: &catalog::Column) -> bool {
 }
 
 /// `udt_name` / `typname` of a type.
-fn type_name(data_type: DataType) -> &'static str {
+pub(crate) fn type_name(data_type: DataType) -> &'static str {
     match data_type {
         DataType::Bool => "bool",
         DataType::Int16 => "int2",
@@ -162,6 +162,7 @@ fn type_name(data_type: DataType) -> &'static str {
         DataType::Json => "json",
         DataType::Time => "time",
         DataType::Void => "void",
+        DataType::RegType => "regtype",
         DataType::Array(e) => match e {
             ArrayElem::Bool => "_bool",
             ArrayElem::Int16 => "_int2",
@@ -323,6 +324,7 @@ fn type_numbers(data_type: DataType) -> TypeNumbers {
         | DataType::Bytea
         | DataType::Uuid
         | DataType::Void
+        | DataType::RegType
         | DataType::Jsonb
         | DataType::Json
         | DataType::Array(_) => TypeNumbers::default(),
@@ -894,7 +896,7 @@ const fn ty(
     TypeRow { ty, category, preferred, array, io, typmod }
 }
 
-const TYPES: [TypeRow; 20] = [
+const TYPES: [TypeRow; 21] = [
     ty(DataType::Bool, "B", true, 1000, "bool", false),
     ty(DataType::Bytea, "U", false, 1001, "bytea", false),
     ty(DataType::Int64, "N", false, 1016, "int8", false),
@@ -915,7 +917,18 @@ const TYPES: [TypeRow; 20] = [
     ty(DataType::Jsonb, "U", false, 3807, "jsonb_", false),
     ty(DataType::Json, "U", false, 199, "json_", false),
     ty(DataType::Void, "P", false, 0, "void_", false),
+    // Aspen has no `_regtype` (2211): no array of it.
+    ty(DataType::RegType, "N", false, 0, "regtype", false),
 ];
+
+/// Every type `pg_type` lists, by its `typname` (`int4`, `_int4`, …).
+pub(crate) fn types_by_name() -> impl Iterator<Item = (&'static str, DataType)> {
+    TYPES
+        .iter()
+        .map(|r| r.ty)
+        .chain(ArrayElem::ALL.into_iter().map(DataType::Array))
+        .map(|ty| (type_name(ty), ty))
+}
 
 fn pg_type() -> Vec<Vec<Expr>> {
     TYPES

@@ -532,6 +532,18 @@ pub(super) fn call(f: Func, args: &[Value]) -> Result<Value> {
         },
         Func::Pi => Value::Float64(std::f64::consts::PI),
         Func::Random => Value::Float64(random()),
+        Func::RegTypeOut => match &args[0] {
+            Value::Int64(oid) => {
+                let mut name = String::new();
+                crate::types::regtype::write(*oid, &mut name);
+                Value::Text(name)
+            }
+            _ => Value::Null,
+        },
+        Func::ToRegType => match &args[0] {
+            Value::Text(s) => crate::types::regtype::to_regtype(s),
+            _ => Value::Null,
+        },
         Func::GenRandomUuid => {
             let mut u = [0u8; 16];
             getrandom::getrandom(&mut u)
@@ -1404,6 +1416,7 @@ pub(crate) fn format_type(oid: i64, typmod: Option<i32>) -> String {
         1186 => "interval",
         1266 => "time with time zone",
         1700 => "numeric",
+        2206 => "regtype",
         2278 => "void",
         2950 => "uuid",
         3802 => "jsonb",

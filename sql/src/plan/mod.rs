@@ -240,6 +240,10 @@ pub enum Func {
     /// gen_random_uuid() — volatile: a version 4 UUID from the operating system's random
     /// source, as PostgreSQL's.
     GenRandomUuid,
+    /// to_regtype(text): the type's OID as a `regtype`, NULL if no type has that name.
+    ToRegType,
+    /// `regtypeout`: the name of the type whose OID (a `regtype`) is the argument.
+    RegTypeOut,
     /// aspen_debug_panic(): panics, so that tests can check a bug in one statement costs only
     /// that statement. Bound only in debug builds.
     DebugPanic,

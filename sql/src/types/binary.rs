@@ -42,6 +42,8 @@ pub fn decode_binary(b: &[u8], ty: &DataType) -> Result<Value> {
         // `void_recv`: no bytes.
         DataType::Void if b.is_empty() => Value::Text(String::new()),
         DataType::Void => return Err(bad_format()),
+        // `regtyperecv`: the OID, an unsigned 4-byte integer.
+        DataType::RegType => Value::Int64(u32::from_be_bytes(fixed(b)?).into()),
         DataType::Bool => Value::Bool(fixed::<1>(b)?[0] != 0),
         DataType::Int16 => Value::Int16(i16::from_be_bytes(fixed(b)?)),
         DataType::Int32 => Value::Int32(i32::from_be_bytes(fixed(b)?)),
@@ -231,6 +233,7 @@ pub fn encode_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
             match ty {
                 DataType::Int16 => out.extend_from_slice(&(i as i16).to_be_bytes()),
                 DataType::Int32 => out.extend_from_slice(&(i as i32).to_be_bytes()),
+                DataType::RegType => out.extend_from_slice(&(i as u32).to_be_bytes()),
                 _ => out.extend_from_slice(&i.to_be_bytes()),
             }
         }

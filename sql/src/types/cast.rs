@@ -74,6 +74,10 @@ fn cast_context(from: &DataType, to: &DataType) -> Option<CastKind> {
         (T::Interval | T::Timestamp | T::TimestampTz, T::Time) => Some(Assignment),
         (T::Bool, T::Int32) | (T::Int32, T::Bool) => Some(Explicit),
         (T::Json, T::Jsonb) | (T::Jsonb, T::Json) => Some(Assignment),
+        // regtype is an oid, which the integers cast to implicitly (int4 → oid; int8 → oid
+        // is implicit too) and which casts implicitly to int8 and by assignment to int4.
+        (T::Int16 | T::Int32 | T::Int64, T::RegType) | (T::RegType, T::Int64) => Some(Implicit),
+        (T::RegType, T::Int32) => Some(Assignment),
         // jsonb's casts to a scalar type (PostgreSQL 11's `jsonb_numeric`, `jsonb_bool`, …).
         (T::Jsonb, to) if *to == T::Bool || numeric_rank(to).is_some() => Some(Explicit),
         (_, to) if is_string(to) => Some(Assignment),
@@ -196,6 +200,17 @@ pub fn cast_zoned(
     Ok(match to {
         DataType::Void | DataType::Jsonb | DataType::Json | DataType::Array(_) => {
             return Err(cannot_cast(from, to))
+        }
+        DataType::RegType => {
+            let i = to_i64(&v, &DataType::Int64).ok_or_else(|| cannot_cast(from, to))??;
+            // int4 → oid reads a negative value as its unsigned bits, as PostgreSQL does; a
+            // bigint must fit the unsigned range.
+            let oid = match from {
+                DataType::Int16 | DataType::Int32 => i64::from(i as u32),
+                _ if (0..=u32::MAX.into()).contains(&i) => i,
+                _ => return Err(Error::NumericOutOfRange { message: "OID out of range".into() }),
+            };
+            Value::Int64(oid)
         }
         DataType::Bool => match v {
             Value::Bool(b) => Value::Bool(b),
@@ -389,6 +404,9 @@ pub fn common_type(a: &DataType, b: &DataType) -> Option<DataType> {
     }
     match (a, b) {
         (T::Date, T::Timestamp) | (T::Timestamp, T::Date) => Some(T::Timestamp),
+        // An oid compares with an integer as a bigint.
+        (T::RegType, T::Int16 | T::Int32 | T::Int64)
+        | (T::Int16 | T::Int32 | T::Int64, T::RegType) => Some(T::Int64),
         (T::Date | T::Timestamp, T::TimestampTz) | (T::TimestampTz, T::Date | T::Timestamp) => {
             Some(T::TimestampTz)
         }

@@ -306,7 +306,7 @@ impl<'a> Reader<'a> {
 
     fn value(&mut self, ty: &DataType) -> Result<Value> {
         Ok(match ty {
-            DataType::Void => return Err(corrupt("void column")),
+            DataType::Void | DataType::RegType => return Err(corrupt("pseudo-type column")),
             DataType::Bool => Value::Bool(self.array::<1>()?[0] != 0),
             DataType::Int16 => Value::Int16(self.int()?.try_into().map_err(|_| corrupt("int2"))?),
             DataType::Int32 => Value::Int32(self.int()?.try_into().map_err(|_| corrupt("int4"))?),
@@ -384,7 +384,7 @@ impl<'a> Reader<'a> {
     /// Skips one value of type `ty` without materializing it.
     fn skip(&mut self, ty: &DataType) -> Result<()> {
         match ty {
-            DataType::Void => Err(corrupt("void column")),
+            DataType::Void | DataType::RegType => Err(corrupt("pseudo-type column")),
             DataType::Bool => self.take(1).map(drop),
             DataType::Int16 | DataType::Int32 | DataType::Int64 => self.varint().map(drop),
             DataType::Float32 | DataType::Date => self.take(4).map(drop),
@@ -703,7 +703,7 @@ mod tests {
         }
         let small = |rng: &mut Rng| rng.below(7) as i64 - 3;
         match ty {
-            DataType::Void => unreachable!("no column is of type void"),
+            DataType::Void | DataType::RegType => unreachable!("no column is of these types"),
             DataType::Bool => Value::Bool(rng.below(2) == 1),
             DataType::Int16 => Value::Int16(match rng.below(3) {
                 0 => small(rng) as i16,

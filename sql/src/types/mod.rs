@@ -29,6 +29,7 @@ pub(crate) mod json;
 mod jsonb;
 mod like;
 mod numeric;
+pub(crate) mod regtype;
 #[cfg(test)]
 pub(crate) mod test_rng;
 mod text;

@@ -31,6 +31,7 @@ pub fn parse_text_zoned(s: &str, ty: &DataType, zone: Zone) -> Result<Value> {
     Ok(match ty {
         // `void_in` takes anything.
         DataType::Void => Value::Text(String::new()),
+        DataType::RegType => Value::Int64(super::regtype::parse(s)?.into()),
         DataType::Bool => Value::Bool(parse_bool(s)?),
         DataType::Int16 => Value::Int16(
             parse_int(s, "smallint")?.try_into().map_err(|_| int_range(s, "smallint"))?,
@@ -129,7 +130,6 @@ pub fn format_text_zoned(v: &Value, ty: &DataType, zone: Zone) -> String {
 /// [`format_text_zoned`] appending to `out`.
 pub fn format_text_zoned_into(v: &Value, ty: &DataType, zone: Zone, out: &mut String) {
     use std::fmt::Write;
-    let _ = ty;
     match v {
         Value::Null => {}
         Value::Bool(b) => out.push(if *b { 't' } else { 'f' }),
@@ -139,6 +139,7 @@ pub fn format_text_zoned_into(v: &Value, ty: &DataType, zone: Zone, out: &mut St
         Value::Int32(i) => {
             let _ = write!(out, "{i}");
         }
+        Value::Int64(i) if *ty == DataType::RegType => super::regtype::write(*i, out),
         Value::Int64(i) => {
             let _ = write!(out, "{i}");
         }
