@@ -1360,6 +1360,33 @@ impl Binder<'_> {
             }
         }
 
+        if grouping_sets.is_empty() && !group_by.is_empty() {
+            // Columns the GROUP BY's primary keys determine (PostgreSQL's functional
+            // dependency): grouping by them too forms the same groups.
+            let mut used = Vec::new();
+            let mut note = |e: &Expr| {
+                walk(e, &mut |x| {
+                    if let Expr::Column(i) = x {
+                        used.push(*i);
+                    }
+                })
+            };
+            bound_items.iter().for_each(|(e, _)| note(e));
+            having.iter().for_each(&mut note);
+            for (t, _, _) in &order_keys {
+                if let OrderTarget::Input(e) = t {
+                    note(e);
+                }
+            }
+            for (t, _) in &distinct_on {
+                if let OrderTarget::Input(e) = t {
+                    note(e);
+                }
+            }
+            let extra = self.dependent_columns(&scope, &group_by, &used);
+            group_by.extend(extra.into_iter().map(Expr::Column));
+        }
+
         let mut scope_after = scope.clone();
         if grouped {
             if for_update {
@@ -2919,6 +2946,42 @@ fn grouping_sets(items: &[AstExpr]) -> Result<(Vec<&AstExpr>, Vec<Vec<usize>>)> 
     Ok((exprs, product))
 }
 
+impl Binder<'_> {
+    /// The columns among `used` (of the FROM row `scope`) that are not GROUP BY keys but
+    /// that the keys determine: a column of a table in FROM whose primary key columns are all
+    /// keys (plain column references). PostgreSQL allows those in the select list, HAVING and
+    /// ORDER BY of a grouped query (`SELECT a.name, count(*) … GROUP BY a.id`, as Django's
+    /// annotations write it). Only base tables: a subquery's or view's columns determine
+    /// nothing.
+    fn dependent_columns(&self, scope: &Scope, group_by: &[Expr], used: &[usize]) -> Vec<usize> {
+        let keyed = |i: usize| group_by.contains(&Expr::Column(i));
+        let mut out: Vec<usize> = Vec::new();
+        for &i in used {
+            let Some(c) = scope.columns.get(i) else { continue };
+            let (Some(rel), Some((oid, _))) = (&c.relation, c.source) else { continue };
+            if keyed(i) || out.contains(&i) {
+                continue;
+            }
+            let Some(table) = self.snapshot.tables().find(|t| t.id.oid() == oid) else {
+                continue;
+            };
+            let Some(pk) = table.primary_index() else { continue };
+            // The primary key's columns of this instance of the table (its alias) are keys.
+            let determined = pk.columns.iter().all(|&pc| {
+                scope.columns.iter().enumerate().any(|(j, o)| {
+                    o.relation.as_ref() == Some(rel)
+                        && o.source == Some((oid, pc as i16 + 1))
+                        && keyed(j)
+                })
+            });
+            if determined {
+                out.push(i);
+            }
+        }
+        out
+    }
+}
+
 /// An expression of a grouped query over the FROM row, rewritten over the grouped row: the
 /// group keys (columns `0..ng`), the aggregates (from `ng`), then the window calls' columns
 /// (from `windows_at`; over the FROM row they follow its `scope.columns.len()` columns). Any
@@ -3168,7 +3231,7 @@ pub(crate) fn width_of(p: &Plan) -> usize {
         Plan::Scan { table, .. } => table.columns.len(),
         Plan::GenerateSeries { .. } => 1,
         Plan::JsonbRows { func, .. } => func.columns().len(),
-        Plan::Unnest { ordinality, .. } => 1 + usize::from(*ordinality),
+        Plan::Unnest { args, ordinality } => args.len() + usize::from(*ordinality),
         Plan::Filter { input, .. }
         | Plan::Sort { input, .. }
         | Plan::Distinct { input, .. }
