@@ -404,7 +404,10 @@ impl Ctx<'_> {
             }
             Plan::Scan { .. } => Ok(self.scan(plan)?.into_iter().map(|(_, r)| r).collect()),
             Plan::GenerateSeries { args, data_type } => self.generate_series(args, *data_type),
-            Plan::Unnest { arg, ordinality } => array::unnest(self.eval(arg, &[])?, *ordinality),
+            Plan::Unnest { args, ordinality } => {
+                let arrays = args.iter().map(|a| self.eval(a, &[])).collect::<Result<Vec<_>>>()?;
+                array::unnest(&arrays, *ordinality)
+            }
             Plan::JsonbRows { func, arg } => match self.eval(arg, &[])? {
                 Value::Null => Ok(vec![]),
                 Value::Jsonb(j) => jsonb::rows(*func, &j),

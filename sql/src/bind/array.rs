@@ -510,29 +510,36 @@ impl Binder<'_> {
         alias: Option<&ast::TableAlias>,
         ordinality: bool,
     ) -> Result<(Plan, Scope)> {
-        let [x] = exprs else {
-            return Err(Error::unsupported("unnest of more than one array"));
-        };
-        let t = self.bind_expr(x, &Scope::default())?;
-        if t.unknown {
-            return Err(Error::AmbiguousFunction {
-                name: "function unnest(unknown)".into(),
-                span: None,
-            });
-        }
-        let Some(elem) = t.ty.element() else {
-            return Err(Error::UndefinedFunction {
-                name: format!("function unnest({})", t.ty.base_name()),
-                span: self.span_of(x),
-            });
-        };
         let rel = alias.map(|a| ident(&a.name)).unwrap_or_else(|| "unnest".into());
-        let mut columns = vec![(rel.clone(), elem)];
+        let mut args = Vec::with_capacity(exprs.len());
+        let mut columns = Vec::with_capacity(exprs.len() + 1);
+        for x in exprs {
+            let t = self.bind_expr(x, &Scope::default())?;
+            if t.unknown {
+                return Err(Error::AmbiguousFunction {
+                    name: "function unnest(unknown)".into(),
+                    span: None,
+                });
+            }
+            let Some(elem) = t.ty.element() else {
+                return Err(Error::UndefinedFunction {
+                    name: format!("function unnest({})", t.ty.base_name()),
+                    span: self.span_of(x),
+                });
+            };
+            // One array's column is named after the relation; several are each `unnest`.
+            let name = if exprs.len() == 1 { rel.clone() } else { "unnest".into() };
+            columns.push((name, elem));
+            args.push(t.expr);
+        }
+        if args.is_empty() {
+            return Err(Error::UndefinedFunction { name: "function unnest()".into(), span: None });
+        }
         if ordinality {
             columns.push(("ordinality".into(), DataType::Int64));
         }
         let scope = super::select::function_scope(rel, alias, columns)?;
-        Ok((Plan::Unnest { arg: t.expr, ordinality }, scope))
+        Ok((Plan::Unnest { args, ordinality }, scope))
     }
 
     /// `ARRAY(subquery)`: the subquery's one column, its rows in order, as an array (`{}` when

@@ -237,21 +237,20 @@ fn quantified(items: &[Value], all: bool, test: impl Fn(&Value) -> Option<bool>)
 }
 
 /// The rows of `unnest(a)`: one per element, with its position (bigint) when `ordinality`.
-pub(crate) fn unnest(a: Value, ordinality: bool) -> Result<Vec<Vec<Value>>> {
-    if a.is_null() {
-        return Ok(Vec::new());
-    }
-    Ok(items(&a)?
+pub(crate) fn unnest(arrays: &[Value], ordinality: bool) -> Result<Vec<Vec<Value>>> {
+    let lists = arrays
         .iter()
-        .enumerate()
-        .map(
-            |(i, v)| {
-                if ordinality {
-                    vec![v.clone(), Value::Int64(i as i64 + 1)]
-                } else {
-                    vec![v.clone()]
-                }
-            },
-        )
+        .map(|a| if a.is_null() { Ok(&[][..]) } else { items(a) })
+        .collect::<Result<Vec<_>>>()?;
+    let n = lists.iter().map(|l| l.len()).max().unwrap_or(0);
+    Ok((0..n)
+        .map(|i| {
+            let mut row: Vec<Value> =
+                lists.iter().map(|l| l.get(i).cloned().unwrap_or(Value::Null)).collect();
+            if ordinality {
+                row.push(Value::Int64(i as i64 + 1));
+            }
+            row
+        })
         .collect())
 }

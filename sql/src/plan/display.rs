@@ -224,9 +224,9 @@ impl Plan {
             Plan::JsonbRows { func, arg } => {
                 writeln!(f, "{arrow}Function Scan on {}({})", func.name(), expr(arg, &position))
             }
-            Plan::Unnest { arg, ordinality } => {
+            Plan::Unnest { args, ordinality } => {
                 let with = if *ordinality { " WITH ORDINALITY" } else { "" };
-                writeln!(f, "{arrow}Function Scan on unnest({}){with}", expr(arg, &position))
+                writeln!(f, "{arrow}Function Scan on unnest({}){with}", exprs(args))
             }
             Plan::Filter { input, predicate } => {
                 writeln!(f, "{arrow}Filter: {}", expr(predicate, &position))?;

@@ -850,11 +850,12 @@ pub enum Plan {
         /// The jsonb argument.
         arg: Expr,
     },
-    /// unnest(array) in FROM: one row per element, with its 1-based position (int8) after it
-    /// `WITH ORDINALITY`.
+    /// unnest(array [, array …]) in FROM: one row per element, the arrays side by side (a
+    /// shorter one padded with NULLs), with the 1-based position (int8) after them `WITH
+    /// ORDINALITY`.
     Unnest {
-        /// The array.
-        arg: Expr,
+        /// The arrays.
+        args: Vec<Expr>,
         /// Add the ordinality column.
         ordinality: bool,
     },
@@ -1133,8 +1134,8 @@ impl Plan {
                 out.extend(filter.iter().chain(limit.iter()));
                 out
             }
-            Plan::GenerateSeries { args, .. } => args.iter().collect(),
-            Plan::JsonbRows { arg, .. } | Plan::Unnest { arg, .. } => vec![arg],
+            Plan::GenerateSeries { args, .. } | Plan::Unnest { args, .. } => args.iter().collect(),
+            Plan::JsonbRows { arg, .. } => vec![arg],
             Plan::Filter { predicate, .. } => vec![predicate],
             Plan::Project { exprs, .. } => exprs.iter().collect(),
             Plan::NestedLoop { on, .. } => on.iter().collect(),
@@ -1195,8 +1196,10 @@ impl Plan {
                 out.extend(filter.iter_mut().chain(limit.iter_mut()));
                 out
             }
-            Plan::GenerateSeries { args, .. } => args.iter_mut().collect(),
-            Plan::JsonbRows { arg, .. } | Plan::Unnest { arg, .. } => vec![arg],
+            Plan::GenerateSeries { args, .. } | Plan::Unnest { args, .. } => {
+                args.iter_mut().collect()
+            }
+            Plan::JsonbRows { arg, .. } => vec![arg],
             Plan::Filter { predicate, .. } => vec![predicate],
             Plan::Project { exprs, .. } => exprs.iter_mut().collect(),
             Plan::NestedLoop { on, .. } => on.iter_mut().collect(),
