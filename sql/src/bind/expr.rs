@@ -1234,6 +1234,69 @@ impl Binder<'_> {
         ))
     }
 
+    /// `obj_description(oid [, catalog])` and `col_description(oid, attnum)`: the comment
+    /// COMMENT ON gave a relation or a column (`pg_description`), NULL where there is none —
+    /// also for an object of another catalog than `pg_class`, where Aspen keeps no comments.
+    /// The catalog name must be a constant. The comments are the statement's catalog's, taken
+    /// when it is bound (a COMMENT binds the statement again).
+    fn bind_description(
+        &mut self,
+        name: &str,
+        args: &[&AstExpr],
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        let column = name == "col_description";
+        if args.is_empty() || args.len() > 2 || (column && args.len() != 2) {
+            return Err(Error::UndefinedFunction {
+                name: format!("function {name} with {} arguments", args.len()),
+                span: self.span_of(e),
+            });
+        }
+        let mut bound = Vec::with_capacity(2);
+        for a in &args[..if column { 2 } else { 1 }] {
+            let t = self.bind_expr(a, scope)?;
+            if !matches!(t.ty, DataType::Int16 | DataType::Int32 | DataType::Int64) && !t.unknown {
+                return Err(self.no_function(name, &[t], e));
+            }
+            bound.push(self.coerce_implicit(t, DataType::Int64, e)?);
+        }
+        if !column && args.len() == 2 {
+            let catalog = self.constant_text(args[1], scope, "obj_description of a catalog")?;
+            if catalog.as_deref() != Some("pg_class") {
+                return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Text));
+            }
+        }
+        let oid_is = |oid: u32| {
+            Expr::Cmp(
+                crate::plan::CmpOp::Eq,
+                Box::new(bound[0].clone()),
+                Box::new(Expr::Literal(Value::Int64(oid.into()))),
+            )
+        };
+        let mut arms = Vec::new();
+        for t in self.snapshot.tables() {
+            if !column {
+                if let Some(c) = &t.comment {
+                    arms.push((oid_is(t.id.oid()), Expr::Literal(Value::Text(c.clone()))));
+                }
+                continue;
+            }
+            for (position, c) in &t.column_comments {
+                let attnum = Expr::Cmp(
+                    crate::plan::CmpOp::Eq,
+                    Box::new(bound[1].clone()),
+                    Box::new(Expr::Literal(Value::Int64(i64::from(*position) + 1))),
+                );
+                let both = Expr::And(Box::new(oid_is(t.id.oid())), Box::new(attnum));
+                arms.push((both, Expr::Literal(Value::Text(c.clone()))));
+            }
+        }
+        let expr =
+            if arms.is_empty() { Expr::Literal(Value::Null) } else { Expr::Case(arms, None) };
+        Ok(Typed::known(expr, DataType::Text))
+    }
+
     /// `has_table_privilege(table, privileges)`: true — Aspen's one role owns everything —
     /// once the table exists (42P01) and every privilege named is one a table has (22023),
     /// as PostgreSQL checks them. Both arguments must be constants: resolved when bound.
@@ -2009,6 +2072,9 @@ impl Binder<'_> {
         }
         if name == "pg_table_is_visible" {
             return self.bind_table_is_visible(&arg_exprs, scope, e);
+        }
+        if name == "obj_description" || name == "col_description" {
+            return self.bind_description(&name, &arg_exprs, scope, e);
         }
         if name.starts_with("jsonb_")
             || name.starts_with("json_")
