@@ -1731,6 +1731,7 @@ mod tests {
             ref_columns: ref_columns.to_vec(),
             on_delete: FkAction::Cascade,
             on_update: FkAction::NoAction,
+            deferral: crate::schema::Deferral::NotDeferrable,
         }
     }
 
@@ -2107,6 +2108,7 @@ mod tests {
             ref_columns: vec![0],
             on_delete: FkAction::NoAction,
             on_update: FkAction::NoAction,
+            deferral: crate::schema::Deferral::NotDeferrable,
         };
         let check = |name: &str, columns: Vec<u16>| crate::schema::Check {
             name: name.into(),

@@ -101,8 +101,8 @@ pub use crate::error::Error;
 pub use crate::ids::{sequence_oid, CatalogVersion, IndexId, TableId};
 pub use crate::roles::{Role, Verifier};
 pub use crate::schema::{
-    ArrayElem, Check, Column, ColumnDefault, DataType, FkAction, ForeignKey, Generated, Index,
-    Sequence, Table, ViewDef,
+    ArrayElem, Check, Column, ColumnDefault, DataType, Deferral, FkAction, ForeignKey, Generated,
+    Index, Sequence, Table, ViewDef,
 };
 pub use crate::snapshot::Snapshot;
 pub use crate::store::{CatalogStore, MemStore, RocksStore};

@@ -494,6 +494,43 @@ pub struct ForeignKey {
     /// one accepted then).
     #[serde(default)]
     pub on_update: FkAction,
+    /// `DEFERRABLE` / `INITIALLY DEFERRED` (catalogs written before it was kept read as NOT
+    /// DEFERRABLE, the only timing accepted then).
+    #[serde(default, skip_serializing_if = "Deferral::is_not_deferrable")]
+    pub deferral: Deferral,
+}
+
+/// When a foreign key's NO ACTION checks run — that each written row's reference exists, and
+/// that a removed key is no longer referenced: when the statement ends, or when the
+/// transaction commits (PostgreSQL's deferred constraint triggers). RESTRICT and the
+/// referential actions (CASCADE, SET NULL, SET DEFAULT) always act when the statement ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Deferral {
+    /// `NOT DEFERRABLE` (the default): always when the statement ends.
+    #[default]
+    NotDeferrable,
+    /// `DEFERRABLE INITIALLY IMMEDIATE`: when the statement ends unless `SET CONSTRAINTS …
+    /// DEFERRED` says otherwise for the transaction.
+    Immediate,
+    /// `DEFERRABLE INITIALLY DEFERRED`: at commit unless `SET CONSTRAINTS … IMMEDIATE`.
+    Deferred,
+}
+
+impl Deferral {
+    /// Whether this is `NOT DEFERRABLE` (the default, not written to the catalog).
+    pub fn is_not_deferrable(&self) -> bool {
+        *self == Deferral::NotDeferrable
+    }
+
+    /// The clause `pg_get_constraintdef` ends with: empty, ` DEFERRABLE` or ` DEFERRABLE
+    /// INITIALLY DEFERRED`.
+    pub fn sql(self) -> &'static str {
+        match self {
+            Deferral::NotDeferrable => "",
+            Deferral::Immediate => " DEFERRABLE",
+            Deferral::Deferred => " DEFERRABLE INITIALLY DEFERRED",
+        }
+    }
 }
 
 /// A `CHECK` constraint, stored in the catalog: a boolean expression over the row that no row

@@ -4,8 +4,8 @@
 //! sequence never gives a value twice across restarts.
 
 use catalog::{
-    Catalog, CatalogStore, CatalogVersion, Check, Column, ColumnDefault, DataType, FkAction,
-    ForeignKey, Generated, IndexDef, IndexId, RocksStore, Sequence, TableDef, TableId,
+    Catalog, CatalogStore, CatalogVersion, Check, Column, ColumnDefault, DataType, Deferral,
+    FkAction, ForeignKey, Generated, IndexDef, IndexId, RocksStore, Sequence, TableDef, TableId,
 };
 
 fn column(name: &str, data_type: DataType, not_null: bool, default: Option<&str>) -> Column {
@@ -77,6 +77,7 @@ fn catalog_survives_restart() {
                     ref_columns: vec![0],
                     on_delete: FkAction::Cascade,
                     on_update: FkAction::Cascade,
+                    deferral: Deferral::Deferred,
                 }],
                 hidden_pk: false,
                 view: None,

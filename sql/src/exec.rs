@@ -6,6 +6,7 @@
 pub(crate) mod array;
 pub(crate) mod builtin;
 pub(crate) mod constraints;
+pub use constraints::{FkTiming, PendingCheck};
 mod jsonb;
 mod to_char;
 
@@ -59,6 +60,11 @@ pub struct Ctx<'a> {
     /// Rows the statement's scans have read so far (before their filters): what a hash join's
     /// [`Lookup`](crate::plan::Lookup) spends of its budget.
     pub rows_read: usize,
+    /// Which deferrable foreign keys' checks wait for the commit in this transaction.
+    pub fk_timing: FkTiming,
+    /// The checks the statement left for the commit (deferred foreign keys): the session
+    /// keeps them with its transaction.
+    pub pending_checks: Vec<PendingCheck>,
 }
 
 /// The state of recursive WITH queries ([`Plan::RecursiveUnion`]) during a statement.

@@ -16,7 +16,7 @@
 //! What Aspen's catalog cannot say is answered as PostgreSQL would for a fresh table: no
 //! comments (`REMARKS`, `description` NULL), no identity or generated columns, base types only
 //! (`typtype` `b`), index statistics zero (`CARDINALITY`, `PAGES`), every index a btree in
-//! ascending order, foreign keys `ON UPDATE NO ACTION` and not deferrable.
+//! ascending order.
 
 use catalog::{DataType, FkAction, Snapshot, Table};
 
@@ -406,7 +406,13 @@ pub fn answer(snapshot: &Snapshot, q: &MetaQuery) -> Query {
                             Value::Int32(jdbc_rule(fk.on_delete)),
                             text(&fk.name),
                             text(&backing.name),
-                            Value::Int32(7),
+                            // DatabaseMetaData's importedKeyInitiallyDeferred (5),
+                            // …InitiallyImmediate (6), …NotDeferrable (7).
+                            Value::Int32(match fk.deferral {
+                                catalog::Deferral::Deferred => 5,
+                                catalog::Deferral::Immediate => 6,
+                                catalog::Deferral::NotDeferrable => 7,
+                            }),
                         ];
                         let by = if *exported { &fk_t.name } else { &pk_t.name };
                         keyed.push(((by.clone(), fk.name.clone(), n), row));

@@ -43,6 +43,14 @@ pub enum Parsed {
         /// What to do.
         action: SequenceAction,
     },
+    /// `SET CONSTRAINTS { ALL | name [, …] } { DEFERRED | IMMEDIATE }`, which sqlparser does
+    /// not know.
+    SetConstraints {
+        /// The constraints named (`None`: ALL).
+        names: Option<Vec<ObjectName>>,
+        /// DEFERRED (else IMMEDIATE).
+        deferred: bool,
+    },
     /// `VACUUM` or `ANALYZE` (sqlparser knows neither in PostgreSQL's form): nothing to do in
     /// an in-memory engine whose old versions are freed as their last reader lets go, and
     /// with no planner statistics; the tables must exist.
@@ -211,7 +219,7 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
     let tokens = order_identity_options(tokens);
     refuse_unknown_statements(&tokens)?;
     // Statements sqlparser does not know in PostgreSQL's form.
-    let ours = ["checkpoint", "copy", "vacuum", "analyze", "analyse", "sequence"];
+    let ours = ["checkpoint", "copy", "vacuum", "analyze", "analyse", "sequence", "constraints"];
     if !tokens.iter().any(|t| ours.iter().any(|w| is_word(t, w))) {
         return parse_tokens(sql, tokens);
     }
@@ -242,6 +250,9 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
             [a, s, ..] if is_word(a, "alter") && is_word(s, "sequence") => {
                 out.push(parse_alter_sequence(sql, &words)?)
             }
+            [s, c, ..] if is_word(s, "set") && is_word(c, "constraints") => {
+                out.push(parse_set_constraints(sql, &words)?)
+            }
             _ => out.extend(parse_tokens(sql, std::mem::take(&mut chunk))?),
         }
         chunk.clear();
@@ -249,6 +260,32 @@ pub fn parse(sql: &str) -> Result<Vec<Parsed>> {
             return Ok(out);
         }
     }
+}
+
+/// `SET CONSTRAINTS` then `ALL` or names separated by commas, then `DEFERRED` or `IMMEDIATE`
+/// (`words`: the statement's tokens without whitespace).
+fn parse_set_constraints(sql: &str, words: &[&TokenWithSpan]) -> Result<Parsed> {
+    let mut i = 2;
+    let names = if words.get(i).is_some_and(|t| is_word(t, "all")) {
+        i += 1;
+        None
+    } else {
+        let mut names = vec![dotted_name(sql, words, &mut i)?];
+        while words.get(i).is_some_and(|t| t.token == Token::Comma) {
+            i += 1;
+            names.push(dotted_name(sql, words, &mut i)?);
+        }
+        Some(names)
+    };
+    let deferred = match words.get(i) {
+        Some(t) if is_word(t, "deferred") => true,
+        Some(t) if is_word(t, "immediate") => false,
+        other => return Err(syntax_error_at(sql, other)),
+    };
+    if words.len() > i + 1 {
+        return Err(syntax_error_at(sql, words.get(i + 1)));
+    }
+    Ok(Parsed::SetConstraints { names, deferred })
 }
 
 /// `ALTER SEQUENCE [IF EXISTS] name` then `OWNED BY table.column | NONE`, `OWNER TO role` or

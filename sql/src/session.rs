@@ -555,6 +555,8 @@ struct OpenTxn {
     /// left in the engine until the transaction ends (its read set may name them, and commit
     /// validates that every table it read is still there).
     doomed: Vec<EngineObject>,
+    /// Which deferrable foreign keys' checks wait for the commit (SET CONSTRAINTS).
+    fk_timing: exec::FkTiming,
 }
 
 /// What `SAVEPOINT name` remembers, for ROLLBACK TO: the write set, the schema changes so
@@ -588,6 +590,7 @@ impl OpenTxn {
             savepoints: Vec::new(),
             parked: None,
             doomed: Vec::new(),
+            fk_timing: exec::FkTiming::default(),
         }
     }
 
@@ -997,6 +1000,9 @@ pub struct Session {
     /// it wrote, where those were the published ones (see `Session::note_written`): its commit
     /// fails if one changed since ([`Database`]'s `schema_gate`).
     written: parking_lot::Mutex<Vec<Arc<Table>>>,
+    /// The checks of deferred foreign keys the current transaction's statements left for its
+    /// commit (`exec::constraints`): run before it commits, or by SET CONSTRAINTS … IMMEDIATE.
+    pending_checks: parking_lot::Mutex<Vec<exec::PendingCheck>>,
     /// Whether the caller awaits [`Session::take_acks`] itself (the server, asynchronously)
     /// instead of the session blocking in every commit.
     defer_acks: bool,
@@ -1292,6 +1298,7 @@ impl Session {
             defer_acks: false,
             pipelined: false,
             written: Default::default(),
+            pending_checks: Default::default(),
             currvals: Default::default(),
             prepared: HashMap::new(),
             holder,
@@ -1726,10 +1733,16 @@ impl Session {
     }
 
     fn commit_open_inner(&mut self, mut open: OpenTxn) -> Result<()> {
-        let Some(t) = open.txn.take() else {
+        let Some(mut t) = open.txn.take() else {
             self.rollback_open(open);
             return Ok(());
         };
+        // Deferred foreign keys are checked first: a violation rolls the transaction back.
+        if let Err(e) = self.run_pending_checks(&mut t, open.now, None) {
+            t.abort();
+            self.rollback_open(open);
+            return Err(e);
+        }
         let Some(pending) = open.ddl.take() else {
             let result = self.commit(t);
             if result.is_err() {
@@ -1793,6 +1806,7 @@ impl Session {
     /// objects its schema changes created, and restores the settings it changed.
     fn rollback_open(&mut self, open: OpenTxn) {
         self.written.get_mut().clear();
+        self.pending_checks.get_mut().clear();
         if let Some(pending) = open.ddl {
             for object in pending.created.into_iter().rev() {
                 object.drop_from(&self.db.engine);
@@ -2227,6 +2241,9 @@ impl Session {
         let bound = match stmt {
             Parsed::Sql(stmt) => binder.bind(stmt)?,
             Parsed::Checkpoint => Bound::Command(Command::Checkpoint),
+            Parsed::SetConstraints { names, deferred } => {
+                Bound::Command(binder.bind_set_constraints(names.as_deref(), *deferred)?)
+            }
             Parsed::Metadata(q) => {
                 Bound::Plan(Statement::Query(crate::metadata::answer(snapshot, q)))
             }
@@ -2354,7 +2371,10 @@ impl Session {
             // row's increments stop conflicting instead of using up the retries.
             let defer = attempt > 0;
             *self.advisory_used.get_mut() = false;
-            let result = self.run_plan(&mut t, now, stmt, cached, params, defer);
+            self.pending_checks.get_mut().clear();
+            let result = self
+                .run_plan(&mut t, now, stmt, cached, params, defer)
+                .and_then(|out| self.run_pending_checks(&mut t, now, None).map(|()| out));
             let result = match result {
                 Ok(out) => self.commit(t).map(|_| out),
                 Err(e) => {
@@ -2450,9 +2470,59 @@ impl Session {
             cancel: Some(&self.cancel),
             initplans: Default::default(),
             rows_read: 0,
+            fk_timing: self.txn.as_ref().map(|o| o.fk_timing.clone()).unwrap_or_default(),
+            pending_checks: Vec::new(),
         };
         self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
-        self.run_in(&mut ctx, stmt, cached, defer)
+        let out = self.run_in(&mut ctx, stmt, cached, defer)?;
+        if !ctx.pending_checks.is_empty() {
+            self.pending_checks.lock().append(&mut ctx.pending_checks);
+        }
+        Ok(out)
+    }
+
+    /// Runs the deferred foreign-key checks the transaction `t` has pending — those of the
+    /// constraints `only` names, or all — against its rows as they are now; the others stay
+    /// pending.
+    fn run_pending_checks(
+        &self,
+        t: &mut txn::Transaction,
+        now: NaiveDateTime,
+        only: Option<&[String]>,
+    ) -> Result<()> {
+        let checks = {
+            let mut pending = self.pending_checks.lock();
+            if pending.is_empty() {
+                return Ok(());
+            }
+            match only {
+                None => std::mem::take(&mut *pending),
+                Some(names) => {
+                    let (run, keep) = std::mem::take(&mut *pending)
+                        .into_iter()
+                        .partition(|c| names.iter().any(|n| n == c.constraint()));
+                    *pending = keep;
+                    run
+                }
+            }
+        };
+        let snapshot = self.snapshot();
+        let mut ctx = Ctx {
+            txn: t,
+            engine: &self.db.engine,
+            params: &[],
+            outer: vec![],
+            env: self.env(now),
+            session: None,
+            recursion: Default::default(),
+            deadline: None,
+            cancel: None,
+            initplans: Default::default(),
+            rows_read: 0,
+            fk_timing: Default::default(),
+            pending_checks: Vec::new(),
+        };
+        exec::constraints::check_pending(&mut ctx, &snapshot, checks)
     }
 
     /// [`Session::run_plan`] in `ctx`.
@@ -2732,6 +2802,23 @@ impl Session {
             }
             Command::RollbackTo(name) => self.rollback_to_savepoint(name),
             _ if failed => Err(Error::InFailedTransaction),
+            Command::SetConstraints { names, deferred } => {
+                let tag = Output::tag(Tag::new("SET CONSTRAINTS"));
+                let Some(open) = self.txn.as_mut() else {
+                    return Ok(tag.with_notice(
+                        "WARNING",
+                        "25P01",
+                        "SET CONSTRAINTS can only be used in transaction blocks".into(),
+                    ));
+                };
+                open.fk_timing.set(names.as_deref(), *deferred);
+                if !*deferred {
+                    // IMMEDIATE checks what waits for those constraints now.
+                    let now = open.now;
+                    self.with_txn(|s, t| s.run_pending_checks(t, now, names.as_deref()))?;
+                }
+                Ok(tag)
+            }
             Command::Savepoint(name) => {
                 let Some(open) = self.txn.as_mut().filter(|o| !o.implicit) else {
                     return Err(outside_block("SAVEPOINT"));
@@ -3155,6 +3242,8 @@ impl Session {
                         cancel: None,
                         initplans: Default::default(),
                         rows_read: 0,
+                        fk_timing: Default::default(),
+                        pending_checks: Vec::new(),
                     };
                     let rows = ctx.run(&query.plan)?;
                     let n = rows.len();
@@ -3554,6 +3643,8 @@ impl Session {
                         cancel: None,
                         initplans: Default::default(),
                         rows_read: 0,
+                        fk_timing: Default::default(),
+                        pending_checks: Vec::new(),
                     };
                     for (_, bytes) in rows {
                         let row = types::decode_row(&bytes, &types)?;
@@ -3670,6 +3761,8 @@ impl Session {
                 cancel: None,
                 initplans: Default::default(),
                 rows_read: 0,
+                fk_timing: Default::default(),
+                pending_checks: Vec::new(),
             };
             ctx.eval(e, &[])?
         };
@@ -4233,6 +4326,8 @@ fn deferred_update(
             cancel: None,
             initplans: Default::default(),
             rows_read: 0,
+            fk_timing: Default::default(),
+            pending_checks: Vec::new(),
         };
         let mut new = old.clone();
         for (col, e) in sets.iter() {

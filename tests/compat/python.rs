@@ -1,9 +1,10 @@
-//! Python clients as real clients: runs `tests/compat/python/orm_smoke.py` against the server —
-//! psycopg 3 (extended protocol, server-side parameters, `TypeInfo`, prepared statements),
-//! psycopg2 (client-side interpolation, simple protocol) and SQLAlchemy 2's ORM over each
-//! (`create_all` / `drop_all` with their `pg_catalog` existence checks, inserts with
-//! RETURNING, relationships, joins, aggregates) — and checks what it prints. The same lines
-//! come from PostgreSQL 15 (`TEST_AGAINST_PG=1`).
+//! Python clients as real clients: runs the scripts in `tests/compat/python/` against the
+//! server and checks what they print — `orm_smoke.py`: psycopg 3 (extended protocol,
+//! server-side parameters, `TypeInfo`, prepared statements), psycopg2 (client-side
+//! interpolation, simple protocol) and SQLAlchemy 2's ORM over each (`create_all` /
+//! `drop_all` with their `pg_catalog` existence checks, inserts with RETURNING,
+//! relationships, joins, aggregates); `django_smoke.py`: Django's `migrate` and ORM. The same
+//! lines come from PostgreSQL 15 (`TEST_AGAINST_PG=1`).
 //!
 //! The interpreter is the virtual environment `./dev test` makes in
 //! `~/.cache/aspen-python` with the packages pinned there (from PyPI); `ASPEN_PYTHON` overrides
@@ -24,25 +25,33 @@ fn python() -> Option<PathBuf> {
     python.exists().then_some(python)
 }
 
-#[test]
-fn psycopg_and_sqlalchemy() {
+/// Runs `tests/compat/python/<script>` against the backend under test and returns the
+/// backend's name and the lines it printed; `None` (skip) without the environment outside CI,
+/// or when the backend is not available.
+fn run_python(script: &str) -> Option<(String, Vec<String>)> {
     let Some(python) = python() else {
         let msg = "the Python client environment is missing (run ./dev test, or set ASPEN_PYTHON)";
         assert!(std::env::var("CI").is_err(), "{msg}");
         println!("{msg}; skipping");
-        return;
+        return None;
     };
-    let Some(backend) = Backend::from_env() else { return };
-    let script = tests::tests_dir().join("compat/python/orm_smoke.py");
+    let backend = Backend::from_env()?;
+    let path = tests::tests_dir().join("compat/python").join(script);
     let out = Command::new(&python)
-        .arg(&script)
+        .arg(&path)
         .arg(backend.port().to_string())
         .output()
         .expect("run python");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let name = backend.name();
-    assert!(out.status.success(), "orm_smoke.py failed on {name}:\n{stdout}\n{stderr}");
+    let name = backend.name().to_string();
+    assert!(out.status.success(), "{script} failed on {name}:\n{stdout}\n{stderr}");
+    Some((name, stdout.lines().map(str::to_string).collect()))
+}
+
+#[test]
+fn psycopg_and_sqlalchemy() {
+    let Some((name, lines)) = run_python("orm_smoke.py") else { return };
     let mut want = vec![
         "typeinfo int4 23 1007 integer ,",
         "typeinfo hstore None",
@@ -60,10 +69,36 @@ fn psycopg_and_sqlalchemy() {
         "created datetime True",
         "dropped True",
     ];
-    let lines: Vec<String> = ["psycopg", "psycopg2"]
+    let per_driver: Vec<String> = ["psycopg", "psycopg2"]
         .iter()
         .flat_map(|d| orm.iter().map(move |l| format!("{d} {l}")))
         .collect();
-    want.extend(lines.iter().map(String::as_str));
-    assert_eq!(stdout.lines().collect::<Vec<_>>(), want, "on {name}");
+    want.extend(per_driver.iter().map(String::as_str));
+    assert_eq!(lines_of(&lines), want, "on {name}");
+}
+
+fn lines_of(lines: &[String]) -> Vec<&str> {
+    lines.iter().map(String::as_str).collect()
+}
+
+/// Django: `migrate` (deferrable foreign keys, introspection through `obj_description`), and
+/// an ORM session (unnest bulk inserts, GROUP BY the primary key, savepoints, cascades).
+#[test]
+fn django() {
+    let Some((name, lines)) = run_python("django_smoke.py") else { return };
+    assert_eq!(
+        lines_of(&lines),
+        [
+            "tables ['djapp_author', 'djapp_book']",
+            "counts [('Ann', 5), ('Bob', 5)]",
+            "filters 1 5",
+            "sum {'pages__sum': 1050}",
+            "duplicate refused",
+            "authors ['Ann', 'Robert']",
+            "user True True",
+            "top ['T9', 'T7', 'T8']",
+            "cascade 5",
+        ],
+        "on {name}"
+    );
 }

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use catalog::{
-    Column, ColumnDefault, DataType, FkAction, ForeignKey, Generated, IndexDef, Sequence, Table,
-    TableDef, TableId,
+    Column, ColumnDefault, DataType, Deferral, FkAction, ForeignKey, Generated, IndexDef, Sequence,
+    Table, TableDef, TableId,
 };
 use sqlparser::ast::{self as ast, ColumnOption, Statement as S, TableConstraint};
 
@@ -241,6 +241,14 @@ pub enum Command {
     },
     /// CHECKPOINT (parsed by `parse`, not by sqlparser).
     Checkpoint,
+    /// SET CONSTRAINTS: the deferrable foreign keys named (`None`: all) are deferred or
+    /// immediate for the rest of the transaction.
+    SetConstraints {
+        /// Constraint names (each names one or more deferrable foreign keys).
+        names: Option<Vec<String>>,
+        /// DEFERRED (else IMMEDIATE).
+        deferred: bool,
+    },
     /// PREPARE name [(types)] AS statement. The statement is bound when this runs, and the
     /// session keeps it under its name (`Session`'s SQL-level prepared statements).
     Prepare {
@@ -1615,6 +1623,51 @@ impl Binder<'_> {
 
     /// ALTER TABLE with several actions: [`Command::AlterTableActions`]. A rename is a
     /// statement of its own in PostgreSQL's grammar, never one action among others.
+    /// `SET CONSTRAINTS`: each name must name a constraint (42704), and to defer it, every
+    /// constraint of that name must be deferrable (42809) — a foreign key declared DEFERRABLE;
+    /// primary keys, unique and check constraints never are in Aspen. (IMMEDIATE may name
+    /// any constraint, as in PostgreSQL.)
+    pub(crate) fn bind_set_constraints(
+        &mut self,
+        names: Option<&[ast::ObjectName]>,
+        deferred: bool,
+    ) -> Result<Command> {
+        let Some(names) = names else {
+            return Ok(Command::SetConstraints { names: None, deferred });
+        };
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            let (_, n) = self.object_name(name)?;
+            let mut found = false;
+            for t in self.snapshot.tables() {
+                for fk in t.foreign_keys.iter().filter(|f| f.name == n) {
+                    found = true;
+                    if deferred && fk.deferral == Deferral::NotDeferrable {
+                        return Err(Error::WrongObjectType {
+                            message: format!("constraint \"{n}\" is not deferrable"),
+                        });
+                    }
+                }
+                if constraint_name_taken(t, &n) && !t.foreign_keys.iter().any(|f| f.name == n) {
+                    found = true;
+                    if !deferred {
+                        continue;
+                    }
+                    return Err(Error::WrongObjectType {
+                        message: format!("constraint \"{n}\" is not deferrable"),
+                    });
+                }
+            }
+            if !found {
+                return Err(Error::UndefinedObject {
+                    message: format!("constraint \"{n}\" does not exist"),
+                });
+            }
+            out.push(n);
+        }
+        Ok(Command::SetConstraints { names: Some(out), deferred })
+    }
+
     /// `ALTER SEQUENCE` (`crate::parse::SequenceAction`).
     pub(crate) fn bind_alter_sequence(
         &mut self,
@@ -2132,10 +2185,10 @@ fn fk_positions(table: &Table, cols: &[String]) -> Result<Vec<u16>> {
 /// `(table id, positions)`, named `name` or PostgreSQL's `<table>_<columns>_fkey` (with 1, 2, …
 /// appended while `taken` says the table has a foreign key of that name, as PostgreSQL does):
 /// the column
-/// counts must agree (42830). What Aspen enforces is ON DELETE NO ACTION (also for RESTRICT)
-/// or CASCADE, ON UPDATE NO ACTION (or RESTRICT), MATCH SIMPLE, checked at the end of each
-/// statement; any other action, match or deferrability answers 0A000 naming it rather than
-/// being accepted and not enforced.
+/// counts must agree (42830). Every action is enforced, MATCH SIMPLE, NOT DEFERRABLE or
+/// DEFERRABLE [INITIALLY DEFERRED] (NO ACTION's checks then wait for SET CONSTRAINTS or the
+/// commit); another match or NOT ENFORCED answers 0A000 naming it rather than being accepted
+/// and not enforced.
 fn foreign_key(
     table: &str,
     cols: &[String],
@@ -2162,13 +2215,22 @@ fn foreign_key(
     if let Some(m) = spec.match_kind.filter(|m| *m != ast::ConstraintReferenceMatchKind::Simple) {
         return Err(Error::unsupported(format!("foreign keys with {m}")));
     }
-    if let Some(c) = spec.characteristics.filter(|c| {
-        c.deferrable == Some(true)
-            || c.initially == Some(ast::DeferrableInitial::Deferred)
-            || c.enforced == Some(false)
-    }) {
+    if let Some(c) = spec.characteristics.filter(|c| c.enforced == Some(false)) {
         return Err(Error::unsupported(format!("foreign keys {c}")));
     }
+    let c = spec.characteristics.unwrap_or_default();
+    let deferred = c.initially == Some(ast::DeferrableInitial::Deferred);
+    let deferral = match c.deferrable {
+        Some(false) if deferred => {
+            return Err(Error::Syntax {
+                message: "constraint declared INITIALLY DEFERRED must be DEFERRABLE".into(),
+                span: None,
+            })
+        }
+        _ if deferred => Deferral::Deferred,
+        Some(true) => Deferral::Immediate,
+        _ => Deferral::NotDeferrable,
+    };
     let name = name.unwrap_or_else(|| {
         let base = format!("{table}_{}_fkey", cols.join("_"));
         (0..)
@@ -2176,7 +2238,15 @@ fn foreign_key(
             .find(|n| !taken(n))
             .expect("some suffix is free")
     });
-    Ok(ForeignKey { name, columns: positions, ref_table, ref_columns, on_delete, on_update })
+    Ok(ForeignKey {
+        name,
+        columns: positions,
+        ref_table,
+        ref_columns,
+        on_delete,
+        on_update,
+        deferral,
+    })
 }
 
 /// The integer type of `serial` / `bigserial` / `smallserial` (and `serial2/4/8`), if that is

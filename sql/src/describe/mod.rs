@@ -821,10 +821,11 @@ fn foreign_key_def(snapshot: &Snapshot, table: &Table, fk: &catalog::ForeignKey)
         a => format!(" ON {on} {}", a.sql()),
     };
     format!(
-        "FOREIGN KEY ({}) REFERENCES {target}({target_columns}){}{}",
+        "FOREIGN KEY ({}) REFERENCES {target}({target_columns}){}{}{}",
         column_list(table, &fk.columns),
         action("UPDATE", fk.on_update),
         action("DELETE", fk.on_delete),
+        fk.deferral.sql(),
     )
 }
 

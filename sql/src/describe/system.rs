@@ -17,7 +17,7 @@
 //! [`super::Relation::oid`]. Views say they are not insertable or updatable (Aspen's are
 //! read-only). Any other relation of either schema answers `0A000`, as before.
 
-use catalog::{ArrayElem, DataType, Generated, Index, Snapshot, Table};
+use catalog::{ArrayElem, DataType, Deferral, Generated, Index, Snapshot, Table};
 
 use super::{deparse_default, index_def, relations, storage, Relation, SCHEMA};
 use crate::metadata::{rows_query, text};
@@ -444,7 +444,8 @@ const INFO_TABLE_CONSTRAINTS: &[(&str, DataType)] = &[
 fn info_table_constraints(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
     let mut rows = Vec::new();
     for table in tables(snapshot).into_iter().filter(|t| !t.is_view()) {
-        let mut row = |name: &str, kind: &str, nulls_distinct: Expr| {
+        let mut row = |name: &str, kind: &str, nulls_distinct: Expr, deferral: Deferral| {
+            let yes = |b: bool| t(if b { "YES" } else { "NO" });
             rows.push(vec![
                 database(),
                 t(SCHEMA),
@@ -453,27 +454,28 @@ fn info_table_constraints(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
                 t(SCHEMA),
                 t(&table.name),
                 t(kind),
-                t("NO"),
-                t("NO"),
+                yes(deferral != Deferral::NotDeferrable),
+                yes(deferral == Deferral::Deferred),
                 t("YES"),
                 nulls_distinct,
             ]);
         };
+        let fixed = Deferral::NotDeferrable;
         for index in table.indexes.iter().filter(|i| i.constraint) {
             match index.primary {
-                true => row(&index.name, "PRIMARY KEY", null()),
-                false => row(&index.name, "UNIQUE", t("YES")),
+                true => row(&index.name, "PRIMARY KEY", null(), fixed),
+                false => row(&index.name, "UNIQUE", t("YES"), fixed),
             }
         }
         for fk in &table.foreign_keys {
-            row(&fk.name, "FOREIGN KEY", null());
+            row(&fk.name, "FOREIGN KEY", null(), fk.deferral);
         }
         for check in &table.checks {
-            row(&check.name, "CHECK", null());
+            row(&check.name, "CHECK", null(), fixed);
         }
         for c in table.visible_columns().filter(|c| not_null(table, c)) {
             let name = format!("{PUBLIC}_{}_{}_not_null", table.id.oid(), c.position + 1);
-            row(&name, "CHECK", null());
+            row(&name, "CHECK", null(), fixed);
         }
     }
     rows

@@ -5,10 +5,16 @@
 //! row's referencing rows are acted on as their constraint says ([`Referential`]: NO ACTION,
 //! RESTRICT, CASCADE, SET NULL, SET DEFAULT), as PostgreSQL's referential-integrity triggers
 //! do when a statement ends.
+//!
+//! A DEFERRABLE foreign key's NO ACTION checks may wait for the commit instead ([`FkTiming`]
+//! says which do, from the key's `INITIALLY` and the transaction's SET CONSTRAINTS): the
+//! statement records them as [`PendingCheck`]s, and [`check_pending`] runs them against the
+//! rows as they are then — a written row no longer there as written is not checked, a removed
+//! key put back is no longer missing — as PostgreSQL's deferred triggers do.
 
 use std::collections::{HashMap, VecDeque};
 
-use catalog::{DataType, FkAction, ForeignKey, Snapshot, Table, TableId};
+use catalog::{DataType, Deferral, FkAction, ForeignKey, Snapshot, Table, TableId};
 
 use super::{column_types, eval_pure, insert_row, primary_key, tid, txn_error, Ctx, Env};
 use crate::error::{Error, Result};
@@ -80,6 +86,135 @@ fn failing_row(table: &Table, row: &[Value]) -> String {
     }
     out.push_str(").");
     out
+}
+
+/// Which DEFERRABLE foreign keys' checks wait for the commit in a transaction: their
+/// `INITIALLY`, unless SET CONSTRAINTS said otherwise — for all of them, then for some by
+/// name (the later statement wins).
+#[derive(Debug, Clone, Default)]
+pub struct FkTiming {
+    /// `SET CONSTRAINTS ALL DEFERRED` (true) or `IMMEDIATE` (false), the last one.
+    all: Option<bool>,
+    /// `SET CONSTRAINTS name, … DEFERRED | IMMEDIATE` since then, by constraint name.
+    named: Vec<(String, bool)>,
+}
+
+impl FkTiming {
+    /// Whether `fk`'s NO ACTION checks wait for the commit now.
+    pub(crate) fn deferred(&self, fk: &ForeignKey) -> bool {
+        match fk.deferral {
+            Deferral::NotDeferrable => false,
+            initially => self
+                .named
+                .iter()
+                .rev()
+                .find(|(n, _)| *n == fk.name)
+                .map(|(_, d)| *d)
+                .or(self.all)
+                .unwrap_or(initially == Deferral::Deferred),
+        }
+    }
+
+    /// SET CONSTRAINTS: `names` (`None`: ALL) deferred or immediate from now on.
+    pub(crate) fn set(&mut self, names: Option<&[String]>, deferred: bool) {
+        match names {
+            None => {
+                self.all = Some(deferred);
+                self.named.clear();
+            }
+            Some(names) => {
+                self.named.retain(|(n, _)| !names.contains(n));
+                self.named.extend(names.iter().map(|n| (n.clone(), deferred)));
+            }
+        }
+    }
+}
+
+/// A NO ACTION check of a deferred foreign key, run when the transaction commits (or when SET
+/// CONSTRAINTS makes the key immediate).
+#[derive(Debug, Clone)]
+pub enum PendingCheck {
+    /// A row was written: the row it references must exist.
+    Written {
+        /// The referencing table.
+        table: TableId,
+        /// The foreign key's name.
+        fk: String,
+        /// The row as written.
+        row: Vec<Value>,
+    },
+    /// A referenced key was deleted or changed: no row may reference it.
+    Removed {
+        /// The referenced table.
+        parent: TableId,
+        /// The referencing table.
+        child: TableId,
+        /// The foreign key's name.
+        fk: String,
+        /// The key's old values (the referenced columns').
+        key: Vec<Value>,
+    },
+}
+
+impl PendingCheck {
+    /// The foreign key's name.
+    pub(crate) fn constraint(&self) -> &str {
+        match self {
+            PendingCheck::Written { fk, .. } | PendingCheck::Removed { fk, .. } => fk,
+        }
+    }
+}
+
+/// Runs pending checks against the rows as they are now, in the order they were recorded.
+/// A check of a foreign key that no longer exists (dropped since) is not run.
+pub(crate) fn check_pending(
+    ctx: &mut Ctx<'_>,
+    snapshot: &Snapshot,
+    checks: Vec<PendingCheck>,
+) -> Result<()> {
+    for check in checks {
+        match check {
+            PendingCheck::Written { table, fk, row } => {
+                let Some(table) = snapshot.table_by_id(table) else { continue };
+                let Some(fk) = table.foreign_keys.iter().find(|f| f.name == fk) else { continue };
+                if let Err(e) = check_foreign_key(ctx, snapshot, table, fk, &row) {
+                    if still_live(ctx, table, &row)? {
+                        return Err(e);
+                    }
+                }
+            }
+            PendingCheck::Removed { parent, child, fk, key } => {
+                let (Some(parent), Some(child)) =
+                    (snapshot.table_by_id(parent), snapshot.table_by_id(child))
+                else {
+                    continue;
+                };
+                let Some(fk) = child.foreign_keys.iter().find(|f| f.name == fk) else { continue };
+                if row_exists(ctx, parent, &fk.ref_columns, &key, true)?
+                    || referencing_rows(ctx, child, parent, fk, &key)?.is_empty()
+                {
+                    continue;
+                }
+                return Err(still_referenced(parent, child, fk, &key));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `23503` for `parent`'s key `vals`, still referenced from `child` through `fk`.
+fn still_referenced(parent: &Table, child: &Table, fk: &ForeignKey, vals: &[Value]) -> Error {
+    Error::ForeignKeyViolation {
+        constraint: fk.name.as_str().into(),
+        detail: format!(
+            "{} is still referenced from table \"{}\".",
+            key_text(parent, &fk.ref_columns, vals),
+            child.name
+        )
+        .into(),
+        table: parent.name.as_str().into(),
+        referenced_from: Some(child.name.as_str().into()),
+    }
 }
 
 /// Foreign key `fk` of `table` holds for `row`: the referenced row exists, or a key column is
@@ -442,6 +577,15 @@ impl Referential {
             Some(_) => fk.on_update,
             None => fk.on_delete,
         };
+        if action == FkAction::NoAction && ctx.fk_timing.deferred(fk) {
+            ctx.pending_checks.push(PendingCheck::Removed {
+                parent: parent.id,
+                child: child.id,
+                fk: fk.name.clone(),
+                key: vals,
+            });
+            return Ok(events);
+        }
         if matches!(action, FkAction::NoAction | FkAction::Restrict) {
             // NO ACTION lets the statement have put the key back (an UPDATE that swapped keys).
             if (action == FkAction::NoAction
@@ -450,17 +594,7 @@ impl Referential {
             {
                 return Ok(events);
             }
-            return Err(Error::ForeignKeyViolation {
-                constraint: fk.name.as_str().into(),
-                detail: format!(
-                    "{} is still referenced from table \"{}\".",
-                    key_text(parent, &fk.ref_columns, &vals),
-                    child.name
-                )
-                .into(),
-                table: parent.name.as_str().into(),
-                referenced_from: Some(child.name.as_str().into()),
-            });
+            return Err(still_referenced(parent, child, fk, &vals));
         }
         for (key, row) in referencing_rows(ctx, child, parent, fk, &vals)? {
             if action == FkAction::Cascade && new.is_none() {
@@ -547,6 +681,14 @@ fn check_written(
 ) -> Result<()> {
     let Some(table) = snapshot.table_by_id(table) else { return Ok(()) };
     for fk in &table.foreign_keys {
+        if ctx.fk_timing.deferred(fk) {
+            ctx.pending_checks.push(PendingCheck::Written {
+                table: table.id,
+                fk: fk.name.clone(),
+                row: row.to_vec(),
+            });
+            continue;
+        }
         if let Err(e) = check_foreign_key(ctx, snapshot, table, fk, row) {
             if still_live(ctx, table, row)? {
                 return Err(e);

@@ -56,3 +56,7 @@ comment on column line.o is 'to be removed';
 comment on column line.o is '';
 \d+ line
 \d warehouse
+create table deferring (id int primary key, w int references warehouse(w_id) deferrable initially deferred, v int references warehouse(w_id) on delete cascade deferrable);
+\d deferring
+\d warehouse
+drop table deferring;
