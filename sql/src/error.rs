@@ -118,6 +118,8 @@ pub enum Error {
     IntervalFieldOverflow { message: String },
     /// `22023`: invalid parameter value (e.g. unknown SET value).
     InvalidParameterValue { message: String },
+    /// `22023`: an invalid TimeZone value, with PostgreSQL's DETAIL saying why.
+    InvalidZone { message: String, detail: String },
     /// `22021`: invalid byte sequence for encoding "UTF8".
     CharacterNotInRepertoire { message: String },
     /// `2201W`/`2201X`: invalid LIMIT / OFFSET.
@@ -305,7 +307,7 @@ impl Error {
             Error::InvalidDatetimeFormat { .. } => "22007",
             Error::DatetimeFieldOverflow { .. } => "22008",
             Error::IntervalFieldOverflow { .. } => "22015",
-            Error::InvalidParameterValue { .. } => "22023",
+            Error::InvalidParameterValue { .. } | Error::InvalidZone { .. } => "22023",
             Error::CharacterNotInRepertoire { .. } => "22021",
             Error::InvalidRowCount { sqlstate, .. } => sqlstate,
             Error::CardinalityViolation { .. } => "21000",
@@ -475,6 +477,7 @@ impl Error {
             | Error::UnsupportedUnicodeEscape { detail } => Some(detail),
             Error::ForeignKeyViolation { detail, .. } => Some(detail),
             Error::Deadlock { detail } | Error::ColumnUsedByView { detail } => Some(detail),
+            Error::InvalidZone { detail, .. } => Some(detail),
             Error::DependentObjects { detail, .. } | Error::ReservedName { detail, .. } => {
                 (!detail.is_empty()).then_some(detail)
             }
@@ -615,7 +618,9 @@ impl fmt::Display for Error {
             Error::DatetimeFieldOverflow { message } | Error::IntervalFieldOverflow { message } => {
                 write!(f, "{message}")
             }
-            Error::InvalidParameterValue { message } => write!(f, "{message}"),
+            Error::InvalidParameterValue { message } | Error::InvalidZone { message, .. } => {
+                write!(f, "{message}")
+            }
             Error::CharacterNotInRepertoire { message } => write!(f, "{message}"),
             Error::InvalidRowCount { message, .. } => write!(f, "{message}"),
             Error::CardinalityViolation { message } => write!(f, "{message}"),

@@ -893,6 +893,7 @@ impl Binder<'_> {
                     {
                         SetValue::Default
                     }
+                    ast::Expr::Interval(iv) => SetValue::Value(interval_zone(iv)?),
                     other => SetValue::Value(set_value_text(other)),
                 };
                 if *local {
@@ -2565,6 +2566,64 @@ fn check_modes(modes: &[ast::TransactionMode]) -> Result<()> {
 }
 
 /// SET values as PostgreSQL receives them: identifiers and strings unquoted, numbers as text.
+/// `SET TIME ZONE INTERVAL '+05:30' HOUR TO MINUTE` (what Sequelize and other ORMs send on
+/// connect): the fixed offset as the POSIX-style zone PostgreSQL shows for it,
+/// `<+05:30>-05:30` (`<+00>-00` for UTC). The interval is read plainly (`'+05:30'` is hours and
+/// minutes), or as hours with `HOUR`; other fields are 0A000. Months or days in it are 22023,
+/// as in PostgreSQL.
+fn interval_zone(iv: &ast::Interval) -> Result<String> {
+    use ast::DateTimeField as F;
+    let text = match iv.value.as_ref() {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        other => return Err(Error::unsupported(format!("SET TIME ZONE {other}"))),
+    };
+    let shown = format!("INTERVAL '{text}'");
+    let invalid = |detail: &str| Error::InvalidZone {
+        message: format!("invalid value for parameter \"TimeZone\": \"{shown}\""),
+        detail: detail.into(),
+    };
+    let iv_value = match (&iv.leading_field, &iv.last_field) {
+        (None, None) | (Some(F::Hour), Some(F::Minute | F::Second)) => {
+            match crate::types::parse_text(&text, &DataType::Interval)? {
+                crate::types::Value::Interval(i) => i,
+                _ => return Err(Error::internal("an interval parsed as something else")),
+            }
+        }
+        (Some(F::Hour), None) => {
+            let hours: i64 = text.trim().parse().map_err(|_| Error::InvalidTextRepresentation {
+                message: format!("invalid input syntax for type interval: \"{text}\""),
+            })?;
+            crate::types::Interval { months: 0, days: 0, micros: hours * 3_600_000_000 }
+        }
+        _ => {
+            return Err(Error::unsupported(format!(
+                "SET TIME ZONE {}",
+                ast::Expr::Interval(iv.clone())
+            )))
+        }
+    };
+    if iv_value.months != 0 {
+        return Err(invalid("Cannot specify months in time zone interval."));
+    }
+    if iv_value.days != 0 {
+        return Err(invalid("Cannot specify days in time zone interval."));
+    }
+    let secs = iv_value.micros / 1_000_000;
+    let hms = |s: i64| {
+        let (h, m, sec) = (s / 3600, s / 60 % 60, s % 60);
+        match (m, sec) {
+            (0, 0) => format!("{h:02}"),
+            (_, 0) => format!("{h:02}:{m:02}"),
+            _ => format!("{h:02}:{m:02}:{sec:02}"),
+        }
+    };
+    let (ahead, behind) = if secs < 0 { ('-', '+') } else { ('+', '-') };
+    Ok(format!("<{ahead}{}>{behind}{}", hms(secs.abs()), hms(secs.abs())))
+}
+
 fn set_value_text(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Value(v) => match &v.value {

@@ -1297,6 +1297,69 @@ impl Binder<'_> {
         Ok(Typed::known(expr, DataType::Text))
     }
 
+    /// `pg_get_indexdef(oid)` and `pg_get_indexdef(oid, column, pretty)`: an index's CREATE
+    /// INDEX statement (column 0), or its nth key column's name (empty past the last); NULL
+    /// for an OID of no index.
+    /// `pretty` must be a constant. The definitions are the statement's catalog's, taken when
+    /// it is bound.
+    fn bind_indexdef(&mut self, args: &[&AstExpr], scope: &Scope, e: &AstExpr) -> Result<Typed> {
+        if args.len() != 1 && args.len() != 3 {
+            return Err(Error::UndefinedFunction {
+                name: format!("function pg_get_indexdef with {} arguments", args.len()),
+                span: self.span_of(e),
+            });
+        }
+        let mut bound = Vec::with_capacity(2);
+        for a in &args[..args.len().min(2)] {
+            let t = self.bind_expr(a, scope)?;
+            if !matches!(t.ty, DataType::Int16 | DataType::Int32 | DataType::Int64) && !t.unknown {
+                return Err(self.no_function("pg_get_indexdef", &[t], e));
+            }
+            bound.push(self.coerce_implicit(t, DataType::Int64, e)?);
+        }
+        let pretty = match args.get(2) {
+            None => false,
+            Some(a) => match self.bind_expr(a, scope)?.expr {
+                Expr::Literal(Value::Bool(p)) => p,
+                Expr::Literal(Value::Null) => {
+                    return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Text))
+                }
+                _ => {
+                    return Err(Error::Unsupported {
+                        feature: "pg_get_indexdef with a pretty flag that is not a constant".into(),
+                        span: self.span_of(*a),
+                    })
+                }
+            },
+        };
+        let eq = |a: &Expr, v: i64| {
+            Expr::Cmp(
+                crate::plan::CmpOp::Eq,
+                Box::new(a.clone()),
+                Box::new(Expr::Literal(Value::Int64(v))),
+            )
+        };
+        let text = |s: String| Expr::Literal(Value::Text(s));
+        let mut arms = Vec::new();
+        for (oid, def, columns) in crate::describe::index_definitions(self.snapshot, pretty) {
+            let this = eq(&bound[0], oid.into());
+            let Some(column) = bound.get(1) else {
+                arms.push((this, text(def)));
+                continue;
+            };
+            arms.push((Expr::And(Box::new(this.clone()), Box::new(eq(column, 0))), text(def)));
+            for (n, name) in columns.into_iter().enumerate() {
+                let nth = eq(column, n as i64 + 1);
+                arms.push((Expr::And(Box::new(this.clone()), Box::new(nth)), text(name)));
+            }
+            // A column number past the key: an empty string, as PostgreSQL prints.
+            arms.push((this, text(String::new())));
+        }
+        let expr =
+            if arms.is_empty() { Expr::Literal(Value::Null) } else { Expr::Case(arms, None) };
+        Ok(Typed::known(expr, DataType::Text))
+    }
+
     /// `has_table_privilege(table, privileges)`: true — Aspen's one role owns everything —
     /// once the table exists (42P01) and every privilege named is one a table has (22023),
     /// as PostgreSQL checks them. Both arguments must be constants: resolved when bound.
@@ -2075,6 +2138,9 @@ impl Binder<'_> {
         }
         if name == "obj_description" || name == "col_description" {
             return self.bind_description(&name, &arg_exprs, scope, e);
+        }
+        if name == "pg_get_indexdef" {
+            return self.bind_indexdef(&arg_exprs, scope, e);
         }
         if name.starts_with("jsonb_")
             || name.starts_with("json_")

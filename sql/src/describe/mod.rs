@@ -779,20 +779,39 @@ fn storage(data_type: DataType) -> &'static str {
 }
 
 /// `pg_get_indexdef`: `CREATE [UNIQUE] INDEX name ON public.table USING btree (cols)`.
+/// Each index's OID, its `pg_get_indexdef` (pretty or not) and its key columns as
+/// `pg_get_indexdef(oid, n, …)` prints the nth.
+pub(crate) fn index_definitions(
+    snapshot: &Snapshot,
+    pretty: bool,
+) -> Vec<(u32, String, Vec<String>)> {
+    let mut out = Vec::new();
+    for t in snapshot.tables().filter(|t| !t.is_view()) {
+        for i in &t.indexes {
+            let columns =
+                i.columns.iter().map(|c| display_ident(&t.columns[usize::from(*c)].name)).collect();
+            out.push((i.id.oid(), index_def_as(t, i, pretty), columns));
+        }
+    }
+    out
+}
+
 fn index_def(table: &Table, index: &Index) -> String {
     index_def_as(table, index, false)
 }
 
-/// [`index_def`]; `pretty` as `pg_get_indexdef(…, 0, true)` (psql's `\d`): a partial index's
-/// condition without the parentheses around it.
+/// [`index_def`]; `pretty` as `pg_get_indexdef(…, 0, true)` (psql's `\d`): the table without
+/// its schema (`public` is on the search path) and a partial index's condition without the
+/// parentheses around it.
 fn index_def_as(table: &Table, index: &Index, pretty: bool) -> String {
     let condition = match (&index.predicate, pretty) {
         (None, _) => String::new(),
         (Some(p), true) => format!(" WHERE {p}"),
         (Some(p), false) => format!(" WHERE ({p})"),
     };
+    let schema = if pretty { String::new() } else { format!("{SCHEMA}.") };
     format!(
-        "CREATE {}INDEX {} ON {SCHEMA}.{} USING btree ({}){condition}",
+        "CREATE {}INDEX {} ON {schema}{} USING btree ({}){condition}",
         if index.unique { "UNIQUE " } else { "" },
         display_ident(&index.name),
         display_ident(&table.name),

@@ -55,6 +55,9 @@ pub(crate) fn relation(snapshot: &Snapshot, schema: Option<&str>, name: &str) ->
         (Some("information_schema"), "key_column_usage") => {
             (INFO_KEY_COLUMN_USAGE, info_key_column_usage(snapshot))
         }
+        (Some("information_schema"), "constraint_column_usage") => {
+            (INFO_CONSTRAINT_COLUMN_USAGE, info_constraint_column_usage(snapshot))
+        }
         (Some("information_schema"), "referential_constraints") => {
             (INFO_REFERENTIAL_CONSTRAINTS, info_referential_constraints(snapshot))
         }
@@ -71,6 +74,9 @@ pub(crate) fn relation(snapshot: &Snapshot, schema: Option<&str>, name: &str) ->
             "pg_roles" => (PG_ROLES, pg_roles(snapshot)),
             "pg_user" => (PG_USER, pg_user(snapshot)),
             "pg_settings" => (PG_SETTINGS, pg_settings()),
+            // Aspen has no range types; clients look them up on connect (Sequelize).
+            "pg_range" => (PG_RANGE, Vec::new()),
+            "pg_index" => (PG_INDEX, pg_index(snapshot)),
             _ => return None,
         },
         _ => return None,
@@ -529,6 +535,53 @@ fn info_key_column_usage(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
     rows
 }
 
+const INFO_CONSTRAINT_COLUMN_USAGE: &[(&str, DataType)] = &[
+    ("table_catalog", T),
+    ("table_schema", T),
+    ("table_name", T),
+    ("column_name", T),
+    ("constraint_catalog", T),
+    ("constraint_schema", T),
+    ("constraint_name", T),
+];
+
+/// The columns each constraint uses: a primary key's or unique constraint's own, a check's
+/// (those its expression reads), and a foreign key's *referenced* columns (ORMs join this to
+/// key_column_usage to find what a foreign key references).
+fn info_constraint_column_usage(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
+    let mut rows = Vec::new();
+    let mut row = |table: &Table, position: u16, constraint: &str| {
+        rows.push(vec![
+            database(),
+            t(SCHEMA),
+            t(&table.name),
+            t(&table.columns[usize::from(position)].name),
+            database(),
+            t(SCHEMA),
+            t(constraint),
+        ]);
+    };
+    for table in tables(snapshot).into_iter().filter(|t| !t.is_view()) {
+        for index in table.indexes.iter().filter(|i| i.constraint) {
+            for position in &index.columns {
+                row(table, *position, &index.name);
+            }
+        }
+        for check in &table.checks {
+            for position in &check.columns {
+                row(table, *position, &check.name);
+            }
+        }
+        for fk in &table.foreign_keys {
+            let Some(referenced) = snapshot.table_by_id(fk.ref_table) else { continue };
+            for position in &fk.ref_columns {
+                row(referenced, *position, &fk.name);
+            }
+        }
+    }
+    rows
+}
+
 /// The unique index of the referenced table that `fk` references: one over exactly its
 /// referenced columns (in any order), the primary key first.
 fn referenced_key<'a>(snapshot: &'a Snapshot, fk: &catalog::ForeignKey) -> Option<&'a Index> {
@@ -969,6 +1022,62 @@ fn pg_type() -> Vec<Vec<Expr>> {
         }))
         .collect()
 }
+
+const PG_INDEX: &[(&str, DataType)] = &[
+    ("indexrelid", OID),
+    ("indrelid", OID),
+    ("indnatts", I2),
+    ("indnkeyatts", I2),
+    ("indisunique", B),
+    ("indnullsnotdistinct", B),
+    ("indisprimary", B),
+    ("indisexclusion", B),
+    ("indimmediate", B),
+    ("indisclustered", B),
+    ("indisvalid", B),
+    ("indcheckxmin", B),
+    ("indisready", B),
+    ("indislive", B),
+    ("indisreplident", B),
+    ("indkey", T),
+    ("indcollation", T),
+    ("indclass", T),
+    ("indoption", T),
+    ("indexprs", T),
+    ("indpred", T),
+];
+
+/// Every index: `indkey` and `indoption` as `int2vector` prints them (`1 3`: attribute numbers;
+/// `0 0`: every key ascending, NULLs last), which clients split; `indpred` a partial index's
+/// condition as text (what `pg_get_expr` returns, as for `pg_attrdef.adbin`); `indcollation`
+/// and `indclass` NULL. A table without a primary key has none here (its hidden key is no
+/// index PostgreSQL would have).
+fn pg_index(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
+    let mut rows = Vec::new();
+    for table in tables(snapshot).into_iter().filter(|t| !t.is_view()) {
+        for index in &table.indexes {
+            let n = index.columns.len() as i16;
+            let key: Vec<String> = index.columns.iter().map(|c| (c + 1).to_string()).collect();
+            let mut row = vec![oid(index.id.oid()), oid(table.id.oid()), i2(n), i2(n)];
+            row.extend([b(index.unique), b(false), b(index.primary), b(false), b(true)]);
+            row.extend([b(false), b(true), b(false), b(true), b(true), b(false)]);
+            row.extend([t(&key.join(" ")), null(), null(), t(&vec!["0"; key.len()].join(" "))]);
+            row.extend([null(), index.predicate.as_deref().map_or_else(null, t)]);
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+const PG_RANGE: &[(&str, DataType)] = &[
+    ("rngtypid", OID),
+    ("rngsubtype", OID),
+    ("rngmultitypid", OID),
+    ("rngcollation", OID),
+    ("rngsubopc", OID),
+    ("rngcanonical", T),
+    ("rngsubdiff", T),
+];
 
 const PG_DATABASE: &[(&str, DataType)] = &[
     ("oid", OID),
