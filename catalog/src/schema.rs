@@ -53,6 +53,11 @@ pub enum DataType {
     /// (`'integer'::regtype`, `to_regtype(name)`, `oid::regtype::text`). Its values are
     /// `bigint`s; never a column's type.
     RegType,
+    /// `name` (OID 19): an identifier of at most 63 bytes, what the system catalogs' name
+    /// columns are (`pg_class.relname`, `pg_attribute.attname`). Its values are text and it
+    /// behaves as text; clients see its OID (node-postgres leaves a `name[]` as its text,
+    /// where it parses a `text[]`). Never a column's type.
+    Name,
     /// A one-dimensional array of a scalar type without a type modifier (`integer[]`,
     /// `text[]`, OIDs as `pg_type.typarray`).
     Array(ArrayElem),
@@ -98,6 +103,8 @@ pub enum ArrayElem {
     Jsonb,
     /// `json[]`
     Json,
+    /// `name[]`
+    Name,
 }
 
 impl ArrayElem {
@@ -122,6 +129,7 @@ impl ArrayElem {
             ArrayElem::Uuid => DataType::Uuid,
             ArrayElem::Jsonb => DataType::Jsonb,
             ArrayElem::Json => DataType::Json,
+            ArrayElem::Name => DataType::Name,
         }
     }
 
@@ -147,6 +155,7 @@ impl ArrayElem {
             DataType::Uuid => ArrayElem::Uuid,
             DataType::Jsonb => ArrayElem::Jsonb,
             DataType::Json => ArrayElem::Json,
+            DataType::Name => ArrayElem::Name,
             _ => return None,
         })
     }
@@ -172,11 +181,12 @@ impl ArrayElem {
             ArrayElem::Uuid => 2951,
             ArrayElem::Jsonb => 3807,
             ArrayElem::Json => 199,
+            ArrayElem::Name => 1003,
         }
     }
 
     /// Every element kind, for lookups by OID.
-    pub const ALL: [ArrayElem; 18] = [
+    pub const ALL: [ArrayElem; 19] = [
         ArrayElem::Bool,
         ArrayElem::Int16,
         ArrayElem::Int32,
@@ -195,6 +205,7 @@ impl ArrayElem {
         ArrayElem::Uuid,
         ArrayElem::Jsonb,
         ArrayElem::Json,
+        ArrayElem::Name,
     ];
 }
 
@@ -223,6 +234,7 @@ impl DataType {
             DataType::Json => 114,
             DataType::Void => 2278,
             DataType::RegType => 2206,
+            DataType::Name => 19,
             DataType::Array(e) => e.array_oid(),
         }
     }
@@ -264,6 +276,7 @@ impl DataType {
             114 => DataType::Json,
             17 => DataType::Bytea,
             2206 => DataType::RegType,
+            19 => DataType::Name,
             // `_bpchar` (1014): its elements read as text.
             1014 => DataType::Array(ArrayElem::Text),
             oid => DataType::Array(ArrayElem::ALL.into_iter().find(|e| e.array_oid() == oid)?),
@@ -292,6 +305,7 @@ impl DataType {
             | DataType::TimestampTz
             | DataType::Time => 8,
             DataType::Interval | DataType::Uuid => 16,
+            DataType::Name => 64,
             _ => -1,
         }
     }
@@ -334,6 +348,7 @@ impl DataType {
             DataType::Json => "json".into(),
             DataType::Void => "void".into(),
             DataType::RegType => "regtype".into(),
+            DataType::Name => "name".into(),
             DataType::Array(e) => format!("{}[]", e.data_type().sql_name()),
         }
     }

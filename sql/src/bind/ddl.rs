@@ -1023,6 +1023,7 @@ impl Binder<'_> {
                     "jsonb" => DataType::Jsonb,
                     "json" => DataType::Json,
                     "regtype" => DataType::RegType,
+                    "name" => DataType::Name,
                     _ => {
                         return Err(Error::UndefinedObject {
                             message: format!("type \"{n}\" does not exist"),
@@ -1129,6 +1130,8 @@ impl Binder<'_> {
         let name = self.new_relation_name(&ct.name)?;
         let mut columns: Vec<Column> = like;
         let mut indexes: Vec<IndexDef> = Vec::new();
+        // Unnamed unique constraints: their place in `indexes` and PostgreSQL's base name.
+        let mut unnamed: Vec<(usize, String)> = Vec::new();
         let mut fks: Vec<ForeignKey> = Vec::new();
         let mut pending_fk: Vec<PendingFk> = Vec::new();
         // CHECK constraints as written: column constraints in column order, then the table's.
@@ -1205,7 +1208,13 @@ impl Binder<'_> {
                         key_options(u.characteristics, &u.include)?;
                         nulls_distinct(u.nulls_distinct == ast::NullsDistinctOption::NotDistinct)?;
                         indexes.push(IndexDef {
-                            name: cons_name.unwrap_or_else(|| format!("{name}_{cname}_key")),
+                            name: match cons_name {
+                                Some(n) => n,
+                                None => {
+                                    unnamed.push((indexes.len(), format!("{name}_{cname}_key")));
+                                    String::new()
+                                }
+                            },
                             columns: vec![pos as u16],
                             unique: true,
                             primary: false,
@@ -1298,11 +1307,16 @@ impl Binder<'_> {
                     let positions =
                         cols.iter().map(|n| col_pos(n, &columns)).collect::<Result<Vec<_>>>()?;
                     indexes.push(IndexDef {
-                        name: u
-                            .name
-                            .as_ref()
-                            .map(ident)
-                            .unwrap_or_else(|| format!("{name}_{}_key", cols.join("_"))),
+                        name: match u.name.as_ref() {
+                            Some(n) => ident(n),
+                            None => {
+                                unnamed.push((
+                                    indexes.len(),
+                                    format!("{name}_{}_key", cols.join("_")),
+                                ));
+                                String::new()
+                            }
+                        },
                         columns: positions,
                         unique: true,
                         primary: false,
@@ -1387,6 +1401,7 @@ impl Binder<'_> {
                 checks.push(check);
             }
         }
+        let indexes = self.merge_key_constraints(indexes, unnamed);
         Ok(CreateTable {
             def: TableDef {
                 name,
@@ -1624,6 +1639,63 @@ impl Binder<'_> {
 
     /// ALTER TABLE with several actions: [`Command::AlterTableActions`]. A rename is a
     /// statement of its own in PostgreSQL's grammar, never one action among others.
+    /// A CREATE TABLE's primary key and unique constraints as PostgreSQL keeps them
+    /// (`transformIndexConstraints`): one that repeats an earlier one's columns (the primary
+    /// key counting as first) is dropped, its name going to the earlier one if that has none;
+    /// then each unnamed one (`unnamed`: its position and base name) gets a free name.
+    fn merge_key_constraints(
+        &self,
+        indexes: Vec<IndexDef>,
+        unnamed: Vec<(usize, String)>,
+    ) -> Vec<IndexDef> {
+        let base_of = |i: usize| unnamed.iter().find(|(at, _)| *at == i).map(|(_, b)| b.clone());
+        let mut order: Vec<usize> = (0..indexes.len()).collect();
+        if let Some(pk) = indexes.iter().position(|i| i.primary) {
+            order.retain(|&i| i != pk);
+            order.insert(0, pk);
+        }
+        let mut kept: Vec<(IndexDef, Option<String>)> = Vec::new();
+        for i in order {
+            let index = indexes[i].clone();
+            match kept.iter_mut().find(|(k, _)| k.columns == index.columns) {
+                Some((prior, base)) => {
+                    prior.unique |= index.unique;
+                    if base.is_some() && base_of(i).is_none() {
+                        prior.name = index.name;
+                        *base = None;
+                    }
+                }
+                None => kept.push((index, base_of(i))),
+            }
+        }
+        // Named in creation order, as PostgreSQL names each index when it creates it: an
+        // unnamed one avoids the names before it (a later explicit name that takes one already
+        // chosen is then 42P07, as in PostgreSQL).
+        let mut out: Vec<IndexDef> = Vec::with_capacity(kept.len());
+        for (mut index, base) in kept {
+            if let Some(base) = base {
+                index.name = self.free_name(&base, &out);
+            }
+            out.push(index);
+        }
+        out
+    }
+
+    /// The name for an unnamed unique constraint's index: `base`, or `base1`, `base2`, … while
+    /// a relation of the catalog or an index of `pending` (the statement's own) has it, as
+    /// PostgreSQL's `ChooseRelationName` picks.
+    fn free_name(&self, base: &str, pending: &[IndexDef]) -> String {
+        (0..)
+            .map(|i| if i == 0 { base.to_string() } else { format!("{base}{i}") })
+            .find(|n| {
+                !self.snapshot.relation_exists(n)
+                    && self.snapshot.index_by_name(n).is_none()
+                    && self.snapshot.sequence(n).is_none()
+                    && !pending.iter().any(|i| i.name == *n)
+            })
+            .expect("some suffix is free")
+    }
+
     /// `SET CONSTRAINTS`: each name must name a constraint (42704), and to defer it, every
     /// constraint of that name must be deferrable (42809) — a foreign key declared DEFERRABLE;
     /// primary keys, unique and check constraints never are in Aspen. (IMMEDIATE may name
@@ -2082,11 +2154,12 @@ impl Binder<'_> {
                             })
                         })
                         .collect::<Result<Vec<_>>>()?;
-                    let name = u
-                        .name
-                        .as_ref()
-                        .map(ident)
-                        .unwrap_or_else(|| format!("{}_{}_key", table.name, cols.join("_")));
+                    let name = match u.name.as_ref() {
+                        Some(n) => ident(n),
+                        None => {
+                            self.free_name(&format!("{}_{}_key", table.name, cols.join("_")), &[])
+                        }
+                    };
                     for &p in &positions {
                         no_json_key(table.columns[usize::from(p)].data_type)?;
                     }
@@ -2719,7 +2792,9 @@ fn storable(name: &str, ty: DataType) -> Result<()> {
             message: format!("column \"{name}\" has pseudo-type void"),
         }),
         // PostgreSQL stores a regtype column (as an OID); Aspen refuses rather than keep it.
-        DataType::RegType => Err(Error::unsupported(format!("column \"{name}\" of type regtype"))),
+        DataType::RegType | DataType::Name => {
+            Err(Error::unsupported(format!("column \"{name}\" of type {}", ty.sql_name())))
+        }
         _ => Ok(()),
     }
 }

@@ -11,8 +11,8 @@
 //! They list what Aspen has: the `public` schema's tables, views, indexes and sequences, the
 //! types of [`DataType`], one database and one role (the current ones), and the three schemas.
 //! They do not list themselves (PostgreSQL's list its own catalogs too), nor system columns
-//! (`attnum` < 0). PostgreSQL's column names and order are kept, with Aspen's types: `name` and
-//! `"char"` are `text`, `oid` and `xid` are `bigint`, array and `pg_node_tree` columns are
+//! (`attnum` < 0). PostgreSQL's column names and order are kept, with Aspen's types: `name` is
+//! `name`, `"char"` is `text`, `oid` and `xid` are `bigint`, array and `pg_node_tree` columns are
 //! NULL `text`, `information_schema`'s `cardinal_number` is `integer`. OIDs are those of
 //! [`super::Relation::oid`]. Views say they are not insertable or updatable (Aspen's are
 //! read-only). Any other relation of either schema answers `0A000`, as before.
@@ -25,6 +25,8 @@ use crate::plan::{Expr, Func, Query};
 use crate::types::Value;
 
 const T: DataType = DataType::Text;
+/// PostgreSQL's `name` columns.
+const N: DataType = DataType::Name;
 const B: DataType = DataType::Bool;
 const I2: DataType = DataType::Int16;
 const I4: DataType = DataType::Int32;
@@ -77,6 +79,10 @@ pub(crate) fn relation(snapshot: &Snapshot, schema: Option<&str>, name: &str) ->
             // Aspen has no range types; clients look them up on connect (Sequelize).
             "pg_range" => (PG_RANGE, Vec::new()),
             "pg_index" => (PG_INDEX, pg_index(snapshot)),
+            // Aspen has no enum types.
+            "pg_enum" => (PG_ENUM, Vec::new()),
+            "pg_description" => (PG_DESCRIPTION, pg_description(snapshot)),
+            "pg_statio_all_tables" => (PG_STATIO_ALL_TABLES, pg_statio_all_tables(snapshot)),
             _ => return None,
         },
         _ => return None,
@@ -169,6 +175,7 @@ pub(crate) fn type_name(data_type: DataType) -> &'static str {
         DataType::Time => "time",
         DataType::Void => "void",
         DataType::RegType => "regtype",
+        DataType::Name => "name",
         DataType::Array(e) => match e {
             ArrayElem::Bool => "_bool",
             ArrayElem::Int16 => "_int2",
@@ -188,6 +195,7 @@ pub(crate) fn type_name(data_type: DataType) -> &'static str {
             ArrayElem::Uuid => "_uuid",
             ArrayElem::Jsonb => "_jsonb",
             ArrayElem::Json => "_json",
+            ArrayElem::Name => "_name",
         },
     }
 }
@@ -331,6 +339,7 @@ fn type_numbers(data_type: DataType) -> TypeNumbers {
         | DataType::Uuid
         | DataType::Void
         | DataType::RegType
+        | DataType::Name
         | DataType::Jsonb
         | DataType::Json
         | DataType::Array(_) => TypeNumbers::default(),
@@ -636,10 +645,10 @@ fn info_referential_constraints(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
 }
 
 const PG_TABLES: &[(&str, DataType)] = &[
-    ("schemaname", T),
-    ("tablename", T),
-    ("tableowner", T),
-    ("tablespace", T),
+    ("schemaname", N),
+    ("tablename", N),
+    ("tableowner", N),
+    ("tablespace", N),
     ("hasindexes", B),
     ("hasrules", B),
     ("hastriggers", B),
@@ -664,7 +673,7 @@ fn pg_tables(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
 }
 
 const PG_INDEXES: &[(&str, DataType)] =
-    &[("schemaname", T), ("tablename", T), ("indexname", T), ("tablespace", T), ("indexdef", T)];
+    &[("schemaname", N), ("tablename", N), ("indexname", N), ("tablespace", N), ("indexdef", T)];
 
 fn pg_indexes(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
     let mut rows = Vec::new();
@@ -683,7 +692,7 @@ fn pg_indexes(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
 }
 
 const PG_VIEWS: &[(&str, DataType)] =
-    &[("schemaname", T), ("viewname", T), ("viewowner", T), ("definition", T)];
+    &[("schemaname", N), ("viewname", N), ("viewowner", N), ("definition", T)];
 
 fn pg_views(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
     let views = tables(snapshot).into_iter().filter_map(|t| Some((t, t.view.as_ref()?)));
@@ -691,7 +700,7 @@ fn pg_views(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
 }
 
 const PG_NAMESPACE: &[(&str, DataType)] =
-    &[("oid", OID), ("nspname", T), ("nspowner", OID), ("nspacl", T)];
+    &[("oid", OID), ("nspname", N), ("nspowner", OID), ("nspacl", T)];
 
 fn pg_namespace() -> Vec<Vec<Expr>> {
     // `public` belongs to pg_database_owner (OID 6171), as in PostgreSQL 15.
@@ -707,7 +716,7 @@ fn pg_namespace() -> Vec<Vec<Expr>> {
 
 const PG_CLASS: &[(&str, DataType)] = &[
     ("oid", OID),
-    ("relname", T),
+    ("relname", N),
     ("relnamespace", OID),
     ("reltype", OID),
     ("reloftype", OID),
@@ -775,7 +784,7 @@ fn pg_class(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
 
 const PG_ATTRIBUTE: &[(&str, DataType)] = &[
     ("attrelid", OID),
-    ("attname", T),
+    ("attname", N),
     ("atttypid", OID),
     ("attstattarget", I4),
     ("attlen", I2),
@@ -895,7 +904,7 @@ fn pg_attrdef(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
 
 const PG_TYPE: &[(&str, DataType)] = &[
     ("oid", OID),
-    ("typname", T),
+    ("typname", N),
     ("typnamespace", OID),
     ("typowner", OID),
     ("typlen", I2),
@@ -951,7 +960,7 @@ const fn ty(
     TypeRow { ty, category, preferred, array, io, typmod }
 }
 
-const TYPES: [TypeRow; 21] = [
+const TYPES: [TypeRow; 22] = [
     ty(DataType::Bool, "B", true, 1000, "bool", false),
     ty(DataType::Bytea, "U", false, 1001, "bytea", false),
     ty(DataType::Int64, "N", false, 1016, "int8", false),
@@ -974,6 +983,7 @@ const TYPES: [TypeRow; 21] = [
     ty(DataType::Void, "P", false, 0, "void_", false),
     // Aspen has no `_regtype` (2211): no array of it.
     ty(DataType::RegType, "N", false, 0, "regtype", false),
+    ty(DataType::Name, "S", false, 1003, "name", false),
 ];
 
 /// Every type `pg_type` lists, by its `typname` (`int4`, `_int4`, …).
@@ -1069,6 +1079,60 @@ fn pg_index(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
     rows
 }
 
+const PG_ENUM: &[(&str, DataType)] =
+    &[("oid", OID), ("enumtypid", OID), ("enumsortorder", DataType::Float32), ("enumlabel", N)];
+
+const PG_DESCRIPTION: &[(&str, DataType)] =
+    &[("objoid", OID), ("classoid", OID), ("objsubid", I4), ("description", T)];
+
+/// `pg_class` (1259), the catalog of the objects COMMENT ON describes here.
+const PG_CLASS_OID: i64 = 1259;
+
+/// The comments of tables and views (`objsubid` 0) and of their columns (`objsubid` the
+/// column's number).
+fn pg_description(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
+    let mut rows = Vec::new();
+    for table in tables(snapshot) {
+        let relid = oid(table.id.oid());
+        if let Some(c) = &table.comment {
+            rows.push(vec![relid.clone(), oid(PG_CLASS_OID), i4(0), t(c)]);
+        }
+        for (position, c) in &table.column_comments {
+            rows.push(vec![relid.clone(), oid(PG_CLASS_OID), i4(i32::from(*position) + 1), t(c)]);
+        }
+    }
+    rows
+}
+
+const PG_STATIO_ALL_TABLES: &[(&str, DataType)] = &[
+    ("relid", OID),
+    ("schemaname", N),
+    ("relname", N),
+    ("heap_blks_read", OID),
+    ("heap_blks_hit", OID),
+    ("idx_blks_read", OID),
+    ("idx_blks_hit", OID),
+    ("toast_blks_read", OID),
+    ("toast_blks_hit", OID),
+    ("tidx_blks_read", OID),
+    ("tidx_blks_hit", OID),
+];
+
+/// The tables, with no block I/O counted (an in-memory engine reads no blocks): `idx_*` 0
+/// where a table has indexes and NULL otherwise, no TOAST (NULL), as PostgreSQL shows for a
+/// fresh table.
+fn pg_statio_all_tables(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
+    let zero = || lit(Value::Int64(0));
+    let mut rows = Vec::new();
+    for table in tables(snapshot).into_iter().filter(|t| !t.is_view()) {
+        let idx = if table.indexes.is_empty() { null() } else { zero() };
+        let mut row = vec![oid(table.id.oid()), t(SCHEMA), t(&table.name), zero(), zero()];
+        row.extend([idx.clone(), idx, null(), null(), null(), null()]);
+        rows.push(row);
+    }
+    rows
+}
+
 const PG_RANGE: &[(&str, DataType)] = &[
     ("rngtypid", OID),
     ("rngsubtype", OID),
@@ -1081,7 +1145,7 @@ const PG_RANGE: &[(&str, DataType)] = &[
 
 const PG_DATABASE: &[(&str, DataType)] = &[
     ("oid", OID),
-    ("datname", T),
+    ("datname", N),
     ("datdba", OID),
     ("encoding", I4),
     ("datlocprovider", T),
@@ -1107,7 +1171,7 @@ fn pg_database() -> Vec<Vec<Expr>> {
 }
 
 const PG_ROLES: &[(&str, DataType)] = &[
-    ("rolname", T),
+    ("rolname", N),
     ("rolsuper", B),
     ("rolinherit", B),
     ("rolcreaterole", B),
@@ -1137,7 +1201,7 @@ fn pg_roles(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
 }
 
 const PG_USER: &[(&str, DataType)] = &[
-    ("usename", T),
+    ("usename", N),
     ("usesysid", OID),
     ("usecreatedb", B),
     ("usesuper", B),

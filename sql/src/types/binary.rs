@@ -61,6 +61,10 @@ pub fn decode_binary(b: &[u8], ty: &DataType) -> Result<Value> {
             let s = std::str::from_utf8(b).map_err(|e| invalid_utf8(b, e))?;
             Value::Text(fit_string(s.to_owned(), ty, false)?)
         }
+        DataType::Name => {
+            let s = std::str::from_utf8(b).map_err(|e| invalid_utf8(b, e))?;
+            Value::Text(super::text::name_in(s))
+        }
         DataType::Date => {
             let days = i32::from_be_bytes(fixed(b)?);
             Value::Date(datetime::pg_days_to_date(days).ok_or_else(|| {

@@ -23,7 +23,7 @@ pub enum CastKind {
 
 /// Is `ty` one of the string types (`text`, `varchar`, `char`)?
 pub(crate) fn is_string(ty: &DataType) -> bool {
-    matches!(ty, DataType::Text | DataType::Varchar(_) | DataType::Char(_))
+    matches!(ty, DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Name)
 }
 
 /// Position in PostgreSQL's numeric promotion order int2 < int4 < int8 < numeric < float4 <
@@ -291,7 +291,7 @@ pub fn cast_zoned(
             Value::Uuid(u) => Value::Uuid(u),
             _ => return Err(cannot_cast(from, to)),
         },
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
+        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Name => {
             unreachable!("string targets handled above")
         }
     })

@@ -314,7 +314,7 @@ impl<'a> Reader<'a> {
             DataType::Float32 => Value::Float32(f32::from_le_bytes(self.array()?)),
             DataType::Float64 => Value::Float64(f64::from_le_bytes(self.array()?)),
             DataType::Numeric(_) => Value::Numeric(self.numeric()?),
-            DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
+            DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Name => {
                 let n = self.len()?;
                 let s = std::str::from_utf8(self.take(n)?).map_err(|_| corrupt("utf-8"))?;
                 Value::Text(s.to_owned())
@@ -396,6 +396,7 @@ impl<'a> Reader<'a> {
             DataType::Text
             | DataType::Varchar(_)
             | DataType::Char(_)
+            | DataType::Name
             | DataType::Bytea
             | DataType::Json
             | DataType::Jsonb
@@ -750,7 +751,7 @@ mod tests {
                 let rounded = if n.is_finite() { n.round(scale).unwrap() } else { n };
                 Value::Numeric(rounded)
             }
-            DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
+            DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Name => {
                 let alphabet = ["", "a", "b", " ", "\0", "é", "\u{7f}", "z", "\u{1}"];
                 let n = rng.below(5);
                 let mut s: String =

@@ -50,6 +50,7 @@ pub fn parse_text_zoned(s: &str, ty: &DataType, zone: Zone) -> Result<Value> {
             })
         }
         DataType::Text | DataType::Varchar(None) => Value::Text(s.to_owned()),
+        DataType::Name => Value::Text(name_in(s)),
         DataType::Varchar(Some(_)) | DataType::Char(_) => {
             Value::Text(fit_string(s.to_owned(), ty, false)?)
         }
@@ -173,6 +174,13 @@ pub fn format_text_zoned_into(v: &Value, ty: &DataType, zone: Zone, out: &mut St
             }
         }
     }
+}
+
+/// `namein`: at most 63 bytes (NAMEDATALEN - 1), cut at a character boundary.
+pub(crate) fn name_in(s: &str) -> String {
+    const MAX: usize = 63;
+    let cut = (0..=MAX.min(s.len())).rev().find(|&at| s.is_char_boundary(at)).unwrap_or(0);
+    s[..cut].to_owned()
 }
 
 /// Whitespace as PostgreSQL's `isspace` sees it in the C locale.
@@ -466,6 +474,7 @@ pub(crate) fn fit_string(mut s: String, ty: &DataType, explicit: bool) -> Result
     let (n, pad) = match ty {
         DataType::Varchar(Some(n)) => (*n as usize, false),
         DataType::Char(n) => (*n as usize, true),
+        DataType::Name => return Ok(name_in(&s)),
         _ => return Ok(s),
     };
     // Fast path: byte length bounds character length.
