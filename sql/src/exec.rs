@@ -67,6 +67,33 @@ pub struct Ctx<'a> {
     pub pending_checks: Vec<PendingCheck>,
 }
 
+impl<'a> Ctx<'a> {
+    /// A context for work that is no client's statement — DDL filling or checking rows, the
+    /// deferred checks at commit: no parameters, no session functions, no deadline or cancel
+    /// flag, foreign keys checked at once.
+    pub fn internal(
+        txn: &'a mut txn::Transaction,
+        engine: &'a txn::Engine,
+        env: Env<'a>,
+    ) -> Ctx<'a> {
+        Ctx {
+            txn,
+            engine,
+            params: &[],
+            outer: vec![],
+            env,
+            session: None,
+            recursion: Default::default(),
+            deadline: None,
+            cancel: None,
+            initplans: Default::default(),
+            rows_read: 0,
+            fk_timing: Default::default(),
+            pending_checks: Vec::new(),
+        }
+    }
+}
+
 /// The state of recursive WITH queries ([`Plan::RecursiveUnion`]) during a statement.
 #[derive(Debug, Default)]
 pub struct Recursion {

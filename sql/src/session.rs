@@ -2507,21 +2507,7 @@ impl Session {
             }
         };
         let snapshot = self.snapshot();
-        let mut ctx = Ctx {
-            txn: t,
-            engine: &self.db.engine,
-            params: &[],
-            outer: vec![],
-            env: self.env(now),
-            session: None,
-            recursion: Default::default(),
-            deadline: None,
-            cancel: None,
-            initplans: Default::default(),
-            rows_read: 0,
-            fk_timing: Default::default(),
-            pending_checks: Vec::new(),
-        };
+        let mut ctx = Ctx::internal(t, &self.db.engine, self.env(now));
         exec::constraints::check_pending(&mut ctx, &snapshot, checks)
     }
 
@@ -3230,21 +3216,7 @@ impl Session {
                 let table = self.create_staged(create.def.clone())?;
                 let owned = self.owned_env();
                 let n = self.with_txn(|_, t| {
-                    let mut ctx = Ctx {
-                        txn: t,
-                        engine,
-                        params: &[],
-                        outer: vec![],
-                        env: owned.env(now()),
-                        session: None,
-                        recursion: Default::default(),
-                        deadline: None,
-                        cancel: None,
-                        initplans: Default::default(),
-                        rows_read: 0,
-                        fk_timing: Default::default(),
-                        pending_checks: Vec::new(),
-                    };
+                    let mut ctx = Ctx::internal(t, engine, owned.env(now()));
                     let rows = ctx.run(&query.plan)?;
                     let n = rows.len();
                     for row in rows {
@@ -3631,21 +3603,7 @@ impl Session {
                 self.with_txn(|_, t| {
                     let types = exec::column_types(table);
                     let rows = exec::all_rows(t, table)?;
-                    let mut ctx = Ctx {
-                        txn: t,
-                        engine: &engine,
-                        params: &[],
-                        outer: vec![],
-                        env: owned.env(now()),
-                        session: None,
-                        recursion: Default::default(),
-                        deadline: None,
-                        cancel: None,
-                        initplans: Default::default(),
-                        rows_read: 0,
-                        fk_timing: Default::default(),
-                        pending_checks: Vec::new(),
-                    };
+                    let mut ctx = Ctx::internal(t, &engine, owned.env(now()));
                     for (_, bytes) in rows {
                         let row = types::decode_row(&bytes, &types)?;
                         check_foreign_key(&mut ctx, &snapshot, table, fk, &row)?;
@@ -3749,21 +3707,7 @@ impl Session {
         let fill = {
             let e = &default;
             let mut t = self.db.engine.begin(self.log_buffer);
-            let mut ctx = Ctx {
-                txn: &mut t,
-                engine: &self.db.engine,
-                params: &[],
-                outer: vec![],
-                env: self.env(now()),
-                session: None,
-                recursion: Default::default(),
-                deadline: None,
-                cancel: None,
-                initplans: Default::default(),
-                rows_read: 0,
-                fk_timing: Default::default(),
-                pending_checks: Vec::new(),
-            };
+            let mut ctx = Ctx::internal(&mut t, &self.db.engine, self.env(now()));
             ctx.eval(e, &[])?
         };
         let owned = self.owned_env();
@@ -4314,21 +4258,8 @@ fn deferred_update(
         let old = types::decode_row(old, &types)?;
         // The expressions are row-local (no subquery): the transaction is never used.
         let mut scratch = engine.begin(0);
-        let mut ctx = Ctx {
-            txn: &mut scratch,
-            engine: &engine,
-            params: &params,
-            outer: vec![],
-            env: owned.env(now),
-            session: None,
-            recursion: Default::default(),
-            deadline: None,
-            cancel: None,
-            initplans: Default::default(),
-            rows_read: 0,
-            fk_timing: Default::default(),
-            pending_checks: Vec::new(),
-        };
+        let mut ctx =
+            Ctx { params: &params, ..Ctx::internal(&mut scratch, &engine, owned.env(now)) };
         let mut new = old.clone();
         for (col, e) in sets.iter() {
             new[*col] = ctx.eval(e, &old)?;

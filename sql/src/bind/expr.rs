@@ -1151,10 +1151,7 @@ impl Binder<'_> {
     /// statement again), so the argument must be a constant.
     fn bind_to_regclass(&mut self, args: &[&AstExpr], scope: &Scope, e: &AstExpr) -> Result<Typed> {
         let [arg] = args else {
-            return Err(Error::UndefinedFunction {
-                name: format!("function to_regclass with {} arguments", args.len()),
-                span: self.span_of(e),
-            });
+            return Err(self.wrong_arg_count("to_regclass", args.len(), e));
         };
         let Some(text) = self.constant_text(arg, scope, "to_regclass of a name")? else {
             return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Text));
@@ -1203,6 +1200,14 @@ impl Binder<'_> {
         }))
     }
 
+    /// `42883` for a function called with a number of arguments it has no form for.
+    fn wrong_arg_count(&self, name: &str, n: usize, e: &AstExpr) -> Error {
+        Error::UndefinedFunction {
+            name: format!("function {name} with {n} arguments"),
+            span: self.span_of(e),
+        }
+    }
+
     /// `pg_table_is_visible(oid)`: true for a relation `pg_class` lists (each is in `public`,
     /// on the search path), NULL for an OID that names none, as PostgreSQL answers for an OID
     /// it does not know. The OIDs are the statement's catalog's, taken when it is bound.
@@ -1213,10 +1218,7 @@ impl Binder<'_> {
         e: &AstExpr,
     ) -> Result<Typed> {
         let [arg] = args else {
-            return Err(Error::UndefinedFunction {
-                name: format!("function pg_table_is_visible with {} arguments", args.len()),
-                span: self.span_of(e),
-            });
+            return Err(self.wrong_arg_count("pg_table_is_visible", args.len(), e));
         };
         let oid = self.bind_expr(arg, scope)?;
         if !matches!(oid.ty, DataType::Int16 | DataType::Int32 | DataType::Int64) && !oid.unknown {
@@ -1248,10 +1250,7 @@ impl Binder<'_> {
     ) -> Result<Typed> {
         let column = name == "col_description";
         if args.is_empty() || args.len() > 2 || (column && args.len() != 2) {
-            return Err(Error::UndefinedFunction {
-                name: format!("function {name} with {} arguments", args.len()),
-                span: self.span_of(e),
-            });
+            return Err(self.wrong_arg_count(name, args.len(), e));
         }
         let mut bound = Vec::with_capacity(2);
         for a in &args[..if column { 2 } else { 1 }] {
@@ -1304,10 +1303,7 @@ impl Binder<'_> {
     /// it is bound.
     fn bind_indexdef(&mut self, args: &[&AstExpr], scope: &Scope, e: &AstExpr) -> Result<Typed> {
         if args.len() != 1 && args.len() != 3 {
-            return Err(Error::UndefinedFunction {
-                name: format!("function pg_get_indexdef with {} arguments", args.len()),
-                span: self.span_of(e),
-            });
+            return Err(self.wrong_arg_count("pg_get_indexdef", args.len(), e));
         }
         let mut bound = Vec::with_capacity(2);
         for a in &args[..args.len().min(2)] {
@@ -1370,10 +1366,7 @@ impl Binder<'_> {
         e: &AstExpr,
     ) -> Result<Typed> {
         let [table, privileges] = args else {
-            return Err(Error::UndefinedFunction {
-                name: format!("function has_table_privilege with {} arguments", args.len()),
-                span: self.span_of(e),
-            });
+            return Err(self.wrong_arg_count("has_table_privilege", args.len(), e));
         };
         let mut texts = Vec::with_capacity(2);
         for a in [table, privileges] {
@@ -1407,10 +1400,7 @@ impl Binder<'_> {
     /// bound again when the catalog changes.
     fn bind_serial_sequence(&mut self, args: &[&AstExpr], e: &AstExpr) -> Result<Typed> {
         let [table, column] = args else {
-            return Err(Error::UndefinedFunction {
-                name: format!("function pg_get_serial_sequence with {} arguments", args.len()),
-                span: self.span_of(e),
-            });
+            return Err(self.wrong_arg_count("pg_get_serial_sequence", args.len(), e));
         };
         let constant = |a: &AstExpr| match a {
             AstExpr::Value(v) => match &v.value {
@@ -1467,10 +1457,7 @@ impl Binder<'_> {
             _ => args.len() == 1,
         };
         if !arity_ok {
-            return Err(Error::UndefinedFunction {
-                name: format!("function {name} with {} arguments", args.len()),
-                span: self.span_of(e),
-            });
+            return Err(self.wrong_arg_count(name, args.len(), e));
         }
         let mut target = args[0];
         if let AstExpr::Cast { expr, data_type, .. } = target {
