@@ -1208,6 +1208,16 @@ impl Binder<'_> {
         }
     }
 
+    /// An OID or number argument of catalog function `name` (Aspen's OIDs are bigints), as a
+    /// bigint; `42883` for another type.
+    fn oid_arg(&mut self, name: &str, a: &AstExpr, scope: &Scope, e: &AstExpr) -> Result<Expr> {
+        let t = self.bind_expr(a, scope)?;
+        if !matches!(t.ty, DataType::Int16 | DataType::Int32 | DataType::Int64) && !t.unknown {
+            return Err(self.no_function(name, &[t], e));
+        }
+        self.coerce_implicit(t, DataType::Int64, e)
+    }
+
     /// `pg_table_is_visible(oid)`: true for a relation `pg_class` lists (each is in `public`,
     /// on the search path), NULL for an OID that names none, as PostgreSQL answers for an OID
     /// it does not know. The OIDs are the statement's catalog's, taken when it is bound.
@@ -1220,11 +1230,7 @@ impl Binder<'_> {
         let [arg] = args else {
             return Err(self.wrong_arg_count("pg_table_is_visible", args.len(), e));
         };
-        let oid = self.bind_expr(arg, scope)?;
-        if !matches!(oid.ty, DataType::Int16 | DataType::Int32 | DataType::Int64) && !oid.unknown {
-            return Err(self.no_function("pg_table_is_visible", &[oid], e));
-        }
-        let oid = self.coerce_implicit(oid, DataType::Int64, e)?;
+        let oid = self.oid_arg("pg_table_is_visible", arg, scope, e)?;
         let oids = crate::describe::relation_oids(self.snapshot)
             .into_iter()
             .map(|o| Expr::Literal(Value::Int64(o.into())))
@@ -1254,11 +1260,7 @@ impl Binder<'_> {
         }
         let mut bound = Vec::with_capacity(2);
         for a in &args[..if column { 2 } else { 1 }] {
-            let t = self.bind_expr(a, scope)?;
-            if !matches!(t.ty, DataType::Int16 | DataType::Int32 | DataType::Int64) && !t.unknown {
-                return Err(self.no_function(name, &[t], e));
-            }
-            bound.push(self.coerce_implicit(t, DataType::Int64, e)?);
+            bound.push(self.oid_arg(name, a, scope, e)?);
         }
         if !column && args.len() == 2 {
             let catalog = self.constant_text(args[1], scope, "obj_description of a catalog")?;
@@ -1307,11 +1309,7 @@ impl Binder<'_> {
         }
         let mut bound = Vec::with_capacity(2);
         for a in &args[..args.len().min(2)] {
-            let t = self.bind_expr(a, scope)?;
-            if !matches!(t.ty, DataType::Int16 | DataType::Int32 | DataType::Int64) && !t.unknown {
-                return Err(self.no_function("pg_get_indexdef", &[t], e));
-            }
-            bound.push(self.coerce_implicit(t, DataType::Int64, e)?);
+            bound.push(self.oid_arg("pg_get_indexdef", a, scope, e)?);
         }
         let pretty = match args.get(2) {
             None => false,
