@@ -34,6 +34,13 @@ pub fn sequence_oid(table: TableId, position: u16) -> u32 {
     (FIRST_OID | 1 << 30).wrapping_add(table.0.wrapping_mul(2048)).wrapping_add(position.into())
 }
 
+/// The OID of constraint number `ordinal` of table `table` (`pg_constraint.oid`; the
+/// constraints in the order `pg_constraint` lists them): in a range of its own, above
+/// sequences'.
+pub fn constraint_oid(table: TableId, ordinal: u16) -> u32 {
+    (FIRST_OID | 1 << 31).wrapping_add(table.0.wrapping_mul(2048)).wrapping_add(ordinal.into())
+}
+
 /// Version of the whole catalog; every DDL statement produces a new, larger one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CatalogVersion(pub u64);

@@ -98,7 +98,7 @@ pub use crate::catalog::{
     Applied, Catalog, ColumnChange, Ddl, DdlBatch, IndexDef, PreparedDdl, TableDef,
 };
 pub use crate::error::Error;
-pub use crate::ids::{sequence_oid, CatalogVersion, IndexId, TableId};
+pub use crate::ids::{constraint_oid, sequence_oid, CatalogVersion, IndexId, TableId};
 pub use crate::roles::{Role, Verifier};
 pub use crate::schema::{
     ArrayElem, Check, Column, ColumnDefault, DataType, Deferral, FkAction, ForeignKey, Generated,

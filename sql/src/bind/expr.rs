@@ -1311,20 +1311,8 @@ impl Binder<'_> {
         for a in &args[..args.len().min(2)] {
             bound.push(self.oid_arg("pg_get_indexdef", a, scope, e)?);
         }
-        let pretty = match args.get(2) {
-            None => false,
-            Some(a) => match self.bind_expr(a, scope)?.expr {
-                Expr::Literal(Value::Bool(p)) => p,
-                Expr::Literal(Value::Null) => {
-                    return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Text))
-                }
-                _ => {
-                    return Err(Error::Unsupported {
-                        feature: "pg_get_indexdef with a pretty flag that is not a constant".into(),
-                        span: self.span_of(*a),
-                    })
-                }
-            },
+        let Some(pretty) = self.pretty_flag("pg_get_indexdef", args.get(2), scope)? else {
+            return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Text));
         };
         let eq = |a: &Expr, v: i64| {
             Expr::Cmp(
@@ -1349,6 +1337,57 @@ impl Binder<'_> {
             // A column number past the key: an empty string, as PostgreSQL prints.
             arms.push((this, text(String::new())));
         }
+        let expr =
+            if arms.is_empty() { Expr::Literal(Value::Null) } else { Expr::Case(arms, None) };
+        Ok(Typed::known(expr, DataType::Text))
+    }
+
+    /// The `pretty` argument of catalog function `name`: false when absent, `None` for NULL
+    /// (the function's result is then NULL); it must be a constant (0A000).
+    fn pretty_flag(
+        &mut self,
+        name: &str,
+        arg: Option<&&AstExpr>,
+        scope: &Scope,
+    ) -> Result<Option<bool>> {
+        let Some(a) = arg else { return Ok(Some(false)) };
+        match self.bind_expr(a, scope)?.expr {
+            Expr::Literal(Value::Bool(p)) => Ok(Some(p)),
+            Expr::Literal(Value::Null) => Ok(None),
+            _ => Err(Error::Unsupported {
+                feature: format!("{name} with a pretty flag that is not a constant"),
+                span: self.span_of(*a),
+            }),
+        }
+    }
+
+    /// `pg_get_constraintdef(oid [, pretty])`: a `pg_constraint` row's definition (`FOREIGN
+    /// KEY (a) REFERENCES t(id)`, `CHECK ((n > 0))`), NULL for an OID of no constraint.
+    /// `pretty` must be a constant; the definitions are the statement's catalog's.
+    fn bind_constraintdef(
+        &mut self,
+        args: &[&AstExpr],
+        scope: &Scope,
+        e: &AstExpr,
+    ) -> Result<Typed> {
+        if args.is_empty() || args.len() > 2 {
+            return Err(self.wrong_arg_count("pg_get_constraintdef", args.len(), e));
+        }
+        let oid = self.oid_arg("pg_get_constraintdef", args[0], scope, e)?;
+        let Some(pretty) = self.pretty_flag("pg_get_constraintdef", args.get(1), scope)? else {
+            return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Text));
+        };
+        let arms: Vec<(Expr, Expr)> = crate::describe::constraints(self.snapshot)
+            .iter()
+            .map(|c| {
+                let this = Expr::Cmp(
+                    crate::plan::CmpOp::Eq,
+                    Box::new(oid.clone()),
+                    Box::new(Expr::Literal(Value::Int64(c.oid.into()))),
+                );
+                (this, Expr::Literal(Value::Text(c.def(self.snapshot, pretty))))
+            })
+            .collect();
         let expr =
             if arms.is_empty() { Expr::Literal(Value::Null) } else { Expr::Case(arms, None) };
         Ok(Typed::known(expr, DataType::Text))
@@ -2126,6 +2165,9 @@ impl Binder<'_> {
         }
         if name == "pg_get_indexdef" {
             return self.bind_indexdef(&arg_exprs, scope, e);
+        }
+        if name == "pg_get_constraintdef" {
+            return self.bind_constraintdef(&arg_exprs, scope, e);
         }
         if name.starts_with("jsonb_")
             || name.starts_with("json_")

@@ -779,6 +779,60 @@ fn storage(data_type: DataType) -> &'static str {
 }
 
 /// `pg_get_indexdef`: `CREATE [UNIQUE] INDEX name ON public.table USING btree (cols)`.
+/// A constraint as `pg_constraint` lists it.
+pub(crate) struct Constraint<'a> {
+    pub(crate) oid: u32,
+    pub(crate) table: &'a Table,
+    pub(crate) name: &'a str,
+    pub(crate) kind: ConstraintKind<'a>,
+}
+
+/// What a [`Constraint`] is.
+pub(crate) enum ConstraintKind<'a> {
+    /// A primary key or unique constraint, and its index.
+    Key(&'a Index),
+    /// A foreign key.
+    Foreign(&'a catalog::ForeignKey),
+    /// A CHECK constraint.
+    Check(&'a catalog::Check),
+}
+
+impl Constraint<'_> {
+    /// `pg_get_constraintdef`; `pretty` drops a CHECK's outer parentheses, as PostgreSQL's
+    /// pretty form does.
+    pub(crate) fn def(&self, snapshot: &Snapshot, pretty: bool) -> String {
+        match &self.kind {
+            ConstraintKind::Key(i) => {
+                constraint_def(self.table, i).map(|(d, _)| d).unwrap_or_default()
+            }
+            ConstraintKind::Foreign(fk) => foreign_key_def(snapshot, self.table, fk),
+            ConstraintKind::Check(c) if pretty => format!("CHECK ({})", c.sql),
+            ConstraintKind::Check(c) => format!("CHECK (({}))", c.sql),
+        }
+    }
+}
+
+/// The constraints of the public schema's tables — primary keys, unique constraints, foreign
+/// keys and checks, each table's in that order — with their OIDs ([`catalog::constraint_oid`]).
+pub(crate) fn constraints(snapshot: &Snapshot) -> Vec<Constraint<'_>> {
+    let mut out = Vec::new();
+    for table in snapshot.tables().filter(|t| !t.is_view()) {
+        let table = table.as_ref();
+        let keys = table
+            .indexes
+            .iter()
+            .filter(|i| i.constraint)
+            .map(|i| (&i.name, ConstraintKind::Key(i)));
+        let fks = table.foreign_keys.iter().map(|f| (&f.name, ConstraintKind::Foreign(f)));
+        let checks = table.checks.iter().map(|c| (&c.name, ConstraintKind::Check(c)));
+        for (ordinal, (name, kind)) in keys.chain(fks).chain(checks).enumerate() {
+            let oid = catalog::constraint_oid(table.id, ordinal as u16);
+            out.push(Constraint { oid, table, name, kind });
+        }
+    }
+    out
+}
+
 /// Each index's OID, its `pg_get_indexdef` (pretty or not) and its key columns as
 /// `pg_get_indexdef(oid, n, …)` prints the nth.
 pub(crate) fn index_definitions(

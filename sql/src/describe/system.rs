@@ -19,7 +19,7 @@
 
 use catalog::{ArrayElem, DataType, Deferral, Generated, Index, Snapshot, Table};
 
-use super::{deparse_default, index_def, relations, storage, Relation, SCHEMA};
+use super::{deparse_default, index_def, relations, storage, ConstraintKind, Relation, SCHEMA};
 use crate::metadata::{rows_query, text};
 use crate::plan::{Expr, Func, Query};
 use crate::types::Value;
@@ -79,6 +79,7 @@ pub(crate) fn relation(snapshot: &Snapshot, schema: Option<&str>, name: &str) ->
             // Aspen has no range types; clients look them up on connect (Sequelize).
             "pg_range" => (PG_RANGE, Vec::new()),
             "pg_index" => (PG_INDEX, pg_index(snapshot)),
+            "pg_constraint" => (PG_CONSTRAINT, pg_constraint(snapshot)),
             // Aspen has no enum types.
             "pg_enum" => (PG_ENUM, Vec::new()),
             "pg_description" => (PG_DESCRIPTION, pg_description(snapshot)),
@@ -1075,6 +1076,92 @@ fn pg_index(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
             row.extend([null(), index.predicate.as_deref().map_or_else(null, t)]);
             rows.push(row);
         }
+    }
+    rows
+}
+
+const I2S: DataType = DataType::Array(ArrayElem::Int16);
+
+const PG_CONSTRAINT: &[(&str, DataType)] = &[
+    ("oid", OID),
+    ("conname", N),
+    ("connamespace", OID),
+    ("contype", T),
+    ("condeferrable", B),
+    ("condeferred", B),
+    ("convalidated", B),
+    ("conrelid", OID),
+    ("contypid", OID),
+    ("conindid", OID),
+    ("conparentid", OID),
+    ("confrelid", OID),
+    ("confupdtype", T),
+    ("confdeltype", T),
+    ("confmatchtype", T),
+    ("conislocal", B),
+    ("coninhcount", I2),
+    ("connoinherit", B),
+    ("conkey", I2S),
+    ("confkey", I2S),
+    ("conpfeqop", T),
+    ("conppeqop", T),
+    ("conffeqop", T),
+    ("confdelsetcols", T),
+    ("conexclop", T),
+    ("conbin", T),
+];
+
+/// The public schema's primary keys, unique constraints, foreign keys and checks, with the
+/// OIDs `pg_get_constraintdef` takes (`super::constraints`). `conkey` and `confkey` are the
+/// `int2[]` of column numbers; a check's `conbin` is its expression as text (what
+/// `pg_get_expr` returns, as for `pg_attrdef.adbin`); the operator arrays are NULL.
+fn pg_constraint(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
+    let attnums = |cols: &[u16]| {
+        lit(Value::Array(std::sync::Arc::new(
+            cols.iter().map(|c| Value::Int16(*c as i16 + 1)).collect(),
+        )))
+    };
+    let action = |a: catalog::FkAction| {
+        t(match a {
+            catalog::FkAction::NoAction => "a",
+            catalog::FkAction::Restrict => "r",
+            catalog::FkAction::Cascade => "c",
+            catalog::FkAction::SetNull => "n",
+            catalog::FkAction::SetDefault => "d",
+        })
+    };
+    let mut rows = Vec::new();
+    for c in super::constraints(snapshot) {
+        let (kind, index, deferral, key, conbin) = match &c.kind {
+            ConstraintKind::Key(i) => {
+                let kind = if i.primary { "p" } else { "u" };
+                (kind, i.id.oid(), Deferral::NotDeferrable, attnums(&i.columns), null())
+            }
+            ConstraintKind::Foreign(fk) => {
+                let index = referenced_key(snapshot, fk).map_or(0, |i| i.id.oid());
+                ("f", index, fk.deferral, attnums(&fk.columns), null())
+            }
+            ConstraintKind::Check(ch) => {
+                ("c", 0, Deferral::NotDeferrable, attnums(&ch.columns), t(&ch.sql))
+            }
+        };
+        let mut row = vec![oid(c.oid), t(c.name), oid(PUBLIC), t(kind)];
+        row.extend([b(deferral != Deferral::NotDeferrable), b(deferral == Deferral::Deferred)]);
+        row.extend([b(true), oid(c.table.id.oid()), oid(0), oid(index), oid(0)]);
+        match &c.kind {
+            ConstraintKind::Foreign(fk) => {
+                row.extend([oid(fk.ref_table.oid()), action(fk.on_update), action(fk.on_delete)]);
+                row.push(t("s"));
+            }
+            _ => row.extend([oid(0), t(" "), t(" "), t(" ")]),
+        }
+        row.extend([b(true), i2(0), b(false)]);
+        let fkey = match &c.kind {
+            ConstraintKind::Foreign(fk) => attnums(&fk.ref_columns),
+            _ => null(),
+        };
+        row.extend([key, fkey, null(), null(), null(), null(), null(), conbin]);
+        rows.push(row);
     }
     rows
 }

@@ -1,8 +1,8 @@
 // node-postgres and Sequelize against a server (what `tests/compat/node.rs` runs): connect
 // (SET TIME ZONE INTERVAL, type lookups), sync with force and with alter (the catalog reads of
 // describeTable / showIndex / foreign keys, ALTER TABLE), then the ORM: creates, bulk
-// inserts, includes, transactions with increments, array and JSONB columns. Prints one line
-// per check. Usage: node sequelize_smoke.js PORT
+// inserts, includes, transactions with increments, array and JSONB columns, and
+// dropAllTables (its pg_constraint reads). Prints one line per check. Usage: node sequelize_smoke.js PORT
 const { Sequelize, DataTypes, Op } = require('sequelize');
 const { Client } = require('pg');
 
@@ -50,8 +50,7 @@ async function orm() {
   } catch (e) {
     console.log('duplicate', e.name, e.original.code);
   }
-  await Post.drop();
-  await User.drop();
+  await s.getQueryInterface().dropAllTables();
   console.log("dropped", (await s.getQueryInterface().showAllTables()).filter((t) => t === "Users" || t === "Posts").length);
   await s.close();
 }
