@@ -12,8 +12,7 @@ use tests::Backend;
 fn gorm() {
     if Command::new("go").arg("version").output().is_err() {
         let msg = "go is missing (run ./dev test)";
-        assert!(std::env::var("CI").is_err(), "{msg}");
-        println!("{msg}; skipping");
+        tests::missing(msg);
         return;
     }
     let Some(backend) = Backend::from_env() else { return };

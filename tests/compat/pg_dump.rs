@@ -76,8 +76,7 @@ fn a_pg_dump_restores_into_aspen_and_answers_alike() {
     let pg_dump = pg_bindir().map(|dir| dir.join("pg_dump")).filter(|p| p.exists());
     let psql_there = Command::new("psql").arg("--version").output().is_ok();
     let (Some(pg_dump), true, Some(pg)) = (pg_dump, psql_there, PgServer::start()) else {
-        assert!(std::env::var("CI").is_err(), "PostgreSQL 15, pg_dump or psql is missing");
-        println!("PostgreSQL 15, pg_dump or psql is missing; skipping");
+        tests::missing("PostgreSQL 15, pg_dump or psql is missing");
         return;
     };
     let made = psql(pg.port(), SOURCE, &["-q"]);

@@ -31,8 +31,7 @@ fn python() -> Option<PathBuf> {
 fn run_python(script: &str) -> Option<(String, Vec<String>)> {
     let Some(python) = python() else {
         let msg = "the Python client environment is missing (run ./dev test, or set ASPEN_PYTHON)";
-        assert!(std::env::var("CI").is_err(), "{msg}");
-        println!("{msg}; skipping");
+        tests::missing(msg);
         return None;
     };
     let backend = Backend::from_env()?;

@@ -632,6 +632,14 @@ impl Backend {
     }
 }
 
+/// A client test's tool or package is missing (`what` says which, and how to get it): under
+/// CI (`CI=true`) the test fails, so a missing install step cannot hide; elsewhere it says so
+/// and the caller skips.
+pub fn missing(what: &str) {
+    assert!(std::env::var("CI").is_err(), "{what}");
+    println!("{what}; skipping");
+}
+
 /// Whether `TEST_AGAINST_PG=1` is set.
 pub fn against_pg() -> bool {
     std::env::var("TEST_AGAINST_PG").map(|v| v == "1" || v == "true").unwrap_or(false)

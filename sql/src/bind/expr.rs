@@ -1268,34 +1268,18 @@ impl Binder<'_> {
                 return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Text));
             }
         }
-        let oid_is = |oid: u32| {
-            Expr::Cmp(
-                crate::plan::CmpOp::Eq,
-                Box::new(bound[0].clone()),
-                Box::new(Expr::Literal(Value::Int64(oid.into()))),
-            )
-        };
-        let mut arms = Vec::new();
+        let mut entries = Vec::new();
         for t in self.snapshot.tables() {
+            let oid = i64::from(t.id.oid());
             if !column {
-                if let Some(c) = &t.comment {
-                    arms.push((oid_is(t.id.oid()), Expr::Literal(Value::Text(c.clone()))));
-                }
+                entries.extend(t.comment.iter().map(|c| (vec![oid], c.clone())));
                 continue;
             }
             for (position, c) in &t.column_comments {
-                let attnum = Expr::Cmp(
-                    crate::plan::CmpOp::Eq,
-                    Box::new(bound[1].clone()),
-                    Box::new(Expr::Literal(Value::Int64(i64::from(*position) + 1))),
-                );
-                let both = Expr::And(Box::new(oid_is(t.id.oid())), Box::new(attnum));
-                arms.push((both, Expr::Literal(Value::Text(c.clone()))));
+                entries.push((vec![oid, i64::from(*position) + 1], c.clone()));
             }
         }
-        let expr =
-            if arms.is_empty() { Expr::Literal(Value::Null) } else { Expr::Case(arms, None) };
-        Ok(Typed::known(expr, DataType::Text))
+        Ok(catalog_lookup(&bound, entries))
     }
 
     /// `pg_get_indexdef(oid)` and `pg_get_indexdef(oid, column, pretty)`: an index's CREATE
@@ -1314,32 +1298,21 @@ impl Binder<'_> {
         let Some(pretty) = self.pretty_flag("pg_get_indexdef", args.get(2), scope)? else {
             return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Text));
         };
-        let eq = |a: &Expr, v: i64| {
-            Expr::Cmp(
-                crate::plan::CmpOp::Eq,
-                Box::new(a.clone()),
-                Box::new(Expr::Literal(Value::Int64(v))),
-            )
-        };
-        let text = |s: String| Expr::Literal(Value::Text(s));
-        let mut arms = Vec::new();
+        let mut entries = Vec::new();
         for (oid, def, columns) in crate::describe::index_definitions(self.snapshot, pretty) {
-            let this = eq(&bound[0], oid.into());
-            let Some(column) = bound.get(1) else {
-                arms.push((this, text(def)));
+            let oid = i64::from(oid);
+            if bound.len() == 1 {
+                entries.push((vec![oid], def));
                 continue;
-            };
-            arms.push((Expr::And(Box::new(this.clone()), Box::new(eq(column, 0))), text(def)));
+            }
+            entries.push((vec![oid, 0], def));
             for (n, name) in columns.into_iter().enumerate() {
-                let nth = eq(column, n as i64 + 1);
-                arms.push((Expr::And(Box::new(this.clone()), Box::new(nth)), text(name)));
+                entries.push((vec![oid, n as i64 + 1], name));
             }
             // A column number past the key: an empty string, as PostgreSQL prints.
-            arms.push((this, text(String::new())));
+            entries.push((vec![oid], String::new()));
         }
-        let expr =
-            if arms.is_empty() { Expr::Literal(Value::Null) } else { Expr::Case(arms, None) };
-        Ok(Typed::known(expr, DataType::Text))
+        Ok(catalog_lookup(&bound, entries))
     }
 
     /// The `pretty` argument of catalog function `name`: false when absent, `None` for NULL
@@ -1377,20 +1350,11 @@ impl Binder<'_> {
         let Some(pretty) = self.pretty_flag("pg_get_constraintdef", args.get(1), scope)? else {
             return Ok(Typed::known(Expr::Literal(Value::Null), DataType::Text));
         };
-        let arms: Vec<(Expr, Expr)> = crate::describe::constraints(self.snapshot)
+        let entries = crate::describe::constraints(self.snapshot)
             .iter()
-            .map(|c| {
-                let this = Expr::Cmp(
-                    crate::plan::CmpOp::Eq,
-                    Box::new(oid.clone()),
-                    Box::new(Expr::Literal(Value::Int64(c.oid.into()))),
-                );
-                (this, Expr::Literal(Value::Text(c.def(self.snapshot, pretty))))
-            })
-            .collect();
-        let expr =
-            if arms.is_empty() { Expr::Literal(Value::Null) } else { Expr::Case(arms, None) };
-        Ok(Typed::known(expr, DataType::Text))
+            .map(|c| (vec![i64::from(c.oid)], c.def(self.snapshot, pretty)))
+            .collect::<Vec<_>>();
+        Ok(catalog_lookup(&[oid], entries))
     }
 
     /// `has_table_privilege(table, privileges)`: true — Aspen's one role owns everything —
@@ -3139,6 +3103,31 @@ pub(crate) fn fold_cast(e: Expr, from: DataType, to: DataType, kind: CastKind) -
         }
         other => Ok(Expr::Cast(Box::new(other), to, kind)),
     }
+}
+
+/// A text the statement's catalog gives per object, looked up when the statement runs (the
+/// catalog functions `obj_description`, `pg_get_indexdef`, …): `CASE WHEN keys[0] = v0 AND …
+/// THEN text … END` over `entries`, each the values of a prefix of `keys` that select it and
+/// its text, the first that matches winning; NULL when none does. Taken from the catalog when
+/// the statement is bound (a schema change binds it again).
+fn catalog_lookup(keys: &[Expr], entries: Vec<(Vec<i64>, String)>) -> Typed {
+    let arms: Vec<(Expr, Expr)> = entries
+        .into_iter()
+        .map(|(values, text)| {
+            let condition = keys
+                .iter()
+                .zip(values)
+                .map(|(k, v)| {
+                    let v = Box::new(Expr::Literal(Value::Int64(v)));
+                    Expr::Cmp(crate::plan::CmpOp::Eq, Box::new(k.clone()), v)
+                })
+                .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
+                .expect("every entry has a value");
+            (condition, Expr::Literal(Value::Text(text)))
+        })
+        .collect();
+    let expr = if arms.is_empty() { Expr::Literal(Value::Null) } else { Expr::Case(arms, None) };
+    Typed::known(expr, DataType::Text)
 }
 
 /// The name PostgreSQL gives a result column for this expression.
