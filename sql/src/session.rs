@@ -3886,7 +3886,7 @@ impl Session {
                 .with_create_index_message());
             }
             for (new, bytes) in rekeyed {
-                t.insert(exec::tid(table), new, (*bytes).clone()).map_err(exec::txn_error)?;
+                t.insert(exec::tid(table), new, bytes.to_vec()).map_err(exec::txn_error)?;
             }
             Ok(())
         })?;

@@ -222,7 +222,7 @@ fn lock(writes: BTreeMap<crate::TableId, TableWrites>, st: &mut Locked) -> Resul
                     Some((tid, row)) if tid == it.prior => row,
                     _ => {
                         let old = it.record.row_locked().expect("a locked live record has a row");
-                        Arc::new(crate::transaction::apply_deferred(&f, table.id, &old)?)
+                        Row::from(crate::transaction::apply_deferred(&f, table.id, &old)?)
                     }
                 };
                 it.kind = WriteKind::Update;
@@ -345,8 +345,8 @@ fn validate_or_lock(txn: &Transaction, st: Option<&Locked>) -> Result<Vec<usize>
         // A projected read of a record we hold locked: what it used must be unchanged (the
         // row cannot change until we install, so this is its value at our serialization point).
         let same_projection = || {
-            r.projected.as_ref().is_some_and(|(proj, observed)| {
-                held() && r.record.row_locked().is_some_and(|row| proj(&row) == *observed)
+            r.projected.as_ref().is_some_and(|(proj, read)| {
+                held() && r.record.row_locked().is_some_and(|row| proj(&row) == proj(read))
             })
         };
         if now != r.tid && !ours() && !same_projection() {
@@ -532,9 +532,7 @@ impl Transaction {
                 items.iter().filter(|it| it.kind != WriteKind::LockOnly).map(|it| {
                     let row = match it.kind {
                         WriteKind::Delete => None,
-                        _ => {
-                            Some(it.row.as_deref().expect("insert/update carries a row").as_slice())
-                        }
+                        _ => Some(it.row.as_deref().expect("insert/update carries a row")),
                     };
                     ValueEntry { table: table.id.0, key: &it.key, row }
                 })

@@ -340,7 +340,7 @@ impl Engine {
     ) -> Result<(), Error> {
         assert!(ssn.0 > 0 && ssn.0 <= crate::tid::WSSN_MASK, "replayed ssn {ssn} out of range");
         let t = self.inner.table(table).ok_or(Error::TableDropped(table))?;
-        replay_one(&t, key, row.map(|r| Arc::new(r.to_vec())), ssn)
+        replay_one(&t, key, row.map(Row::from), ssn)
     }
 
     /// Recovery: makes [`Engine::next_row_id`] of `table` return at least `v` from now on (pass

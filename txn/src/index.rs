@@ -527,7 +527,7 @@ mod tests {
     use wal::Ssn;
 
     fn rec(key: &[u8]) -> Arc<Record> {
-        let r = Record::placeholder(key, Some(Arc::new(vec![1])));
+        let r = Record::placeholder(key, Some(crate::Row::from(vec![1])));
         r.tid.store_unlocked(Tid::live(Ssn(1)));
         r
     }

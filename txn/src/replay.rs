@@ -213,13 +213,13 @@ impl ReplayBatch {
                     if row.is_none() {
                         t.replay_tombstones.store(true, Ordering::Relaxed);
                     }
-                    old.set_row_locked(row.map(Arc::new));
+                    old.set_row_locked(row.map(crate::Row::from));
                     old.tid.store_unlocked(next);
                     self.updated += 1;
                     return Ok(());
                 }
                 // A tombstone: replaced by a new record, like `replay_install` does.
-                return replay_one(t, key, row.map(Arc::new), ssn);
+                return replay_one(t, key, row.map(crate::Row::from), ssn);
             }
         }
         if row.is_none() {
@@ -227,7 +227,7 @@ impl ReplayBatch {
             // by a pass over every new record in `replay_bulk`).
             t.replay_tombstones.store(true, Ordering::Relaxed);
         }
-        let record = Record::replayed(key, row.map(Arc::new), ssn);
+        let record = Record::replayed(key, row.map(crate::Row::from), ssn);
         new.records.push((record.key.clone(), record));
         Ok(())
     }
@@ -251,7 +251,7 @@ mod tests {
         keys.iter()
             .map(|k| {
                 let key = k.to_be_bytes();
-                (IKey::new(&key), Record::replayed(&key, Some(Arc::new(vec![1])), Ssn(1)))
+                (IKey::new(&key), Record::replayed(&key, Some(crate::Row::from(vec![1])), Ssn(1)))
             })
             .collect()
     }

@@ -80,10 +80,11 @@ pub(crate) struct ReadEntry {
     pub(crate) table: TableId,
     pub(crate) record: Arc<Record>,
     pub(crate) tid: Tid,
-    /// For a projected read: the projection and what it gave. If this transaction holds the
-    /// record locked at commit, the read validates when the projection of the row then is
-    /// unchanged, even if the TID moved.
-    pub(crate) projected: Option<(Projection, Vec<u8>)>,
+    /// For a projected read: the projection and the row as read. If this transaction holds the
+    /// record locked at commit, the read validates when the projection of the row then equals
+    /// the projection of this one, even if the TID moved. The projections are computed only
+    /// then: a read whose TID did not move validates without them.
+    pub(crate) projected: Option<(Projection, Row)>,
 }
 
 /// Phantom protection: what a scan (or a point-get miss) covered.
@@ -394,7 +395,7 @@ impl Transaction {
     /// is checked again at commit, where a clash is a [`Error::Conflict`].
     pub fn insert(&mut self, table: TableId, key: Key, row: Vec<u8>) -> Result<(), Error> {
         let slot = self.slot(table)?;
-        let row: Row = Arc::new(row);
+        let row = Row::from(row);
         let (kind, record) = match self.own(table, &key).map(|e| (e.kind, e.record.clone())) {
             Some((WriteKind::Delete, record)) => (WriteKind::Update, record),
             Some(_) => return Err(Error::UniqueViolation { table, index: None }),
@@ -423,7 +424,7 @@ impl Transaction {
     /// Unique secondary keys are checked as in [`Transaction::insert`].
     pub fn insert_fresh(&mut self, table: TableId, key: Key, row: Vec<u8>) -> Result<(), Error> {
         let slot = self.slot(table)?;
-        let row: Row = Arc::new(row);
+        let row = Row::from(row);
         debug_assert!(self.own(table, &key).is_none(), "a fresh key is already written");
         let unique = self.check_unique(slot, &key, &row)?;
         self.inserted_fresh = true;
@@ -437,7 +438,7 @@ impl Transaction {
     /// deleted the key; [`Error::Conflict`] if the committed row is gone.
     pub fn update(&mut self, table: TableId, key: &[u8], row: Vec<u8>) -> Result<(), Error> {
         let slot = self.slot(table)?;
-        let row: Row = Arc::new(row);
+        let row = Row::from(row);
         if self.own(table, key).is_some_and(|e| e.kind == WriteKind::Deferred) {
             self.materialize(slot, key)?;
         }
@@ -509,7 +510,7 @@ impl Transaction {
         let earlier_row =
             earlier.as_ref().map(|g| apply_deferred(g, table, &current)).transpose()?;
         let computed = match f(earlier_row.as_deref().unwrap_or(&current)) {
-            Ok(row) => Arc::new(row),
+            Ok(row) => Row::from(row),
             Err(e) => return Ok(Err(e)),
         };
         let f: DeferredFn = match earlier {
@@ -577,12 +578,11 @@ impl Transaction {
             self.scans.push(ScanEntry::Miss { table: slot, key: IKey::new(key) });
             return Ok(None);
         };
-        let observed = proj(&row);
         let read =
-            ReadEntry { table, record: record.clone(), tid, projected: Some((proj, observed)) };
+            ReadEntry { table, record: record.clone(), tid, projected: Some((proj, row.clone())) };
         self.reads.push(read);
         if let Some((f, _)) = deferred {
-            return Ok(Some(Arc::new(apply_deferred(&f, table, &row)?)));
+            return Ok(Some(Row::from(apply_deferred(&f, table, &row)?)));
         }
         if for_update {
             self.table_writes(slot).entries.entry(key.to_vec()).or_insert(WriteEntry::new(
@@ -608,7 +608,7 @@ impl Transaction {
             return Err(Error::conflict(table, "updated row is gone"));
         };
         let record = self.last_read();
-        let new: Row = Arc::new(apply_deferred(&f, table, &old)?);
+        let new = Row::from(apply_deferred(&f, table, &old)?);
         let entry = WriteEntry::new(WriteKind::Update, Some(record), Some(new.clone()));
         self.put(slot, key.to_vec(), entry, Vec::new());
         Ok(new)

@@ -53,7 +53,7 @@ fn insert_placeholder_conflict_leaves_no_trace() {
     t1.commit().unwrap();
     assert!(t2.commit().unwrap_err().is_conflict());
     let mut t = engine.begin(0);
-    assert_eq!(t.get(T, b"k").unwrap().as_deref(), Some(&b"1".to_vec()));
+    assert_eq!(t.get(T, b"k").unwrap().as_deref(), Some(&b"1"[..]));
     assert_eq!(t.get(T, b"l").unwrap(), None);
     // The abandoned placeholder does not block a later insert.
     t.insert(T, b"l".to_vec(), b"3".to_vec()).unwrap();
@@ -80,7 +80,7 @@ fn own_writes_are_visible_and_abort_discards_them() {
     let mut t = engine.begin(0);
     t.insert(T, b"k".to_vec(), b"1".to_vec()).unwrap();
     t.update(T, b"k", b"2".to_vec()).unwrap();
-    assert_eq!(t.get(T, b"k").unwrap().as_deref(), Some(&b"2".to_vec()));
+    assert_eq!(t.get(T, b"k").unwrap().as_deref(), Some(&b"2"[..]));
     t.delete(T, b"k").unwrap();
     assert_eq!(t.get(T, b"k").unwrap(), None);
     assert!(!t.has_writes(), "insert then delete cancels out");
@@ -187,7 +187,7 @@ fn fresh_inserts_skip_the_uniqueness_read_but_keep_its_guarantees() {
     t.insert_fresh(T, a.clone(), b"1".to_vec()).unwrap();
     t.insert_fresh(T, b.clone(), b"2".to_vec()).unwrap();
     // Its own rows are visible to it, by key and in scans.
-    assert_eq!(t.get(T, &a).unwrap().as_deref(), Some(&b"1".to_vec()));
+    assert_eq!(t.get(T, &a).unwrap().as_deref(), Some(&b"1"[..]));
     let info = t.commit().unwrap();
     // Never blind: it skipped the read an insert records, not what that read stands for.
     assert!(!info.ticket.expect("a writer has a ticket").blind);
@@ -202,7 +202,7 @@ fn fresh_inserts_skip_the_uniqueness_read_but_keep_its_guarantees() {
     t.insert_fresh(T, a.clone(), b"4".to_vec()).unwrap();
     assert!(t.commit().unwrap_err().is_conflict());
     let mut t = engine.begin(0);
-    assert_eq!(t.get(T, &a).unwrap().as_deref(), Some(&b"1".to_vec()));
+    assert_eq!(t.get(T, &a).unwrap().as_deref(), Some(&b"1"[..]));
     assert_eq!(t.get(T, &c).unwrap(), None);
 
     // Deleting a fresh row in its own transaction leaves nothing to commit for it.
@@ -242,7 +242,7 @@ fn delete_all_takes_every_visible_row_and_validates_like_reads() {
     t.commit().unwrap();
     assert_eq!(keys(&engine).1, vec![b"a".to_vec(), b"e".to_vec()]);
     let mut r = engine.begin(0);
-    assert_eq!(r.get(T, b"a").unwrap().as_deref(), Some(&b"A".to_vec()));
+    assert_eq!(r.get(T, b"a").unwrap().as_deref(), Some(&b"A"[..]));
 
     // What the scan saw must hold at commit: a concurrent update, a concurrent insert (a
     // phantom), or a concurrent insert of the very key we insert after it all fail the commit.
@@ -285,7 +285,7 @@ fn rollback_to_a_savepoint_forgets_later_writes_and_keeps_later_reads() {
     t.update(T, b"a", b"4".to_vec()).unwrap();
     t.delete(T, b"r").unwrap();
     t.rollback_to(&sp);
-    assert_eq!(t.get(T, b"a").unwrap().as_deref(), Some(&b"2".to_vec()));
+    assert_eq!(t.get(T, b"a").unwrap().as_deref(), Some(&b"2"[..]));
     assert_eq!(t.get(T, b"b").unwrap(), None);
     assert!(t.get(T, b"r").unwrap().is_some());
     // The savepoint stays usable: again, and after a write since.
@@ -293,7 +293,7 @@ fn rollback_to_a_savepoint_forgets_later_writes_and_keeps_later_reads() {
     t.rollback_to(&sp);
     t.commit().unwrap();
     let mut t = engine.begin(0);
-    assert_eq!(t.get(T, b"a").unwrap().as_deref(), Some(&b"2".to_vec()));
+    assert_eq!(t.get(T, b"a").unwrap().as_deref(), Some(&b"2"[..]));
     assert_eq!(t.get(T, b"b").unwrap(), None);
     assert_eq!(t.get(T, b"c").unwrap(), None);
     assert!(t.get(T, b"r").unwrap().is_some());

@@ -309,7 +309,7 @@ fn a_failed_log_aborts_the_commit_without_a_trace() {
     let mut t = engine.begin(0);
     t.insert(T2, kv("big"), vec![7; 8192]).unwrap();
     t.commit_durable().unwrap();
-    assert_eq!(engine.begin(0).get(T2, b"big").unwrap(), Some(Arc::new(vec![7; 8192])));
+    assert_eq!(engine.begin(0).get(T2, b"big").unwrap(), Some(txn::Row::from(vec![7; 8192])));
     let spills = stores[0].spills();
     assert_eq!(spills.len(), 1);
     assert!(spills.values().next().unwrap().len() > 8192, "the whole value payload");
