@@ -774,10 +774,28 @@ impl Ctx<'_> {
             // Two values may find one row (`'a'` and `'a '` in a char(n) key): once each.
             let mut out: Vec<(Vec<u8>, Vec<Value>)> = Vec::new();
             let mut seen: HashSet<Vec<u8>> = HashSet::new();
+            if let Access::PointGet(keys) = &**access {
+                // A point get per value, without a plan per value: the ORM's "rows by id".
+                let types = column_types(table);
+                let proj = used.map(|cols| projection(types.clone(), cols));
+                let mut keys = keys.clone();
+                for (_, v) in distinct {
+                    *keys.get_mut(*slot).ok_or_else(|| Error::internal("IN list slot"))? =
+                        Expr::Literal(v);
+                    if let Some((key, row)) =
+                        self.point_get(table, &keys, filter.as_ref(), *for_update, &types, &proj)?
+                    {
+                        push_distinct(&mut out, &mut seen, key, row);
+                    }
+                    if limit.is_some_and(|l| out.len() >= l) {
+                        break;
+                    }
+                }
+                return Ok(out);
+            }
             for (_, v) in distinct {
                 let mut one = (**access).clone();
                 let key = match &mut one {
-                    Access::PointGet(keys) => keys.get_mut(*slot),
                     Access::Range { eq, .. } => eq.get_mut(*slot),
                     _ => None,
                 };
@@ -791,9 +809,7 @@ impl Ctx<'_> {
                     for_update: *for_update,
                 };
                 for (key, row) in self.scan_with(&scan, used.clone())? {
-                    if seen.insert(key.clone()) {
-                        out.push((key, row));
-                    }
+                    push_distinct(&mut out, &mut seen, key, row);
                 }
                 if limit.is_some_and(|l| out.len() >= l) {
                     break;
@@ -809,30 +825,15 @@ impl Ctx<'_> {
         let mut out: Vec<(Vec<u8>, Vec<Value>)> = Vec::new();
         match access {
             Access::PointGet(keys) => {
-                let Some(key) = self.key_values(
+                let proj = used.map(|cols| projection(types.clone(), cols));
+                out.extend(self.point_get(
                     table,
                     keys,
-                    table.primary_index().map(|i| &i.columns[..]).unwrap_or(&[]),
-                )?
-                else {
-                    return Ok(out);
-                };
-                let mut k = Vec::with_capacity(16);
-                types::encode_key(&key, &mut k);
-                let row = match used {
-                    Some(cols) => {
-                        self.txn.get_projected(t, &k, *for_update, projection(types.clone(), cols))
-                    }
-                    None if *for_update => self.txn.get_for_update(t, &k),
-                    None => self.txn.get(t, &k),
-                }
-                .map_err(txn_error)?;
-                if let Some(bytes) = row {
-                    let row = types::decode_row(&bytes, &types)?;
-                    if self.passes(filter.as_ref(), &row)? {
-                        out.push((k, row));
-                    }
-                }
+                    filter.as_ref(),
+                    *for_update,
+                    &types,
+                    &proj,
+                )?);
                 return Ok(out);
             }
             Access::Each { .. } => unreachable!("handled above"),
@@ -985,6 +986,36 @@ impl Ctx<'_> {
             None => Ok(true),
             Some(f) => Ok(self.eval(f, row)? == Value::Bool(true)),
         }
+    }
+
+    /// One point get of `table` by the primary-key expressions `keys`: the (key, row) found,
+    /// if any and `filter` passes. `proj`: the columns the plan uses, for a projected read
+    /// ([`txn::Transaction::get_projected`]).
+    fn point_get(
+        &mut self,
+        table: &Table,
+        keys: &[Expr],
+        filter: Option<&Expr>,
+        for_update: bool,
+        types: &[DataType],
+        proj: &Option<txn::Projection>,
+    ) -> Result<Option<(Vec<u8>, Vec<Value>)>> {
+        let cols = table.primary_index().map(|i| &i.columns[..]).unwrap_or(&[]);
+        let Some(key) = self.key_values(table, keys, cols)? else {
+            return Ok(None);
+        };
+        let mut k = Vec::with_capacity(16);
+        types::encode_key(&key, &mut k);
+        let t = tid(table);
+        let row = match proj {
+            Some(proj) => self.txn.get_projected(t, &k, for_update, proj.clone()),
+            None if for_update => self.txn.get_for_update(t, &k),
+            None => self.txn.get(t, &k),
+        }
+        .map_err(txn_error)?;
+        let Some(bytes) = row else { return Ok(None) };
+        let row = types::decode_row(&bytes, types)?;
+        Ok(self.passes(filter, &row)?.then_some((k, row)))
     }
 
     /// Evaluates key expressions and casts them to the key columns' types. `None` when a value
@@ -1895,9 +1926,26 @@ pub(crate) fn eval_pure(
             _ => Value::Null,
         },
         Expr::InList(a, list, negated) => {
+            // Every item is evaluated (as PostgreSQL evaluates its array of them), one at a
+            // time: a filter re-checking an IN list on each row collects nothing.
             let v = ev(a)?;
-            let items = list.iter().map(ev).collect::<Result<Vec<_>>>()?;
-            in_list(&v, items.iter(), *negated)
+            let (mut found, mut saw_null) = (false, v.is_null());
+            for x in list {
+                let item = ev(x)?;
+                if !found && !v.is_null() {
+                    match types::compare(&v, &item) {
+                        Some(Ordering::Equal) => found = true,
+                        None => saw_null = true,
+                        _ => {}
+                    }
+                }
+            }
+            match (found, saw_null) {
+                (true, _) => Value::Bool(!negated),
+                // `NULL IN ()` compared nothing: false, as for any value.
+                (false, true) if !list.is_empty() => Value::Null,
+                _ => Value::Bool(*negated),
+            }
         }
         Expr::Case(arms, els) => {
             for (w, t) in arms {
@@ -2628,6 +2676,30 @@ fn projected_point_get(input: &Plan, exprs: &[Expr]) -> Option<Vec<usize>> {
 
 /// The projection of a stored row on columns `cols`: their values, encoded. (A row that does
 /// not decode projects to itself, whole.)
+/// Appends (key, row) to `out` unless a row of that key is there already (`seen` holds the
+/// keys once `out` is too long to search).
+fn push_distinct(
+    out: &mut Vec<(Vec<u8>, Vec<Value>)>,
+    seen: &mut HashSet<Vec<u8>>,
+    key: Vec<u8>,
+    row: Vec<Value>,
+) {
+    const SEARCHED: usize = 32;
+    if out.len() < SEARCHED {
+        if out.iter().any(|(k, _)| *k == key) {
+            return;
+        }
+    } else {
+        if seen.is_empty() {
+            seen.extend(out.iter().map(|(k, _)| k.clone()));
+        }
+        if !seen.insert(key.clone()) {
+            return;
+        }
+    }
+    out.push((key, row));
+}
+
 fn projection(types: Vec<DataType>, cols: Vec<usize>) -> txn::Projection {
     std::sync::Arc::new(move |row: &[u8]| match types::decode_row(row, &types) {
         Ok(values) => {
