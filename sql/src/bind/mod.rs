@@ -260,6 +260,9 @@ pub struct Binder<'a> {
     /// The WINDOW clause of the SELECT being bound (each definition resolved against the
     /// earlier ones), innermost SELECT's last.
     pub(crate) named_windows: Vec<(String, ast::WindowSpec)>,
+    /// The SELECT being bound had set-returning functions of its select list moved to FROM
+    /// (`select::select_list_srfs`): it must not group.
+    pub(crate) select_list_srfs: bool,
     /// The next working-table id (recursive WITH queries).
     pub(crate) next_working: usize,
     /// `FOR UPDATE OF a, b`: the relations the SELECT about to be bound locks (`None`: all of
@@ -331,6 +334,7 @@ impl<'a> Binder<'a> {
             ctes: Vec::new(),
             windows: None,
             named_windows: Vec::new(),
+            select_list_srfs: false,
             next_working: 0,
             lock_of: None,
             dml_ctes: Vec::new(),

@@ -1102,9 +1102,13 @@ impl Binder<'_> {
         for_update: bool,
     ) -> Result<Query> {
         let outer = self.named_windows.len();
+        let rewritten = select_list_srfs(select);
+        let srfs = std::mem::replace(&mut self.select_list_srfs, rewritten.is_some());
+        let select = rewritten.as_ref().unwrap_or(select);
         let result = self
             .define_windows(&select.named_window)
             .and_then(|()| self.bind_select_inner(select, order_by, limit, offset, for_update));
+        self.select_list_srfs = srfs;
         self.named_windows.truncate(outer);
         result
     }
@@ -1186,6 +1190,21 @@ impl Binder<'_> {
                 return Err(e);
             }
         };
+        // Set-returning functions moved from the select list to FROM (`select_list_srfs`)
+        // would run before grouping, where PostgreSQL runs them after.
+        let grouped = self.aggs.as_ref().is_some_and(|a| !a.is_empty())
+            || self.windows.as_ref().is_some_and(|(_, w)| !w.is_empty())
+            || select.having.is_some()
+            || !group_exprs.is_empty()
+            || !grouping_sets.is_empty();
+        if self.select_list_srfs && grouped {
+            self.aggs = None;
+            self.windows = outer_windows;
+            return Err(Error::unsupported(
+                "set-returning functions in a select list with aggregates, window functions or \
+                 GROUP BY",
+            ));
+        }
         // HAVING sees no window functions.
         let windows_so_far = std::mem::take(&mut self.windows);
         let having = match &select.having {
@@ -3205,6 +3224,97 @@ pub(super) fn function_scope(
             .collect(),
         star: None,
     })
+}
+
+/// Set-returning functions in the select list, as PostgreSQL runs them: `SELECT unnest(a)
+/// FROM t` gives a row per element of each row's `a` (none for an empty or NULL array), and
+/// `SELECT generate_series(1, 3)` three rows. Rewritten as a function in FROM after the other
+/// items, which sees their columns (`FROM t, unnest(t.a) AS "?srf"(v1)`), the item reading
+/// its column under the function's name: the same rows, for a select list whose SRF calls are
+/// whole items of one column each (`unnest`, `generate_series`, the json(b) ones of one
+/// column), in a query that does not group (checked after binding:
+/// PostgreSQL expands after grouping). Several calls run in step, the longest deciding and
+/// the others padded with NULLs: several `unnest` become one `unnest(a, b, …)`, which does
+/// exactly that; other combinations, and an SRF inside an expression, stay unsupported
+/// (`None`: the select list is bound as written and says so).
+fn select_list_srfs(select: &ast::Select) -> Option<ast::Select> {
+    /// A select-list item that is a set-returning call: its name, the call, its alias.
+    type Srf<'a> = (String, &'a ast::Function, Option<&'a ast::Ident>);
+    fn srf_of(item: &SelectItem) -> Option<Srf<'_>> {
+        let (expr, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias)),
+            _ => return None,
+        };
+        let AstExpr::Function(f) = expr else { return None };
+        let name = match f.name.0.as_slice() {
+            [n] => n.as_ident()?.value.to_lowercase(),
+            [schema, n] if schema.as_ident()?.value.eq_ignore_ascii_case("pg_catalog") => {
+                n.as_ident()?.value.to_lowercase()
+            }
+            _ => return None,
+        };
+        let one_column = matches!(name.as_str(), "generate_series" | "unnest")
+            || jsonb_rows(&name).is_some_and(|j| j.columns().len() == 1);
+        let ast::FunctionArguments::List(list) = &f.args else { return None };
+        let plain = list.duplicate_treatment.is_none()
+            && list.clauses.is_empty()
+            && f.filter.is_none()
+            && f.over.is_none()
+            && f.within_group.is_empty()
+            && f.null_treatment.is_none();
+        (one_column && plain).then_some((name, f, alias))
+    }
+    let srfs: Vec<(usize, Srf<'_>)> = select
+        .projection
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| Some((i, srf_of(item)?)))
+        .collect();
+    let (_, first, _) = &srfs.first()?.1;
+    let args: Vec<ast::FunctionArg> = match srfs.len() {
+        1 => match &first.args {
+            ast::FunctionArguments::List(list) => list.args.clone(),
+            _ => return None,
+        },
+        _ if srfs.iter().all(|(_, (n, f, _))| {
+            n == "unnest" && matches!(&f.args, ast::FunctionArguments::List(l) if l.args.len() == 1)
+        }) =>
+        {
+            srfs.iter()
+                .filter_map(|(_, (_, f, _))| match &f.args {
+                    ast::FunctionArguments::List(l) => l.args.first().cloned(),
+                    _ => None,
+                })
+                .collect()
+        }
+        _ => return None,
+    };
+    let table = ast::Ident::with_quote('"', "?srf");
+    let column = |k: usize| ast::Ident::with_quote('"', format!("v{}", k + 1));
+    let factor = TableFactor::Function {
+        lateral: false,
+        name: first.name.clone(),
+        args,
+        with_ordinality: false,
+        alias: Some(ast::TableAlias {
+            explicit: true,
+            name: table.clone(),
+            columns: (0..srfs.len())
+                .map(|k| ast::TableAliasColumnDef { name: column(k), data_type: None })
+                .collect(),
+            at: None,
+        }),
+    };
+    let mut out = select.clone();
+    out.from.push(ast::TableWithJoins { relation: factor, joins: Vec::new() });
+    for (k, (i, (name, _, alias))) in srfs.iter().enumerate() {
+        out.projection[*i] = SelectItem::ExprWithAlias {
+            expr: AstExpr::CompoundIdentifier(vec![table.clone(), column(k)]),
+            alias: alias.cloned().unwrap_or_else(|| ast::Ident::with_quote('"', name.clone())),
+        };
+    }
+    Some(out)
 }
 
 pub(super) fn jsonb_rows(name: &str) -> Option<JsonbRows> {
