@@ -75,8 +75,13 @@ scripts!(
     checkpoint_cut => EngineRunner,
 );
 
+/// `tests/scripts` under `$CARGO_MANIFEST_DIR` as cargo sets it when it runs the test, else
+/// under the directory this test was compiled in (a binary reused from a shared target
+/// directory may have been compiled in another clone, since removed).
 fn scripts_dir() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts")
+    let run = std::env::var_os("CARGO_MANIFEST_DIR").map(|d| Path::new(&d).join("tests/scripts"));
+    run.filter(|d| d.is_dir())
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts"))
 }
 
 fn check_listed(listed: &[&str]) {
