@@ -947,6 +947,9 @@ impl Binder<'_> {
                 .collect::<Result<Vec<_>>>()?;
             return self.bind_unnest(&exprs, alias, false);
         }
+        if name == "generate_subscripts" {
+            return self.bind_generate_subscripts(args, alias);
+        }
         if name != "generate_series" {
             return Err(Error::UndefinedFunction { name: format!("function {name}"), span: None });
         }
@@ -981,7 +984,7 @@ impl Binder<'_> {
             }
             let (t, e) = it.next().expect("three args");
             args.push(self.coerce(t, DataType::Interval, CastKind::Implicit, e)?);
-            return Ok(self.series_plan(args, ty, alias));
+            return Ok(self.series_plan("generate_series", args, ty, alias));
         }
         let mut ty = DataType::Int32;
         for (t, _) in &typed {
@@ -1006,7 +1009,62 @@ impl Binder<'_> {
             .into_iter()
             .map(|(t, e)| self.coerce(t, ty, CastKind::Implicit, e))
             .collect::<Result<Vec<_>>>()?;
-        Ok(self.series_plan(args, ty, alias))
+        Ok(self.series_plan("generate_series", args, ty, alias))
+    }
+
+    /// `generate_subscripts(array, dim [, reverse])`: the subscripts of the array's dimension
+    /// `dim`, as `generate_series(1, array_length(array, dim))` (Aspen's arrays have one
+    /// dimension, numbered from 1: another `dim`, an empty or a NULL array give no rows), or
+    /// from the last down when `reverse` (a constant) is true.
+    fn bind_generate_subscripts(
+        &mut self,
+        args: &[ast::FunctionArg],
+        alias: Option<&ast::TableAlias>,
+    ) -> Result<(Plan, Scope)> {
+        let typed = self.bind_function_args(args)?;
+        let signature = |typed: &[(super::expr::Typed, &AstExpr)]| {
+            let types: Vec<String> = typed
+                .iter()
+                .map(|(t, _)| if t.unknown { "unknown".into() } else { t.ty.base_name() })
+                .collect();
+            Error::UndefinedFunction {
+                name: format!("function generate_subscripts({})", types.join(", ")),
+                span: None,
+            }
+        };
+        if !(2..=3).contains(&typed.len())
+            || typed[0].0.unknown
+            || typed[0].0.ty.element().is_none()
+        {
+            return Err(signature(&typed));
+        }
+        let mut it = typed.into_iter();
+        let (array, _) = it.next().expect("an array");
+        let (t, e) = it.next().expect("a dimension");
+        let dim = self.coerce(t, DataType::Int32, CastKind::Implicit, e)?;
+        let reverse = match it.next() {
+            None => false,
+            Some((t, e)) => match self.coerce(t, DataType::Bool, CastKind::Implicit, e)? {
+                Expr::Literal(Value::Bool(b)) => b,
+                Expr::Literal(Value::Null) => false,
+                _ => {
+                    return Err(Error::unsupported(
+                        "generate_subscripts with a non-constant reverse",
+                    ))
+                }
+            },
+        };
+        let length = Expr::Func(
+            crate::plan::Func::Array(crate::plan::ArrayFunc::Length),
+            vec![array.expr, dim],
+        );
+        let one = Expr::Literal(Value::Int32(1));
+        let args = if reverse {
+            vec![length, one, Expr::Literal(Value::Int32(-1))]
+        } else {
+            vec![one, length]
+        };
+        Ok(self.series_plan("generate_subscripts", args, DataType::Int32, alias))
     }
 
     /// The arguments of a function in FROM, bound on their own (a LATERAL one sees the items
@@ -1068,11 +1126,12 @@ impl Binder<'_> {
     /// The plan and scope of a generate_series of type `ty`.
     fn series_plan(
         &mut self,
+        name: &str,
         args: Vec<Expr>,
         ty: DataType,
         alias: Option<&ast::TableAlias>,
     ) -> (Plan, Scope) {
-        let rel = alias.map(|a| ident(&a.name)).unwrap_or_else(|| "generate_series".into());
+        let rel = alias.map(|a| ident(&a.name)).unwrap_or_else(|| name.into());
         let col = alias
             .and_then(|a| a.columns.first())
             .map(|c| ident(&c.name))
@@ -3231,8 +3290,8 @@ pub(super) fn function_scope(
 /// `SELECT generate_series(1, 3)` three rows. Rewritten as a function in FROM after the other
 /// items, which sees their columns (`FROM t, unnest(t.a) AS "?srf"(v1)`), the item reading
 /// its column under the function's name: the same rows, for a select list whose SRF calls are
-/// whole items of one column each (`unnest`, `generate_series`, the json(b) ones of one
-/// column), in a query that does not group (checked after binding:
+/// whole items of one column each (`unnest`, `generate_series`, `generate_subscripts`, the
+/// json(b) ones of one column), in a query that does not group (checked after binding:
 /// PostgreSQL expands after grouping). Several calls run in step, the longest deciding and
 /// the others padded with NULLs: several `unnest` become one `unnest(a, b, …)`, which does
 /// exactly that; other combinations, and an SRF inside an expression, stay unsupported
@@ -3254,8 +3313,9 @@ fn select_list_srfs(select: &ast::Select) -> Option<ast::Select> {
             }
             _ => return None,
         };
-        let one_column = matches!(name.as_str(), "generate_series" | "unnest")
-            || jsonb_rows(&name).is_some_and(|j| j.columns().len() == 1);
+        let one_column =
+            matches!(name.as_str(), "generate_series" | "generate_subscripts" | "unnest")
+                || jsonb_rows(&name).is_some_and(|j| j.columns().len() == 1);
         let ast::FunctionArguments::List(list) = &f.args else { return None };
         let plain = list.duplicate_treatment.is_none()
             && list.clauses.is_empty()
