@@ -135,6 +135,7 @@ mod error;
 mod index;
 mod record;
 mod replay;
+mod row;
 mod sync;
 mod tid;
 mod transaction;
@@ -172,7 +173,4 @@ impl fmt::Display for IndexId {
 /// proper prefix of another), which order-preserving encodings with terminators are.
 pub type Key = Vec<u8>;
 
-/// An immutable row value, shared by pointer. The bytes are opaque to `txn`. The count and the
-/// bytes are one allocation: a reader's clone and its first look at the bytes touch the same
-/// memory (one cache miss, not two), and each row costs one allocation less.
-pub type Row = std::sync::Arc<[u8]>;
+pub use row::Row;
