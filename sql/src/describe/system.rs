@@ -78,6 +78,8 @@ pub(crate) fn relation(snapshot: &Snapshot, schema: Option<&str>, name: &str) ->
             "pg_settings" => (PG_SETTINGS, pg_settings()),
             // Aspen has no range types; clients look them up on connect (Sequelize).
             "pg_range" => (PG_RANGE, Vec::new()),
+            "pg_sequence" => (PG_SEQUENCE, pg_sequence(snapshot)),
+            "pg_am" => (PG_AM, pg_am()),
             "pg_index" => (PG_INDEX, pg_index(snapshot)),
             "pg_constraint" => (PG_CONSTRAINT, pg_constraint(snapshot)),
             // Aspen has no enum types.
@@ -1218,6 +1220,58 @@ fn pg_statio_all_tables(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
         rows.push(row);
     }
     rows
+}
+
+const PG_SEQUENCE: &[(&str, DataType)] = &[
+    ("seqrelid", OID),
+    ("seqtypid", OID),
+    ("seqstart", DataType::Int64),
+    ("seqincrement", DataType::Int64),
+    ("seqmax", DataType::Int64),
+    ("seqmin", DataType::Int64),
+    ("seqcache", DataType::Int64),
+    ("seqcycle", B),
+];
+
+/// Every sequence (of a `serial` or identity column, or of its own): its type is its column's,
+/// and it caches one value and does not cycle (Aspen's sequences have neither option).
+fn pg_sequence(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
+    let i8 = |v: i64| lit(Value::Int64(v));
+    relations(snapshot)
+        .into_iter()
+        .filter_map(|r| match &r {
+            Relation::Sequence(_, column, seq) => Some(vec![
+                oid(r.oid()),
+                oid(column.data_type.oid()),
+                i8(seq.start),
+                i8(seq.increment),
+                i8(seq.max),
+                i8(seq.min),
+                i8(1),
+                b(false),
+            ]),
+            _ => None,
+        })
+        .collect()
+}
+
+const PG_AM: &[(&str, DataType)] = &[("oid", OID), ("amname", N), ("amhandler", T), ("amtype", T)];
+
+/// PostgreSQL 15's access methods, with their OIDs: `pg_class.relam` says `heap` for tables and
+/// `btree` for indexes, the only two Aspen has.
+fn pg_am() -> Vec<Vec<Expr>> {
+    [
+        (2, "heap", "heap_tableam_handler", "t"),
+        (403, "btree", "bthandler", "i"),
+        (405, "hash", "hashhandler", "i"),
+        (783, "gist", "gisthandler", "i"),
+        (2742, "gin", "ginhandler", "i"),
+        (4000, "spgist", "spghandler", "i"),
+        (3580, "brin", "brinhandler", "i"),
+    ]
+    .into_iter()
+    .map(|(id, name, handler, kind)| vec![oid(id), t(name), t(handler), t(kind)])
+    .collect()
 }
 
 const PG_RANGE: &[(&str, DataType)] = &[
