@@ -80,6 +80,7 @@ pub(crate) fn relation(snapshot: &Snapshot, schema: Option<&str>, name: &str) ->
             "pg_range" => (PG_RANGE, Vec::new()),
             "pg_sequence" => (PG_SEQUENCE, pg_sequence(snapshot)),
             "pg_am" => (PG_AM, pg_am()),
+            "pg_inherits" => (PG_INHERITS, Vec::new()),
             "pg_index" => (PG_INDEX, pg_index(snapshot)),
             "pg_constraint" => (PG_CONSTRAINT, pg_constraint(snapshot)),
             // Aspen has no enum types.
@@ -1254,6 +1255,10 @@ fn pg_sequence(snapshot: &Snapshot) -> Vec<Vec<Expr>> {
         })
         .collect()
 }
+
+/// No table inherits from another (Aspen has no inheritance or partitions): empty.
+const PG_INHERITS: &[(&str, DataType)] =
+    &[("inhrelid", OID), ("inhparent", OID), ("inhseqno", I4), ("inhdetachpending", B)];
 
 const PG_AM: &[(&str, DataType)] = &[("oid", OID), ("amname", N), ("amhandler", T), ("amtype", T)];
 
