@@ -1567,7 +1567,7 @@ impl Ctx<'_> {
             Expr::InSubquery(x, plan, negated) => {
                 let v = self.eval(x, row)?;
                 let rows = self.subquery_rows(plan, row)?;
-                Ok(in_list(&v, rows.iter().filter_map(|r| r.first()), *negated))
+                in_list(&v, rows.iter().filter_map(|r| r.first()).map(Ok), *negated)
             }
             Expr::Func(f @ (Func::NextVal | Func::CurrVal | Func::SetVal), args) => {
                 let mut vals = Vec::with_capacity(args.len());
@@ -1802,26 +1802,31 @@ pub(crate) fn successor(k: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-fn in_list<'a>(v: &Value, items: impl Iterator<Item = &'a Value>, negated: bool) -> Value {
-    let mut items = items.peekable();
-    if v.is_null() {
-        // `NULL IN (empty subquery)` is false and `NULL NOT IN (…)` true, as for any value:
-        // nothing was compared.
-        return if items.peek().is_none() { Value::Bool(negated) } else { Value::Null };
-    }
-    let mut saw_null = false;
-    for i in items {
-        match types::compare(v, i) {
-            Some(Ordering::Equal) => return Value::Bool(!negated),
-            None => saw_null = true,
-            _ => {}
+/// `v IN (items)` (`NOT IN` when `negated`) in SQL's three-valued logic. Every item is taken,
+/// one at a time (an error among them is the answer, as PostgreSQL evaluates its whole array
+/// of them); `NULL IN ()` compared nothing, so it is false, as for any value.
+fn in_list<V: std::borrow::Borrow<Value>>(
+    v: &Value,
+    items: impl Iterator<Item = Result<V>>,
+    negated: bool,
+) -> Result<Value> {
+    let (mut found, mut saw_null, mut any) = (false, v.is_null(), false);
+    for item in items {
+        let item = item?;
+        any = true;
+        if !found && !v.is_null() {
+            match types::compare(v, item.borrow()) {
+                Some(Ordering::Equal) => found = true,
+                None => saw_null = true,
+                _ => {}
+            }
         }
     }
-    if saw_null {
-        Value::Null
-    } else {
-        Value::Bool(negated)
-    }
+    Ok(match (found, saw_null) {
+        (true, _) => Value::Bool(!negated),
+        (false, true) if any => Value::Null,
+        _ => Value::Bool(negated),
+    })
 }
 
 fn truth(v: &Value) -> Option<bool> {
@@ -1925,28 +1930,7 @@ pub(crate) fn eval_pure(
             (Value::Text(s), Value::Text(p)) => Value::Bool(types::like(&s, &p, *ci) != *negated),
             _ => Value::Null,
         },
-        Expr::InList(a, list, negated) => {
-            // Every item is evaluated (as PostgreSQL evaluates its array of them), one at a
-            // time: a filter re-checking an IN list on each row collects nothing.
-            let v = ev(a)?;
-            let (mut found, mut saw_null) = (false, v.is_null());
-            for x in list {
-                let item = ev(x)?;
-                if !found && !v.is_null() {
-                    match types::compare(&v, &item) {
-                        Some(Ordering::Equal) => found = true,
-                        None => saw_null = true,
-                        _ => {}
-                    }
-                }
-            }
-            match (found, saw_null) {
-                (true, _) => Value::Bool(!negated),
-                // `NULL IN ()` compared nothing: false, as for any value.
-                (false, true) if !list.is_empty() => Value::Null,
-                _ => Value::Bool(*negated),
-            }
-        }
+        Expr::InList(a, list, negated) => in_list(&ev(a)?, list.iter().map(ev), *negated)?,
         Expr::Case(arms, els) => {
             for (w, t) in arms {
                 if ev(w)? == Value::Bool(true) {

@@ -17,20 +17,14 @@ fn gorm() {
     }
     let Some(backend) = Backend::from_env() else { return };
     let dir = tests::tests_dir().join("compat/go/gorm_smoke");
-    let out = Command::new("go")
-        .args(["run", "-mod=readonly", "."])
-        .arg(backend.port().to_string())
-        .current_dir(&dir)
-        .env("GOTOOLCHAIN", "local")
-        .output()
-        .expect("run go");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
     let name = backend.name();
-    assert!(out.status.success(), "gorm_smoke failed on {name}:\n{stdout}\n{stderr}");
-    assert_eq!(
-        stdout.lines().collect::<Vec<_>>(),
-        ["user ann 30 acme", "user bob 40 ", "count 1 2", "dup true"],
-        "on {name}"
+    let lines = tests::client_lines(
+        Command::new("go")
+            .args(["run", "-mod=readonly", "."])
+            .arg(backend.port().to_string())
+            .current_dir(&dir)
+            .env("GOTOOLCHAIN", "local"),
+        &format!("gorm_smoke on {name}"),
     );
+    assert_eq!(lines, ["user ann 30 acme", "user bob 40 ", "count 1 2", "dup true"], "on {name}");
 }

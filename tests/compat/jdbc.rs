@@ -40,17 +40,10 @@ fn run_java(program: &str) -> Option<(String, Vec<String>)> {
 /// and returns its output lines.
 fn java(jar: &std::path::Path, program: &str, port: u16, name: &str) -> Vec<String> {
     let source = tests::tests_dir().join(format!("compat/jdbc/{program}.java"));
-    let out = Command::new("java")
-        .arg("-cp")
-        .arg(jar)
-        .arg(&source)
-        .arg(port.to_string())
-        .output()
-        .expect("run java");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "java failed on {name}:\n{stdout}\n{stderr}");
-    stdout.lines().map(str::to_string).collect()
+    tests::client_lines(
+        Command::new("java").arg("-cp").arg(jar).arg(&source).arg(port.to_string()),
+        &format!("java {program} on {name}"),
+    )
 }
 
 /// SCRAM-SHA-256 through pgjdbc, and the verifier pgjdbc computes itself (Aspen only: it

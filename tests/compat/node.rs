@@ -32,18 +32,16 @@ fn node_postgres_and_sequelize() {
     };
     let Some(backend) = Backend::from_env() else { return };
     let script = tests::tests_dir().join("compat/node/sequelize_smoke.js");
-    let out = Command::new("node")
-        .arg(&script)
-        .arg(backend.port().to_string())
-        .env("NODE_PATH", &modules)
-        .output()
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
     let name = backend.name();
-    assert!(out.status.success(), "sequelize_smoke.js failed on {name}:\n{stdout}\n{stderr}");
+    let lines = tests::client_lines(
+        Command::new("node")
+            .arg(&script)
+            .arg(backend.port().to_string())
+            .env("NODE_PATH", &modules),
+        &format!("sequelize_smoke.js on {name}"),
+    );
     assert_eq!(
-        stdout.lines().collect::<Vec<_>>(),
+        lines,
         [
             r#"pg 42 ["x","y"] {"k":1}"#,
             "name[] string",

@@ -36,16 +36,12 @@ fn run_python(script: &str) -> Option<(String, Vec<String>)> {
     };
     let backend = Backend::from_env()?;
     let path = tests::tests_dir().join("compat/python").join(script);
-    let out = Command::new(&python)
-        .arg(&path)
-        .arg(backend.port().to_string())
-        .output()
-        .expect("run python");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
     let name = backend.name().to_string();
-    assert!(out.status.success(), "{script} failed on {name}:\n{stdout}\n{stderr}");
-    Some((name, stdout.lines().map(str::to_string).collect()))
+    let lines = tests::client_lines(
+        Command::new(&python).arg(&path).arg(backend.port().to_string()),
+        &format!("{script} on {name}"),
+    );
+    Some((name, lines))
 }
 
 #[test]

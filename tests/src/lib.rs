@@ -640,6 +640,16 @@ pub fn missing(what: &str) {
     println!("{what}; skipping");
 }
 
+/// Runs a client program, `what` naming it and the backend in a failure, and returns the lines
+/// it printed; a client that fails fails the test with both of its outputs.
+pub fn client_lines(cmd: &mut std::process::Command, what: &str) -> Vec<String> {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what} failed:\n{stdout}\n{stderr}");
+    stdout.lines().map(str::to_string).collect()
+}
+
 /// Whether `TEST_AGAINST_PG=1` is set.
 pub fn against_pg() -> bool {
     std::env::var("TEST_AGAINST_PG").map(|v| v == "1" || v == "true").unwrap_or(false)
