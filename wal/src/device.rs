@@ -754,6 +754,20 @@ impl MappedDevice {
     pub fn mapped_len(&self) -> usize {
         self.map.lock().usable
     }
+
+    /// Writes zeros over everything written through the mapping (`[0, mapped_len)`): a
+    /// segment file reused for a new segment ([`crate::DirStore`] on a memory file system)
+    /// must read as zeros past its end, as a new one does. On tmpfs its pages stay allocated
+    /// and mapped, so this is a `memset`, where creating a segment costs the kernel an
+    /// allocation, a clearing and a mapping of every page. Durable after a sync.
+    pub fn zero(&self) -> io::Result<()> {
+        self.plain.poison.check()?;
+        let map = self.map.lock();
+        // SAFETY: `[ptr, ptr + usable)` is inside the live mapping and backed by allocated
+        // blocks of the file; the mutex keeps writers out.
+        unsafe { std::ptr::write_bytes(map.ptr, 0, map.usable) };
+        Ok(())
+    }
 }
 
 /// Whether `file` is on tmpfs (`fstatfs`), whose `fdatasync` is a no-op.
@@ -875,6 +889,10 @@ pub struct OpenedDevice {
 /// `options.segment_size` if it is shorter, and makes the file and its size durable: syncs the
 /// file, and the parent directory when the file was created. Never truncates an existing file.
 pub fn open_device(path: &Path, options: &DeviceOptions) -> io::Result<OpenedDevice> {
+    if options.backend == Backend::Mapped {
+        let device = Box::new(open_mapped(path, options)?);
+        return Ok(OpenedDevice { device, uring: false, fallback_reason: None });
+    }
     let existed = path.try_exists()?;
     let file = open_file(path)?;
     let (device, uring, fallback_reason): (Box<dyn LogDevice>, _, _) = match options.backend {
@@ -886,20 +904,34 @@ pub fn open_device(path: &Path, options: &DeviceOptions) -> io::Result<OpenedDev
             Ok(ring) => (Box::new(UringDevice::with_ring(file, ring)), true, None),
             Err(e) => (Box::new(FileDevice::from_file(file)), false, Some(e)),
         },
-        Backend::Mapped => {
-            // Preallocated first, so that the mapping covers the whole segment.
-            let plain = FileDevice::from_file(file);
-            preallocate(&plain, options)?;
-            (Box::new(MappedDevice::from_file(plain.file)?), false, None)
-        }
+        Backend::Mapped => unreachable!("opened above"),
     };
     preallocate(&*device, options)?;
     device.sync()?;
     if !existed {
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        File::open(dir)?.sync_all()?;
+        sync_parent(path)?;
     }
     Ok(OpenedDevice { device, uring, fallback_reason })
+}
+
+/// [`open_device`] with [`Backend::Mapped`] (whatever `options.backend` says), as the
+/// [`MappedDevice`] itself: preallocated first, so that the mapping covers the whole segment.
+pub fn open_mapped(path: &Path, options: &DeviceOptions) -> io::Result<MappedDevice> {
+    let existed = path.try_exists()?;
+    let plain = FileDevice::from_file(open_file(path)?);
+    preallocate(&plain, options)?;
+    let device = MappedDevice::from_file(plain.file)?;
+    device.sync()?;
+    if !existed {
+        sync_parent(path)?;
+    }
+    Ok(device)
+}
+
+/// Syncs the directory that holds `path` (a new or renamed name in it is then durable).
+pub(crate) fn sync_parent(path: &Path) -> io::Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    File::open(dir)?.sync_all()
 }
 
 /// Grows `device` to `options.segment_size` as `options.preallocate` says (never shrinks).
