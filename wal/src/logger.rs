@@ -938,8 +938,9 @@ impl Log {
         if let Err(e) = state.store.write_spill(id, payload) {
             if e.kind() == io::ErrorKind::Unsupported {
                 // A store without spill files (a test double): the transaction is too large
-                // for this log, and nothing failed.
-                let (len, min, max) = (payload.len(), MIN_RESERVATION, self.inner.max_record);
+                // for this log, and nothing failed. What it accepts is a payload that needs no
+                // spill file.
+                let (len, min, max) = (payload.len(), MIN_RESERVATION, self.spill_threshold());
                 return Err(Error::RecordSize { len, min, max });
             }
             let error = Error::io(DeviceId(buffer as u16), e);
