@@ -521,6 +521,19 @@ mod tests {
         DeviceOptions { segment_size: 1 << 20, ..DeviceOptions::default() }
     }
 
+    /// A store in a new directory on the tmpfs at `/dev/shm`, or `None` (saying `skipped`)
+    /// where there is none.
+    fn store_on_tmpfs(skipped: &str) -> Option<(tempfile::TempDir, DirStore)> {
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() || !in_memory_fs(shm) {
+            eprintln!("no tmpfs at /dev/shm: {skipped}");
+            return None;
+        }
+        let tmp = tempfile::tempdir_in(shm).unwrap();
+        let store = DirStore::open(tmp.path(), options()).unwrap();
+        Some((tmp, store))
+    }
+
     fn assert_zeroed_segment(dir: &Path, no: SegmentNo) {
         let file = File::open(dir.join(segment_file_name(no))).unwrap();
         assert_eq!(file.metadata().unwrap().len(), 1 << 20, "segment {no:?} is full size");
@@ -539,13 +552,7 @@ mod tests {
         if !in_memory_fs(disk.path()) {
             assert_eq!(*DirStore::open(disk.path(), options()).unwrap().options(), options());
         }
-        let shm = Path::new("/dev/shm");
-        if !shm.is_dir() || !in_memory_fs(shm) {
-            eprintln!("no tmpfs at /dev/shm: only the disk half ran");
-            return;
-        }
-        let tmp = tempfile::tempdir_in(shm).unwrap();
-        let store = DirStore::open(tmp.path(), options()).unwrap();
+        let Some((tmp, store)) = store_on_tmpfs("only the disk half ran") else { return };
         assert_eq!(store.options().backend, Backend::Mapped);
         assert_eq!(store.options().preallocate, Preallocate::Fallocate);
         let explicit = DeviceOptions { backend: Backend::Uring, ..options() };
@@ -583,13 +590,7 @@ mod tests {
     /// most `RECYCLED_SEGMENTS` kept; leftovers of a crash are deleted at open.
     #[test]
     fn memory_file_systems_recycle_removed_segments() {
-        let shm = Path::new("/dev/shm");
-        if !shm.is_dir() || !in_memory_fs(shm) {
-            eprintln!("no tmpfs at /dev/shm: nothing to test");
-            return;
-        }
-        let tmp = tempfile::tempdir_in(shm).unwrap();
-        let store = DirStore::open(tmp.path(), options()).unwrap();
+        let Some((tmp, store)) = store_on_tmpfs("nothing to test") else { return };
         let n = RECYCLED_SEGMENTS as u64 + 2;
         let mut inodes = Vec::new();
         for no in 0..n {
