@@ -11,6 +11,7 @@ use std::fmt;
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use std::collections::BTreeMap;
@@ -180,6 +181,8 @@ pub struct DirStore {
     spare: parking_lot::Mutex<Option<std::thread::JoinHandle<io::Result<Spare>>>>,
     /// On a memory file system, segments are recycled (`None` elsewhere).
     recycling: Option<Recycling>,
+    /// Set when the store is dropped: a spare being zero-filled stops at its next MiB.
+    dropped: Arc<AtomicBool>,
 }
 
 /// The most removed segments a [`DirStore`] on a memory file system keeps for reuse: the
@@ -250,6 +253,7 @@ impl DirStore {
             options,
             spare: parking_lot::Mutex::new(None),
             recycling,
+            dropped: Arc::default(),
         })
     }
 
@@ -269,6 +273,7 @@ impl DirStore {
         let (path, options) = (self.dir.join(SPARE_FILE), self.options);
         let recycled = self.recycling.as_ref().and_then(|r| r.removed.lock().pop());
         let recycling = self.recycling.is_some();
+        let dropped = self.dropped.clone();
         let thread = std::thread::Builder::new().name("wal-spare".into()).spawn(move || {
             yield_to_commits();
             if let Some((path, device)) = recycled {
@@ -296,7 +301,7 @@ impl DirStore {
                 .create(true)
                 .truncate(true)
                 .open(&path)?;
-            zero_fill_paced(&file, options.segment_size)?;
+            zero_fill_paced(&file, options.segment_size, &dropped)?;
             file.sync_all()?;
             Ok(Spare::File(path))
         });
@@ -324,6 +329,18 @@ impl DirStore {
     }
 }
 
+impl Drop for DirStore {
+    /// Waits for a spare still being prepared: nothing of a dropped store may write in its
+    /// directory afterwards (a store opened there again would find a `spare.tmp` it did not
+    /// make).
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.spare.get_mut().take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// Lowers the calling thread's priority (nice 10; on Linux a thread has its own): a spare or
 /// retired segment is work for the cores' idle moments, not a reason to preempt a committer or
 /// a logger. It still gets a share of a busy machine (a tenth of a nice-0 thread's weight), so
@@ -338,12 +355,16 @@ fn yield_to_commits() {
 /// spare's writeback in front of the log's own `fdatasync`. Written all at once and synced at
 /// the end, 64 MiB of zeros stalled the commits behind them for tens of milliseconds. Where
 /// `sync_file_range` fails (not Linux, or a file system without it), the rest goes unpaced.
-fn zero_fill_paced(file: &fs::File, size: u64) -> io::Result<()> {
+/// Stops with `Interrupted` once `dropped` is set (the spare is then never used).
+fn zero_fill_paced(file: &fs::File, size: u64, dropped: &AtomicBool) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     const STEP: u64 = 1 << 20;
     let mut at = 0;
     let mut paced = true;
     while at < size {
+        if dropped.load(Ordering::Relaxed) {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "the log store was dropped"));
+        }
         let end = (at + STEP).min(size);
         zero_fill_file(file, at, end)?;
         if paced {
