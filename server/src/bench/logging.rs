@@ -164,7 +164,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
          group-commit size, per device).\n\n\
          - off: `wal::Log::new(2)` — SSNs allocated, no record encoded or written, `commit()`.\n\
          - tmpfs ×n: `wal::Log` on `n` directories in `{}` ({}), `LogOptions` with a {ring} KiB \
-         ring, up to {inflight} pairs in flight, group-commit timer {gc} µs, {seg} MiB segments (fallocated on tmpfs, zero-filled on disk); \
+         ring, up to {inflight} pairs in flight, group-commit timer {gc} µs, {seg} MiB segments (on tmpfs fallocated, and recycled once a cell's closed segments are deleted; zero-filled on disk); \
          log writes: {}. `fdatasync` on tmpfs returns at once: the devices are not the bottleneck.\n\
          - disk ×n: the same in `{}` ({}).\n\
          - commit modes: `commit` (no wait: the CPU cost of logging alone); deferred ack \
