@@ -27,7 +27,8 @@
 //! with each committer count (default 2 = the cores, and 16, since `commit_durable` blocks).
 //! Rounds interleave the configurations so that drift in the machine's load hits all of them.
 //! After each measurement the log's closed segments are deleted (as a checkpoint would allow)
-//! so that tmpfs does not fill up.
+//! so that tmpfs does not fill up; on tmpfs the store recycles them (`wal::DirStore`), so the
+//! next cells' new segments are these files, zeroed, as in a server that checkpoints.
 //!
 //! To profile one cell: run under `perf record -k mono` with `ASPEN_BENCH_CELL_TIMES=1`, which
 //! prints each cell's window in `CLOCK_MONOTONIC` seconds, and give that window to
