@@ -929,7 +929,7 @@ pub fn open_mapped(path: &Path, options: &DeviceOptions) -> io::Result<MappedDev
 }
 
 /// Syncs the directory that holds `path` (a new or renamed name in it is then durable).
-pub(crate) fn sync_parent(path: &Path) -> io::Result<()> {
+fn sync_parent(path: &Path) -> io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     File::open(dir)?.sync_all()
 }

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::collections::BTreeMap;
 
 use crate::device::{
-    open_device, open_mapped, sync_parent, zero_fill_file, Backend, DeviceOptions, LogDevice,
-    MappedDevice, Preallocate, SegmentNo,
+    open_device, open_mapped, zero_fill_file, Backend, DeviceOptions, LogDevice, MappedDevice,
+    Preallocate, SegmentNo,
 };
 
 /// The segment files of one log device.
@@ -320,6 +320,11 @@ impl DirStore {
         &self.dir
     }
 
+    /// Syncs the directory: a name created, renamed or removed in it is then durable.
+    fn sync_dir(&self) -> io::Result<()> {
+        File::open(&self.dir)?.sync_all()
+    }
+
     /// Registers the mapping of new segment `no` for recycling and hands the logger its device.
     fn keep(&self, no: SegmentNo, device: Arc<MappedDevice>) -> Box<dyn LogDevice> {
         if let Some(recycling) = &self.recycling {
@@ -424,7 +429,7 @@ impl SegmentStore for DirStore {
         let device = match self.take_spare() {
             Some(spare) => {
                 fs::rename(spare.path(), &path)?;
-                File::open(&self.dir)?.sync_all()?;
+                self.sync_dir()?;
                 match spare {
                     Spare::Opened(_, device) => device,
                     Spare::Mapped(_, device) => self.keep(no, device),
@@ -460,7 +465,7 @@ impl SegmentStore for DirStore {
         let path = self.dir.join(segment_file_name(no));
         let Some(recycling) = &self.recycling else {
             fs::remove_file(&path)?;
-            return sync_parent(&path);
+            return self.sync_dir();
         };
         let device = recycling.live.lock().remove(&no);
         if let Some(device) = device {
@@ -471,7 +476,7 @@ impl SegmentStore for DirStore {
                 fs::rename(&path, &recycled)?;
                 removed.push((recycled, device));
                 drop(removed);
-                return sync_parent(&path);
+                return self.sync_dir();
             }
             drop(removed);
             // Unmapping takes milliseconds: not on the caller's time.
@@ -481,7 +486,7 @@ impl SegmentStore for DirStore {
             });
         }
         fs::remove_file(&path)?;
-        sync_parent(&path)
+        self.sync_dir()
     }
 
     fn write_spill(&self, id: u64, bytes: &[u8]) -> io::Result<()> {
@@ -490,7 +495,7 @@ impl SegmentStore for DirStore {
         let mut file = fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
         file.write_all(bytes)?;
         file.sync_all()?;
-        File::open(&self.dir)?.sync_all()
+        self.sync_dir()
     }
 
     fn read_spill(&self, id: u64) -> io::Result<Vec<u8>> {
@@ -499,7 +504,7 @@ impl SegmentStore for DirStore {
 
     fn remove_spill(&self, id: u64) -> io::Result<()> {
         fs::remove_file(self.dir.join(spill_file_name(id)))?;
-        File::open(&self.dir)?.sync_all()
+        self.sync_dir()
     }
 
     fn list_spills(&self) -> io::Result<Vec<u64>> {
