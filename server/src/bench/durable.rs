@@ -497,6 +497,15 @@ pub(super) enum Commit {
     /// group commit, where a connection thread requests before it parks. Latency is commit →
     /// acknowledgement seen.
     Deferred { sessions: usize },
+    /// An open loop: transactions arrive at `per_second` in all (a Poisson process on each
+    /// committer thread, one thread per core), whenever the earlier ones are acknowledged.
+    /// Each commit is filled lazily and watched (`Log::watch`, as `server::ack` watches a
+    /// connection's commit), and requested when the thread is about to sleep until its next
+    /// arrival, or every `server::ack::REQUEST_BATCH` commits. Latency is commit → the
+    /// watcher's notification (on the thread that published the DSN). Unlike a closed loop,
+    /// whose sessions commit again as soon as they are acknowledged, and so always just after
+    /// the next write+sync has started, these commits fall anywhere in a sync's cycle.
+    Open { per_second: u64 },
 }
 
 impl Commit {
@@ -505,6 +514,9 @@ impl Commit {
             Commit::NoWait => "`commit` (no wait)".into(),
             Commit::Durable => "`commit_durable`".into(),
             Commit::Deferred { sessions } => format!("deferred ack, {sessions} sessions/thread"),
+            Commit::Open { per_second } => {
+                format!("open loop, {} txn/s offered", super::fmt_rate(per_second as f64))
+            }
         }
     }
 }
@@ -705,6 +717,106 @@ fn committer(
                         break 'run;
                     }
                 }
+            }
+        }
+        Commit::Open { per_second } => {
+            counts = open_loop(bed, workload, per_second, id, committers, window)?;
+        }
+    }
+    Ok(counts)
+}
+
+/// The commits a thread of [`Commit::Open`] watches: (commit started, acknowledged), and how
+/// many watchers have run.
+struct Acks {
+    seen: parking_lot::Mutex<Vec<(Instant, Instant)>>,
+    done: AtomicU64,
+}
+
+/// One committer thread of [`Commit::Open`]: runs until the window ends, then waits for its
+/// watchers and counts the commits that started inside the window.
+fn open_loop(
+    bed: &Bed,
+    workload: Workload,
+    per_second: u64,
+    id: usize,
+    committers: usize,
+    window: &Window,
+) -> Result<Counts, Box<dyn std::error::Error + Send + Sync>> {
+    // Sleeps end within a microsecond of their deadline, not the default 50 µs later, so the
+    // arrivals keep their schedule. A refusal only makes them later.
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000u64) };
+    let mut rng = Rng::new(0x0BE0_0000 + id as u64);
+    let log = &bed.log.log;
+    let mean_gap = committers as f64 / per_second.max(1) as f64;
+    // Room for every commit up front: the watchers push on the thread that publishes the
+    // DSN, which must not stop to copy a growing vector.
+    let expected = (window.end - Instant::now()).as_secs_f64() / mean_gap;
+    let acks = Arc::new(Acks {
+        seen: parking_lot::Mutex::new(Vec::with_capacity((expected * 1.5) as usize + 1024)),
+        done: AtomicU64::new(0),
+    });
+    let mut issued = 0u64;
+    let mut unrequested: Option<wal::Ticket> = None;
+    let mut n_unrequested = 0;
+    let mut next = Instant::now();
+    loop {
+        let now = Instant::now();
+        if now >= window.end {
+            break;
+        }
+        if next > now {
+            // About to sleep: request what waits, as a connection thread does before it parks.
+            if let Some(t) = unrequested.take() {
+                log.request(t);
+                n_unrequested = 0;
+            }
+            sleep_until(next.min(window.end));
+            continue;
+        }
+        // Exponential gaps: a Poisson process of arrivals.
+        let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        next += Duration::from_secs_f64(-(1.0 - u).ln() * mean_gap);
+        let (info, started, _) = bed.run_one(workload, false, id, &mut rng, true)?;
+        let ticket = info.ticket.expect("every bench transaction writes");
+        let seen = Arc::clone(&acks);
+        log.watch(
+            vec![ticket],
+            Box::new(move |outcome| {
+                if outcome.is_ok() {
+                    seen.seen.lock().push((started, Instant::now()));
+                }
+                seen.done.fetch_add(1, Ordering::Release);
+            }),
+        );
+        issued += 1;
+        if unrequested.is_none_or(|u| u.ssn < ticket.ssn) {
+            unrequested = Some(ticket);
+        }
+        n_unrequested += 1;
+        if n_unrequested >= crate::ack::REQUEST_BATCH {
+            log.request(unrequested.take().expect("counted"));
+            n_unrequested = 0;
+        }
+    }
+    if let Some(t) = unrequested {
+        log.request(t);
+        log.wait_durable(t)?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while acks.done.load(Ordering::Acquire) < issued {
+        if Instant::now() > deadline {
+            return Err("open loop: commits not acknowledged within 10 s".into());
+        }
+        std::thread::yield_now();
+    }
+    let mut counts = Counts::default();
+    for &(started, acked) in acks.seen.lock().iter() {
+        if started >= window.start && started < window.end {
+            counts.commits += 1;
+            if window.record_latency {
+                counts.latencies.push((acked - started).as_nanos() as u64);
             }
         }
     }
@@ -938,5 +1050,41 @@ pub(super) fn fs_of(dir: &Path) -> String {
         Some((_, _, "tmpfs")) => "tmpfs".to_string(),
         Some((_, dev, fstype)) => format!("{fstype} on {dev}"),
         None => "unknown file system".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The open loop keeps to its schedule: it commits no more than its offered rate allows
+    /// (a loop that ran flat out, as a closed loop does, would commit many times more), and
+    /// every counted commit has its latency from a watcher that ran.
+    #[test]
+    fn open_loop_commits_at_the_offered_rate() {
+        let options = LogOptions::default();
+        let bed = Bed::new(&LogKind::Memory { n: 2 }, 1_000, &options).unwrap();
+        let window = Duration::from_millis(400);
+        let per_second = 5_000;
+        let cell = drive(
+            &bed,
+            Workload::Rmw,
+            Commit::Open { per_second },
+            2,
+            Duration::from_millis(100),
+            window,
+            true,
+        )
+        .unwrap();
+        let offered = per_second as f64 * window.as_secs_f64();
+        assert!(cell.commits > 0, "no commit counted");
+        // A Poisson count with mean 2,000 stays far below 3,000.
+        assert!(
+            (cell.commits as f64) < 1.5 * offered,
+            "{} commits, {offered} offered",
+            cell.commits
+        );
+        assert_eq!(cell.latencies.len() as u64, cell.commits);
+        assert!(cell.latencies.iter().all(|&ns| ns > 0));
     }
 }

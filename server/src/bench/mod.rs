@@ -155,6 +155,10 @@ pub struct BenchArgs {
     /// separated (more sessions: more throughput, and more commits queued per sync).
     #[arg(long, value_delimiter = ',', default_value = "4,16,64")]
     pub latency_sessions: Vec<usize>,
+    /// Latency suite: the offered rates (transactions per second, all threads together) of
+    /// its open-loop rows, comma separated; 0 for none.
+    #[arg(long, value_delimiter = ',', default_value = "50000,100000,150000,200000,300000")]
+    pub latency_rates: Vec<u64>,
     /// Durability suites: each log buffer's ring, KiB (`LogOptions::ring_bytes`; default: the
     /// log's default).
     #[arg(long)]
