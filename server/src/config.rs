@@ -144,6 +144,10 @@ pub struct ServeArgs {
     /// `server::fault`).
     #[arg(long, value_name = "SPEC", hide = true, value_parser = crate::fault::parse)]
     pub inject_wal_fault: Option<crate::fault::FaultSpec>,
+    /// Testing only: each log segment file in KiB, overriding --wal-segment-mb, so that a
+    /// test's few megabytes of log fill, rotate, remove and (on tmpfs) recycle segments.
+    #[arg(long, value_name = "KIB", hide = true, value_parser = clap::value_parser!(u64).range(64..=4_194_304))]
+    pub wal_segment_kb: Option<u64>,
 }
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -184,7 +188,8 @@ impl ServeArgs {
             ..wal::LogOptions::default()
         };
         log.device.backend = self.wal_io;
-        log.device.segment_size = self.wal_segment_mb << 20;
+        log.device.segment_size =
+            self.wal_segment_kb.map_or(self.wal_segment_mb << 20, |k| k << 10);
         recovery::startup::StartupConfig {
             data_dir: self.data_dir.clone(),
             wal_dirs: self.wal_dirs.clone(),
