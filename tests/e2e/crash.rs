@@ -37,10 +37,17 @@
 //! In-doubt commits then resolve to what was found, and the workload goes on. Correctness never
 //! depends on timing: timing only picks the kill moments.
 //!
+//! A second run of the same test ([`small_segments_rotate_and_recycle_under_kill_9`]) uses
+//! 64 KiB log segments (the server's testing option `--wal-segment-kb`) and longer scratch
+//! values, with its data directory on `/dev/shm`: there the log switches segments, checkpoints
+//! remove them, and the store recycles them many times per crash point (80 points on
+//! 2026-11-28: every one of those steps ran dozens of times per device), so kills also land in
+//! the middle of those.
+//!
 //! Running (build the server first, in the same target dir):
 //!
 //! ```text
-//! cargo build -p server && cargo test -p tests --test crash -- --nocapture    # CI: 6 crash points
+//! cargo build -p server && cargo test -p tests --test crash -- --nocapture    # CI: 6 crash points each
 //! ASPEN_CRASH_POINTS=300 cargo test -p tests --test crash -- --nocapture      # long mode
 //! ASPEN_CRASH_SEED=0x5eed cargo test -p tests --test crash -- --nocapture     # replay a seed
 //! ```
@@ -536,6 +543,8 @@ struct Ctx {
     port: u16,
     ledger: Arc<Mutex<Ledger>>,
     killed: Arc<AtomicBool>,
+    /// Characters appended to every scratch value ([`Config::pad`]).
+    pad: Arc<str>,
 }
 
 impl Ctx {
@@ -644,7 +653,7 @@ async fn scratch_client(ctx: Ctx, n: i64, point: usize, seed: u64) -> Result<Tal
             .map(|id| {
                 seq += 1;
                 let before = mine[id].clone();
-                let value = format!("p{point}-c{n}-{seq}");
+                let value = format!("p{point}-c{n}-{seq}{}", ctx.pad);
                 let after = match before {
                     None => Some(value),
                     Some(_) if rng.gen_bool(0.5) => None,
@@ -917,6 +926,11 @@ struct Config {
     extra_args: Vec<OsString>,
     wal_dirs: usize,
     keep: bool,
+    /// Characters appended to every scratch value (`ASPEN_CRASH_PAD`, default 0): more log per
+    /// commit, so that small segments fill and rotate between kills.
+    pad: usize,
+    /// Where the data directory goes (default: the system's temporary directory).
+    data_parent: Option<std::path::PathBuf>,
 }
 
 impl Config {
@@ -945,13 +959,19 @@ impl Config {
             extra_args,
             wal_dirs: number("ASPEN_CRASH_WAL_DIRS", 0),
             keep: std::env::var_os("ASPEN_CRASH_KEEP").is_some(),
+            pad: number("ASPEN_CRASH_PAD", 0),
+            data_parent: None,
         }
     }
 }
 
 /// Starts the server on a fresh data directory with the configured arguments.
 fn start_server(config: &Config) -> AspenServer {
-    let data_dir = tests::fresh_data_dir().unwrap_or_else(|e| panic!("{e}"));
+    let data_dir = match &config.data_parent {
+        Some(parent) => tempfile::Builder::new().prefix("aspen-test-").tempdir_in(parent),
+        None => tests::fresh_data_dir().map_err(std::io::Error::other),
+    }
+    .unwrap_or_else(|e| panic!("cannot create a data dir: {e}"));
     let mut args = Vec::new();
     for i in 0..config.wal_dirs {
         args.push(OsString::from("--wal-dir"));
@@ -989,11 +1009,13 @@ async fn run_and_kill(
     plan: &Plan,
     point: usize,
     rng: &mut StdRng,
+    pad: usize,
 ) -> Result<Tally, String> {
     let ctx = Ctx {
         port: server.port(),
         ledger: ledger.clone(),
         killed: Arc::new(AtomicBool::new(false)),
+        pad: "x".repeat(pad).into(),
     };
     let (sent_tx, mut sent_rx) = watch::channel(0u64);
     let mut tasks: Vec<JoinHandle<Result<Tally, String>>> = Vec::new();
@@ -1125,10 +1147,34 @@ async fn acknowledged_commits_survive_kill_9() {
         println!("the crash test is Aspen-only, skipping under TEST_AGAINST_PG=1");
         return;
     }
-    let config = Config::from_env();
+    crash_run("crash test", Config::from_env()).await;
+}
+
+/// The same with 64 KiB log segments and 2,000 characters more in every scratch value, so the
+/// log rotates segments and checkpoints remove them between kills: kills land while a segment
+/// is switched, a spare is prepared or a removed one is recycled. The data directory is on
+/// `/dev/shm` where it exists: on a memory file system the store recycles removed segments
+/// (zeroed, then renamed to the next segment), which a kill may interrupt at any step.
+/// `ASPEN_CRASH_*` apply as to the main test; the segment size and padding are fixed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_segments_rotate_and_recycle_under_kill_9() {
+    if tests::against_pg() {
+        println!("the crash test is Aspen-only, skipping under TEST_AGAINST_PG=1");
+        return;
+    }
+    let mut config = Config::from_env();
+    config.extra_args.extend(["--wal-segment-kb", "64"].map(OsString::from));
+    config.pad = 2_000;
+    let shm = std::path::Path::new("/dev/shm");
+    config.data_parent = shm.is_dir().then(|| shm.to_path_buf());
+    crash_run("crash test, 64 KiB segments", config).await;
+}
+
+/// Runs `config.points` crash points (module doc) and panics on the first disagreement.
+async fn crash_run(name: &str, config: Config) {
     let seed = config.seed;
     println!(
-        "crash test: seed {seed:#x} (ASPEN_CRASH_SEED={seed:#x} replays it), {} crash points, CHECKPOINT_MUST_SUCCEED={CHECKPOINT_MUST_SUCCEED}",
+        "{name}: seed {seed:#x} (ASPEN_CRASH_SEED={seed:#x} replays it), {} crash points, CHECKPOINT_MUST_SUCCEED={CHECKPOINT_MUST_SUCCEED}",
         config.points
     );
     let test_started = Instant::now();
@@ -1155,10 +1201,11 @@ async fn acknowledged_commits_survive_kill_9() {
     for point in 1..=config.points {
         let plan = Plan::draw(&mut rng);
         let mut context = format!("crash point {point}/{} ({plan})", config.points);
-        let tally = match run_and_kill(&mut server, &ledger, &plan, point, &mut rng).await {
-            Ok(t) => t,
-            Err(e) => fail(&mut server, &context, &e),
-        };
+        let tally =
+            match run_and_kill(&mut server, &ledger, &plan, point, &mut rng, config.pad).await {
+                Ok(t) => t,
+                Err(e) => fail(&mut server, &context, &e),
+            };
         if tally.checkpoints_refused > 0 && !refused_noted {
             refused_noted = true;
             println!(
@@ -1214,7 +1261,7 @@ async fn acknowledged_commits_survive_kill_9() {
             seen.transfers.len(),
         );
     }
-    println!("crash test: {} crash points passed in {:.1?}", config.points, test_started.elapsed());
+    println!("{name}: {} crash points passed in {:.1?}", config.points, test_started.elapsed());
 }
 
 /// The oracle itself can fail: lost, invented, changed and partial commits are all reported.
