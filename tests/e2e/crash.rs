@@ -1153,7 +1153,7 @@ async fn acknowledged_commits_survive_kill_9() {
 /// The same with 64 KiB log segments and 2,000 characters more in every scratch value, so the
 /// log rotates segments and checkpoints remove them between kills: kills land while a segment
 /// is switched, a spare is prepared or a removed one is recycled. The data directory is on
-/// `/dev/shm` where it exists: on a memory file system the store recycles removed segments
+/// `/dev/shm` where it has 1 GiB free: on a memory file system the store recycles removed segments
 /// (zeroed, then renamed to the next segment), which a kill may interrupt at any step.
 /// `ASPEN_CRASH_*` apply as to the main test; the segment size and padding are fixed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1166,8 +1166,24 @@ async fn small_segments_rotate_and_recycle_under_kill_9() {
     config.extra_args.extend(["--wal-segment-kb", "64"].map(OsString::from));
     config.pad = 2_000;
     let shm = std::path::Path::new("/dev/shm");
-    config.data_parent = shm.is_dir().then(|| shm.to_path_buf());
+    config.data_parent = (free_bytes(shm) >= 1 << 30).then(|| shm.to_path_buf());
     crash_run("crash test, 64 KiB segments", config).await;
+}
+
+/// Bytes free for an unprivileged writer on the file system of `dir` (0 if it cannot be
+/// read): a small `/dev/shm` (a container's 64 MB) is not used for a data directory.
+fn free_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return 0 };
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `path` is a NUL-terminated string and `st` a writable `statvfs`, both alive for
+    // the call.
+    if unsafe { libc::statvfs(path.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return 0;
+    }
+    // SAFETY: statvfs returned 0, so it filled the struct.
+    let st = unsafe { st.assume_init() };
+    st.f_bavail.saturating_mul(st.f_frsize)
 }
 
 /// Runs `config.points` crash points (module doc) and panics on the first disagreement.
