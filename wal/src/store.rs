@@ -665,6 +665,40 @@ mod tests {
         assert_eq!(reopened.list().unwrap().len(), RECYCLED_SEGMENTS);
     }
 
+    /// A removed segment that cannot be renamed for reuse (here a directory is in the way) is
+    /// an error, and nothing is lost: the segment stays listed with its bytes, a retry deletes
+    /// it, and the store goes on recycling the segments after it.
+    #[test]
+    fn a_failed_recycle_keeps_the_segment() {
+        let Some((tmp, store)) = store_on_tmpfs("nothing to test") else { return };
+        for no in 0..2 {
+            let device = store.create(SegmentNo(no)).unwrap();
+            device.write_at(0, &[0xA5; 64]).unwrap();
+            device.sync().unwrap();
+            store.retire(device);
+        }
+        let blocker = tmp.path().join(recycled_file_name(SegmentNo(0)));
+        std::fs::create_dir(&blocker).unwrap();
+        store.remove(SegmentNo(0)).expect_err("renaming onto a directory fails");
+        assert_eq!(store.list().unwrap(), [SegmentNo(0), SegmentNo(1)]);
+        let mut head = [0u8; 64];
+        File::open(tmp.path().join(segment_file_name(SegmentNo(0))))
+            .unwrap()
+            .read_exact_at(&mut head, 0)
+            .unwrap();
+        assert_eq!(head, [0xA5; 64], "the segment keeps its records");
+        store.remove(SegmentNo(0)).unwrap();
+        assert_eq!(store.list().unwrap(), [SegmentNo(1)]);
+        std::fs::remove_dir(&blocker).unwrap();
+        store.remove(SegmentNo(1)).unwrap();
+        assert!(tmp.path().join(recycled_file_name(SegmentNo(1))).exists(), "recycled again");
+        let device = store.create(SegmentNo(2)).unwrap();
+        store.retire(device);
+        let device = store.create(SegmentNo(3)).unwrap();
+        assert_zeroed_segment(tmp.path(), SegmentNo(3));
+        store.retire(device);
+    }
+
     /// Spill files: written whole and durable, read back, listed in id order (other files
     /// ignored), deleted; an existing id is refused.
     #[test]
