@@ -676,10 +676,7 @@ fn committer(
             let mut pending = std::collections::VecDeque::with_capacity(sessions);
             // Demand-driven group commit, as `server::ack` does: records are filled lazily and
             // requested every `REQUEST_BATCH` commits and when the thread is about to block.
-            // The largest unrequested ticket (every bench transaction is non-blind, so
-            // requesting it asks for every smaller one).
-            let mut unrequested: Option<wal::Ticket> = None;
-            let mut n_unrequested = 0;
+            let mut unrequested = Unrequested::default();
             let mut session = 0;
             'run: while !stop.load(Ordering::Relaxed) {
                 // Session `session` of this thread is the server's session number
@@ -692,20 +689,10 @@ fn committer(
                 let ticket = info.ticket.expect("every bench transaction writes");
                 debug_assert!(!ticket.blind, "an insert records its uniqueness check as a read");
                 pending.push_back((ticket, started, retried));
-                if unrequested.is_none_or(|u| u.ssn < ticket.ssn) {
-                    unrequested = Some(ticket);
-                }
-                n_unrequested += 1;
-                if n_unrequested >= crate::ack::REQUEST_BATCH {
-                    log.request(unrequested.take().expect("counted"));
-                    n_unrequested = 0;
-                }
+                unrequested.add(log, ticket);
                 // The oldest session must be acknowledged before it runs again.
                 if pending.len() >= sessions {
-                    if let Some(t) = unrequested.take() {
-                        log.request(t);
-                        n_unrequested = 0;
-                    }
+                    unrequested.request(log);
                     log.wait_durable(pending[0].0)?;
                 }
                 while let Some(&(ticket, started, retried)) = pending.front() {
@@ -724,6 +711,37 @@ fn committer(
         }
     }
     Ok(counts)
+}
+
+/// A committer thread's commits not requested yet (demand-driven group commit, as
+/// `server::ack` does): requested every [`crate::ack::REQUEST_BATCH`] commits, and whenever
+/// the thread is about to block or sleep.
+#[derive(Default)]
+struct Unrequested {
+    /// The largest unrequested ticket: every bench transaction is non-blind, so requesting it
+    /// asks for every smaller one.
+    largest: Option<wal::Ticket>,
+    count: usize,
+}
+
+impl Unrequested {
+    fn add(&mut self, log: &wal::Log, ticket: wal::Ticket) {
+        if self.largest.is_none_or(|u| u.ssn < ticket.ssn) {
+            self.largest = Some(ticket);
+        }
+        self.count += 1;
+        if self.count >= crate::ack::REQUEST_BATCH {
+            self.request(log);
+        }
+    }
+
+    /// Requests what waits; returns the ticket requested, if any.
+    fn request(&mut self, log: &wal::Log) -> Option<wal::Ticket> {
+        self.count = 0;
+        let t = self.largest.take()?;
+        log.request(t);
+        Some(t)
+    }
 }
 
 /// The commits a thread of [`Commit::Open`] watches: (commit started, acknowledged), and how
@@ -758,8 +776,7 @@ fn open_loop(
         done: AtomicU64::new(0),
     });
     let mut issued = 0u64;
-    let mut unrequested: Option<wal::Ticket> = None;
-    let mut n_unrequested = 0;
+    let mut unrequested = Unrequested::default();
     let mut next = Instant::now();
     loop {
         let now = Instant::now();
@@ -768,10 +785,7 @@ fn open_loop(
         }
         if next > now {
             // About to sleep: request what waits, as a connection thread does before it parks.
-            if let Some(t) = unrequested.take() {
-                log.request(t);
-                n_unrequested = 0;
-            }
+            unrequested.request(log);
             sleep_until(next.min(window.end));
             continue;
         }
@@ -791,17 +805,9 @@ fn open_loop(
             }),
         );
         issued += 1;
-        if unrequested.is_none_or(|u| u.ssn < ticket.ssn) {
-            unrequested = Some(ticket);
-        }
-        n_unrequested += 1;
-        if n_unrequested >= crate::ack::REQUEST_BATCH {
-            log.request(unrequested.take().expect("counted"));
-            n_unrequested = 0;
-        }
+        unrequested.add(log, ticket);
     }
-    if let Some(t) = unrequested {
-        log.request(t);
+    if let Some(t) = unrequested.request(log) {
         log.wait_durable(t)?;
     }
     let deadline = Instant::now() + Duration::from_secs(10);
