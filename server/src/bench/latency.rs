@@ -27,7 +27,7 @@
 //!
 //! The two loops see different things. A closed loop's sessions commit again as soon as they
 //! are acknowledged, that is just after the next write+sync has started, so most commits wait
-//! for that pair and one more: its p50 is near two pairs, never under two floors. And it stops
+//! for that pair and one more: its p50 is near two pairs, so near two floors or above. It stops
 //! committing while the log stalls, so a stall touches one commit per session and hardly moves
 //! its p99. Open-loop commits fall anywhere in a pair's cycle (p50 near one and a half pairs),
 //! and keep arriving through a stall, so its p99 shows the disk's hiccups. The open loop's
