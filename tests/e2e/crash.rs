@@ -57,6 +57,7 @@
 //! it fixes every random choice — kill moments, operations, amounts — but not the thread
 //! interleaving), `ASPEN_CRASH_WAL_DIRS=N` (pass N `--wal-dir` directories inside the data
 //! directory), `ASPEN_CRASH_ARGS` (more `aspen serve` arguments, split on whitespace),
+//! `ASPEN_CRASH_PAD=N` (N characters more in every scratch value: more log per commit),
 //! `ASPEN_CRASH_KEEP=1` (keep the data directory of a failed run), `ASPEN_TEST_LOG=1` (show the
 //! server's output). Aspen only: it is skipped under `TEST_AGAINST_PG=1`.
 
