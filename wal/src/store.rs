@@ -550,12 +550,7 @@ mod tests {
     /// A store in a new directory on the tmpfs at `/dev/shm`, or `None` (saying `skipped`)
     /// where there is none.
     fn store_on_tmpfs(skipped: &str) -> Option<(tempfile::TempDir, DirStore)> {
-        let shm = Path::new("/dev/shm");
-        if !shm.is_dir() || !in_memory_fs(shm) {
-            eprintln!("no tmpfs at /dev/shm: {skipped}");
-            return None;
-        }
-        let tmp = tempfile::tempdir_in(shm).unwrap();
+        let tmp = crate::tests::tmpfs_tempdir(skipped)?;
         let store = DirStore::open(tmp.path(), options()).unwrap();
         Some((tmp, store))
     }

@@ -529,6 +529,17 @@ fn open_writes_segment_files() {
     log.wait_durable(t).unwrap();
 }
 
+/// A new directory on the tmpfs at `/dev/shm`, or `None` (saying what was `skipped`) where
+/// there is none: for the tests of what the log does on a memory file system.
+pub(crate) fn tmpfs_tempdir(skipped: &str) -> Option<tempfile::TempDir> {
+    let shm = std::path::Path::new("/dev/shm");
+    if !shm.is_dir() || !crate::in_memory_fs(shm) {
+        eprintln!("no tmpfs at /dev/shm: {skipped}");
+        return None;
+    }
+    Some(tempfile::tempdir_in(shm).unwrap())
+}
+
 /// On a memory file system, segments removed below a checkpoint's cut come back as new
 /// segments (`DirStore` recycles them): after many rotations and cuts, each device reads back
 /// exactly the records at or above the last cut, in order, and nothing of the recycled files'
@@ -536,12 +547,7 @@ fn open_writes_segment_files() {
 /// segment's end).
 #[test]
 fn recycled_segments_read_back_as_new() {
-    let shm = std::path::Path::new("/dev/shm");
-    if !shm.is_dir() || !crate::in_memory_fs(shm) {
-        eprintln!("no tmpfs at /dev/shm: nothing to test");
-        return;
-    }
-    let dir = tempfile::tempdir_in(shm).unwrap();
+    let Some(dir) = tmpfs_tempdir("nothing to test") else { return };
     let dirs: Vec<_> = (0..2).map(|d| dir.path().join(d.to_string())).collect();
     let options = LogOptions {
         device: crate::DeviceOptions { segment_size: 4096, ..crate::DeviceOptions::default() },
