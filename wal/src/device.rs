@@ -750,6 +750,12 @@ impl MappedDevice {
         Ok(MappedDevice { plain: FileDevice::from_file(file), map: Mutex::new(map), memory_fs })
     }
 
+    /// Fails the device as a failed write would (tests of what a failed device refuses).
+    #[cfg(test)]
+    pub(crate) fn poison(&self) {
+        self.plain.poison.fail(io::Error::other("poisoned by a test"));
+    }
+
     /// How many bytes from offset 0 are written through the mapping.
     pub fn mapped_len(&self) -> usize {
         self.map.lock().usable

@@ -694,6 +694,79 @@ mod tests {
         store.retire(device);
     }
 
+    /// A recycled segment whose device failed cannot be zeroed, so it never becomes a
+    /// segment again: the spare thread gives up on it, the next segment is created inline
+    /// (full size, zeros, written through), and the leftover recycled file is deleted when the
+    /// store is opened again.
+    #[test]
+    fn a_recycled_segment_that_cannot_be_zeroed_is_not_used() {
+        let Some((tmp, store)) = store_on_tmpfs("nothing to test") else { return };
+        let device = store.create(SegmentNo(0)).unwrap();
+        device.write_at(0, &[0xA5; 64]).unwrap();
+        device.sync().unwrap();
+        let live = store
+            .recycling
+            .as_ref()
+            .expect("tmpfs recycles")
+            .live
+            .lock()
+            .get(&SegmentNo(0))
+            .cloned();
+        live.expect("segment 0 is kept for recycling").poison();
+        device.write_at(64, &[1]).expect_err("a failed device refuses writes");
+        store.retire(device);
+        store.remove(SegmentNo(0)).unwrap();
+        let recycled = tmp.path().join(recycled_file_name(SegmentNo(0)));
+        assert!(recycled.exists(), "removed into the recycled name");
+        // Takes the spare prepared at the first create; the next spare is the failed segment.
+        store.retire(store.create(SegmentNo(1)).unwrap());
+        let device = store.create(SegmentNo(2)).unwrap();
+        assert!(recycled.exists(), "the failed segment is not reused");
+        assert_zeroed_segment(tmp.path(), SegmentNo(2));
+        device.write_at(0, b"record").unwrap();
+        device.sync().unwrap();
+        let mut head = [0u8; 6];
+        File::open(tmp.path().join(segment_file_name(SegmentNo(2))))
+            .unwrap()
+            .read_exact_at(&mut head, 0)
+            .unwrap();
+        assert_eq!(&head, b"record", "the inline segment is written through");
+        store.retire(device);
+        assert_eq!(store.list().unwrap(), [SegmentNo(1), SegmentNo(2)]);
+        drop(store);
+        let store = DirStore::open(tmp.path(), options()).unwrap();
+        assert!(!recycled.exists(), "a leftover recycled file is deleted at open");
+        assert_eq!(store.list().unwrap(), [SegmentNo(1), SegmentNo(2)]);
+    }
+
+    /// Dropping a store while its spare is being zero-filled (64 MiB, paced: it takes a while
+    /// on a disk) waits for the spare's thread, which stops at its next MiB; whatever it left
+    /// is never a segment, and is gone once the store is opened again.
+    #[test]
+    fn a_store_dropped_during_a_zero_fill_leaves_no_segment_behind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let options = DeviceOptions { segment_size: 64 << 20, ..DeviceOptions::default() };
+        let store = DirStore::open(tmp.path(), options).unwrap();
+        let device = store.create(SegmentNo(7)).unwrap();
+        device.write_at(0, b"record").unwrap();
+        device.sync().unwrap();
+        drop(device);
+        drop(store); // the spare for segment 8 is (most likely) still being zero-filled
+        let spare = tmp.path().join(SPARE_FILE);
+        if let Ok(meta) = std::fs::metadata(&spare) {
+            assert!(meta.len() <= 64 << 20, "the spare never grows past a segment");
+        }
+        let store = DirStore::open(tmp.path(), options).unwrap();
+        assert!(!spare.exists(), "a leftover spare is deleted at open");
+        assert_eq!(store.list().unwrap(), [SegmentNo(7)]);
+        let mut head = [0u8; 6];
+        File::open(tmp.path().join(segment_file_name(SegmentNo(7))))
+            .unwrap()
+            .read_exact_at(&mut head, 0)
+            .unwrap();
+        assert_eq!(&head, b"record");
+    }
+
     /// Spill files: written whole and durable, read back, listed in id order (other files
     /// ignored), deleted; an existing id is refused.
     #[test]
