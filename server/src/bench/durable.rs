@@ -86,6 +86,18 @@ pub(super) struct PairCounts {
     bytes: AtomicU64,
     /// Pairs of one record header or less: an idle-device marker written alone.
     markers: AtomicU64,
+    /// Pair times ([`PairCounts::start_timing`]): on only during a latency measurement's
+    /// window.
+    timing: AtomicBool,
+    /// When the current synchronous pair's first `write_at` started (then `sync` ends it).
+    write_started: parking_lot::Mutex<Option<Instant>>,
+    /// When each pair submitted while timing was submitted, oldest first: the log waits for
+    /// its pairs in submission order.
+    submitted: parking_lot::Mutex<std::collections::VecDeque<Instant>>,
+    /// How long each pair that ended while timing took (ns), from its first write (or its
+    /// submission) until the log learned it was durable: while it lasts, the log (at one pair
+    /// in flight) cannot start the pair that would carry a commit arriving now.
+    times: parking_lot::Mutex<Vec<u64>>,
 }
 
 impl PairCounts {
@@ -99,6 +111,32 @@ impl PairCounts {
         self.bytes.fetch_add(len as u64, Ordering::Relaxed);
         if len <= wal::MIN_RESERVATION {
             self.markers.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Starts timing pairs, forgetting earlier times. A pair in flight now is not timed, or
+    /// (submitted through io_uring) timed from a later submission: times err short, never
+    /// long.
+    fn start_timing(&self) {
+        self.times.lock().clear();
+        self.submitted.lock().clear();
+        *self.write_started.lock() = None;
+        self.timing.store(true, Ordering::Relaxed);
+    }
+
+    /// Stops timing and returns the pairs' times (ns).
+    fn take_times(&self) -> Vec<u64> {
+        self.timing.store(false, Ordering::Relaxed);
+        std::mem::take(&mut *self.times.lock())
+    }
+
+    fn timing(&self) -> bool {
+        self.timing.load(Ordering::Relaxed)
+    }
+
+    fn ended(&self, started: Option<Instant>) {
+        if let Some(started) = started.filter(|_| self.timing()) {
+            self.times.lock().push(started.elapsed().as_nanos() as u64);
         }
     }
 }
@@ -116,11 +154,19 @@ impl<D: LogDevice> LogDevice for Counted<D> {
     // `wal::LogOptions::assist_below`); the log calls nothing else on a segment.
     fn write_at(&self, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
         self.counts.count_write(bytes.len());
+        if self.counts.timing() {
+            self.counts.write_started.lock().get_or_insert_with(Instant::now);
+        }
         self.inner.write_at(offset, bytes)
     }
     fn sync(&self) -> std::io::Result<()> {
         self.counts.pairs.fetch_add(1, Ordering::Relaxed);
-        self.inner.sync()
+        let result = self.inner.sync();
+        if self.counts.timing() {
+            let started = self.counts.write_started.lock().take();
+            self.counts.ended(started);
+        }
+        result
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
         self.inner.read_at(offset, buf)
@@ -137,10 +183,18 @@ impl<D: LogDevice> LogDevice for Counted<D> {
     fn submit_write_sync(&self, offset: u64, buf: Vec<u8>) -> std::io::Result<Pending> {
         self.counts.pairs.fetch_add(1, Ordering::Relaxed);
         self.counts.count_write(buf.len());
+        if self.counts.timing() {
+            self.counts.submitted.lock().push_back(Instant::now());
+        }
         self.inner.submit_write_sync(offset, buf)
     }
     fn wait(&self, pending: Pending) -> std::io::Result<Vec<u8>> {
-        self.inner.wait(pending)
+        let result = self.inner.wait(pending);
+        if self.counts.timing() {
+            let started = self.counts.submitted.lock().pop_front();
+            self.counts.ended(started);
+        }
+        result
     }
     fn overlaps_pairs(&self) -> bool {
         self.inner.overlaps_pairs()
@@ -452,6 +506,16 @@ impl OpenLog {
             .iter()
             .map(|c| c.get())
             .fold((0, 0, 0), |a, c| (a.0 + c.0, a.1 + c.1, a.2 + c.2))
+    }
+
+    /// Starts timing every counted device's write+sync pairs ([`PairCounts::start_timing`]).
+    pub(super) fn start_pair_times(&self) {
+        self.counters.iter().for_each(|c| c.start_timing());
+    }
+
+    /// Stops timing and returns each counted device's pair times (ns).
+    pub(super) fn take_pair_times(&self) -> Vec<Vec<u64>> {
+        self.counters.iter().map(|c| c.take_times()).collect()
     }
 
     /// Deletes the closed segments that only hold records written so far (as a checkpoint
@@ -861,6 +925,8 @@ pub(super) struct Cell {
     pub(super) ssn_spread: u64,
     /// Commit-call durations in nanoseconds, if recorded (unsorted).
     pub(super) latencies: Vec<u64>,
+    /// With latencies: each counted device's write+sync pair times during the window (ns).
+    pub(super) pair_times: Vec<Vec<u64>>,
 }
 
 impl Cell {
@@ -946,6 +1012,9 @@ pub(super) fn drive(
             workers.push(worker);
         }
         sleep_until(w.start);
+        if record_latency {
+            bed.log.start_pair_times();
+        }
         let (bytes0, (pairs0, pair_bytes0, markers0), (cpu0, switches0)) =
             (bed.log.log_bytes(), bed.log.pair_counts(), process_usage());
         let started = monotonic_seconds();
@@ -956,6 +1025,7 @@ pub(super) fn drive(
         }
         let (bytes1, (pairs1, pair_bytes1, markers1), (cpu1, switches1)) =
             (bed.log.log_bytes(), bed.log.pair_counts(), process_usage());
+        let pair_times = if record_latency { bed.log.take_pair_times() } else { Vec::new() };
         let log = &bed.log.log;
         let ssns: Vec<u64> = (0..log.n_buffers()).map(|b| log.buffer_ssn(b).0).collect();
         let ssn_spread = ssns.iter().max().unwrap_or(&0) - ssns.iter().min().unwrap_or(&0);
@@ -968,6 +1038,7 @@ pub(super) fn drive(
             cpu: cpu1.saturating_sub(cpu0),
             switches: switches1.saturating_sub(switches0),
             ssn_spread,
+            pair_times,
             ..Cell::default()
         };
         let mut error = None;
@@ -1101,6 +1172,22 @@ mod tests {
         );
         assert_eq!(cell.latencies.len() as u64, cell.commits);
         assert!(cell.latencies.iter().all(|&ns| ns > 0));
+    }
+
+    /// A measurement that records latencies times every device's write+sync pairs in its
+    /// window (and only then): one list per device, each pair shorter than the whole run.
+    #[test]
+    fn latency_cells_time_the_pairs() {
+        let bed = Bed::new(&LogKind::Memory { n: 2 }, 1_000, &LogOptions::default()).unwrap();
+        let (warmup, window) = (Duration::from_millis(50), Duration::from_millis(200));
+        let commit = Commit::Deferred { sessions: 4 };
+        let cell = drive(&bed, Workload::Rmw, commit, 2, warmup, window, true).unwrap();
+        assert_eq!(cell.pair_times.len(), 2, "one list per device");
+        assert!(cell.pair_times.iter().any(|t| !t.is_empty()), "no pair timed");
+        let longest = cell.pair_times.iter().flatten().max().copied().unwrap_or(0);
+        assert!(longest > 0 && longest < (warmup + window).as_nanos() as u64, "{longest} ns");
+        let cell = drive(&bed, Workload::Rmw, commit, 2, warmup, window, false).unwrap();
+        assert!(cell.pair_times.is_empty(), "timed without latencies");
     }
 
     /// A bed over devices without spill files loads its table in transactions that fit the
