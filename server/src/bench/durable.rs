@@ -94,10 +94,16 @@ pub(super) struct PairCounts {
     /// When each pair submitted while timing was submitted, oldest first: the log waits for
     /// its pairs in submission order.
     submitted: parking_lot::Mutex<std::collections::VecDeque<Instant>>,
-    /// How long each pair that ended while timing took (ns), from its first write (or its
-    /// submission) until the log learned it was durable: while it lasts, the log (at one pair
-    /// in flight) cannot start the pair that would carry a commit arriving now.
-    times: parking_lot::Mutex<Vec<u64>>,
+    /// Each pair that ended while timing: when it started (its first write, or its
+    /// submission) and when the log learned that it was durable, in ns since timing started.
+    times: parking_lot::Mutex<(Option<Instant>, Vec<PairTime>)>,
+}
+
+/// One write+sync pair's start and end, in ns since the window started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct PairTime {
+    pub(super) start: u64,
+    pub(super) end: u64,
 }
 
 impl PairCounts {
@@ -118,16 +124,16 @@ impl PairCounts {
     /// (submitted through io_uring) timed from a later submission: times err short, never
     /// long.
     fn start_timing(&self) {
-        self.times.lock().clear();
+        *self.times.lock() = (Some(Instant::now()), Vec::new());
         self.submitted.lock().clear();
         *self.write_started.lock() = None;
         self.timing.store(true, Ordering::Relaxed);
     }
 
-    /// Stops timing and returns the pairs' times (ns).
-    fn take_times(&self) -> Vec<u64> {
+    /// Stops timing and returns the pairs timed, in the order they ended.
+    fn take_times(&self) -> Vec<PairTime> {
         self.timing.store(false, Ordering::Relaxed);
-        std::mem::take(&mut *self.times.lock())
+        std::mem::take(&mut self.times.lock().1)
     }
 
     fn timing(&self) -> bool {
@@ -135,8 +141,11 @@ impl PairCounts {
     }
 
     fn ended(&self, started: Option<Instant>) {
-        if let Some(started) = started.filter(|_| self.timing()) {
-            self.times.lock().push(started.elapsed().as_nanos() as u64);
+        let end = Instant::now();
+        let mut times = self.times.lock();
+        if let (Some(epoch), Some(started), true) = (times.0, started, self.timing()) {
+            let ns = |t: Instant| t.saturating_duration_since(epoch).as_nanos() as u64;
+            times.1.push(PairTime { start: ns(started), end: ns(end) });
         }
     }
 }
@@ -513,8 +522,8 @@ impl OpenLog {
         self.counters.iter().for_each(|c| c.start_timing());
     }
 
-    /// Stops timing and returns each counted device's pair times (ns).
-    pub(super) fn take_pair_times(&self) -> Vec<Vec<u64>> {
+    /// Stops timing and returns each counted device's pairs.
+    pub(super) fn take_pair_times(&self) -> Vec<Vec<PairTime>> {
         self.counters.iter().map(|c| c.take_times()).collect()
     }
 
@@ -925,8 +934,9 @@ pub(super) struct Cell {
     pub(super) ssn_spread: u64,
     /// Commit-call durations in nanoseconds, if recorded (unsorted).
     pub(super) latencies: Vec<u64>,
-    /// With latencies: each counted device's write+sync pair times during the window (ns).
-    pub(super) pair_times: Vec<Vec<u64>>,
+    /// With latencies: each counted device's write+sync pairs that ended in the window, in
+    /// the order they ended.
+    pub(super) pair_times: Vec<Vec<PairTime>>,
 }
 
 impl Cell {
@@ -1184,8 +1194,10 @@ mod tests {
         let cell = drive(&bed, Workload::Rmw, commit, 2, warmup, window, true).unwrap();
         assert_eq!(cell.pair_times.len(), 2, "one list per device");
         assert!(cell.pair_times.iter().any(|t| !t.is_empty()), "no pair timed");
-        let longest = cell.pair_times.iter().flatten().max().copied().unwrap_or(0);
-        assert!(longest > 0 && longest < (warmup + window).as_nanos() as u64, "{longest} ns");
+        let whole = (warmup + window).as_nanos() as u64;
+        for pair in cell.pair_times.iter().flatten() {
+            assert!(pair.start <= pair.end && pair.end < whole, "{pair:?}");
+        }
         let cell = drive(&bed, Workload::Rmw, commit, 2, warmup, window, false).unwrap();
         assert!(cell.pair_times.is_empty(), "timed without latencies");
     }
