@@ -30,10 +30,12 @@
 //! durable. A commit arriving at moment `t` can only go out in a pair that starts after `t`,
 //! and is durable once that pair and every pair started before it have ended: so it waits at
 //! least `max(end of the pairs up to the first one starting after t) - t`, on its own device
-//! (and more if it also waits for other devices, or misses that pair). Open-loop arrivals fall
-//! anywhere in time, so these least waits, over a grid of moments, pooled over the devices (the
-//! sessions are spread evenly), are a lower bound on the open loop's latency distribution;
-//! their p99 beyond 5× floor means that the pairs as they ran left no room for the target.
+//! (and more if it also waits for other devices, or misses that pair). These least waits over
+//! a grid of moments, pooled over the devices (the sessions are spread evenly), are what a
+//! commit called at a random moment could at best have had: the open loop's commits are
+//! called at nearly random moments, so their distribution is close to or above this one (its
+//! calls may thin out while a stall takes a core, which can leave its p99 a little below). A
+//! p99 beyond 5× floor here means that the pairs as they ran left no room for the target.
 //! Placing the same pairs' durations back to back, nothing between them, gives what a log with
 //! one pair in flight and no overhead of its own would have allowed: the part of the bound
 //! that is the disk's.
@@ -309,8 +311,8 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
          before this row's measurements; `/ floor` divides by it. `pairs/s` and `B/pair` count \
          write+`fdatasync` pairs over all devices; `pair p50 / p99` is how long they took. \
          `least (as run)` = p50 / p99 of the least wait of a commit arriving at a random moment \
-         of the window, given the pairs as they ran (module doc: a lower bound for the open \
-         loop); `least (back to back)` = the same with the pairs' durations one after another, \
+         of the window, given the pairs as they ran (module doc: what the open loop's commits \
+         could at best have had); `least (back to back)` = the same with the pairs' durations one after another, \
          nothing between them (what a log with one pair in flight and no overhead of its own \
          would have allowed on these pairs).\n\n\
          | devices | commit | threads | txn/s | pairs/s | B/pair | p50 ms | p99 ms | p99.9 ms | max ms | floor ms | p50 / floor | p99 / floor | pair p50 / p99 ms | least (as run) | least (back to back) |\n\
