@@ -91,8 +91,9 @@ pub(super) struct PairCounts {
     timing: AtomicBool,
     /// When the current synchronous pair's first `write_at` started (then `sync` ends it).
     write_started: parking_lot::Mutex<Option<Instant>>,
-    /// When each pair submitted while timing was submitted, oldest first: the log waits for
-    /// its pairs in submission order.
+    /// When each pair in flight through io_uring was submitted, oldest first (the log waits
+    /// for its pairs in submission order). Kept whether timing or not, so that each `wait`
+    /// pops its own pair's submission.
     submitted: parking_lot::Mutex<std::collections::VecDeque<Instant>>,
     /// Each pair that ended while timing: when it started (its first write, or its
     /// submission) and when the log learned that it was durable, in ns since timing started.
@@ -120,12 +121,10 @@ impl PairCounts {
         }
     }
 
-    /// Starts timing pairs, forgetting earlier times. A pair in flight now is not timed, or
-    /// (submitted through io_uring) timed from a later submission: times err short, never
-    /// long.
+    /// Starts timing pairs, forgetting earlier times. A pair that started before is not
+    /// timed.
     fn start_timing(&self) {
         *self.times.lock() = (Some(Instant::now()), Vec::new());
-        self.submitted.lock().clear();
         *self.write_started.lock() = None;
         self.timing.store(true, Ordering::Relaxed);
     }
@@ -141,8 +140,13 @@ impl PairCounts {
     }
 
     fn ended(&self, started: Option<Instant>) {
+        if !self.timing() {
+            return;
+        }
         let end = Instant::now();
         let mut times = self.times.lock();
+        // A pair that started before timing did is left out, as a synchronous one is.
+        let started = started.filter(|&s| times.0.is_some_and(|epoch| s >= epoch));
         if let (Some(epoch), Some(started), true) = (times.0, started, self.timing()) {
             let ns = |t: Instant| t.saturating_duration_since(epoch).as_nanos() as u64;
             times.1.push(PairTime { start: ns(started), end: ns(end) });
@@ -192,17 +196,15 @@ impl<D: LogDevice> LogDevice for Counted<D> {
     fn submit_write_sync(&self, offset: u64, buf: Vec<u8>) -> std::io::Result<Pending> {
         self.counts.pairs.fetch_add(1, Ordering::Relaxed);
         self.counts.count_write(buf.len());
-        if self.counts.timing() {
-            self.counts.submitted.lock().push_back(Instant::now());
-        }
-        self.inner.submit_write_sync(offset, buf)
+        let submitted = Instant::now();
+        let pending = self.inner.submit_write_sync(offset, buf)?;
+        self.counts.submitted.lock().push_back(submitted);
+        Ok(pending)
     }
     fn wait(&self, pending: Pending) -> std::io::Result<Vec<u8>> {
         let result = self.inner.wait(pending);
-        if self.counts.timing() {
-            let started = self.counts.submitted.lock().pop_front();
-            self.counts.ended(started);
-        }
+        let started = self.counts.submitted.lock().pop_front();
+        self.counts.ended(started);
         result
     }
     fn overlaps_pairs(&self) -> bool {
@@ -1200,6 +1202,20 @@ mod tests {
         }
         let cell = drive(&bed, Workload::Rmw, commit, 2, warmup, window, false).unwrap();
         assert!(cell.pair_times.is_empty(), "timed without latencies");
+
+        // Pipelined emulated devices: pairs submitted through `submit_write_sync`, several in
+        // flight; each `wait` ends its own pair (300 µs of emulated sync at least).
+        let sync = Duration::from_micros(300);
+        let device = Emulated { bytes_per_sec: 1 << 30, sync, model: DeviceModel::Pipelined };
+        let kind = LogKind::Poplar { n: 2, device };
+        let bed = Bed::new(&kind, 1_000, &LogOptions::default()).unwrap();
+        let commit = Commit::Deferred { sessions: 64 };
+        let cell = drive(&bed, Workload::Rmw, commit, 2, warmup, window, true).unwrap();
+        let pairs: Vec<&PairTime> = cell.pair_times.iter().flatten().collect();
+        assert!(!pairs.is_empty(), "no pair timed");
+        for pair in pairs {
+            assert!(pair.end - pair.start >= sync.as_nanos() as u64, "{pair:?}");
+        }
     }
 
     /// A bed over devices without spill files loads its table in transactions that fit the

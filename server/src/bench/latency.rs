@@ -148,7 +148,7 @@ fn least_waits(pairs: &[PairTime], as_run: bool, window_ns: u64, out: &mut Vec<u
     if !as_run {
         let mut at = 0;
         for p in &mut timeline {
-            let len = p.end - p.start;
+            let len = p.end.saturating_sub(p.start);
             *p = PairTime { start: at, end: at + len };
             at += len;
         }
@@ -347,7 +347,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
             let as_run = least_quantiles(cells(), true, floor);
             let back_to_back = least_quantiles(cells(), false, floor);
             let mut durations: Vec<u64> = cells()
-                .flat_map(|x| x.pair_times.iter().flatten().map(|p| p.end - p.start))
+                .flat_map(|x| x.pair_times.iter().flatten().map(|p| p.end.saturating_sub(p.start)))
                 .collect();
             durations.sort_unstable();
             out.push_str(&format!(
