@@ -437,33 +437,32 @@ mod tests {
         PairTime { start: start_us * 1_000, end: end_us * 1_000 }
     }
 
+    /// [`least_waits`] over a window of `window_us`, in µs.
+    fn waits_us(pairs: &[PairTime], as_run: bool, window_us: u64) -> Vec<u64> {
+        let mut waits = Vec::new();
+        least_waits(pairs, as_run, window_us * 1_000, &mut waits);
+        waits.into_iter().map(|ns| ns / 1_000).collect()
+    }
+
+    /// `end - t` for each µs `t` of `0..until`, where `end` is `first` before `split` and
+    /// `second` from there.
+    fn until_us(split: u64, first: u64, second: u64, until: u64) -> Vec<u64> {
+        (0..until).map(|t| if t < split { first - t } else { second - t }).collect()
+    }
+
     /// A commit arriving at `t` waits for the first pair starting after `t` and for every
     /// pair started before that one; back to back, the durations are laid end to end.
     #[test]
     fn least_waits_follow_the_next_pair() {
         let pairs = [pair(150, 300), pair(0, 100), pair(300, 320)];
-        let mut waits = Vec::new();
-        least_waits(&pairs, true, 1_000_000, &mut waits);
-        let expected: Vec<u64> =
-            (0..300).map(|t| if t < 150 { 300 - t } else { 320 - t } * 1_000).collect();
-        assert_eq!(waits, expected);
-
+        assert_eq!(waits_us(&pairs, true, 1_000), until_us(150, 300, 320, 300));
         // A pair that started earlier and ends later holds back the one after it.
-        let mut waits = Vec::new();
-        least_waits(&[pair(0, 500), pair(100, 200)], true, 1_000_000, &mut waits);
-        assert_eq!(waits, (0..100).map(|t| (500 - t) * 1_000).collect::<Vec<_>>());
-
+        let overlapping = [pair(0, 500), pair(100, 200)];
+        assert_eq!(waits_us(&overlapping, true, 1_000), until_us(100, 500, 500, 100));
         // Back to back: [0, 100), [100, 250), [250, 270).
-        let mut waits = Vec::new();
-        least_waits(&pairs, false, 1_000_000, &mut waits);
-        let expected: Vec<u64> =
-            (0..250).map(|t| if t < 100 { 250 - t } else { 270 - t } * 1_000).collect();
-        assert_eq!(waits, expected);
-
+        assert_eq!(waits_us(&pairs, false, 1_000), until_us(100, 250, 270, 250));
         // Only the window's moments count.
-        let mut waits = Vec::new();
-        least_waits(&pairs, true, 10_000, &mut waits);
-        assert_eq!(waits.len(), 10);
+        assert_eq!(waits_us(&pairs, true, 10).len(), 10);
     }
 
     /// The quantiles pool every device of every cell and divide by the floor.
