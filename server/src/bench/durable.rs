@@ -705,6 +705,8 @@ struct Counts {
     commits: u64,
     conflicts: u64,
     latencies: Vec<u64>,
+    /// Open loop: how late each counted commit was called after its scheduled arrival (ns).
+    late: Vec<u64>,
 }
 
 /// The window and what to record, shared by the committer threads.
@@ -862,6 +864,8 @@ fn open_loop(
     let mut issued = 0u64;
     let mut unrequested = Unrequested::default();
     let mut next = Instant::now();
+    let mut late =
+        Vec::with_capacity(if window.record_latency { expected as usize + 1024 } else { 0 });
     loop {
         let now = Instant::now();
         if now >= window.end {
@@ -875,8 +879,12 @@ fn open_loop(
         }
         // Exponential gaps: a Poisson process of arrivals.
         let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        let due = next;
         next += Duration::from_secs_f64(-(1.0 - u).ln() * mean_gap);
         let (info, started, _) = bed.run_one(workload, false, id, &mut rng, true)?;
+        if window.record_latency && started >= window.start {
+            late.push((started - due).as_nanos() as u64);
+        }
         let ticket = info.ticket.expect("every bench transaction writes");
         let seen = Arc::clone(&acks);
         log.watch(
@@ -901,7 +909,7 @@ fn open_loop(
         }
         std::thread::yield_now();
     }
-    let mut counts = Counts::default();
+    let mut counts = Counts { late, ..Counts::default() };
     for &(started, acked) in acks.seen.lock().iter() {
         if started >= window.start && started < window.end {
             counts.commits += 1;
@@ -936,6 +944,10 @@ pub(super) struct Cell {
     pub(super) ssn_spread: u64,
     /// Commit-call durations in nanoseconds, if recorded (unsorted).
     pub(super) latencies: Vec<u64>,
+    /// Open loop with latencies: how late each commit in the window was called after its
+    /// scheduled arrival (ns; the thread was busy or held up). Its latency counts from the
+    /// call, so a late call hides that wait.
+    pub(super) late: Vec<u64>,
     /// With latencies: each counted device's write+sync pairs that ended in the window, in
     /// the order they ended.
     pub(super) pair_times: Vec<Vec<PairTime>>,
@@ -1060,6 +1072,7 @@ pub(super) fn drive(
                     cell.commits += counts.commits;
                     cell.conflicts += counts.conflicts;
                     cell.latencies.extend(counts.latencies);
+                    cell.late.extend(counts.late);
                 }
                 Err(e) => error = Some(e),
             }
@@ -1184,6 +1197,7 @@ mod tests {
         );
         assert_eq!(cell.latencies.len() as u64, cell.commits);
         assert!(cell.latencies.iter().all(|&ns| ns > 0));
+        assert_eq!(cell.late.len() as u64, cell.commits, "one lateness per counted commit");
     }
 
     /// A measurement that records latencies times every device's write+sync pairs in its

@@ -314,9 +314,11 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
          of the window, given the pairs as they ran (module doc: what the open loop's commits \
          could at best have had); `least (back to back)` = the same with the pairs' durations one after another, \
          nothing between them (what a log with one pair in flight and no overhead of its own \
-         would have allowed on these pairs).\n\n\
-         | devices | commit | threads | txn/s | pairs/s | B/pair | p50 ms | p99 ms | p99.9 ms | max ms | floor ms | p50 / floor | p99 / floor | pair p50 / p99 ms | least (as run) | least (back to back) |\n\
-         |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         would have allowed on these pairs). `late` (open loop): how long after its scheduled \
+         arrival each commit was called (its thread busy or held up); the latencies count from \
+         the call, so a late call hides that part of its wait.\n\n\
+         | devices | commit | threads | txn/s | pairs/s | B/pair | p50 ms | p99 ms | p99.9 ms | max ms | floor ms | p50 / floor | p99 / floor | pair p50 / p99 ms | least (as run) | least (back to back) | late p99 / max ms |\n\
+         |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         args.log_options().max_in_flight,
         sessions.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
         window.as_secs_f64(),
@@ -350,8 +352,20 @@ pub(super) fn run(args: &BenchArgs) -> Result<String, Box<dyn std::error::Error>
                 .flat_map(|x| x.pair_times.iter().flatten().map(|p| p.end.saturating_sub(p.start)))
                 .collect();
             durations.sort_unstable();
+            let late = match commit {
+                Commit::Open { .. } => {
+                    let mut late: Vec<u64> = cells().flat_map(|x| x.late.iter().copied()).collect();
+                    late.sort_unstable();
+                    format!(
+                        "{:.2} / {:.2}",
+                        ms(quantile(&late, 0.99)),
+                        ms(late.last().copied().unwrap_or(0))
+                    )
+                }
+                _ => "—".to_string(),
+            };
             out.push_str(&format!(
-                "| {n} | {} | {c} | {} ±{:.0}% | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}× | {:.2}× | {:.2} / {:.2} | {:.2}× / {:.2}× | {:.2}× / {:.2}× |\n",
+                "| {n} | {} | {c} | {} ±{:.0}% | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}× | {:.2}× | {:.2} / {:.2} | {:.2}× / {:.2}× | {:.2}× / {:.2}× | {late} |\n",
                 commit.label(),
                 fmt_rate(rate.median),
                 rate.range_pct() / 2.0,
