@@ -146,10 +146,11 @@ impl PairCounts {
         let end = Instant::now();
         let mut times = self.times.lock();
         // A pair that started before timing did is left out, as a synchronous one is.
-        let started = started.filter(|&s| times.0.is_some_and(|epoch| s >= epoch));
-        if let (Some(epoch), Some(started), true) = (times.0, started, self.timing()) {
-            let ns = |t: Instant| t.saturating_duration_since(epoch).as_nanos() as u64;
-            times.1.push(PairTime { start: ns(started), end: ns(end) });
+        if let (Some(epoch), Some(started)) = (times.0, started) {
+            if started >= epoch {
+                let ns = |t: Instant| (t - epoch).as_nanos() as u64;
+                times.1.push(PairTime { start: ns(started), end: ns(end) });
+            }
         }
     }
 }
