@@ -107,6 +107,13 @@ pub(super) struct PairTime {
     pub(super) end: u64,
 }
 
+impl PairTime {
+    /// How long the pair took (ns).
+    pub(super) fn len(&self) -> u64 {
+        self.end.saturating_sub(self.start)
+    }
+}
+
 impl PairCounts {
     /// (write+sync pairs, bytes in them, marker-only pairs) so far.
     fn get(&self) -> (u64, u64, u64) {
@@ -831,10 +838,10 @@ impl Unrequested {
     }
 }
 
-/// The commits a thread of [`Commit::Open`] watches: (commit started, acknowledged), and how
-/// many watchers have run.
+/// The commits a thread of [`Commit::Open`] watches: (scheduled arrival, commit started,
+/// acknowledged), and how many watchers have run.
 struct Acks {
-    seen: parking_lot::Mutex<Vec<(Instant, Instant)>>,
+    seen: parking_lot::Mutex<Vec<(Instant, Instant, Instant)>>,
     done: AtomicU64,
 }
 
@@ -865,8 +872,6 @@ fn open_loop(
     let mut issued = 0u64;
     let mut unrequested = Unrequested::default();
     let mut next = Instant::now();
-    let mut late =
-        Vec::with_capacity(if window.record_latency { expected as usize + 1024 } else { 0 });
     loop {
         let now = Instant::now();
         if now >= window.end {
@@ -883,16 +888,13 @@ fn open_loop(
         let due = next;
         next += Duration::from_secs_f64(-(1.0 - u).ln() * mean_gap);
         let (info, started, _) = bed.run_one(workload, false, id, &mut rng, true)?;
-        if window.record_latency && started >= window.start {
-            late.push((started - due).as_nanos() as u64);
-        }
         let ticket = info.ticket.expect("every bench transaction writes");
         let seen = Arc::clone(&acks);
         log.watch(
             vec![ticket],
             Box::new(move |outcome| {
                 if outcome.is_ok() {
-                    seen.seen.lock().push((started, Instant::now()));
+                    seen.seen.lock().push((due, started, Instant::now()));
                 }
                 seen.done.fetch_add(1, Ordering::Release);
             }),
@@ -910,12 +912,13 @@ fn open_loop(
         }
         std::thread::yield_now();
     }
-    let mut counts = Counts { late, ..Counts::default() };
-    for &(started, acked) in acks.seen.lock().iter() {
+    let mut counts = Counts::default();
+    for &(due, started, acked) in acks.seen.lock().iter() {
         if started >= window.start && started < window.end {
             counts.commits += 1;
             if window.record_latency {
                 counts.latencies.push((acked - started).as_nanos() as u64);
+                counts.late.push((started - due).as_nanos() as u64);
             }
         }
     }
@@ -1229,7 +1232,7 @@ mod tests {
         let pairs: Vec<&PairTime> = cell.pair_times.iter().flatten().collect();
         assert!(!pairs.is_empty(), "no pair timed");
         for pair in pairs {
-            assert!(pair.end - pair.start >= sync.as_nanos() as u64, "{pair:?}");
+            assert!(pair.len() >= sync.as_nanos() as u64, "{pair:?}");
         }
     }
 
